@@ -1,0 +1,34 @@
+//! Command line: one `Args` struct per subcommand (clap derive); `run`
+//! resolves arguments into objects and calls the library.
+
+use clap::{Parser, Subcommand};
+
+use crate::error::Status;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "nettune",
+    version,
+    about = "See, judge, tune and measure a Linux host's network path"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Show the host's whole network path: CPUs, NUMA, NIC queues and IRQs,
+    /// RPS/XPS, driver settings, sysctls and loss counters.
+    Inspect,
+}
+
+pub fn parse() -> Cli {
+    Cli::parse()
+}
+
+pub fn run(cli: Cli) -> anyhow::Result<Status> {
+    match cli.command {
+        Command::Inspect => anyhow::bail!("inspect: not supported yet"),
+    }
+}

@@ -1,0 +1,70 @@
+//! Errors and exit statuses, in one place.
+//!
+//! Exit status contract: 0 success/clean, 1 findings or a failed check,
+//! 2 the tool could not do its job (bad input, missing permission,
+//! unsupported kernel). Every error that reaches `main` exits with 2.
+
+use std::io;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// What a command concluded when it ran to the end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// Success, nothing to report.
+    Clean,
+    /// The command ran and found something (a finding, a failed check).
+    Findings,
+}
+
+impl From<Status> for ExitCode {
+    fn from(status: Status) -> ExitCode {
+        match status {
+            Status::Clean => ExitCode::from(0),
+            Status::Findings => ExitCode::from(1),
+        }
+    }
+}
+
+/// Exit status when nettune could not do its job.
+pub const EXIT_ERROR: u8 = 2;
+
+/// Errors reading or writing kernel state. Each carries the kernel path
+/// (as the kernel names it, e.g. `/proc/interrupts`) so the user knows where.
+#[derive(Debug, thiserror::Error)]
+pub enum KernelError {
+    #[error("cannot read {path}: {source}")]
+    Read { path: PathBuf, source: io::Error },
+    #[error("cannot write '{value}' to {path}: {source}")]
+    Write {
+        path: PathBuf,
+        value: String,
+        source: io::Error,
+    },
+    #[error("{path} is malformed: {msg}")]
+    Parse { path: PathBuf, msg: String },
+}
+
+/// A parser's complaint about kernel text, before the path is known.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ParseError(pub String);
+
+impl ParseError {
+    pub fn new(msg: impl Into<String>) -> Self {
+        ParseError(msg.into())
+    }
+}
+
+/// Print an error the way every nettune error is printed and return the
+/// exit status for "could not do its job". A closed stdout (`nettune inspect
+/// | head`) is not an error.
+pub fn report(err: &anyhow::Error) -> ExitCode {
+    if let Some(io_err) = err.downcast_ref::<io::Error>() {
+        if io_err.kind() == io::ErrorKind::BrokenPipe {
+            return ExitCode::from(0);
+        }
+    }
+    eprintln!("nettune: {err:#}");
+    ExitCode::from(EXIT_ERROR)
+}

@@ -1,0 +1,14 @@
+//! Reading the kernel: one module per kernel source (parse text, no I/O;
+//! `read(&Root)` ties it to its path), and `Host::read`, which assembles the
+//! host model from them.
+
+pub mod cpuset;
+pub mod model;
+pub mod probe;
+pub mod root;
+pub mod snmp;
+pub mod softnet;
+
+pub use model::*;
+pub use probe::{Missing, Probe};
+pub use root::Root;

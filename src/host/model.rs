@@ -1,0 +1,259 @@
+//! The host model: plain data that `inspect` prints, `doctor` judges and
+//! `plan` diffs against. Built by `Host::read`; serialised as the `--json`
+//! schema (docs/json-schema.md). CPU sets are sorted CPU ids.
+//! `None` means the kernel or machine does not say (shown as "unknown").
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::softnet::SoftnetCpu;
+use super::Probe;
+use crate::nic::{DriverSettings, Qdisc};
+
+/// Bumped when a field changes meaning or is removed (not when one is added).
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Host {
+    pub schema_version: u32,
+    pub source: Source,
+    /// `uname -r` of the kernel (from /proc/sys/kernel/osrelease).
+    pub kernel: Option<String>,
+    pub cpus: Vec<Cpu>,
+    pub online_cpus: Vec<u32>,
+    pub numa_nodes: Vec<NumaNode>,
+    pub isolated_cpus: Vec<u32>,
+    pub nohz_full_cpus: Vec<u32>,
+    pub cpuidle: CpuIdle,
+    pub cpufreq: CpuFreq,
+    pub mitigations: Mitigations,
+    pub interfaces: Vec<Interface>,
+    /// Dotted sysctl name -> value text as the kernel shows it (tabs and
+    /// runs of spaces folded to one space). Absent names are not listed.
+    pub sysctls: BTreeMap<String, String>,
+    pub irqbalance: Irqbalance,
+    pub packet_sockets: Vec<PacketSocket>,
+    pub conntrack: Conntrack,
+    pub counters: Counters,
+}
+
+/// Where the model was read from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Source {
+    /// `/` for the live host, otherwise the `--root` directory.
+    pub root: String,
+    /// The network namespace given with `--netns`.
+    pub netns: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cpu {
+    pub id: u32,
+    /// NUMA node, `None` when the kernel has no NUMA information.
+    pub node: Option<u32>,
+    /// SMT siblings including this CPU (thread_siblings_list).
+    pub siblings: Vec<u32>,
+    /// Physical package (socket).
+    pub package: Option<u32>,
+    pub core: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NumaNode {
+    pub id: u32,
+    pub cpus: Vec<u32>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CpuIdle {
+    pub driver: Option<String>,
+    pub governor: Option<String>,
+    /// haltpoll's poll window before a vCPU halts; 0 makes every wake-up
+    /// a full VM exit (ENVIRONMENT: ~60 us cross-CPU).
+    pub guest_halt_poll_ns: Option<u64>,
+    /// Idle states of CPU0 (names and exit latency), deepest last.
+    pub states: Vec<IdleState>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IdleState {
+    pub name: String,
+    pub latency_us: Option<u64>,
+    pub disabled: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CpuFreq {
+    pub driver: Option<String>,
+    /// Governor -> CPUs using it. Empty when there is no cpufreq.
+    pub governors: BTreeMap<String, Vec<u32>>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Mitigations {
+    /// The `mitigations=` boot parameter, if given.
+    pub boot_param: Option<String>,
+    /// /sys/devices/system/cpu/vulnerabilities/<name> -> its text.
+    pub vulnerabilities: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Interface {
+    pub name: String,
+    pub ifindex: Option<u32>,
+    /// Kernel driver (`ixgbe`, `virtio_net`, `veth`).
+    pub driver: Option<String>,
+    /// Backed by a device (PCI, virtio, ...) rather than purely virtual.
+    pub physical: bool,
+    pub mtu: Option<u32>,
+    pub speed_mbps: Option<u64>,
+    pub operstate: Option<String>,
+    /// PCI address of the device (or of its parent, for virtio).
+    pub pci_address: Option<String>,
+    pub numa_node: Option<u32>,
+    pub local_cpus: Option<Vec<u32>>,
+    pub rx_queues: Vec<RxQueue>,
+    pub tx_queues: Vec<TxQueue>,
+    /// Every IRQ vector of the device that belongs to this interface,
+    /// queue vectors and the others (config, link, async, mgmt).
+    pub irq_vectors: Vec<IrqVector>,
+    pub root_qdisc: Probe<Qdisc>,
+    pub driver_settings: DriverSettings,
+    /// NAPI knobs in sysfs (REFERENCE section 7).
+    pub gro_flush_timeout: Option<u64>,
+    pub napi_defer_hard_irqs: Option<u64>,
+    pub threaded: Option<String>,
+    /// /sys/class/net/<if>/statistics counters that show loss.
+    pub statistics: BTreeMap<String, u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RxQueue {
+    pub index: u32,
+    pub irq: Option<u32>,
+    /// smp_affinity_list of the IRQ.
+    pub affinity: Option<Vec<u32>>,
+    /// effective_affinity_list of the IRQ (`None` on kernels without it).
+    pub effective: Option<Vec<u32>>,
+    pub affinity_hint: Option<Vec<u32>>,
+    pub rps_cpus: Option<Vec<u32>>,
+    pub rps_flow_cnt: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TxQueue {
+    pub index: u32,
+    pub irq: Option<u32>,
+    pub affinity: Option<Vec<u32>>,
+    pub effective: Option<Vec<u32>>,
+    pub affinity_hint: Option<Vec<u32>>,
+    pub xps_cpus: Option<Vec<u32>>,
+    pub xps_rxqs: Option<Vec<u32>>,
+    /// Mbit/s; 0 = unlimited.
+    pub tx_maxrate: Option<u64>,
+}
+
+/// What an IRQ vector of a NIC serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VectorRole {
+    /// RX queue N.
+    Rx,
+    /// TX queue N.
+    Tx,
+    /// RX and TX queue N together (`eth0-TxRx-0`, `mlx5_comp0`).
+    Combined,
+    /// No queue: config, link, async, mgmt.
+    Other,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IrqVector {
+    pub irq: u32,
+    /// The name in /proc/interrupts.
+    pub name: String,
+    pub role: VectorRole,
+    /// Queue number for queue vectors.
+    pub queue: Option<u32>,
+    pub affinity: Option<Vec<u32>>,
+    pub effective: Option<Vec<u32>>,
+    pub affinity_hint: Option<Vec<u32>>,
+    /// Interrupts taken on each CPU since boot (index = CPU column).
+    pub per_cpu: Vec<u64>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Irqbalance {
+    pub running: bool,
+    pub pids: Vec<u32>,
+}
+
+/// An open AF_PACKET socket (/proc/net/packet): every packet on its
+/// interface is also copied to it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PacketSocket {
+    pub inode: u64,
+    /// Ethernet protocol in hex as the kernel shows it (`0003` = all).
+    pub protocol: String,
+    /// Interface index it is bound to; 0 = all interfaces.
+    pub ifindex: u32,
+    pub uid: u32,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Conntrack {
+    /// nf_conntrack is loaded in this namespace (its sysctls exist).
+    pub loaded: bool,
+    pub count: Option<u64>,
+    pub max: Option<u64>,
+}
+
+/// Counters since boot. `doctor --interval` samples them twice.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counters {
+    /// NET_RX and NET_TX softirqs per CPU (/proc/softirqs).
+    pub softirqs: Vec<CpuSoftirqs>,
+    /// Per-CPU time from /proc/stat, in USER_HZ ticks.
+    pub cpu_time: Vec<CpuTime>,
+    pub softnet: Vec<SoftnetCpu>,
+    /// /proc/net/snmp Udp.
+    pub udp: BTreeMap<String, i64>,
+    /// /proc/net/snmp Tcp.
+    pub tcp: BTreeMap<String, i64>,
+    /// /proc/net/netstat TcpExt.
+    pub tcp_ext: BTreeMap<String, i64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CpuSoftirqs {
+    pub cpu: u32,
+    pub net_rx: u64,
+    pub net_tx: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CpuTime {
+    pub cpu: u32,
+    pub user: u64,
+    pub nice: u64,
+    pub system: u64,
+    pub idle: u64,
+    pub iowait: u64,
+    pub irq: u64,
+    pub softirq: u64,
+    pub steal: u64,
+}
+
+impl CpuTime {
+    pub fn total(&self) -> u64 {
+        self.user
+            + self.nice
+            + self.system
+            + self.idle
+            + self.iowait
+            + self.irq
+            + self.softirq
+            + self.steal
+    }
+}

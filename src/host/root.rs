@@ -1,0 +1,327 @@
+//! `Root`: the one door to /proc and /sys.
+//!
+//! Every read and write of kernel files goes through a `Root`, which holds a
+//! filesystem root: `/` for the live host, or a directory laid out exactly as
+//! the kernel lays out /proc and /sys (a capture or a test fixture). Paths are
+//! always given as the kernel names them (`/proc/interrupts`), so error
+//! messages name the file a user would look at.
+//!
+//! A `Root` can also record which paths were touched; `nettune capture` uses
+//! that to copy exactly the files nettune reads, no more.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use crate::error::{KernelError, ParseError};
+
+/// How a recorded path was used; decides how `capture` copies it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Access {
+    /// The file's contents were read.
+    File,
+    /// The directory's entries were listed.
+    Dir,
+    /// The path was resolved (symlink target, existence check).
+    Path,
+}
+
+#[derive(Debug)]
+pub struct Root {
+    base: PathBuf,
+    recorded: Option<Mutex<BTreeSet<(String, Access)>>>,
+}
+
+impl Root {
+    /// The live host.
+    pub fn live() -> Root {
+        Root {
+            base: PathBuf::from("/"),
+            recorded: None,
+        }
+    }
+
+    /// A captured or fixture tree. It must exist and hold `proc/` or `sys/`.
+    pub fn at(dir: &Path) -> anyhow::Result<Root> {
+        let meta = fs::metadata(dir).map_err(|e| {
+            anyhow::anyhow!(
+                "--root '{}': {e}; give a directory written by `nettune capture`",
+                dir.display()
+            )
+        })?;
+        if !meta.is_dir() {
+            anyhow::bail!("--root '{}' is not a directory", dir.display());
+        }
+        if !dir.join("proc").is_dir() && !dir.join("sys").is_dir() {
+            anyhow::bail!(
+                "--root '{}' holds neither proc/ nor sys/; give a directory written by `nettune capture`",
+                dir.display()
+            );
+        }
+        Ok(Root {
+            base: dir.to_path_buf(),
+            recorded: None,
+        })
+    }
+
+    /// The live host, remembering every path read (for `capture`).
+    pub fn live_recording() -> Root {
+        Root {
+            base: PathBuf::from("/"),
+            recorded: Some(Mutex::new(BTreeSet::new())),
+        }
+    }
+
+    pub fn is_live(&self) -> bool {
+        self.base == Path::new("/")
+    }
+
+    /// The directory this root stands on (`/` when live).
+    pub fn base(&self) -> &Path {
+        &self.base
+    }
+
+    /// Where a kernel path really is on disk under this root.
+    pub fn real_path(&self, kernel_path: &str) -> PathBuf {
+        self.base.join(kernel_path.trim_start_matches('/'))
+    }
+
+    /// Paths touched so far, when recording.
+    pub fn recorded(&self) -> Vec<(String, Access)> {
+        match &self.recorded {
+            Some(set) => set
+                .lock()
+                .map(|s| s.iter().cloned().collect())
+                .unwrap_or_default(),
+            None => Vec::new(),
+        }
+    }
+
+    fn record(&self, kernel_path: &str, access: Access) {
+        if let Some(set) = &self.recorded {
+            if let Ok(mut set) = set.lock() {
+                set.insert((kernel_path.to_string(), access));
+            }
+        }
+    }
+
+    /// Read a kernel file that must exist.
+    pub fn read(&self, kernel_path: &str) -> Result<String, KernelError> {
+        self.record(kernel_path, Access::File);
+        fs::read_to_string(self.real_path(kernel_path)).map_err(|source| KernelError::Read {
+            path: PathBuf::from(kernel_path),
+            source,
+        })
+    }
+
+    /// Read a kernel file that a kernel or machine may legitimately lack or
+    /// refuse (no cpufreq, an old kernel, `speed` of a link that is down):
+    /// `None` then, an error only for real failures.
+    pub fn read_optional(&self, kernel_path: &str) -> Result<Option<String>, KernelError> {
+        match self.read(kernel_path) {
+            Ok(text) => Ok(Some(text)),
+            Err(KernelError::Read { source, .. }) if is_absent(&source) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Read an optional one-line value, trimmed.
+    pub fn read_value(&self, kernel_path: &str) -> Result<Option<String>, KernelError> {
+        Ok(self
+            .read_optional(kernel_path)?
+            .map(|text| text.trim().to_string()))
+    }
+
+    /// Read and parse a file that must exist; parse errors name the file.
+    pub fn parse<T>(
+        &self,
+        kernel_path: &str,
+        parse: impl FnOnce(&str) -> Result<T, ParseError>,
+    ) -> Result<T, KernelError> {
+        let text = self.read(kernel_path)?;
+        parse(&text).map_err(|e| KernelError::Parse {
+            path: PathBuf::from(kernel_path),
+            msg: e.0,
+        })
+    }
+
+    /// Read and parse a file that may be absent.
+    pub fn parse_optional<T>(
+        &self,
+        kernel_path: &str,
+        parse: impl FnOnce(&str) -> Result<T, ParseError>,
+    ) -> Result<Option<T>, KernelError> {
+        match self.read_optional(kernel_path)? {
+            None => Ok(None),
+            Some(text) => parse(&text).map(Some).map_err(|e| KernelError::Parse {
+                path: PathBuf::from(kernel_path),
+                msg: e.0,
+            }),
+        }
+    }
+
+    /// Entry names of a directory, sorted; `None` when it does not exist.
+    pub fn list(&self, kernel_path: &str) -> Result<Option<Vec<String>>, KernelError> {
+        self.record(kernel_path, Access::Dir);
+        let entries = match fs::read_dir(self.real_path(kernel_path)) {
+            Ok(entries) => entries,
+            Err(e) if is_absent(&e) => return Ok(None),
+            Err(source) => {
+                return Err(KernelError::Read {
+                    path: PathBuf::from(kernel_path),
+                    source,
+                })
+            }
+        };
+        let mut names = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|source| KernelError::Read {
+                path: PathBuf::from(kernel_path),
+                source,
+            })?;
+            names.push(entry.file_name().to_string_lossy().into_owned());
+        }
+        names.sort();
+        Ok(Some(names))
+    }
+
+    /// Whether a kernel path exists (following symlinks).
+    pub fn exists(&self, kernel_path: &str) -> bool {
+        self.record(kernel_path, Access::Path);
+        self.real_path(kernel_path).exists()
+    }
+
+    /// The kernel path a symlink resolves to, with every link followed
+    /// (`/sys/class/net/eth0/device` -> `/sys/devices/pci0000:00/0000:00:03.0/virtio2`).
+    /// `None` when the path does not exist.
+    pub fn resolve(&self, kernel_path: &str) -> Option<String> {
+        self.record(kernel_path, Access::Path);
+        let real = fs::canonicalize(self.real_path(kernel_path)).ok()?;
+        let base = fs::canonicalize(&self.base).ok()?;
+        let inside = real.strip_prefix(&base).ok()?;
+        Some(format!("/{}", inside.display()))
+    }
+
+    /// The last component of a symlink's target (a driver's or device's name).
+    pub fn link_name(&self, kernel_path: &str) -> Option<String> {
+        self.resolve(kernel_path)
+            .and_then(|p| p.rsplit('/').next().map(str::to_string))
+    }
+
+    /// Write a value to a kernel file that must already exist.
+    pub fn write(&self, kernel_path: &str, value: &str) -> Result<(), KernelError> {
+        let write = || -> io::Result<()> {
+            let mut file = fs::OpenOptions::new()
+                .write(true)
+                .truncate(true)
+                .open(self.real_path(kernel_path))?;
+            file.write_all(value.as_bytes())
+        };
+        write().map_err(|source| KernelError::Write {
+            path: PathBuf::from(kernel_path),
+            value: value.to_string(),
+            source,
+        })
+    }
+
+    /// PIDs of running processes whose `comm` is `name`. Only the matching
+    /// processes are recorded, so a capture does not copy every process.
+    pub fn processes_named(&self, name: &str) -> Result<Vec<u32>, KernelError> {
+        let entries = match fs::read_dir(self.real_path("/proc")) {
+            Ok(entries) => entries,
+            Err(e) if is_absent(&e) => return Ok(Vec::new()),
+            Err(source) => {
+                return Err(KernelError::Read {
+                    path: PathBuf::from("/proc"),
+                    source,
+                })
+            }
+        };
+        let mut pids = Vec::new();
+        for entry in entries.flatten() {
+            let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+                continue;
+            };
+            let comm_path = format!("/proc/{pid}/comm");
+            // A process can exit between listing and reading: not an error.
+            if let Ok(comm) = fs::read_to_string(self.real_path(&comm_path)) {
+                if comm.trim() == name {
+                    self.record(&comm_path, Access::File);
+                    pids.push(pid);
+                }
+            }
+        }
+        pids.sort_unstable();
+        Ok(pids)
+    }
+}
+
+/// Errors that mean "this kernel or device does not have it", not failure.
+/// sysfs answers EINVAL for `speed` of a down link, ENODEV/EOPNOTSUPP for
+/// attributes a driver lacks.
+fn is_absent(e: &io::Error) -> bool {
+    matches!(e.kind(), io::ErrorKind::NotFound)
+        || matches!(
+            e.raw_os_error(),
+            Some(libc::ENOENT | libc::ENOTDIR | libc::EINVAL | libc::ENODEV | libc::EOPNOTSUPP)
+        )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_under_its_base_and_names_the_kernel_path_on_error() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        fs::create_dir_all(dir.path().join("proc/sys/net/core")).expect("mkdir");
+        fs::write(dir.path().join("proc/sys/net/core/somaxconn"), "4096\n").expect("write");
+        let root = Root::at(dir.path()).expect("root");
+        assert_eq!(
+            root.read_value("/proc/sys/net/core/somaxconn")
+                .expect("read"),
+            Some("4096".to_string())
+        );
+        assert_eq!(
+            root.read_value("/proc/sys/net/core/missing").expect("read"),
+            None
+        );
+        let err = root.read("/proc/interrupts").expect_err("missing file");
+        assert!(err.to_string().contains("/proc/interrupts"), "{err}");
+    }
+
+    #[test]
+    fn refuses_a_root_without_proc_or_sys() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let err = Root::at(dir.path()).expect_err("empty dir");
+        assert!(err.to_string().contains("neither proc/ nor sys/"), "{err}");
+        let err = Root::at(&dir.path().join("nope")).expect_err("missing dir");
+        assert!(err.to_string().contains("nope"), "{err}");
+    }
+
+    #[test]
+    fn resolves_relative_symlinks_inside_the_tree() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let dev = dir
+            .path()
+            .join("sys/devices/pci0000:00/0000:00:03.0/virtio2");
+        fs::create_dir_all(&dev).expect("mkdir");
+        fs::create_dir_all(dir.path().join("sys/class/net/eth0")).expect("mkdir");
+        std::os::unix::fs::symlink(
+            "../../../devices/pci0000:00/0000:00:03.0/virtio2",
+            dir.path().join("sys/class/net/eth0/device"),
+        )
+        .expect("symlink");
+        let root = Root::at(dir.path()).expect("root");
+        assert_eq!(
+            root.resolve("/sys/class/net/eth0/device").as_deref(),
+            Some("/sys/devices/pci0000:00/0000:00:03.0/virtio2")
+        );
+        assert_eq!(
+            root.link_name("/sys/class/net/eth0/device").as_deref(),
+            Some("virtio2")
+        );
+    }
+}

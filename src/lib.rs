@@ -1,0 +1,12 @@
+//! nettune: see a Linux host's network path, judge it, tune it, measure it.
+//!
+//! Data flows one way: `host` reads the kernel through a [`host::Root`] into a
+//! plain [`host::Host`] model; later stages judge, plan and apply against that
+//! model; `bench` measures. Kernel I/O stays at the edges (`host::Root`, `nic`).
+
+pub mod bench;
+pub mod cli;
+pub mod error;
+pub mod host;
+pub mod nic;
+pub mod output;
