@@ -8,5 +8,6 @@ pub mod bench;
 pub mod cli;
 pub mod error;
 pub mod host;
+pub mod inspect;
 pub mod nic;
 pub mod output;

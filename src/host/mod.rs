@@ -12,3 +12,44 @@ pub mod softnet;
 pub use model::*;
 pub use probe::{Missing, Probe};
 pub use root::Root;
+
+pub mod capture;
+pub mod netns;
+pub mod read;
+
+pub use read::{read_counters, read_host, Selection, Sources};
+
+use std::path::Path;
+
+/// The `Root` for `--root DIR`, or the live host.
+pub fn open_root(root: Option<&Path>) -> anyhow::Result<Root> {
+    match root {
+        Some(dir) => Root::at(dir),
+        None => Ok(Root::live()),
+    }
+}
+
+/// Read the host model of what the user pointed at: the live host, a named
+/// network namespace (`--netns`, entered for the rest of the process), or a
+/// captured tree (`--root`).
+pub fn read_target(
+    root: Option<&Path>,
+    netns: Option<&str>,
+    selection: &Selection,
+) -> anyhow::Result<Host> {
+    if root.is_some() && netns.is_some() {
+        anyhow::bail!("--root and --netns cannot be combined: a capture records one namespace; capture it with `nettune capture --netns NAME DIR`");
+    }
+    if let Some(name) = netns {
+        netns::enter(name)?;
+    }
+    let root = open_root(root)?;
+    let (ethtool, netlink) = read::driver_sources(&root)?;
+    let sources = Sources {
+        root: &root,
+        ethtool: ethtool.as_ref(),
+        netlink: netlink.as_ref(),
+        netns: netns.map(str::to_string),
+    };
+    read_host(&sources, selection)
+}

@@ -1,1 +1,6 @@
-//! One integration-test binary, split by topic.
+//! One integration-test binary, split by topic. Fixture tests need no
+//! privilege; namespace tests need root (CI runs as root) and clean up
+//! after themselves, also on failure.
+
+mod common;
+mod inspect;

@@ -1,0 +1,69 @@
+//! Entering a named network namespace (`--netns NAME`), the way
+//! `ip netns exec` does: join the namespace, then give this process a
+//! private mount namespace with a fresh sysfs, because /sys shows the
+//! network namespace of whoever mounted it (ENVIRONMENT.md).
+//!
+//! Must run before any other thread starts: `unshare(CLONE_NEWNS)` refuses
+//! multi-threaded callers.
+
+use std::fs::File;
+use std::path::Path;
+
+use anyhow::Context as _;
+use nix::mount::{mount, umount2, MntFlags, MsFlags};
+use nix::sched::{setns, unshare, CloneFlags};
+
+/// Where `ip netns add` puts named namespaces.
+const NETNS_DIR: &str = "/run/netns";
+
+pub fn enter(name: &str) -> anyhow::Result<()> {
+    if name.is_empty() || name.contains('/') || name == "." || name == ".." {
+        anyhow::bail!("'{name}' is not a network namespace name");
+    }
+    let path = Path::new(NETNS_DIR).join(name);
+    let file = File::open(&path).map_err(|e| {
+        let present = std::fs::read_dir(NETNS_DIR)
+            .map(|d| {
+                let mut names: Vec<String> = d
+                    .flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect();
+                names.sort();
+                names.join(", ")
+            })
+            .unwrap_or_default();
+        let present = if present.is_empty() {
+            "none".to_string()
+        } else {
+            present
+        };
+        anyhow::anyhow!(
+            "network namespace '{name}' does not exist ({}: {e}); namespaces present: {present}",
+            path.display()
+        )
+    })?;
+    setns(&file, CloneFlags::CLONE_NEWNET).map_err(|e| {
+        anyhow::anyhow!("cannot enter network namespace '{name}': {e}; this needs root (CAP_SYS_ADMIN)")
+    })?;
+    unshare(CloneFlags::CLONE_NEWNS)
+        .context("cannot create a private mount namespace to remount /sys (needs CAP_SYS_ADMIN)")?;
+    // Keep our remount of /sys from propagating back to the host.
+    mount(
+        None::<&str>,
+        "/",
+        None::<&str>,
+        MsFlags::MS_SLAVE | MsFlags::MS_REC,
+        None::<&str>,
+    )
+    .context("cannot make / a slave mount")?;
+    umount2("/sys", MntFlags::MNT_DETACH).context("cannot detach the host's /sys")?;
+    mount(
+        Some("sysfs"),
+        "/sys",
+        Some("sysfs"),
+        MsFlags::empty(),
+        None::<&str>,
+    )
+    .with_context(|| format!("cannot mount sysfs for network namespace '{name}'"))?;
+    Ok(())
+}

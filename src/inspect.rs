@@ -1,0 +1,456 @@
+//! `nettune inspect`: print the host model, compact for people (one line per
+//! queue, CPU sets as ranges) or whole as JSON.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use crate::error::Status;
+use crate::host::cpuset::format_list;
+use crate::host::{self, Host, Interface, Probe, Selection, VectorRole};
+use crate::nic::DriverSettings;
+
+#[derive(Debug, clap::Args)]
+pub struct InspectArgs {
+    /// Print the host model as JSON (schema: docs/json-schema.md).
+    #[arg(long)]
+    pub json: bool,
+    /// Include the loopback interface.
+    #[arg(long)]
+    pub all: bool,
+    /// Show only this interface.
+    #[arg(long, value_name = "NAME")]
+    pub iface: Option<String>,
+    #[command(flatten)]
+    pub target: Target,
+}
+
+/// Which host to read: live (default), a named network namespace, or a
+/// captured tree.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct Target {
+    /// Read a captured or fixture tree (DIR/proc, DIR/sys) instead of this host.
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+    /// Look inside a named network namespace (as `ip netns exec NAME` would).
+    #[arg(long, value_name = "NAME")]
+    pub netns: Option<String>,
+}
+
+pub fn run(args: InspectArgs) -> anyhow::Result<Status> {
+    let selection = Selection {
+        all: args.all,
+        iface: args.iface,
+    };
+    let host = host::read_target(
+        args.target.root.as_deref(),
+        args.target.netns.as_deref(),
+        &selection,
+    )?;
+    let text = if args.json {
+        serde_json::to_string_pretty(&host)? + "\n"
+    } else {
+        render(&host)
+    };
+    crate::output::print(&text)?;
+    Ok(Status::Clean)
+}
+
+/// `-` for an empty set or missing value: keeps columns readable.
+fn cpus(set: &[u32]) -> String {
+    if set.is_empty() {
+        "-".to_string()
+    } else {
+        format_list(set)
+    }
+}
+
+fn opt_cpus(set: &Option<Vec<u32>>) -> String {
+    set.as_deref().map(cpus).unwrap_or_else(|| "?".to_string())
+}
+
+fn opt<T: ToString>(v: &Option<T>) -> String {
+    v.as_ref().map(T::to_string).unwrap_or_else(|| "unknown".to_string())
+}
+
+fn probe<T>(p: &Probe<T>, show: impl FnOnce(&T) -> String) -> String {
+    match p.value() {
+        Some(v) => show(v),
+        None => p.missing_text().unwrap_or("unknown").to_string(),
+    }
+}
+
+/// The human report. Writing to a String cannot fail, hence the `let _`.
+pub fn render(host: &Host) -> String {
+    let mut out = String::new();
+    let o = &mut out;
+    let place = match &host.source.netns {
+        Some(ns) => format!("network namespace {ns}"),
+        None if host.source.root == "/" => "this host".to_string(),
+        None => format!("capture {}", host.source.root),
+    };
+    let _ = writeln!(o, "nettune inspect: {place}, kernel {}", opt(&host.kernel));
+    render_cpus(o, host);
+    for iface in &host.interfaces {
+        render_interface(o, iface);
+    }
+    render_kernel(o, host);
+    render_counters(o, host);
+    out
+}
+
+fn render_cpus(o: &mut String, host: &Host) {
+    let _ = writeln!(o, "\nCPU");
+    let smt: Vec<String> = {
+        let mut groups: Vec<Vec<u32>> = host
+            .cpus
+            .iter()
+            .filter(|c| c.siblings.len() > 1)
+            .map(|c| c.siblings.clone())
+            .collect();
+        groups.sort();
+        groups.dedup();
+        groups.iter().map(|g| format_list(g)).collect()
+    };
+    let _ = writeln!(
+        o,
+        "  online {}   isolated {}   nohz_full {}   SMT {}",
+        cpus(&host.online_cpus),
+        cpus(&host.isolated_cpus),
+        cpus(&host.nohz_full_cpus),
+        if smt.is_empty() {
+            "off".to_string()
+        } else {
+            format!("{} sibling groups ({}{})", smt.len(), smt[..smt.len().min(4)].join(" "), if smt.len() > 4 { " ..." } else { "" })
+        }
+    );
+    let nodes: Vec<String> = host
+        .numa_nodes
+        .iter()
+        .map(|n| format!("node{} {}", n.id, cpus(&n.cpus)))
+        .collect();
+    let _ = writeln!(
+        o,
+        "  NUMA   {}",
+        if nodes.is_empty() { "unknown (no NUMA information)".to_string() } else { nodes.join("   ") }
+    );
+    let idle = &host.cpuidle;
+    let states: Vec<String> = idle
+        .states
+        .iter()
+        .map(|s| {
+            let lat = s.latency_us.map(|l| format!("{l}us")).unwrap_or_default();
+            format!("{}{}{}", s.name, if lat.is_empty() { String::new() } else { format!(" {lat}") }, if s.disabled { " (off)" } else { "" })
+        })
+        .collect();
+    let _ = writeln!(
+        o,
+        "  idle   driver {}  governor {}{}{}",
+        opt(&idle.driver),
+        opt(&idle.governor),
+        idle.guest_halt_poll_ns
+            .map(|ns| format!("  guest_halt_poll_ns {ns}"))
+            .unwrap_or_default(),
+        if states.is_empty() { String::new() } else { format!("  states: {}", states.join(", ")) }
+    );
+    let freq = if host.cpufreq.governors.is_empty() {
+        "none (no cpufreq)".to_string()
+    } else {
+        let govs: Vec<String> = host
+            .cpufreq
+            .governors
+            .iter()
+            .map(|(g, c)| format!("{g} on {}", cpus(c)))
+            .collect();
+        format!("driver {}  {}", opt(&host.cpufreq.driver), govs.join(", "))
+    };
+    let _ = writeln!(o, "  freq   {freq}");
+    let m = &host.mitigations;
+    let vulnerable: Vec<&String> = m
+        .vulnerabilities
+        .iter()
+        .filter(|(_, v)| v.starts_with("Vulnerable"))
+        .map(|(k, _)| k)
+        .collect();
+    let mitigated = m
+        .vulnerabilities
+        .values()
+        .filter(|v| v.starts_with("Mitigation"))
+        .count();
+    let _ = writeln!(
+        o,
+        "  mitigations {}: {mitigated} mitigated, {} vulnerable{}",
+        m.boot_param.as_deref().map(|p| format!("mitigations={p}")).unwrap_or_else(|| "default".to_string()),
+        vulnerable.len(),
+        if vulnerable.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", vulnerable.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "))
+        }
+    );
+}
+
+fn render_interface(o: &mut String, iface: &Interface) {
+    let qdisc = probe(&iface.root_qdisc, |q| q.kind.clone());
+    let _ = writeln!(
+        o,
+        "\n{}  driver {}  {}  mtu {}  speed {}  qdisc {}",
+        iface.name,
+        opt(&iface.driver),
+        opt(&iface.operstate),
+        opt(&iface.mtu),
+        iface.speed_mbps.map(|s| format!("{s}Mb/s")).unwrap_or_else(|| "unknown".to_string()),
+        qdisc,
+    );
+    let _ = writeln!(
+        o,
+        "  device {}  NUMA node {}  local CPUs {}  {} rx / {} tx queues",
+        iface.pci_address.as_deref().unwrap_or(if iface.physical { "unknown" } else { "virtual" }),
+        opt(&iface.numa_node),
+        opt_cpus(&iface.local_cpus),
+        iface.rx_queues.len(),
+        iface.tx_queues.len(),
+    );
+    render_driver(o, &iface.driver_settings);
+    let count = iface.rx_queues.len().max(iface.tx_queues.len());
+    if count > 0 {
+        let _ = writeln!(
+            o,
+            "  {:<6} {:>5} {:<9} {:<9} {:<9} {:<9} {:>5} | {:>5} {:<9} {:<9} {:<9} {}",
+            "queue", "rxirq", "affinity", "effective", "hint", "rps_cpus", "flows", "txirq", "affinity", "xps_cpus", "xps_rxqs", "maxrate"
+        );
+    }
+    for index in 0..count as u32 {
+        let rx = iface.rx_queues.iter().find(|q| q.index == index);
+        let tx = iface.tx_queues.iter().find(|q| q.index == index);
+        let rx_part = match rx {
+            Some(q) => format!(
+                "{:>5} {:<9} {:<9} {:<9} {:<9} {:>5}",
+                q.irq.map(|i| i.to_string()).unwrap_or_else(|| "-".into()),
+                q.irq.map(|_| opt_cpus(&q.affinity)).unwrap_or_else(|| "-".into()),
+                q.irq.map(|_| opt_cpus(&q.effective)).unwrap_or_else(|| "-".into()),
+                q.affinity_hint.as_deref().map(cpus).unwrap_or_else(|| "-".into()),
+                opt_cpus(&q.rps_cpus),
+                opt(&q.rps_flow_cnt),
+            ),
+            None => format!("{:>5} {:<9} {:<9} {:<9} {:<9} {:>5}", "", "", "", "", "", ""),
+        };
+        let tx_part = match tx {
+            Some(q) => format!(
+                "{:>5} {:<9} {:<9} {:<9} {}",
+                q.irq.map(|i| i.to_string()).unwrap_or_else(|| "-".into()),
+                q.irq.map(|_| opt_cpus(&q.affinity)).unwrap_or_else(|| "-".into()),
+                opt_cpus(&q.xps_cpus),
+                opt_cpus(&q.xps_rxqs),
+                q.tx_maxrate.map(|r| if r == 0 { "-".to_string() } else { format!("{r}Mbit") }).unwrap_or_else(|| "?".into()),
+            ),
+            None => String::new(),
+        };
+        let _ = writeln!(o, "  q{index:<5} {rx_part} | {tx_part}");
+    }
+    let others: Vec<String> = iface
+        .irq_vectors
+        .iter()
+        .filter(|v| v.role == VectorRole::Other)
+        .map(|v| format!("{} {} (CPUs {})", v.irq, v.name, opt_cpus(&v.affinity)))
+        .collect();
+    if !others.is_empty() {
+        let _ = writeln!(o, "  other IRQs: {}", others.join(", "));
+    }
+    if iface.physical && iface.irq_vectors.is_empty() {
+        let _ = writeln!(o, "  IRQs: none found for this device in /proc/interrupts");
+    }
+    let napi = [
+        iface.gro_flush_timeout.map(|v| format!("gro_flush_timeout {v}")),
+        iface.napi_defer_hard_irqs.map(|v| format!("napi_defer_hard_irqs {v}")),
+        iface.threaded.as_ref().map(|v| format!("threaded {v}")),
+    ];
+    let napi: Vec<String> = napi.into_iter().flatten().collect();
+    if !napi.is_empty() {
+        let _ = writeln!(o, "  napi   {}", napi.join("  "));
+    }
+    let stats: Vec<String> = iface
+        .statistics
+        .iter()
+        .filter(|(k, v)| **v > 0 && !k.ends_with("_packets"))
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect();
+    let packets = format!(
+        "rx {} / tx {} packets",
+        opt(&iface.statistics.get("rx_packets")),
+        opt(&iface.statistics.get("tx_packets"))
+    );
+    let _ = writeln!(
+        o,
+        "  stats  {packets}; {}",
+        if stats.is_empty() { "no errors or drops".to_string() } else { stats.join(", ") }
+    );
+}
+
+fn render_driver(o: &mut String, d: &DriverSettings) {
+    let channels = probe(&d.channels, |c| {
+        let parts: Vec<String> = [("combined", c.combined, c.max_combined), ("rx", c.rx, c.max_rx), ("tx", c.tx, c.max_tx), ("other", c.other, c.max_other)]
+            .iter()
+            .filter(|(_, cur, max)| *cur > 0 || *max > 0)
+            .map(|(n, cur, max)| format!("{n} {cur}/{max}"))
+            .collect();
+        if parts.is_empty() { "none".to_string() } else { parts.join(" ") }
+    });
+    let rings = probe(&d.rings, |r| format!("rx {}/{} tx {}/{}", r.rx, r.rx_max, r.tx, r.tx_max));
+    let coalesce = probe(&d.coalesce, |c| {
+        format!(
+            "rx-usecs {} rx-frames {} tx-usecs {} tx-frames {} adaptive rx {} tx {}",
+            c.rx_usecs, c.rx_frames, c.tx_usecs, c.tx_frames,
+            on_off(c.adaptive_rx), on_off(c.adaptive_tx)
+        )
+    });
+    let _ = writeln!(o, "  channels {channels}   rings {rings}   coalesce {coalesce}");
+    let features = probe(&d.features, |f| {
+        // The offloads REFERENCE.md talks about, by their kernel names.
+        const SHOWN: &[(&str, &str)] = &[
+            ("rx-gro", "generic-receive-offload"),
+            ("gro-hw", "rx-gro-hw"),
+            ("lro", "large-receive-offload"),
+            ("ntuple", "ntuple-filters"),
+            ("rxhash", "receive-hashing"),
+            ("tso", "tcp-segmentation-offload"),
+            ("gso", "generic-segmentation-offload"),
+            ("rx-udp-gro-fwd", "rx-udp-gro-forwarding"),
+        ];
+        SHOWN
+            .iter()
+            .filter_map(|(short, name)| {
+                f.get(*name).map(|feat| {
+                    format!("{short} {}{}", on_off(feat.active), if feat.changeable { "" } else { "(fixed)" })
+                })
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    });
+    let _ = writeln!(o, "  offload {features}");
+    let rss = probe(&d.rss_indirection, |table| {
+        let mut per_queue: std::collections::BTreeMap<u32, usize> = Default::default();
+        for q in table {
+            *per_queue.entry(*q).or_default() += 1;
+        }
+        let weights: Vec<String> = per_queue.iter().map(|(q, n)| format!("q{q}:{n}")).collect();
+        format!("{} entries ({})", table.len(), weights.join(" "))
+    });
+    let hashes: Vec<String> = ["tcp4", "udp4", "tcp6", "udp6"]
+        .iter()
+        .map(|flow| {
+            let text = d
+                .rx_flow_hash
+                .get(*flow)
+                .map(|p| probe(p, |h| h.fields.join("+")))
+                .unwrap_or_else(|| "unknown".to_string());
+            format!("{flow} {text}")
+        })
+        .collect();
+    let _ = writeln!(o, "  rss    {rss}   flow-hash {}", hashes.join("  "));
+    let qstats = probe(&d.queue_stats, |qs| {
+        let mut parts = Vec::new();
+        for q in qs {
+            if let Some(p) = q.counters.get("packets") {
+                parts.push(format!("{}{} {p}", q.direction, q.index));
+            }
+        }
+        if parts.is_empty() { "no per-queue packet counters".to_string() } else { parts.join(" ") }
+    });
+    let _ = writeln!(o, "  queue packets {qstats}");
+}
+
+fn on_off(b: bool) -> &'static str {
+    if b {
+        "on"
+    } else {
+        "off"
+    }
+}
+
+fn render_kernel(o: &mut String, host: &Host) {
+    let _ = writeln!(o, "\nkernel");
+    // Group by prefix so the block stays short: one line per prefix, wrapped.
+    let mut groups: std::collections::BTreeMap<&str, Vec<String>> = Default::default();
+    for (name, value) in &host.sysctls {
+        let (prefix, short) = name.rsplit_once('.').unwrap_or(("", name));
+        let shown = if value.contains(' ') { format!("{short}=\"{value}\"") } else { format!("{short}={value}") };
+        groups.entry(prefix).or_default().push(shown);
+    }
+    for (prefix, items) in groups {
+        let mut line = format!("  {prefix:<9}");
+        for item in items {
+            if line.len() + item.len() + 1 > 110 {
+                let _ = writeln!(o, "{line}");
+                line = format!("  {:<9}", "");
+            }
+            line.push(' ');
+            line.push_str(&item);
+        }
+        let _ = writeln!(o, "{line}");
+    }
+    let irqbalance = if host.irqbalance.running {
+        format!("running (pid {})", host.irqbalance.pids.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(","))
+    } else {
+        "not running".to_string()
+    };
+    let conntrack = if host.conntrack.loaded {
+        format!("tracking {} of max {}", opt(&host.conntrack.count), opt(&host.conntrack.max))
+    } else {
+        "not loaded".to_string()
+    };
+    let _ = writeln!(
+        o,
+        "  irqbalance {irqbalance}   AF_PACKET sockets {}   conntrack {conntrack}",
+        host.packet_sockets.len()
+    );
+}
+
+fn render_counters(o: &mut String, host: &Host) {
+    let c = &host.counters;
+    let _ = writeln!(o, "\ncounters since boot");
+    let _ = writeln!(
+        o,
+        "  {:<5} {:>12} {:>12} {:>6} {:>6} {:>12} {:>9} {:>9}",
+        "cpu", "NET_RX", "NET_TX", "irq%", "soft%", "processed", "dropped", "squeezed"
+    );
+    for cpu in &host.online_cpus {
+        let soft = c.softirqs.iter().find(|s| s.cpu == *cpu);
+        let time = c.cpu_time.iter().find(|t| t.cpu == *cpu);
+        let net = c.softnet.iter().find(|s| s.cpu == *cpu);
+        let pct = |part: fn(&host::CpuTime) -> u64| {
+            time.filter(|t| t.total() > 0)
+                .map(|t| format!("{:.1}", 100.0 * part(t) as f64 / t.total() as f64))
+                .unwrap_or_else(|| "?".into())
+        };
+        let _ = writeln!(
+            o,
+            "  {:<5} {:>12} {:>12} {:>6} {:>6} {:>12} {:>9} {:>9}",
+            cpu,
+            opt(&soft.map(|s| s.net_rx)),
+            opt(&soft.map(|s| s.net_tx)),
+            pct(|t| t.irq),
+            pct(|t| t.softirq),
+            opt(&net.map(|n| n.processed)),
+            opt(&net.map(|n| n.dropped)),
+            opt(&net.map(|n| n.time_squeeze)),
+        );
+    }
+    let pick = |map: &std::collections::BTreeMap<String, i64>, names: &[&str]| -> String {
+        names
+            .iter()
+            .filter_map(|n| map.get(*n).map(|v| format!("{n} {v}")))
+            .collect::<Vec<_>>()
+            .join("  ")
+    };
+    let _ = writeln!(
+        o,
+        "  udp    {}",
+        pick(&c.udp, &["InDatagrams", "NoPorts", "InErrors", "RcvbufErrors", "SndbufErrors"])
+    );
+    let _ = writeln!(
+        o,
+        "  tcp    {}  {}",
+        pick(&c.tcp, &["RetransSegs"]),
+        pick(&c.tcp_ext, &["ListenOverflows", "ListenDrops", "TCPBacklogDrop", "TCPRcvQDrop", "TCPZeroWindowDrop"])
+    );
+}

@@ -1,0 +1,119 @@
+//! Helpers shared by the integration tests: running the binary, fixture
+//! paths, and self-cleaning network namespaces.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+pub fn nettune() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_nettune"))
+}
+
+/// Run nettune with args; returns (exit code, stdout, stderr).
+pub fn run(args: &[&str]) -> (i32, String, String) {
+    let out = nettune().args(args).output().expect("run nettune");
+    split(out)
+}
+
+pub fn split(out: Output) -> (i32, String, String) {
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Run and parse stdout as JSON, failing the test with stderr on error.
+pub fn run_json(args: &[&str]) -> serde_json::Value {
+    let (code, stdout, stderr) = run(args);
+    assert_eq!(code, 0, "nettune {args:?} failed: {stderr}");
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("bad JSON from {args:?}: {e}\n{stdout}"))
+}
+
+pub fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/hosts")
+        .join(name)
+}
+
+/// A copy of a fixture tree in a temp dir, for tests that change it.
+pub fn fixture_copy(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let dest = dir.path().join(name);
+    let status = Command::new("cp")
+        .args(["-a"])
+        .arg(fixture(name))
+        .arg(&dest)
+        .status()
+        .expect("cp");
+    assert!(status.success());
+    (dir, dest)
+}
+
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Skip (by returning true) when not root: namespace tests need root. CI
+/// runs as root, so there they always run; say so loudly when skipped.
+pub fn skip_unless_root(test: &str) -> bool {
+    if is_root() {
+        return false;
+    }
+    eprintln!("SKIPPED {test}: needs root for network namespaces");
+    true
+}
+
+/// A network namespace with a unique name, deleted on drop (also when the
+/// test fails).
+pub struct Netns {
+    pub name: String,
+}
+
+static COUNTER: AtomicU32 = AtomicU32::new(0);
+
+impl Netns {
+    pub fn new(tag: &str) -> Netns {
+        let name = format!(
+            "nt-{tag}-{}-{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::SeqCst)
+        );
+        sh(&["ip", "netns", "add", &name]);
+        Netns { name }
+    }
+
+    /// Run a command inside the namespace (`ip netns exec`), asserting success.
+    pub fn exec(&self, args: &[&str]) {
+        let mut full = vec!["ip", "netns", "exec", &self.name];
+        full.extend_from_slice(args);
+        sh(&full);
+    }
+
+    /// `ip -n NAME ...`
+    pub fn ip(&self, args: &[&str]) {
+        let mut full = vec!["ip", "-n", &self.name];
+        full.extend_from_slice(args);
+        sh(&full);
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.name]).status();
+    }
+}
+
+/// Run a helper command, panicking with its output on failure.
+pub fn sh(args: &[&str]) {
+    let out = Command::new(args[0])
+        .args(&args[1..])
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {args:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
