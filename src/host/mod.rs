@@ -3,11 +3,16 @@
 //! host model from them.
 
 pub mod cpuset;
+pub mod interrupts;
+pub mod irqname;
 pub mod model;
+pub mod packet;
 pub mod probe;
 pub mod root;
 pub mod snmp;
+pub mod softirqs;
 pub mod softnet;
+pub mod stat;
 
 pub use model::*;
 pub use probe::{Missing, Probe};

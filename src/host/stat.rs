@@ -1,0 +1,184 @@
+//! `/proc/stat` per-CPU time lines, in USER_HZ ticks since boot:
+//!
+//! ```text
+//! cpu0 2547 0 994 32038 24 0 5 12 0 0
+//! ```
+//!
+//! Columns: user nice system idle iowait irq softirq steal guest
+//! guest_nice. Kernels before 2.6.11 lack steal, before 2.6.24 guest, so
+//! missing trailing columns read as 0; fewer than 4 is a broken line. Guest
+//! time is already inside user and nice, so it is not kept.
+
+use super::{CpuTime, Root};
+use crate::error::{KernelError, ParseError};
+
+pub fn read(root: &Root) -> Result<Vec<CpuTime>, KernelError> {
+    root.parse("/proc/stat", parse)
+}
+
+/// The `cpuN` lines (not the `cpu` total), in file order.
+pub fn parse(text: &str) -> Result<Vec<CpuTime>, ParseError> {
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let n = n + 1;
+        let mut fields = line.split_whitespace();
+        let Some(id) = fields
+            .next()
+            .and_then(|tag| tag.strip_prefix("cpu"))
+            .filter(|id| !id.is_empty())
+        else {
+            continue;
+        };
+        let cpu = id.parse::<u32>().map_err(|_| {
+            ParseError::new(format!(
+                "line {n}: 'cpu{id}' is not a CPU id (file garbled?)"
+            ))
+        })?;
+        let ticks = fields
+            .map(|t| {
+                t.parse::<u64>().map_err(|_| {
+                    ParseError::new(format!("line {n}: cpu{cpu} time '{t}' is not a number"))
+                })
+            })
+            .collect::<Result<Vec<u64>, _>>()?;
+        if ticks.len() < 4 {
+            return Err(ParseError::new(format!(
+                "line {n}: cpu{cpu} has {} time columns, expected at least 4 \
+                 (user nice system idle; file truncated?)",
+                ticks.len()
+            )));
+        }
+        let col = |i: usize| ticks.get(i).copied().unwrap_or(0);
+        out.push(CpuTime {
+            cpu,
+            user: col(0),
+            nice: col(1),
+            system: col(2),
+            idle: col(3),
+            iowait: col(4),
+            irq: col(5),
+            softirq: col(6),
+            steal: col(7),
+        });
+    }
+    if out.is_empty() {
+        return Err(ParseError::new("no per-CPU 'cpuN' lines (file truncated?)"));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // `cat /proc/stat` on the 2-vCPU Firecracker VM, Linux 6.18 (the long `intr`
+    // line cut short).
+    const STAT_FIRECRACKER_6_18: &str = r"cpu  13004 0 4396 101828 461 0 57 161 0 0
+cpu0 5864 0 1957 52021 34 0 7 75 0 0
+cpu1 7140 0 2439 49807 426 0 50 86 0 0
+intr 198357 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 1 1 14 0 0 0 0 120 70 0 22 1 38465 0 2839 2114 0 1873 3720 1 0 0
+ctxt 333216
+btime 1795356260
+processes 9636
+procs_running 1
+procs_blocked 0
+softirq 128101 0 16977 6 4700 38465 0 181 30720 0 37052
+";
+
+    // A 16-CPU Xeon host, Linux 5.15 (no steal: bare metal).
+    const STAT_XEON_16CPU: &str = r"cpu  9903019 1341 2563242 974803255 28724 0 459137 0 0 0
+cpu0 547812 1 119094 60878594 4479 0 25199 0 0 0
+cpu1 719717 144 141761 61998791 1128 0 46252 0 0 0
+cpu2 670265 158 185847 61418094 542 0 30926 0 0 0
+cpu3 756817 143 151429 60834812 3368 0 26829 0 0 0
+cpu4 454283 123 183137 60839789 609 0 13491 0 0 0
+cpu5 435309 53 157753 60340374 1000 0 23285 0 0 0
+cpu6 714954 13 113419 60000489 4743 0 10913 0 0 0
+cpu7 681342 25 147659 61287100 308 0 5608 0 0 0
+cpu8 509027 157 149313 60311532 2166 0 23766 0 0 0
+cpu9 715767 93 162147 60257618 1044 0 56635 0 0 0
+cpu10 655888 119 162966 61014674 2654 0 6628 0 0 0
+cpu11 475559 26 198261 60718559 2268 0 32366 0 0 0
+cpu12 762837 41 167676 60048435 1781 0 35619 0 0 0
+cpu13 589662 37 190448 61139115 321 0 50685 0 0 0
+cpu14 676881 76 184268 61810523 845 0 46625 0 0 0
+cpu15 536899 132 148064 61904756 1468 0 24310 0 0 0
+intr 3922184712 45 0 0 0 0 0 0 0 1 3 0 0 0 0 0 0 29 0 0 0 0 0 33 0 0
+ctxt 8620331957
+btime 1714032117
+processes 4170262
+procs_running 3
+procs_blocked 0
+softirq 1825522001 45 593812340 441281 701293887 102301 0 1203 310440012 0 219324852
+";
+
+    // Linux 2.6.9 (RHEL 4): user nice system idle iowait irq softirq only.
+    const STAT_2_6_9: &str = r"cpu  162380 1022 41210 6702393 60128 1873 4206
+cpu0 81010 602 20840 3350130 31017 1873 3001
+cpu1 81370 420 20370 3352263 29111 0 1205
+intr 7401234 6821043 9 0 1 1 0 0 0 1 0 0 0 105 0 40152 0
+ctxt 10230120
+";
+
+    #[test]
+    fn stat_firecracker_6_18() {
+        let cpus = parse(STAT_FIRECRACKER_6_18).expect("parse");
+        assert_eq!(cpus.len(), 2, "the aggregate `cpu` line is not a CPU");
+        let cpu1 = &cpus[1];
+        assert_eq!(cpu1.cpu, 1);
+        assert_eq!((cpu1.user, cpu1.system, cpu1.idle), (7140, 2439, 49807));
+        assert_eq!((cpu1.iowait, cpu1.softirq, cpu1.steal), (426, 50, 86));
+        assert_eq!(cpu1.total(), 7140 + 2439 + 49807 + 426 + 50 + 86);
+    }
+
+    #[test]
+    fn stat_xeon_16cpu() {
+        let cpus = parse(STAT_XEON_16CPU).expect("parse");
+        let ids: Vec<u32> = cpus.iter().map(|c| c.cpu).collect();
+        assert_eq!(ids, (0..16).collect::<Vec<u32>>());
+        let cpu3 = &cpus[3];
+        assert_eq!((cpu3.user, cpu3.nice, cpu3.softirq), (756_817, 143, 26_829));
+        assert!(cpus.iter().all(|c| c.steal == 0));
+        // The per-CPU lines add up to the kernel's own total.
+        let user: u64 = cpus.iter().map(|c| c.user).sum();
+        assert_eq!(user, 9_903_019);
+    }
+
+    #[test]
+    fn old_kernel_missing_columns_read_as_zero() {
+        let cpus = parse(STAT_2_6_9).expect("parse");
+        assert_eq!(cpus.len(), 2);
+        assert_eq!(
+            (cpus[0].irq, cpus[0].softirq, cpus[0].steal),
+            (1873, 3001, 0)
+        );
+        assert_eq!(cpus[1].softirq, 1205);
+    }
+
+    #[test]
+    fn garbled_file_is_an_error_naming_the_line() {
+        let three_columns = "cpu  1 2 3 4\ncpu0 1 2 3\n";
+        let err = parse(three_columns).expect_err("3 columns");
+        assert!(err.0.contains("line 2"), "{}", err.0);
+        let bad_number = "cpu  1 2 3 4\ncpu0 1 2 3 4\ncpu1 1 2 x3 4\n";
+        let err = parse(bad_number).expect_err("non-numeric");
+        assert!(
+            err.0.contains("line 3") && err.0.contains("'x3'"),
+            "{}",
+            err.0
+        );
+        let bad_id = "cpu  1 2 3 4\ncpuX 1 2 3 4\n";
+        let err = parse(bad_id).expect_err("bad id");
+        assert!(err.0.contains("line 2"), "{}", err.0);
+        assert!(parse("cpu  1 2 3 4\nctxt 5\n").is_err(), "no per-CPU lines");
+    }
+
+    #[test]
+    fn reads_the_live_host() {
+        let cpus = read(&Root::live()).expect("/proc/stat of this machine");
+        let ints = crate::host::interrupts::read(&Root::live()).expect("/proc/interrupts");
+        let ids: Vec<u32> = cpus.iter().map(|c| c.cpu).collect();
+        assert_eq!(ids, ints.cpus, "both list the online CPUs");
+        assert!(cpus.iter().all(|c| c.idle > 0));
+    }
+}
