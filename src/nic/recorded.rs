@@ -157,7 +157,10 @@ mod tests {
         let info = eth2.info.value().expect("driver info");
         assert_eq!(info.driver, "ixgbe");
         let rings = eth2.rings.value().expect("rings");
-        assert_eq!((rings.rx, rings.rx_max, rings.tx, rings.tx_max), (512, 4096, 512, 4096));
+        assert_eq!(
+            (rings.rx, rings.rx_max, rings.tx, rings.tx_max),
+            (512, 4096, 512, 4096)
+        );
         let coalesce = eth2.coalesce.value().expect("coalesce");
         assert_eq!(coalesce.rx_usecs, 1);
         assert!(!coalesce.adaptive_rx);
@@ -251,7 +254,9 @@ mod tests {
         fs::create_dir(dir.path().join("sys")).expect("mkdir sys");
         file.write(dir.path()).expect("write");
         let root = Root::at(dir.path()).expect("root");
-        let loaded = DriverFile::load(&root).expect("load").expect("file present");
+        let loaded = DriverFile::load(&root)
+            .expect("load")
+            .expect("file present");
         assert_eq!(loaded, file);
         let recorded = Recorded::from(loaded);
         assert_eq!(recorded.query("veth12"), Fake.query("veth12"));
@@ -267,7 +272,11 @@ mod tests {
 
         fs::create_dir(dir.path().join("nettune")).expect("mkdir");
         let path = dir.path().join(DRIVER_FILE);
-        fs::write(&path, "{\"schema_version\": 1, \"interfaces\": {\"eth0\": 3}}").expect("write");
+        fs::write(
+            &path,
+            "{\"schema_version\": 1, \"interfaces\": {\"eth0\": 3}}",
+        )
+        .expect("write");
         let err = DriverFile::load(&root).expect_err("garbled");
         let msg = format!("{err:#}");
         assert!(msg.contains("nettune/driver.json"), "{msg}");

@@ -296,7 +296,9 @@ impl EthtoolSocket {
             rss_indirection: probe(self.rss_indirection(iface)),
             rx_flow_hash: FLOW_TYPES
                 .iter()
-                .map(|&(name, flow_type)| (name.to_string(), probe(self.flow_hash(iface, flow_type))))
+                .map(|&(name, flow_type)| {
+                    (name.to_string(), probe(self.flow_hash(iface, flow_type)))
+                })
                 .collect(),
             queue_stats: probe(sizes.stats.and_then(|n| self.queue_stats(iface, n))),
         }
@@ -564,12 +566,23 @@ mod tests {
         let all = flow_hash_fields(0xfe);
         assert_eq!(
             all.fields,
-            ["l2_dst", "vlan", "l3_proto", "ip_src", "ip_dst", "l4_src_port", "l4_dst_port"]
+            [
+                "l2_dst",
+                "vlan",
+                "l3_proto",
+                "ip_src",
+                "ip_dst",
+                "l4_src_port",
+                "l4_dst_port"
+            ]
         );
         assert_eq!(flow_hash_fields(1 << 31).fields, ["discard"]);
         assert!(flow_hash_fields(0).fields.is_empty());
         // A bit newer than this code (RXH_IP6_FL is 1 << 9) is not dropped.
-        assert_eq!(flow_hash_fields(0x30 | 1 << 9).fields, ["ip_src", "ip_dst", "bit_9"]);
+        assert_eq!(
+            flow_hash_fields(0x30 | 1 << 9).fields,
+            ["ip_src", "ip_dst", "bit_9"]
+        );
     }
 
     #[test]

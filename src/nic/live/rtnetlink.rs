@@ -5,13 +5,13 @@
 //! by hand: one request and three fields of the answer do not justify
 //! netlink-packet-route and netlink-sys (five crates, an async-first API).
 
-use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
 use nix::sys::socket::{
     recv, send, setsockopt, socket, sockopt, AddressFamily, MsgFlags, SockFlag, SockProtocol,
     SockType,
 };
 use nix::sys::time::{TimeVal, TimeValLike};
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
 
 use crate::host::Probe;
 use crate::nic::{Netlink, Qdisc};
@@ -117,10 +117,17 @@ fn dump_qdiscs() -> io::Result<Vec<QdiscMessage>> {
         SockFlag::SOCK_CLOEXEC,
         SockProtocol::NetlinkRoute,
     )?;
-    setsockopt(&fd, sockopt::ReceiveTimeout, &TimeVal::seconds(RECV_TIMEOUT_SECONDS))?;
+    setsockopt(
+        &fd,
+        sockopt::ReceiveTimeout,
+        &TimeVal::seconds(RECV_TIMEOUT_SECONDS),
+    )?;
     let request = dump_request();
     if send(fd.as_raw_fd(), &request, MsgFlags::empty())? != request.len() {
-        return Err(io::Error::new(io::ErrorKind::WriteZero, "short netlink send"));
+        return Err(io::Error::new(
+            io::ErrorKind::WriteZero,
+            "short netlink send",
+        ));
     }
     let mut qdiscs = Vec::new();
     let mut buf = vec![0u8; RECV_BUFFER];
@@ -266,17 +273,31 @@ mod tests {
     #[test]
     fn parses_a_dump_and_finds_each_root() {
         let mut part = message(RTM_NEWQDISC, 1, &qdisc_payload(1, 0, TC_H_ROOT, "noqueue"));
-        part.extend(message(RTM_NEWQDISC, 1, &qdisc_payload(2, 0, TC_H_ROOT, "mq")));
-        part.extend(message(RTM_NEWQDISC, 1, &qdisc_payload(2, 0, 0x1, "pfifo_fast")));
+        part.extend(message(
+            RTM_NEWQDISC,
+            1,
+            &qdisc_payload(2, 0, TC_H_ROOT, "mq"),
+        ));
+        part.extend(message(
+            RTM_NEWQDISC,
+            1,
+            &qdisc_payload(2, 0, 0x1, "pfifo_fast"),
+        ));
         part.extend(message(
             RTM_NEWQDISC,
             1,
             &qdisc_payload(2, 0xffff_0000, 0xffff_fff1, "ingress"),
         ));
         let mut qdiscs = Vec::new();
-        assert_eq!(parse_dump_part(&part, &mut qdiscs).expect("parse"), Part::More);
+        assert_eq!(
+            parse_dump_part(&part, &mut qdiscs).expect("parse"),
+            Part::More
+        );
         let done = message(NLMSG_DONE, 1, &0i32.to_ne_bytes());
-        assert_eq!(parse_dump_part(&done, &mut qdiscs).expect("parse"), Part::Last);
+        assert_eq!(
+            parse_dump_part(&done, &mut qdiscs).expect("parse"),
+            Part::Last
+        );
         let roots: Vec<_> = qdiscs
             .iter()
             .filter(|q| q.parent == TC_H_ROOT)
@@ -299,7 +320,10 @@ mod tests {
         assert!(parse_dump_part(&short, &mut qdiscs).is_err());
         // Another request's answer is skipped.
         let other = message(RTM_NEWQDISC, 9, &qdisc_payload(2, 0, TC_H_ROOT, "mq"));
-        assert_eq!(parse_dump_part(&other, &mut qdiscs).expect("parse"), Part::More);
+        assert_eq!(
+            parse_dump_part(&other, &mut qdiscs).expect("parse"),
+            Part::More
+        );
         assert!(qdiscs.is_empty());
     }
 }
