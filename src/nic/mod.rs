@@ -14,6 +14,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::host::Probe;
 
+pub mod live;
+pub mod recorded;
+
 /// Read driver settings of one interface. Never fails: what a driver does
 /// not support is `Probe::NOT_SUPPORTED` field by field.
 pub trait Ethtool {
@@ -26,20 +29,29 @@ pub trait Netlink {
 }
 
 /// Everything the ethtool interface tells about one interface.
+/// Fields missing from a recorded file read as unknown.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct DriverSettings {
     pub info: Probe<DriverInfo>,
     pub channels: Probe<Channels>,
     pub rings: Probe<Rings>,
     pub coalesce: Probe<Coalesce>,
-    /// Offload features by the kernel's name (`rx-gro-hw`, `rx-lro`,
-    /// `rx-ntuple-filter`, `rx-hashing`, `generic-receive-offload`, ...).
+    /// Offload features by the kernel's name (`rx-gro`, `rx-gro-hw`,
+    /// `rx-lro`, `rx-ntuple-filter`, `rx-hashing`, ...). Features that
+    /// `ethtool -k` shows under an older name are also listed under that
+    /// name: `generic-receive-offload` (= `rx-gro`), `large-receive-offload`,
+    /// `ntuple-filters`, `receive-hashing`, `rx-checksumming`,
+    /// `generic-segmentation-offload`, `rx-vlan-offload`, `tx-vlan-offload`.
     pub features: Probe<BTreeMap<String, Feature>>,
     /// RSS indirection table: entry i names the RX queue for hash bucket i.
     pub rss_indirection: Probe<Vec<u32>>,
-    /// rx-flow-hash fields by flow type: `tcp4`, `udp4`, `tcp6`, `udp6`.
+    /// rx-flow-hash fields by flow type: `tcp4`, `udp4`, `tcp6`, `udp6`
+    /// (a live query always names all four).
     pub rx_flow_hash: BTreeMap<String, Probe<FlowHash>>,
-    /// Per-queue counters from the driver's statistics (ethtool -S).
+    /// Per-queue counters from the driver's statistics (ethtool -S), rx
+    /// queues then tx queues, each by index. Not supported when the driver
+    /// has no statistics or none of them per queue.
     pub queue_stats: Probe<Vec<QueueStats>>,
 }
 
@@ -97,7 +109,8 @@ pub struct Feature {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FlowHash {
     /// Field names: `l2_dst`, `vlan`, `l3_proto`, `ip_src`, `ip_dst`,
-    /// `l4_src_port`, `l4_dst_port`.
+    /// `l4_src_port`, `l4_dst_port`; `discard` when the NIC drops the flow
+    /// type. Empty: the NIC does not hash this flow type (ethtool: "None").
     pub fields: Vec<String>,
 }
 

@@ -4,3 +4,4 @@
 
 mod common;
 mod inspect;
+mod nic;

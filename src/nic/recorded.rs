@@ -1,0 +1,289 @@
+//! Driver answers saved with a captured tree (`DIR/nettune/driver.json`),
+//! so `--root DIR` sees the NIC the capture saw. Format: docs/driver-file.md.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+
+use crate::host::{Probe, Root};
+use crate::nic::{DriverSettings, Ethtool, Netlink, Qdisc};
+
+/// Bumped when a field changes meaning or is removed.
+pub const DRIVER_FILE_VERSION: u32 = 1;
+
+/// Where the driver file lives inside a captured tree.
+pub const DRIVER_FILE: &str = "nettune/driver.json";
+
+/// The contents of `nettune/driver.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DriverFile {
+    pub schema_version: u32,
+    /// By interface name.
+    pub interfaces: BTreeMap<String, RecordedInterface>,
+}
+
+/// What the driver and rtnetlink said about one interface.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RecordedInterface {
+    pub ethtool: DriverSettings,
+    pub root_qdisc: Probe<Qdisc>,
+}
+
+impl DriverFile {
+    /// The driver file of a captured tree; `None` when the tree has none
+    /// (and always for the live host, whose drivers are asked directly).
+    pub fn load(root: &Root) -> anyhow::Result<Option<DriverFile>> {
+        if root.is_live() {
+            return Ok(None);
+        }
+        let path = root.base().join(DRIVER_FILE);
+        let text = match fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+        };
+        DriverFile::parse(&text, &path).map(Some)
+    }
+
+    fn parse(text: &str, path: &Path) -> anyhow::Result<DriverFile> {
+        let file: DriverFile = serde_json::from_str(text).map_err(|e| {
+            anyhow::anyhow!(
+                "{} is not a nettune driver file: {e}; capture the host again with `nettune capture`",
+                path.display()
+            )
+        })?;
+        if file.schema_version != DRIVER_FILE_VERSION {
+            anyhow::bail!(
+                "{} has schema_version '{}', this nettune reads {DRIVER_FILE_VERSION}; \
+                 capture the host again with this nettune",
+                path.display(),
+                file.schema_version
+            );
+        }
+        Ok(file)
+    }
+
+    /// Ask the drivers about each interface (what `capture` saves).
+    pub fn record(
+        iface_names: &[String],
+        ethtool: &dyn Ethtool,
+        netlink: &dyn Netlink,
+    ) -> DriverFile {
+        let interfaces = iface_names
+            .iter()
+            .map(|name| {
+                let recorded = RecordedInterface {
+                    ethtool: ethtool.query(name),
+                    root_qdisc: netlink.root_qdisc(name),
+                };
+                (name.clone(), recorded)
+            })
+            .collect();
+        DriverFile {
+            schema_version: DRIVER_FILE_VERSION,
+            interfaces,
+        }
+    }
+
+    /// Write `dir/nettune/driver.json` (creating `dir/nettune`).
+    pub fn write(&self, dir: &Path) -> anyhow::Result<()> {
+        let path: PathBuf = dir.join(DRIVER_FILE);
+        if let Some(parent) = path.parent() {
+            fs::create_dir_all(parent)
+                .with_context(|| format!("cannot create {}", parent.display()))?;
+        }
+        let mut text = serde_json::to_string_pretty(self)?;
+        text.push('\n');
+        fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))
+    }
+}
+
+/// Answers [`Ethtool`] and [`Netlink`] from a driver file; interfaces the
+/// file does not hold are unknown.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recorded {
+    pub file: DriverFile,
+}
+
+impl From<DriverFile> for Recorded {
+    fn from(file: DriverFile) -> Recorded {
+        Recorded { file }
+    }
+}
+
+impl Ethtool for Recorded {
+    fn query(&self, iface: &str) -> DriverSettings {
+        self.file
+            .interfaces
+            .get(iface)
+            .map(|i| i.ethtool.clone())
+            .unwrap_or_default()
+    }
+}
+
+impl Netlink for Recorded {
+    fn root_qdisc(&self, iface: &str) -> Probe<Qdisc> {
+        self.file
+            .interfaces
+            .get(iface)
+            .map(|i| i.root_qdisc.clone())
+            .unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::nic::{Channels, Feature, FlowHash, QueueStats};
+
+    /// The example in docs/driver-file.md: a two-port ixgbe host.
+    fn documented_example() -> DriverFile {
+        let doc = include_str!("../../docs/driver-file.md");
+        let start = doc.find("```json\n").expect("json block in the doc") + "```json\n".len();
+        let end = start + doc[start..].find("```").expect("end of json block");
+        DriverFile::parse(&doc[start..end], Path::new("docs/driver-file.md"))
+            .expect("the documented example parses")
+    }
+
+    #[test]
+    fn ixgbe_example_answers_exactly_what_it_holds() {
+        let recorded = Recorded::from(documented_example());
+        let eth2 = recorded.query("eth2");
+        let info = eth2.info.value().expect("driver info");
+        assert_eq!(info.driver, "ixgbe");
+        let rings = eth2.rings.value().expect("rings");
+        assert_eq!(
+            (rings.rx, rings.rx_max, rings.tx, rings.tx_max),
+            (512, 4096, 512, 4096)
+        );
+        let coalesce = eth2.coalesce.value().expect("coalesce");
+        assert_eq!(coalesce.rx_usecs, 1);
+        assert!(!coalesce.adaptive_rx);
+        let channels = eth2.channels.value().expect("channels");
+        assert_eq!((channels.combined, channels.max_combined), (8, 63));
+        let rss = eth2.rss_indirection.value().expect("rss");
+        assert_eq!(rss.len(), 128);
+        assert!(rss.iter().all(|&q| q < 8));
+        assert_eq!(rss.iter().filter(|&&q| q == 7).count(), 16);
+        let udp4 = eth2.rx_flow_hash["udp4"].value().expect("udp4 hash");
+        assert_eq!(udp4.fields, ["ip_src", "ip_dst"]);
+        assert!(udp4.ips_only());
+        let tcp4 = eth2.rx_flow_hash["tcp4"].value().expect("tcp4 hash");
+        assert!(!tcp4.ips_only());
+        let features = eth2.features.value().expect("features");
+        assert_eq!(
+            features["rx-lro"],
+            Feature {
+                active: false,
+                changeable: true
+            }
+        );
+        assert_eq!(features["generic-receive-offload"], features["rx-gro"]);
+        let queues = eth2.queue_stats.value().expect("queue stats");
+        assert_eq!(queues.iter().filter(|q| q.direction == "rx").count(), 8);
+        assert_eq!(
+            recorded.root_qdisc("eth2"),
+            Probe::Value(Qdisc {
+                kind: "mq".to_string(),
+                handle: "0:".to_string()
+            })
+        );
+        // eth3 holds only what the driver said it lacks; lo holds nothing.
+        let eth3 = recorded.query("eth3");
+        assert_eq!(eth3.rings, Probe::NOT_SUPPORTED);
+        assert_eq!(eth3.channels, Probe::UNKNOWN);
+        assert_eq!(recorded.root_qdisc("eth3"), Probe::UNKNOWN);
+        assert_eq!(recorded.query("eth9"), DriverSettings::default());
+        assert_eq!(recorded.root_qdisc("eth9"), Probe::UNKNOWN);
+    }
+
+    struct Fake;
+
+    impl Ethtool for Fake {
+        fn query(&self, iface: &str) -> DriverSettings {
+            let mut rx_flow_hash = BTreeMap::new();
+            rx_flow_hash.insert(
+                "udp4".to_string(),
+                Probe::Value(FlowHash {
+                    fields: vec!["ip_src".to_string(), "ip_dst".to_string()],
+                }),
+            );
+            rx_flow_hash.insert("tcp6".to_string(), Probe::NOT_SUPPORTED);
+            DriverSettings {
+                channels: Probe::Value(Channels {
+                    rx: 0,
+                    tx: 0,
+                    other: 0,
+                    combined: iface.len() as u32,
+                    max_rx: 0,
+                    max_tx: 0,
+                    max_other: 0,
+                    max_combined: 8,
+                }),
+                rings: Probe::NOT_SUPPORTED,
+                rx_flow_hash,
+                queue_stats: Probe::Value(vec![QueueStats {
+                    direction: "rx".to_string(),
+                    index: 0,
+                    counters: BTreeMap::from([("packets".to_string(), u64::MAX)]),
+                }]),
+                ..DriverSettings::default()
+            }
+        }
+    }
+
+    impl Netlink for Fake {
+        fn root_qdisc(&self, _iface: &str) -> Probe<Qdisc> {
+            Probe::Value(Qdisc {
+                kind: "htb".to_string(),
+                handle: "8001:".to_string(),
+            })
+        }
+    }
+
+    #[test]
+    fn record_write_load_round_trip() {
+        let names = vec!["eth0".to_string(), "veth12".to_string()];
+        let file = DriverFile::record(&names, &Fake, &Fake);
+        let dir = tempfile::tempdir().expect("tempdir");
+        fs::create_dir(dir.path().join("sys")).expect("mkdir sys");
+        file.write(dir.path()).expect("write");
+        let root = Root::at(dir.path()).expect("root");
+        let loaded = DriverFile::load(&root)
+            .expect("load")
+            .expect("file present");
+        assert_eq!(loaded, file);
+        let recorded = Recorded::from(loaded);
+        assert_eq!(recorded.query("veth12"), Fake.query("veth12"));
+        assert_eq!(recorded.root_qdisc("eth0"), Fake.root_qdisc("eth0"));
+    }
+
+    #[test]
+    fn absent_file_is_none_and_garbage_names_the_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        fs::create_dir(dir.path().join("sys")).expect("mkdir sys");
+        let root = Root::at(dir.path()).expect("root");
+        assert_eq!(DriverFile::load(&root).expect("load"), None);
+
+        fs::create_dir(dir.path().join("nettune")).expect("mkdir");
+        let path = dir.path().join(DRIVER_FILE);
+        fs::write(
+            &path,
+            "{\"schema_version\": 1, \"interfaces\": {\"eth0\": 3}}",
+        )
+        .expect("write");
+        let err = DriverFile::load(&root).expect_err("garbled");
+        let msg = format!("{err:#}");
+        assert!(msg.contains("nettune/driver.json"), "{msg}");
+        assert!(msg.contains("invalid type"), "{msg}");
+
+        fs::write(&path, "{\"schema_version\": 7, \"interfaces\": {}}").expect("write");
+        let msg = format!("{:#}", DriverFile::load(&root).expect_err("future version"));
+        assert!(msg.contains("schema_version '7'"), "{msg}");
+    }
+}
