@@ -49,10 +49,15 @@ pub fn run(args: InspectArgs) -> anyhow::Result<Status> {
     let text = if args.json {
         serde_json::to_string_pretty(&host)? + "\n"
     } else {
-        render(&host)
+        // Asking for one interface means wanting its detail even when down.
+        render(&host, selection_is_one(&host))
     };
     crate::output::print(&text)?;
     Ok(Status::Clean)
+}
+
+fn selection_is_one(host: &Host) -> bool {
+    host.interfaces.len() == 1
 }
 
 /// `-` for an empty set or missing value: keeps columns readable.
@@ -69,7 +74,9 @@ fn opt_cpus(set: &Option<Vec<u32>>) -> String {
 }
 
 fn opt<T: ToString>(v: &Option<T>) -> String {
-    v.as_ref().map(T::to_string).unwrap_or_else(|| "unknown".to_string())
+    v.as_ref()
+        .map(T::to_string)
+        .unwrap_or_else(|| "unknown".to_string())
 }
 
 fn probe<T>(p: &Probe<T>, show: impl FnOnce(&T) -> String) -> String {
@@ -80,7 +87,9 @@ fn probe<T>(p: &Probe<T>, show: impl FnOnce(&T) -> String) -> String {
 }
 
 /// The human report. Writing to a String cannot fail, hence the `let _`.
-pub fn render(host: &Host) -> String {
+/// `detail_down`: print full detail for interfaces that are down too
+/// (otherwise a down interface gets one line, to keep small hosts on one screen).
+pub fn render(host: &Host, detail_down: bool) -> String {
     let mut out = String::new();
     let o = &mut out;
     let place = match &host.source.netns {
@@ -91,7 +100,20 @@ pub fn render(host: &Host) -> String {
     let _ = writeln!(o, "nettune inspect: {place}, kernel {}", opt(&host.kernel));
     render_cpus(o, host);
     for iface in &host.interfaces {
-        render_interface(o, iface);
+        if iface.operstate.as_deref() == Some("down") && !detail_down {
+            let _ = writeln!(
+                o,
+                "\n{}  driver {}  down  mtu {}  {} rx / {} tx queues  (down: details with --iface {})",
+                iface.name,
+                opt(&iface.driver),
+                opt(&iface.mtu),
+                iface.rx_queues.len(),
+                iface.tx_queues.len(),
+                iface.name
+            );
+        } else {
+            render_interface(o, iface);
+        }
     }
     render_kernel(o, host);
     render_counters(o, host);
@@ -120,7 +142,12 @@ fn render_cpus(o: &mut String, host: &Host) {
         if smt.is_empty() {
             "off".to_string()
         } else {
-            format!("{} sibling groups ({}{})", smt.len(), smt[..smt.len().min(4)].join(" "), if smt.len() > 4 { " ..." } else { "" })
+            format!(
+                "{} sibling groups ({}{})",
+                smt.len(),
+                smt[..smt.len().min(4)].join(" "),
+                if smt.len() > 4 { " ..." } else { "" }
+            )
         }
     );
     let nodes: Vec<String> = host
@@ -131,7 +158,11 @@ fn render_cpus(o: &mut String, host: &Host) {
     let _ = writeln!(
         o,
         "  NUMA   {}",
-        if nodes.is_empty() { "unknown (no NUMA information)".to_string() } else { nodes.join("   ") }
+        if nodes.is_empty() {
+            "unknown (no NUMA information)".to_string()
+        } else {
+            nodes.join("   ")
+        }
     );
     let idle = &host.cpuidle;
     let states: Vec<String> = idle
@@ -139,7 +170,16 @@ fn render_cpus(o: &mut String, host: &Host) {
         .iter()
         .map(|s| {
             let lat = s.latency_us.map(|l| format!("{l}us")).unwrap_or_default();
-            format!("{}{}{}", s.name, if lat.is_empty() { String::new() } else { format!(" {lat}") }, if s.disabled { " (off)" } else { "" })
+            format!(
+                "{}{}{}",
+                s.name,
+                if lat.is_empty() {
+                    String::new()
+                } else {
+                    format!(" {lat}")
+                },
+                if s.disabled { " (off)" } else { "" }
+            )
         })
         .collect();
     let _ = writeln!(
@@ -150,7 +190,11 @@ fn render_cpus(o: &mut String, host: &Host) {
         idle.guest_halt_poll_ns
             .map(|ns| format!("  guest_halt_poll_ns {ns}"))
             .unwrap_or_default(),
-        if states.is_empty() { String::new() } else { format!("  states: {}", states.join(", ")) }
+        if states.is_empty() {
+            String::new()
+        } else {
+            format!("  states: {}", states.join(", "))
+        }
     );
     let freq = if host.cpufreq.governors.is_empty() {
         "none (no cpufreq)".to_string()
@@ -179,12 +223,22 @@ fn render_cpus(o: &mut String, host: &Host) {
     let _ = writeln!(
         o,
         "  mitigations {}: {mitigated} mitigated, {} vulnerable{}",
-        m.boot_param.as_deref().map(|p| format!("mitigations={p}")).unwrap_or_else(|| "default".to_string()),
+        m.boot_param
+            .as_deref()
+            .map(|p| format!("mitigations={p}"))
+            .unwrap_or_else(|| "default".to_string()),
         vulnerable.len(),
         if vulnerable.is_empty() {
             String::new()
         } else {
-            format!(" ({})", vulnerable.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "))
+            format!(
+                " ({})",
+                vulnerable
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
         }
     );
 }
@@ -198,25 +252,34 @@ fn render_interface(o: &mut String, iface: &Interface) {
         opt(&iface.driver),
         opt(&iface.operstate),
         opt(&iface.mtu),
-        iface.speed_mbps.map(|s| format!("{s}Mb/s")).unwrap_or_else(|| "unknown".to_string()),
+        iface
+            .speed_mbps
+            .map(|s| format!("{s}Mb/s"))
+            .unwrap_or_else(|| "unknown".to_string()),
         qdisc,
     );
-    let _ = writeln!(
-        o,
-        "  device {}  NUMA node {}  local CPUs {}  {} rx / {} tx queues",
-        iface.pci_address.as_deref().unwrap_or(if iface.physical { "unknown" } else { "virtual" }),
-        opt(&iface.numa_node),
-        opt_cpus(&iface.local_cpus),
+    let queues = format!(
+        "{} rx / {} tx queues",
         iface.rx_queues.len(),
-        iface.tx_queues.len(),
+        iface.tx_queues.len()
     );
+    if iface.physical {
+        let _ = writeln!(
+            o,
+            "  device {}  NUMA node {}  local CPUs {}  {queues}",
+            opt(&iface.pci_address),
+            opt(&iface.numa_node),
+            opt_cpus(&iface.local_cpus),
+        );
+    } else {
+        let _ = writeln!(o, "  device virtual  {queues}");
+    }
     render_driver(o, &iface.driver_settings);
     let count = iface.rx_queues.len().max(iface.tx_queues.len());
     if count > 0 {
         let _ = writeln!(
             o,
-            "  {:<6} {:>5} {:<9} {:<9} {:<9} {:<9} {:>5} | {:>5} {:<9} {:<9} {:<9} {}",
-            "queue", "rxirq", "affinity", "effective", "hint", "rps_cpus", "flows", "txirq", "affinity", "xps_cpus", "xps_rxqs", "maxrate"
+            "  queue  rxirq affinity  effective hint      rps_cpus  flows | txirq affinity  xps_cpus  xps_rxqs  maxrate"
         );
     }
     for index in 0..count as u32 {
@@ -226,22 +289,40 @@ fn render_interface(o: &mut String, iface: &Interface) {
             Some(q) => format!(
                 "{:>5} {:<9} {:<9} {:<9} {:<9} {:>5}",
                 q.irq.map(|i| i.to_string()).unwrap_or_else(|| "-".into()),
-                q.irq.map(|_| opt_cpus(&q.affinity)).unwrap_or_else(|| "-".into()),
-                q.irq.map(|_| opt_cpus(&q.effective)).unwrap_or_else(|| "-".into()),
-                q.affinity_hint.as_deref().map(cpus).unwrap_or_else(|| "-".into()),
+                q.irq
+                    .map(|_| opt_cpus(&q.affinity))
+                    .unwrap_or_else(|| "-".into()),
+                q.irq
+                    .map(|_| opt_cpus(&q.effective))
+                    .unwrap_or_else(|| "-".into()),
+                q.affinity_hint
+                    .as_deref()
+                    .map(cpus)
+                    .unwrap_or_else(|| "-".into()),
                 opt_cpus(&q.rps_cpus),
                 opt(&q.rps_flow_cnt),
             ),
-            None => format!("{:>5} {:<9} {:<9} {:<9} {:<9} {:>5}", "", "", "", "", "", ""),
+            None => format!(
+                "{:>5} {:<9} {:<9} {:<9} {:<9} {:>5}",
+                "", "", "", "", "", ""
+            ),
         };
         let tx_part = match tx {
             Some(q) => format!(
                 "{:>5} {:<9} {:<9} {:<9} {}",
                 q.irq.map(|i| i.to_string()).unwrap_or_else(|| "-".into()),
-                q.irq.map(|_| opt_cpus(&q.affinity)).unwrap_or_else(|| "-".into()),
+                q.irq
+                    .map(|_| opt_cpus(&q.affinity))
+                    .unwrap_or_else(|| "-".into()),
                 opt_cpus(&q.xps_cpus),
                 opt_cpus(&q.xps_rxqs),
-                q.tx_maxrate.map(|r| if r == 0 { "-".to_string() } else { format!("{r}Mbit") }).unwrap_or_else(|| "?".into()),
+                q.tx_maxrate
+                    .map(|r| if r == 0 {
+                        "-".to_string()
+                    } else {
+                        format!("{r}Mbit")
+                    })
+                    .unwrap_or_else(|| "?".into()),
             ),
             None => String::new(),
         };
@@ -260,8 +341,12 @@ fn render_interface(o: &mut String, iface: &Interface) {
         let _ = writeln!(o, "  IRQs: none found for this device in /proc/interrupts");
     }
     let napi = [
-        iface.gro_flush_timeout.map(|v| format!("gro_flush_timeout {v}")),
-        iface.napi_defer_hard_irqs.map(|v| format!("napi_defer_hard_irqs {v}")),
+        iface
+            .gro_flush_timeout
+            .map(|v| format!("gro_flush_timeout {v}")),
+        iface
+            .napi_defer_hard_irqs
+            .map(|v| format!("napi_defer_hard_irqs {v}")),
         iface.threaded.as_ref().map(|v| format!("threaded {v}")),
     ];
     let napi: Vec<String> = napi.into_iter().flatten().collect();
@@ -282,28 +367,48 @@ fn render_interface(o: &mut String, iface: &Interface) {
     let _ = writeln!(
         o,
         "  stats  {packets}; {}",
-        if stats.is_empty() { "no errors or drops".to_string() } else { stats.join(", ") }
+        if stats.is_empty() {
+            "no errors or drops".to_string()
+        } else {
+            stats.join(", ")
+        }
     );
 }
 
 fn render_driver(o: &mut String, d: &DriverSettings) {
     let channels = probe(&d.channels, |c| {
-        let parts: Vec<String> = [("combined", c.combined, c.max_combined), ("rx", c.rx, c.max_rx), ("tx", c.tx, c.max_tx), ("other", c.other, c.max_other)]
-            .iter()
-            .filter(|(_, cur, max)| *cur > 0 || *max > 0)
-            .map(|(n, cur, max)| format!("{n} {cur}/{max}"))
-            .collect();
-        if parts.is_empty() { "none".to_string() } else { parts.join(" ") }
+        let parts: Vec<String> = [
+            ("combined", c.combined, c.max_combined),
+            ("rx", c.rx, c.max_rx),
+            ("tx", c.tx, c.max_tx),
+            ("other", c.other, c.max_other),
+        ]
+        .iter()
+        .filter(|(_, cur, max)| *cur > 0 || *max > 0)
+        .map(|(n, cur, max)| format!("{n} {cur}/{max}"))
+        .collect();
+        if parts.is_empty() {
+            "none".to_string()
+        } else {
+            parts.join(" ")
+        }
     });
-    let rings = probe(&d.rings, |r| format!("rx {}/{} tx {}/{}", r.rx, r.rx_max, r.tx, r.tx_max));
+    let rings = probe(&d.rings, |r| {
+        format!("rx {}/{} tx {}/{}", r.rx, r.rx_max, r.tx, r.tx_max)
+    });
     let coalesce = probe(&d.coalesce, |c| {
         format!(
             "rx-usecs {} rx-frames {} tx-usecs {} tx-frames {} adaptive rx {} tx {}",
-            c.rx_usecs, c.rx_frames, c.tx_usecs, c.tx_frames,
-            on_off(c.adaptive_rx), on_off(c.adaptive_tx)
+            c.rx_usecs,
+            c.rx_frames,
+            c.tx_usecs,
+            c.tx_frames,
+            on_off(c.adaptive_rx),
+            on_off(c.adaptive_tx)
         )
     });
-    let _ = writeln!(o, "  channels {channels}   rings {rings}   coalesce {coalesce}");
+    let _ = writeln!(o, "  channels {channels}   rings {rings}");
+    let _ = writeln!(o, "  coalesce {coalesce}");
     let features = probe(&d.features, |f| {
         // The offloads REFERENCE.md talks about, by their kernel names.
         const SHOWN: &[(&str, &str)] = &[
@@ -320,7 +425,11 @@ fn render_driver(o: &mut String, d: &DriverSettings) {
             .iter()
             .filter_map(|(short, name)| {
                 f.get(*name).map(|feat| {
-                    format!("{short} {}{}", on_off(feat.active), if feat.changeable { "" } else { "(fixed)" })
+                    format!(
+                        "{short} {}{}",
+                        on_off(feat.active),
+                        if feat.changeable { "" } else { "(fixed)" }
+                    )
                 })
             })
             .collect::<Vec<_>>()
@@ -341,7 +450,15 @@ fn render_driver(o: &mut String, d: &DriverSettings) {
             let text = d
                 .rx_flow_hash
                 .get(*flow)
-                .map(|p| probe(p, |h| h.fields.join("+")))
+                .map(|p| {
+                    probe(p, |h| {
+                        if h.fields.is_empty() {
+                            "none".to_string()
+                        } else {
+                            h.fields.join("+")
+                        }
+                    })
+                })
                 .unwrap_or_else(|| "unknown".to_string());
             format!("{flow} {text}")
         })
@@ -354,7 +471,11 @@ fn render_driver(o: &mut String, d: &DriverSettings) {
                 parts.push(format!("{}{} {p}", q.direction, q.index));
             }
         }
-        if parts.is_empty() { "no per-queue packet counters".to_string() } else { parts.join(" ") }
+        if parts.is_empty() {
+            "no per-queue packet counters".to_string()
+        } else {
+            parts.join(" ")
+        }
     });
     let _ = writeln!(o, "  queue packets {qstats}");
 }
@@ -373,7 +494,11 @@ fn render_kernel(o: &mut String, host: &Host) {
     let mut groups: std::collections::BTreeMap<&str, Vec<String>> = Default::default();
     for (name, value) in &host.sysctls {
         let (prefix, short) = name.rsplit_once('.').unwrap_or(("", name));
-        let shown = if value.contains(' ') { format!("{short}=\"{value}\"") } else { format!("{short}={value}") };
+        let shown = if value.contains(' ') {
+            format!("{short}=\"{value}\"")
+        } else {
+            format!("{short}={value}")
+        };
         groups.entry(prefix).or_default().push(shown);
     }
     for (prefix, items) in groups {
@@ -389,12 +514,24 @@ fn render_kernel(o: &mut String, host: &Host) {
         let _ = writeln!(o, "{line}");
     }
     let irqbalance = if host.irqbalance.running {
-        format!("running (pid {})", host.irqbalance.pids.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(","))
+        format!(
+            "running (pid {})",
+            host.irqbalance
+                .pids
+                .iter()
+                .map(|p| p.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        )
     } else {
         "not running".to_string()
     };
     let conntrack = if host.conntrack.loaded {
-        format!("tracking {} of max {}", opt(&host.conntrack.count), opt(&host.conntrack.max))
+        format!(
+            "tracking {} of max {}",
+            opt(&host.conntrack.count),
+            opt(&host.conntrack.max)
+        )
     } else {
         "not loaded".to_string()
     };
@@ -405,34 +542,76 @@ fn render_kernel(o: &mut String, host: &Host) {
     );
 }
 
+/// Above this many CPUs the per-CPU table shows only the busiest ones;
+/// `--json` has them all.
+const CPU_ROWS_SHOWN: usize = 16;
+
 fn render_counters(o: &mut String, host: &Host) {
     let c = &host.counters;
     let _ = writeln!(o, "\ncounters since boot");
+    let total_rx: u64 = c.softirqs.iter().map(|s| s.net_rx).sum();
+    let rx_of = |cpu: u32| c.softirqs.iter().find(|s| s.cpu == cpu).map(|s| s.net_rx);
+    let net_of = |cpu: u32| c.softnet.iter().find(|s| s.cpu == cpu);
+    let mut shown: Vec<u32> = host.online_cpus.clone();
+    let mut hidden = Vec::new();
+    if shown.len() > CPU_ROWS_SHOWN {
+        // The busiest CPUs by NET_RX, plus every CPU that dropped or squeezed.
+        let mut by_rx = shown.clone();
+        by_rx.sort_by_key(|cpu| std::cmp::Reverse(rx_of(*cpu).unwrap_or(0)));
+        let busiest: Vec<u32> = by_rx.into_iter().take(CPU_ROWS_SHOWN / 2).collect();
+        let (keep, rest): (Vec<u32>, Vec<u32>) = shown.iter().partition(|cpu| {
+            busiest.contains(cpu)
+                || net_of(**cpu).is_some_and(|n| n.dropped > 0 || n.time_squeeze > 0)
+        });
+        shown = keep;
+        hidden = rest;
+    }
     let _ = writeln!(
         o,
-        "  {:<5} {:>12} {:>12} {:>6} {:>6} {:>12} {:>9} {:>9}",
-        "cpu", "NET_RX", "NET_TX", "irq%", "soft%", "processed", "dropped", "squeezed"
+        "  {:<5} {:>12} {:>5} {:>12} {:>6} {:>6} {:>12} {:>9} {:>9}",
+        "cpu", "NET_RX", "rx%", "NET_TX", "irq%", "soft%", "processed", "dropped", "squeezed"
     );
-    for cpu in &host.online_cpus {
+    for cpu in &shown {
         let soft = c.softirqs.iter().find(|s| s.cpu == *cpu);
         let time = c.cpu_time.iter().find(|t| t.cpu == *cpu);
-        let net = c.softnet.iter().find(|s| s.cpu == *cpu);
+        let net = net_of(*cpu);
         let pct = |part: fn(&host::CpuTime) -> u64| {
             time.filter(|t| t.total() > 0)
                 .map(|t| format!("{:.1}", 100.0 * part(t) as f64 / t.total() as f64))
                 .unwrap_or_else(|| "?".into())
         };
+        let share = match (soft, total_rx) {
+            (Some(s), total) if total > 0 => {
+                format!("{:.0}", 100.0 * s.net_rx as f64 / total as f64)
+            }
+            _ => "?".to_string(),
+        };
         let _ = writeln!(
             o,
-            "  {:<5} {:>12} {:>12} {:>6} {:>6} {:>12} {:>9} {:>9}",
+            "  {:<5} {:>12} {:>5} {:>12} {:>6} {:>6} {:>12} {:>9} {:>9}",
             cpu,
             opt(&soft.map(|s| s.net_rx)),
+            share,
             opt(&soft.map(|s| s.net_tx)),
             pct(|t| t.irq),
             pct(|t| t.softirq),
             opt(&net.map(|n| n.processed)),
             opt(&net.map(|n| n.dropped)),
             opt(&net.map(|n| n.time_squeeze)),
+        );
+    }
+    if !hidden.is_empty() {
+        let rx: u64 = hidden.iter().filter_map(|cpu| rx_of(*cpu)).sum();
+        let share = if total_rx > 0 {
+            100.0 * rx as f64 / total_rx as f64
+        } else {
+            0.0
+        };
+        let _ = writeln!(
+            o,
+            "  CPUs {} ({} more, no drops or squeezes): NET_RX {rx} ({share:.0}%) together",
+            format_list(&hidden),
+            hidden.len()
         );
     }
     let pick = |map: &std::collections::BTreeMap<String, i64>, names: &[&str]| -> String {
@@ -445,12 +624,30 @@ fn render_counters(o: &mut String, host: &Host) {
     let _ = writeln!(
         o,
         "  udp    {}",
-        pick(&c.udp, &["InDatagrams", "NoPorts", "InErrors", "RcvbufErrors", "SndbufErrors"])
+        pick(
+            &c.udp,
+            &[
+                "InDatagrams",
+                "NoPorts",
+                "InErrors",
+                "RcvbufErrors",
+                "SndbufErrors"
+            ]
+        )
     );
     let _ = writeln!(
         o,
         "  tcp    {}  {}",
         pick(&c.tcp, &["RetransSegs"]),
-        pick(&c.tcp_ext, &["ListenOverflows", "ListenDrops", "TCPBacklogDrop", "TCPRcvQDrop", "TCPZeroWindowDrop"])
+        pick(
+            &c.tcp_ext,
+            &[
+                "ListenOverflows",
+                "ListenDrops",
+                "TCPBacklogDrop",
+                "TCPRcvQDrop",
+                "TCPZeroWindowDrop"
+            ]
+        )
     );
 }

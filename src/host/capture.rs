@@ -221,7 +221,11 @@ fn relative_link(link_path: &Path, target: &Path) -> PathBuf {
     }
     let depth = link_path
         .parent()
-        .map(|p| p.components().filter(|c| matches!(c, Component::Normal(_))).count())
+        .map(|p| {
+            p.components()
+                .filter(|c| matches!(c, Component::Normal(_)))
+                .count()
+        })
         .unwrap_or(0);
     let mut rel = PathBuf::new();
     for _ in 0..depth {
@@ -242,7 +246,10 @@ mod tests {
             PathBuf::from("../proc/self/mounts")
         );
         assert_eq!(
-            relative_link(Path::new("/sys/class/net/eth0"), Path::new("../../devices/x")),
+            relative_link(
+                Path::new("/sys/class/net/eth0"),
+                Path::new("../../devices/x")
+            ),
             PathBuf::from("../../devices/x")
         );
     }

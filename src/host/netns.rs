@@ -43,7 +43,9 @@ pub fn enter(name: &str) -> anyhow::Result<()> {
         )
     })?;
     setns(&file, CloneFlags::CLONE_NEWNET).map_err(|e| {
-        anyhow::anyhow!("cannot enter network namespace '{name}': {e}; this needs root (CAP_SYS_ADMIN)")
+        anyhow::anyhow!(
+            "cannot enter network namespace '{name}': {e}; this needs root (CAP_SYS_ADMIN)"
+        )
     })?;
     unshare(CloneFlags::CLONE_NEWNS)
         .context("cannot create a private mount namespace to remount /sys (needs CAP_SYS_ADMIN)")?;

@@ -140,7 +140,10 @@ fn read_cpu_list_file(root: &Root, path: &str) -> Result<Vec<u32>, KernelError> 
 fn read_numa_nodes(root: &Root) -> Result<Vec<NumaNode>, KernelError> {
     let mut nodes = Vec::new();
     for name in root.list("/sys/devices/system/node")?.unwrap_or_default() {
-        let Some(id) = name.strip_prefix("node").and_then(|n| n.parse::<u32>().ok()) else {
+        let Some(id) = name
+            .strip_prefix("node")
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
             continue;
         };
         let path = format!("/sys/devices/system/node/{name}/cpulist");
@@ -185,11 +188,17 @@ fn read_cpuidle(root: &Root) -> Result<CpuIdle, KernelError> {
     let cpu0 = "/sys/devices/system/cpu/cpu0/cpuidle";
     let mut names = root.list(cpu0)?.unwrap_or_default();
     // state10 sorts before state2 as text; order by number.
-    names.sort_by_key(|n| n.trim_start_matches("state").parse::<u32>().unwrap_or(u32::MAX));
+    names.sort_by_key(|n| {
+        n.trim_start_matches("state")
+            .parse::<u32>()
+            .unwrap_or(u32::MAX)
+    });
     for state in names.iter().filter(|n| n.starts_with("state")) {
         let dir = format!("{cpu0}/{state}");
         states.push(IdleState {
-            name: root.read_value(&format!("{dir}/name"))?.unwrap_or_else(|| state.clone()),
+            name: root
+                .read_value(&format!("{dir}/name"))?
+                .unwrap_or_else(|| state.clone()),
             latency_us: root
                 .read_value(&format!("{dir}/latency"))?
                 .and_then(|v| v.parse().ok()),
@@ -346,7 +355,10 @@ fn read_interface(
         Ok(value(file)?.and_then(|v| v.parse::<i64>().ok()))
     };
     let device_path = root.resolve(&format!("{base}/device"));
-    let pci_path = device_path.as_deref().and_then(pci_device).map(str::to_string);
+    let pci_path = device_path
+        .as_deref()
+        .and_then(pci_device)
+        .map(str::to_string);
     let pci_address = pci_path
         .as_deref()
         .and_then(|p| p.rsplit('/').next())
@@ -536,9 +548,7 @@ fn read_queues(
 }
 
 /// Driver data for a root: live traits, the capture's driver file, or unknown.
-pub fn driver_sources(
-    root: &Root,
-) -> anyhow::Result<(Box<dyn Ethtool>, Box<dyn Netlink>)> {
+pub fn driver_sources(root: &Root) -> anyhow::Result<(Box<dyn Ethtool>, Box<dyn Netlink>)> {
     if root.is_live() {
         return Ok((
             Box::new(crate::nic::live::LiveEthtool),

@@ -27,7 +27,8 @@ pub fn split(out: Output) -> (i32, String, String) {
 pub fn run_json(args: &[&str]) -> serde_json::Value {
     let (code, stdout, stderr) = run(args);
     assert_eq!(code, 0, "nettune {args:?} failed: {stderr}");
-    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("bad JSON from {args:?}: {e}\n{stdout}"))
+    serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("bad JSON from {args:?}: {e}\n{stdout}"))
 }
 
 pub fn fixture(name: &str) -> PathBuf {
@@ -101,7 +102,9 @@ impl Netns {
 
 impl Drop for Netns {
     fn drop(&mut self) {
-        let _ = Command::new("ip").args(["netns", "del", &self.name]).status();
+        let _ = Command::new("ip")
+            .args(["netns", "del", &self.name])
+            .status();
     }
 }
 
