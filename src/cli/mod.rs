@@ -21,6 +21,10 @@ pub enum Command {
     /// Show the host's whole network path: CPUs, NUMA, NIC queues and IRQs,
     /// RPS/XPS, driver settings, sysctls and loss counters.
     Inspect,
+    /// Built-in load generators and servers: measure packets per second,
+    /// loss and where it happens.
+    #[command(subcommand)]
+    Bench(crate::bench::BenchCommand),
 }
 
 pub fn parse() -> Cli {
@@ -30,5 +34,6 @@ pub fn parse() -> Cli {
 pub fn run(cli: Cli) -> anyhow::Result<Status> {
     match cli.command {
         Command::Inspect => anyhow::bail!("inspect: not supported yet"),
+        Command::Bench(cmd) => crate::bench::run(cmd),
     }
 }
