@@ -1,2 +1,26 @@
-//! Benchmarks: load generators and servers. One file per engine; shared
-//! pieces (pinning, statistics, reporting) once.
+//! Benchmarks: load generators and servers. One module per engine; shared
+//! pieces (pinning, stop, reporting) once.
+
+pub mod pin;
+pub mod report;
+pub mod stop;
+pub mod udp;
+
+use crate::error::Status;
+
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum BenchCommand {
+    /// Receive UDP packets with recvmmsg and count them, their loss and
+    /// reordering, and the kernel's drop counters (start it first).
+    UdpSink(udp::SinkArgs),
+    /// Send numbered UDP packets with sendmmsg, as fast as possible or at
+    /// --rate, from --flows source ports per thread.
+    UdpFlood(udp::FloodArgs),
+}
+
+pub fn run(cmd: BenchCommand) -> anyhow::Result<Status> {
+    match cmd {
+        BenchCommand::UdpSink(args) => udp::run_sink(&args),
+        BenchCommand::UdpFlood(args) => udp::run_flood(&args),
+    }
+}

@@ -34,6 +34,10 @@ pub enum Command {
     /// Copy the files nettune reads from this host (and its driver settings)
     /// into DIR, for `--root DIR` elsewhere: a bug report, a diagnosis offline.
     Capture(CaptureArgs),
+    /// Built-in load generators and servers: measure packets per second,
+    /// loss and where it happens.
+    #[command(subcommand)]
+    Bench(crate::bench::BenchCommand),
 }
 
 #[derive(Debug, clap::Args)]
@@ -56,6 +60,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Status> {
     match cli.command {
         Command::Inspect(args) => crate::inspect::run(args),
         Command::Capture(args) => capture(args),
+        Command::Bench(cmd) => crate::bench::run(cmd),
     }
 }
 

@@ -1,0 +1,131 @@
+//! When a benchmark stops: at `--duration`, or on Ctrl-C.
+//!
+//! The one piece of global state is [`INTERRUPTED`], set by the SIGINT
+//! handler (a signal handler can touch nothing else safely). Workers never
+//! look at it: they watch the run's own stop flag, which the main thread sets
+//! from [`run_ticking`] when the deadline passes or Ctrl-C arrives. So the
+//! main thread is the only one that decides, wrk style: it sleeps, reports,
+//! sets stop, joins.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// Set by the SIGINT handler; cleared by [`catch_ctrl_c`].
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_sigint(_signal: libc::c_int) {
+    INTERRUPTED.store(true, Ordering::Relaxed);
+}
+
+/// Make Ctrl-C end the run with a final report instead of killing the
+/// process. Without SA_RESTART, so a worker blocked in a system call wakes
+/// up with EINTR and sees the stop flag promptly.
+pub fn catch_ctrl_c() -> anyhow::Result<()> {
+    INTERRUPTED.store(false, Ordering::Relaxed);
+    // SAFETY: sigaction is a plain C struct, valid all-zero (no flags,
+    // empty mask); the handler only stores to an atomic, which is
+    // async-signal-safe.
+    let rc = unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = on_sigint as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        libc::sigemptyset(&mut action.sa_mask);
+        libc::sigaction(libc::SIGINT, &action, std::ptr::null_mut())
+    };
+    if rc != 0 {
+        anyhow::bail!(
+            "cannot install the Ctrl-C handler: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    Ok(())
+}
+
+/// Whether Ctrl-C was pressed since [`catch_ctrl_c`].
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::Relaxed)
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ended {
+    Duration,
+    Interrupted,
+}
+
+/// How often the main thread wakes to look at the clock and Ctrl-C: short
+/// enough that a stop is noticed at once, long enough to cost nothing.
+const POLL: Duration = Duration::from_millis(20);
+
+/// Run the main thread's side of a benchmark: call `on_tick(n)` at each
+/// whole second `n` (1, 2, ...) after `start`, until `duration` has passed or
+/// Ctrl-C; then set `stop` so the workers finish. Returns how it ended and
+/// the elapsed time at the stop.
+pub fn run_ticking(
+    start: Instant,
+    duration: Duration,
+    stop: &AtomicBool,
+    mut on_tick: impl FnMut(u64),
+) -> (Ended, Duration) {
+    let mut next_tick = 1u64;
+    let ended = loop {
+        let elapsed = start.elapsed();
+        while Duration::from_secs(next_tick) <= elapsed.min(duration) {
+            on_tick(next_tick);
+            next_tick += 1;
+        }
+        if elapsed >= duration {
+            break Ended::Duration;
+        }
+        if interrupted() {
+            break Ended::Interrupted;
+        }
+        let until_tick = Duration::from_secs(next_tick).saturating_sub(elapsed);
+        let until_end = duration.saturating_sub(elapsed);
+        std::thread::sleep(POLL.min(until_tick).min(until_end));
+    };
+    stop.store(true, Ordering::Relaxed);
+    (ended, start.elapsed().min(duration))
+}
+
+/// Parse `--duration` seconds: a positive number, fractions allowed.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let secs: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{text}' is not a number of seconds (e.g. 10 or 1.5)"))?;
+    if !secs.is_finite() || secs <= 0.0 || secs > 86_400.0 * 365.0 {
+        return Err(format!(
+            "'{text}' seconds is out of range: give more than 0 (e.g. 10 or 1.5)"
+        ));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_accept_fractions_and_refuse_zero() {
+        assert_eq!(parse_duration("10"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
+        assert!(parse_duration("0").expect_err("zero").contains("'0'"));
+        assert!(parse_duration("-1").is_err());
+        assert!(parse_duration("ten").expect_err("word").contains("'ten'"));
+        assert!(parse_duration("inf").is_err());
+    }
+
+    #[test]
+    fn ticks_each_whole_second_then_sets_stop() {
+        let stop = AtomicBool::new(false);
+        let mut ticks = Vec::new();
+        // Started 2.5 s ago with a 2.5 s duration: ticks 1 and 2 at once.
+        let start = Instant::now() - Duration::from_millis(2500);
+        let (ended, elapsed) =
+            run_ticking(start, Duration::from_millis(2500), &stop, |n| ticks.push(n));
+        assert_eq!(ended, Ended::Duration);
+        assert_eq!(ticks, vec![1, 2]);
+        assert_eq!(elapsed, Duration::from_millis(2500));
+        assert!(stop.load(Ordering::Relaxed));
+    }
+}

@@ -1,0 +1,527 @@
+//! `nettune bench udp-sink` / `udp-flood`, run as a user runs them: the sink
+//! first (its stderr's first line gives the bound address), then a flood
+//! into it, then both JSON reports read and checked against each other.
+//!
+//! Traffic goes only to loopback or into network namespaces these tests
+//! create (unique names, deleted by a Drop guard even when an assertion
+//! fails). Every process is bounded in time and killed by PID if it
+//! overruns. The tests here run one at a time (a lock): they measure, and a
+//! full-speed flood next to a paced one would starve it on two CPUs.
+
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Child, ChildStderr, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_nettune");
+
+/// Serializes the measuring tests of this file.
+static MEASURING: Mutex<()> = Mutex::new(());
+
+fn measuring() -> std::sync::MutexGuard<'static, ()> {
+    MEASURING
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// A network namespace with loopback up, deleted on drop.
+struct Netns {
+    name: String,
+}
+
+static COUNTER: AtomicU32 = AtomicU32::new(0);
+
+fn unique(prefix: &str) -> String {
+    format!(
+        "{prefix}{}x{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+fn ip(args: &[&str]) {
+    let out = Command::new("ip").args(args).output().expect("run ip");
+    assert!(
+        out.status.success(),
+        "ip {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+impl Netns {
+    fn new() -> Netns {
+        let ns = Netns {
+            name: unique("ntbu"),
+        };
+        ip(&["netns", "add", &ns.name]);
+        ip(&["-n", &ns.name, "link", "set", "lo", "up"]);
+        ns
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        // Deleting the namespace also deletes the veth end inside it.
+        let _ = Command::new("ip")
+            .args(["netns", "del", &self.name])
+            .status();
+    }
+}
+
+/// `nettune ARGS`, inside `ns` when given.
+fn nettune(ns: Option<&Netns>, args: &[&str]) -> Command {
+    match ns {
+        Some(ns) => {
+            let mut cmd = Command::new("ip");
+            cmd.args(["netns", "exec", &ns.name, BIN]).args(args);
+            cmd
+        }
+        None => {
+            let mut cmd = Command::new(BIN);
+            cmd.args(args);
+            cmd
+        }
+    }
+}
+
+/// A child process killed (by its PID) if the test ends before it does.
+struct Running {
+    child: Child,
+    stderr: BufReader<ChildStderr>,
+    first_line: String,
+}
+
+impl Running {
+    /// Start `cmd` and read the first line of its stderr.
+    fn start(mut cmd: Command) -> Running {
+        let mut child = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn nettune");
+        let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
+        let mut first_line = String::new();
+        stderr.read_line(&mut first_line).expect("read stderr");
+        Running {
+            child,
+            stderr,
+            first_line,
+        }
+    }
+
+    /// The address after "listening on" in the sink's first line.
+    fn bound_addr(&self) -> String {
+        self.first_line
+            .split("listening on ")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .unwrap_or_else(|| panic!("no address in {:?}", self.first_line))
+            .to_string()
+    }
+
+    /// Wait at most `limit` for the exit; kill on overrun. Returns the exit
+    /// code, stdout and the rest of stderr.
+    fn finish(mut self, limit: Duration) -> (Option<i32>, String, String) {
+        let deadline = Instant::now() + limit;
+        let status = loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                break status;
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                panic!("nettune ran past {limit:?}: {}", self.first_line);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let mut stdout = String::new();
+        if let Some(mut out) = self.child.stdout.take() {
+            out.read_to_string(&mut stdout).expect("stdout");
+        }
+        let mut stderr = self.first_line.clone();
+        self.stderr.read_to_string(&mut stderr).expect("stderr");
+        (status.code(), stdout, stderr)
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Run to the end and parse the JSON report on stdout; exit must be 0.
+fn json_report(running: Running, limit: Duration) -> Value {
+    let (code, stdout, stderr) = running.finish(limit);
+    assert_eq!(code, Some(0), "stderr: {stderr}\nstdout: {stdout}");
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+}
+
+fn u(v: &Value, path: &str) -> u64 {
+    v.pointer(path)
+        .and_then(Value::as_u64)
+        .unwrap_or_else(|| panic!("{path} is not a count in {v:#}"))
+}
+
+fn i(v: &Value, path: &str) -> i64 {
+    v.pointer(path)
+        .and_then(Value::as_i64)
+        .unwrap_or_else(|| panic!("{path} is not a number in {v:#}"))
+}
+
+fn f(v: &Value, path: &str) -> f64 {
+    v.pointer(path)
+        .and_then(Value::as_f64)
+        .unwrap_or_else(|| panic!("{path} is not a number in {v:#}"))
+}
+
+/// Start a sink, flood it, return (sink report, flood report).
+fn sink_and_flood(
+    sink_ns: Option<&Netns>,
+    sink_args: &[&str],
+    flood_ns: Option<&Netns>,
+    flood_args: &[&str],
+    to: Option<&str>,
+) -> (Value, Value) {
+    let sink = Running::start(nettune(
+        sink_ns,
+        &[&["bench", "udp-sink", "--json"], sink_args].concat(),
+    ));
+    let addr = sink.bound_addr();
+    let dest = match to {
+        // Same port, another address (the sink bound 0.0.0.0 or similar).
+        Some(ip) => format!("{ip}:{}", addr.rsplit(':').next().expect("port")),
+        None => addr,
+    };
+    let flood = Running::start(nettune(
+        flood_ns,
+        &[&["bench", "udp-flood", "--json", "--to", &dest], flood_args].concat(),
+    ));
+    let flood = json_report(flood, Duration::from_secs(15));
+    let sink = json_report(sink, Duration::from_secs(15));
+    (sink, flood)
+}
+
+#[test]
+fn loopback_paced_flood_arrives_whole() {
+    let _serial = measuring();
+    let (sink, flood) = sink_and_flood(
+        None,
+        &[
+            "--bind",
+            "127.0.0.1:0",
+            "--duration",
+            "2.5",
+            "--rcvbuf",
+            "4194304",
+        ],
+        None,
+        &["--rate", "20000", "--flows", "2", "--duration", "1"],
+        None,
+    );
+    let sent = u(&flood, "/packets");
+    // 20,000 pps for 1 s, paced: not a burst, not short.
+    assert!((16_000..=21_000).contains(&sent), "sent {sent}");
+    assert!((f(&flood, "/pps") - 20_000.0).abs() < 4_000.0, "{flood:#}");
+    assert_eq!(u(&flood, "/bytes"), sent * 32);
+    assert_eq!(u(&flood, "/send_errors/econnrefused"), 0);
+    assert_eq!(
+        flood["per_thread"][0]["source_ports"]
+            .as_array()
+            .map(Vec::len),
+        Some(2)
+    );
+
+    assert_eq!(u(&sink, "/packets"), sent);
+    assert_eq!(u(&sink, "/bytes"), sent * 32);
+    assert_eq!(u(&sink, "/sequence/received"), sent);
+    assert_eq!(u(&sink, "/sequence/lost"), 0);
+    assert_eq!(u(&sink, "/sequence/flows"), 2);
+    assert_eq!(u(&sink, "/sequence/senders"), 1);
+    assert!((f(&sink, "/pps") - 20_000.0).abs() < 4_000.0, "{sink:#}");
+    // Two whole seconds of a 2.5 s run, adding up to what arrived.
+    let intervals = sink["intervals"].as_array().expect("intervals");
+    assert_eq!(intervals.len(), 2);
+    let in_intervals: u64 = intervals.iter().map(|v| u(v, "/packets")).sum();
+    assert!(
+        in_intervals <= sent && in_intervals > sent / 2,
+        "{in_intervals} of {sent}"
+    );
+    // The root namespace's counters see at least our packets.
+    assert!(i(&sink, "/kernel/udp_in_datagrams") >= sent as i64);
+}
+
+#[test]
+fn veth_between_namespaces_carries_a_paced_flood_whole() {
+    if !is_root() {
+        eprintln!("skipped: needs root to create network namespaces");
+        return;
+    }
+    let _serial = measuring();
+    let (tx, rx) = (Netns::new(), Netns::new());
+    let (a, b) = (unique("nta"), unique("ntb"));
+    // Fixed MACs (private to these namespaces) so the sender can hold a
+    // permanent neighbour entry: no packet waits on ARP.
+    let (mac_a, mac_b) = ("02:00:00:77:00:01", "02:00:00:77:00:02");
+    ip(&[
+        "link", "add", &a, "netns", &tx.name, "address", mac_a, "type", "veth", "peer", "name", &b,
+        "netns", &rx.name, "address", mac_b,
+    ]);
+    ip(&["-n", &tx.name, "addr", "add", "10.77.0.1/24", "dev", &a]);
+    ip(&["-n", &rx.name, "addr", "add", "10.77.0.2/24", "dev", &b]);
+    ip(&["-n", &tx.name, "link", "set", &a, "up"]);
+    ip(&["-n", &rx.name, "link", "set", &b, "up"]);
+    let neigh = [
+        "neigh",
+        "add",
+        "10.77.0.2",
+        "lladdr",
+        mac_b,
+        "dev",
+        &a,
+        "nud",
+        "permanent",
+    ];
+    ip(&[&["-n", tx.name.as_str()][..], &neigh[..]].concat());
+
+    let (sink, flood) = sink_and_flood(
+        Some(&rx),
+        &[
+            "--bind",
+            "0.0.0.0:0",
+            "--duration",
+            "2.5",
+            "--rcvbuf",
+            "4194304",
+        ],
+        Some(&tx),
+        &["--rate", "20000", "--flows", "4", "--duration", "1"],
+        Some("10.77.0.2"),
+    );
+    let sent = u(&flood, "/packets");
+    assert!((16_000..=21_000).contains(&sent), "sent {sent}");
+    assert_eq!(u(&sink, "/packets"), sent);
+    assert_eq!(u(&sink, "/sequence/lost"), 0);
+    assert_eq!(u(&sink, "/sequence/flows"), 4);
+    assert!(f(&sink, "/pps") > 10_000.0, "{sink:#}");
+    // The receiving namespace holds nothing else: its counters are ours.
+    assert_eq!(i(&sink, "/kernel/udp_in_datagrams"), sent as i64);
+    assert_eq!(i(&sink, "/kernel/udp_rcvbuf_errors"), 0);
+}
+
+/// With a socket buffer of a few packets, an unpaced flood overruns the
+/// sink. In a namespace of its own on loopback, a sent packet either reaches
+/// the socket (received), is dropped at the full socket buffer
+/// (RcvbufErrors, or MemErrors) or, rarely, at a full CPU backlog (softnet
+/// dropped, a count shared with every namespace). So:
+/// - received + RcvbufErrors + MemErrors <= sent <= that + softnet dropped;
+/// - loss by sequence <= the kernel's drops: it cannot see loss that did
+///   not happen;
+/// - loss by sequence >= half the kernel's drops: it misses only drops after
+///   the last packet received of each flow (the end of the last batches),
+///   a small part of a second of overrun.
+#[test]
+fn tiny_rcvbuf_loss_is_seen_by_sequence_and_kernel_alike() {
+    if !is_root() {
+        eprintln!("skipped: needs root for a namespace of its own");
+        return;
+    }
+    let _serial = measuring();
+    let ns = Netns::new();
+    let (sink, flood) = sink_and_flood(
+        Some(&ns),
+        &[
+            "--bind",
+            "127.0.0.1:0",
+            "--duration",
+            "2.5",
+            "--rcvbuf",
+            "2048",
+        ],
+        Some(&ns),
+        &["--flows", "2", "--duration", "1"],
+        None,
+    );
+    let sent = u(&flood, "/packets");
+    let received = u(&sink, "/sequence/received");
+    let lost = u(&sink, "/sequence/lost");
+    let rcvbuf_errors = i(&sink, "/kernel/udp_rcvbuf_errors") as u64;
+    let mem_errors = i(&sink, "/kernel/udp_mem_errors") as u64;
+    let backlog = u(&sink, "/kernel/softnet_dropped");
+    let granted = u(&sink, "/rcvbuf/granted");
+    // The kernel's minimum applies, far below the default 212992.
+    assert!((2048..65_536).contains(&granted), "granted {granted}");
+    assert_eq!(sink["rcvbuf"]["forced"], Value::Bool(true));
+    assert!(rcvbuf_errors > 0, "{sink:#}");
+    assert!(lost > 0, "{sink:#}");
+    let socket_drops = rcvbuf_errors + mem_errors;
+    assert!(
+        received + socket_drops <= sent,
+        "{received} + {socket_drops} > {sent}"
+    );
+    assert!(
+        sent <= received + socket_drops + backlog,
+        "{sent} unaccounted"
+    );
+    assert!(
+        lost <= socket_drops + backlog,
+        "lost {lost} > drops {socket_drops}"
+    );
+    assert!(
+        lost >= socket_drops / 2,
+        "lost {lost} << drops {socket_drops}"
+    );
+}
+
+#[test]
+fn reuseport_threads_split_the_flows_and_add_up() {
+    let _serial = measuring();
+    let (sink, flood) = sink_and_flood(
+        None,
+        &[
+            "--bind",
+            "127.0.0.1:0",
+            "--reuseport",
+            "--threads",
+            "2",
+            "--duration",
+            "2.5",
+            "--rcvbuf",
+            "4194304",
+        ],
+        None,
+        // 16 source ports: all on one socket has odds 2^-15.
+        &[
+            "--threads",
+            "2",
+            "--flows",
+            "8",
+            "--rate",
+            "40000",
+            "--duration",
+            "1",
+        ],
+        None,
+    );
+    let total = u(&sink, "/packets");
+    assert_eq!(total, u(&flood, "/packets"));
+    let threads = sink["per_thread"].as_array().expect("per_thread");
+    assert_eq!(threads.len(), 2);
+    let counts: Vec<u64> = threads.iter().map(|t| u(t, "/packets")).collect();
+    assert_eq!(counts.iter().sum::<u64>(), total, "{counts:?}");
+    assert!(
+        counts.iter().all(|&c| c > 0),
+        "one socket got nothing: {counts:?}"
+    );
+    assert_eq!(u(&sink, "/sequence/flows"), 16);
+    assert_eq!(u(&sink, "/sequence/lost"), 0);
+    let flood_threads: u64 = flood["per_thread"]
+        .as_array()
+        .expect("per_thread")
+        .iter()
+        .map(|t| u(t, "/packets"))
+        .sum();
+    assert_eq!(flood_threads, total);
+}
+
+#[test]
+fn text_output_prints_the_article_line_each_second() {
+    let _serial = measuring();
+    let sink = Running::start(nettune(
+        None,
+        &[
+            "bench",
+            "udp-sink",
+            "--bind",
+            "127.0.0.1:0",
+            "--duration",
+            "2.2",
+        ],
+    ));
+    let addr = sink.bound_addr();
+    let flood = Running::start(nettune(
+        None,
+        &[
+            "bench",
+            "udp-flood",
+            "--to",
+            &addr,
+            "--rate",
+            "10000",
+            "--duration",
+            "1.5",
+        ],
+    ));
+    let (code, flood_out, _) = flood.finish(Duration::from_secs(10));
+    assert_eq!(code, Some(0));
+    let (code, out, _) = sink.finish(Duration::from_secs(10));
+    assert_eq!(code, Some(0));
+    let lines: Vec<&str> = out.lines().collect();
+    // "0.010M pps 0.305MiB / 2.560Mb" for each of the 2 whole seconds.
+    let per_second = lines.iter().take(2).all(|l| {
+        let w: Vec<&str> = l.split_whitespace().collect();
+        w.len() == 5
+            && w[0].ends_with('M')
+            && w[1] == "pps"
+            && w[2].ends_with("MiB")
+            && w[4].ends_with("Mb")
+    });
+    assert!(per_second, "{out}");
+    assert!(out.contains("0 lost"), "{out}");
+    assert!(flood_out.starts_with("0.010M pps"), "{flood_out}");
+}
+
+/// Each bad input: exit 2 and a first line quoting the value (argument
+/// errors come from clap, which adds a usage hint below).
+#[test]
+fn bad_input_exits_2_naming_the_value() {
+    let held = std::net::UdpSocket::bind("127.0.0.1:0").expect("bind");
+    let held = held.local_addr().expect("addr").to_string();
+    let cases: Vec<(Vec<&str>, String)> = vec![
+        (
+            vec!["udp-sink", "--bind", "127.0.0.1"],
+            "'127.0.0.1'".into(),
+        ),
+        (vec!["udp-sink", "--bind", &held], format!("'{held}'")),
+        (
+            vec!["udp-sink", "--bind", "127.0.0.1:0", "--threads", "0"],
+            "'0'".into(),
+        ),
+        (
+            vec!["udp-sink", "--bind", "127.0.0.1:0", "--pin", "999"],
+            "CPU 999".into(),
+        ),
+        (
+            vec!["udp-flood", "--to", "127.0.0.1:9", "--size", "65508"],
+            "'65508'".into(),
+        ),
+        (
+            vec!["udp-flood", "--to", "127.0.0.1:9", "--rate", "0"],
+            "'0'".into(),
+        ),
+        (vec!["udp-flood", "--to", "nowhere:9"], "'nowhere:9'".into()),
+    ];
+    for (args, expected) in cases {
+        let out = Command::new(BIN)
+            .arg("bench")
+            .args(&args)
+            .args(["--duration", "1"])
+            .output()
+            .expect("run");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        let first = stderr.lines().next().unwrap_or_default();
+        assert!(first.contains(&expected), "{args:?}: {stderr}");
+    }
+}
