@@ -1,6 +1,8 @@
 //! Benchmarks: load generators and servers. One module per engine; shared
 //! pieces (pinning, stop, reporting) once.
 
+pub mod event;
+pub mod latency;
 pub mod pin;
 pub mod report;
 pub mod stop;
