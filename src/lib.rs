@@ -6,7 +6,9 @@
 
 pub mod bench;
 pub mod cli;
+pub mod doctor;
 pub mod error;
 pub mod host;
 pub mod nic;
 pub mod output;
+pub mod units;

@@ -21,6 +21,9 @@ pub enum Command {
     /// Show the host's whole network path: CPUs, NUMA, NIC queues and IRQs,
     /// RPS/XPS, driver settings, sysctls and loss counters.
     Inspect,
+    /// Find what holds the network path back: each finding with the numbers
+    /// seen, why it matters and the fix (exit 1 when any is at warn or above).
+    Doctor(crate::doctor::DoctorArgs),
 }
 
 pub fn parse() -> Cli {
@@ -30,5 +33,6 @@ pub fn parse() -> Cli {
 pub fn run(cli: Cli) -> anyhow::Result<Status> {
     match cli.command {
         Command::Inspect => anyhow::bail!("inspect: not supported yet"),
+        Command::Doctor(args) => crate::doctor::run(args),
     }
 }
