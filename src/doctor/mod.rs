@@ -138,7 +138,7 @@ pub fn parse_ignore(list: &str) -> anyhow::Result<Vec<String>> {
     for id in list.split(',').map(str::trim).filter(|id| !id.is_empty()) {
         if !RULE_IDS.contains(&id) {
             anyhow::bail!(
-                "--ignore: unknown finding id '{id}'; valid ids: {}",
+                "unknown finding id '{id}'; valid ids: {}",
                 RULE_IDS.join(", ")
             );
         }

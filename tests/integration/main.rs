@@ -1,1 +1,2 @@
 //! One integration-test binary, split by topic.
+mod doctor;
