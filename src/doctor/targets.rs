@@ -76,7 +76,7 @@ pub fn cpu_node(host: &Host, cpu: u32) -> Option<u32> {
 
 /// True when `cpu` is the first thread of its physical core (or its
 /// siblings are unknown).
-fn is_first_thread(host: &Host, cpu: u32) -> bool {
+pub fn is_first_thread(host: &Host, cpu: u32) -> bool {
     host.cpus
         .iter()
         .find(|c| c.id == cpu)
@@ -124,5 +124,60 @@ pub fn rps_cpus(host: &Host, iface: &Interface) -> Vec<u32> {
         eligible
     } else {
         local
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::doctor::testkit::{iface, nic_on_node1, two_socket_smt_8q, vm_2cpu_single_queue};
+
+    #[test]
+    fn irq_order_is_local_cores_then_siblings_then_remote() {
+        let host = two_socket_smt_8q();
+        let order = irq_cpu_order(&host, &host.interfaces[0]);
+        let expected: Vec<u32> = (0..8).chain(16..24).chain(8..16).chain(24..32).collect();
+        assert_eq!(order, expected);
+
+        let host = nic_on_node1();
+        let order = irq_cpu_order(&host, &host.interfaces[0]);
+        assert_eq!(&order[..4], &[8, 9, 10, 11]);
+        assert_eq!(order[8], 24);
+        assert_eq!(order[16], 0);
+    }
+
+    #[test]
+    fn isolated_and_nohz_cpus_are_never_targets() {
+        let mut host = two_socket_smt_8q();
+        host.isolated_cpus = vec![2, 3];
+        host.nohz_full_cpus = vec![4];
+        let order = irq_cpu_order(&host, &host.interfaces[0]);
+        assert_eq!(&order[..5], &[0, 1, 5, 6, 7]);
+        assert!(!rps_cpus(&host, &host.interfaces[0]).contains(&4));
+        assert_eq!(order.len(), 29);
+    }
+
+    #[test]
+    fn rps_cpus_from_the_nic_node_or_all() {
+        let mut host = nic_on_node1();
+        let eth0 = iface(&mut host, "eth0").clone();
+        assert_eq!(
+            rps_cpus(&host, &eth0),
+            (8..16).chain(24..32).collect::<Vec<u32>>()
+        );
+        let vm = vm_2cpu_single_queue();
+        assert_eq!(rps_cpus(&vm, &vm.interfaces[0]), vec![0, 1]);
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(rps_flow_cnt(8), 4096);
+        assert_eq!(rps_flow_cnt(1), 32768);
+        assert_eq!(rps_flow_cnt(0), 32768);
+        // 10 Gbit/s x 50 ms = 62.5 MB -> 64 MiB; REFERENCE's 1 Gbit/s x 50 ms -> 8 MiB.
+        assert_eq!(tcp_buffer_bytes(62_500_000), 64 << 20);
+        assert_eq!(tcp_buffer_bytes(6_250_000), 8 << 20);
+        assert_eq!(tcp_buffer_bytes(3 << 30), i32::MAX as u64);
+        assert_eq!(doubled(1000), 2000);
     }
 }

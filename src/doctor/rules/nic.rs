@@ -3,7 +3,9 @@
 //! qdisc.no-fair-queue.
 
 use super::{judged_interfaces, plural, sysctl_u64};
-use crate::doctor::targets::{eligible_cpus, rps_cpus, rps_flow_cnt, RPS_SOCK_FLOW_ENTRIES};
+use crate::doctor::targets::{
+    eligible_cpus, is_first_thread, rps_cpus, rps_flow_cnt, RPS_SOCK_FLOW_ENTRIES,
+};
 use crate::doctor::{Context, Finding, Severity};
 use crate::host::cpuset::{format_list, format_mask};
 use crate::host::{Host, Interface};
@@ -313,13 +315,7 @@ fn queues_unused(host: &Host, iface: &Interface, out: &mut Vec<Finding>) {
     // One queue per physical core of the NIC's node (first SMT threads).
     let cores: Vec<u32> = rps_cpus(host, iface)
         .into_iter()
-        .filter(|&c| {
-            host.cpus
-                .iter()
-                .find(|x| x.id == c)
-                .and_then(|x| x.siblings.iter().min())
-                .is_none_or(|&first| first == c)
-        })
+        .filter(|&c| is_first_thread(host, c))
         .collect();
     let target = max.min(cores.len() as u32);
     if now == 0 || now >= target {
