@@ -6,8 +6,10 @@
 
 pub mod bench;
 pub mod cli;
+pub mod doctor;
 pub mod error;
 pub mod host;
 pub mod inspect;
 pub mod nic;
 pub mod output;
+pub mod units;

@@ -31,6 +31,12 @@ pub enum Command {
     /// Examples: `nettune inspect`, `nettune inspect --netns blue --json`,
     /// `nettune inspect --root ./capture-web1`.
     Inspect(InspectArgs),
+    /// Find what holds the network path back: each finding with the numbers
+    /// seen, why it matters and the fix (exit 1 when any is at warn or above).
+    ///
+    /// Examples: `nettune doctor`, `nettune doctor --interval 5 --json`,
+    /// `nettune doctor --bandwidth 10gbit --rtt 50ms`, `nettune doctor --root ./capture`.
+    Doctor(crate::doctor::DoctorArgs),
     /// Copy the files nettune reads from this host (and its driver settings)
     /// into DIR, for `--root DIR` elsewhere: a bug report, a diagnosis offline.
     Capture(CaptureArgs),
@@ -59,6 +65,7 @@ pub fn parse() -> Cli {
 pub fn run(cli: Cli) -> anyhow::Result<Status> {
     match cli.command {
         Command::Inspect(args) => crate::inspect::run(args),
+        Command::Doctor(args) => crate::doctor::run(args),
         Command::Capture(args) => capture(args),
         Command::Bench(cmd) => crate::bench::run(cmd),
     }

@@ -4,5 +4,6 @@
 
 mod bench_udp;
 mod common;
+mod doctor;
 mod inspect;
 mod nic;

@@ -1,0 +1,204 @@
+//! `nettune doctor` arguments and the command itself: read the host,
+//! sample the counters, judge, print.
+
+use std::io::{self, IsTerminal, Write};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use clap::Args;
+
+use super::{diagnose, parse_ignore, render_json, render_text, Context, Rates, Report};
+use crate::error::Status;
+use crate::host::{open_root, read_counters, read_target, Selection};
+
+/// Longest `--interval` accepted: doctor is a check, not a monitor.
+const MAX_INTERVAL_SECS: f64 = 3600.0;
+
+#[derive(Debug, Clone, Args)]
+pub struct DoctorArgs {
+    /// Print JSON: {"findings": [{"id", "severity", "title", "evidence",
+    /// "why", "fix", "profile"}], "summary": {"crit", "warn", "info"}, ...}.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Silence findings by id (see docs/doctor.md), e.g.
+    /// --ignore cpu.mitigations,irq.balancer.
+    #[arg(long, value_name = "ID[,ID...]", value_delimiter = ',', value_parser = rule_id)]
+    pub ignore: Vec<String>,
+
+    /// Seconds between two samples of the counters, so that rates are
+    /// judged live; 0 judges totals since boot (as --root always does).
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value = "2",
+        allow_hyphen_values = true,
+        value_parser = interval
+    )]
+    pub interval: f64,
+
+    /// Path bandwidth for the buffer check, in tc units: 10gbit, 100mbit
+    /// (kbps/mbps/gbps are BYTES per second, as in tc). Needs --rtt.
+    #[arg(long, value_name = "RATE", requires = "rtt", allow_hyphen_values = true, value_parser = rate)]
+    pub bandwidth: Option<u64>,
+
+    /// Round-trip time of the path: 50ms, 100us, 0.2s.
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true, value_parser = time)]
+    pub rtt: Option<Duration>,
+
+    /// Judge a captured tree (from `nettune capture`) instead of this host.
+    #[arg(long, value_name = "DIR", conflicts_with = "netns")]
+    pub root: Option<PathBuf>,
+
+    /// Judge the network namespace NAME (as `ip netns` names it): its
+    /// interfaces, queues, sysctls and counters.
+    #[arg(long, value_name = "NAME")]
+    pub netns: Option<String>,
+
+    /// Judge virtual interfaces (veth, bridges, tunnels) too.
+    #[arg(long)]
+    pub all: bool,
+}
+
+fn rule_id(text: &str) -> Result<String, String> {
+    parse_ignore(text)
+        .map(|mut ids| ids.remove(0))
+        .map_err(|e| format!("{e:#}"))
+}
+
+fn interval(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(secs) if (0.0..=MAX_INTERVAL_SECS).contains(&secs) => Ok(secs),
+        _ => Err(format!(
+            "'{text}' is not a number of seconds from 0 to {MAX_INTERVAL_SECS}; e.g. --interval 2, \
+             or 0 to judge totals since boot"
+        )),
+    }
+}
+
+fn rate(text: &str) -> Result<u64, String> {
+    crate::units::parse_rate(text).map_err(|e| format!("{e:#}"))
+}
+
+fn time(text: &str) -> Result<Duration, String> {
+    crate::units::parse_time(text).map_err(|e| format!("{e:#}"))
+}
+
+/// Run `nettune doctor`.
+pub fn run(args: DoctorArgs) -> anyhow::Result<Status> {
+    let selection = Selection {
+        all: args.all,
+        iface: None,
+    };
+    let host = read_target(args.root.as_deref(), args.netns.as_deref(), &selection)?;
+    // A capture has one sample: totals since boot.
+    let rates = if args.root.is_none() && args.interval > 0.0 {
+        Some(sample(args.interval)?)
+    } else {
+        None
+    };
+    let ctx = Context {
+        host: &host,
+        rates: rates.as_ref(),
+        bandwidth_bps: args.bandwidth,
+        rtt_secs: args.rtt.map(|d| d.as_secs_f64()),
+        all_interfaces: args.all,
+    };
+    let report = Report::new(
+        diagnose(&ctx),
+        &args.ignore,
+        rates.as_ref().map(|r| r.seconds),
+    );
+    let mut out = io::stdout().lock();
+    if args.json {
+        render_json(&report, &mut out)?;
+    } else {
+        render_text(&report.findings, &mut out)?;
+    }
+    out.flush()?;
+    Ok(report.status())
+}
+
+/// Read the counters twice, `seconds` apart.
+fn sample(seconds: f64) -> anyhow::Result<Rates> {
+    let root = open_root(None)?;
+    if io::stderr().is_terminal() {
+        eprintln!(
+            "sampling counters for {}...",
+            crate::units::format_time(seconds)
+        );
+    }
+    let before = read_counters(&root)?;
+    let start = Instant::now();
+    std::thread::sleep(Duration::from_secs_f64(seconds));
+    let after = read_counters(&root)?;
+    Ok(Rates {
+        seconds: start.elapsed().as_secs_f64(),
+        before,
+        after,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: DoctorArgs,
+    }
+
+    fn parse(args: &[&str]) -> Result<DoctorArgs, String> {
+        let mut argv = vec!["doctor"];
+        argv.extend_from_slice(args);
+        Cli::try_parse_from(argv)
+            .map(|c| c.args)
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn defaults_sample_for_two_seconds() {
+        let args = parse(&[]).expect("defaults");
+        assert_eq!(args.interval, 2.0);
+        assert!(args.ignore.is_empty() && !args.json && !args.all);
+    }
+
+    #[test]
+    fn path_and_ignore_parse() {
+        let args = parse(&[
+            "--bandwidth",
+            "10gbit",
+            "--rtt",
+            "50ms",
+            "--ignore",
+            "cpu.mitigations,irq.balancer",
+            "--ignore",
+            "rps.off",
+        ])
+        .expect("args");
+        assert_eq!(args.bandwidth, Some(10_000_000_000));
+        assert_eq!(args.rtt, Some(Duration::from_millis(50)));
+        assert_eq!(
+            args.ignore,
+            vec!["cpu.mitigations", "irq.balancer", "rps.off"]
+        );
+    }
+
+    #[test]
+    fn bad_input_is_an_error_with_an_example() {
+        let err = parse(&["--bandwidth", "10 gigs", "--rtt", "50ms"]).expect_err("bad rate");
+        assert!(err.contains("'10 gigs'") && err.contains("10gbit"), "{err}");
+        let err = parse(&["--rtt", "-5ms"]).expect_err("negative");
+        assert!(err.contains("negative") && err.contains("50ms"), "{err}");
+        let err = parse(&["--ignore", "irq.onecpu"]).expect_err("unknown id");
+        assert!(err.contains("irq.one-cpu"), "{err}");
+        let err = parse(&["--bandwidth", "10gbit"]).expect_err("needs rtt");
+        assert!(err.contains("--rtt"), "{err}");
+        let err = parse(&["--interval", "-1"]).expect_err("negative interval");
+        assert!(err.contains("--interval 2"), "{err}");
+        assert!(parse(&["--interval", "soon"]).is_err());
+        assert!(parse(&["--root", "/tmp/x", "--netns", "a"]).is_err());
+    }
+}

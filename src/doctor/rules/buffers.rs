@@ -1,0 +1,452 @@
+//! TCP buffers and options: tcp.buffers-small, tcp.buffers-inconsistent,
+//! tcp.options-off, mtu.jumbo-probing.
+
+use super::{judged_interfaces, sysctl_fields, sysctl_u64};
+use crate::doctor::targets::{tcp_buffer_bytes, TCP_MTU_PROBING};
+use crate::doctor::{Context, Finding, Severity};
+use crate::host::Host;
+use crate::units::{format_bytes, format_rate, format_time};
+
+/// An autotuned flow whose buffer allows less than this fraction of the
+/// path's bandwidth is critical: it loses more than half the link.
+const CRIT_CEILING_FRACTION: f64 = 0.5;
+
+/// MTUs above this are jumbo frames (9000 in practice; some NICs say 8192
+/// or 8996), where path-MTU blackholes bite (REFERENCE.md §6).
+const JUMBO_MTU: u32 = 8000;
+
+/// The largest window TCP can announce without window scaling.
+const UNSCALED_WINDOW_BYTES: u64 = 65_535;
+
+const WHY_SMALL: &str = "A TCP sender keeps at most one buffer of data unacknowledged, so one \
+flow moves at most buffer / RTT: to fill the path, send and receive buffers must hold bandwidth x \
+RTT (the bandwidth-delay product). Autotuning grows buffers up to the tcp_rmem/tcp_wmem maximum, \
+and rmem_max/wmem_max cap what applications ask for with SO_RCVBUF/SO_SNDBUF (REFERENCE.md §6: \
+1 Gbit/s x 50 ms needs 6.25 MB, 10 Gbit/s x 100 ms ~120 MB).";
+
+const WHY_INCONSISTENT: &str = "Linux has two sets of limits: tcp_rmem/tcp_wmem bound what \
+autotuning grows a socket to, and rmem_max/wmem_max bound what an application may request with \
+SO_RCVBUF/SO_SNDBUF, after which that socket is no longer autotuned. When they disagree, \
+programs on the same host get different ceilings without a word (a benchmark run with -w gets \
+less than a download); tcp_rmem above rmem_max is a common mistake (ANCHORS.md; REFERENCE.md §6 \
+sets rmem_max at or above the tcp_rmem maximum).";
+
+const WHY_OPTIONS: &str = "Without window scaling (RFC 7323) the TCP window field holds at most \
+64 KiB, so no buffer size helps: each flow moves 64 KiB per round trip. SACK lets a sender resend \
+only what was lost and timestamps give RTT measurement and PAWS; REFERENCE.md §6 says to leave \
+both on for fast long paths.";
+
+const WHY_PROBING: &str = "With jumbo frames, a hop that carries less must say so with ICMP \
+\"fragmentation needed\"; where that ICMP is filtered, full-size segments vanish and connections \
+stall (a path-MTU blackhole). tcp_mtu_probing=1 makes TCP detect the blackhole and probe down to \
+a size that passes (REFERENCE.md §6: 1 with jumbo frames; 2, always probing, can hurt).";
+
+pub fn check(ctx: &Context, out: &mut Vec<Finding>) {
+    buffers_small(ctx, out);
+    buffers_inconsistent(ctx.host, out);
+    options_off(ctx, out);
+    jumbo_probing(ctx, out);
+}
+
+/// The maximum (third) field of tcp_rmem / tcp_wmem.
+fn tcp_max(host: &Host, name: &str) -> Option<u64> {
+    sysctl_fields(host, name)?.get(2).copied()
+}
+
+fn buffers_small(ctx: &Context, out: &mut Vec<Finding>) {
+    let (Some(bw), Some(rtt)) = (ctx.bandwidth_bps, ctx.rtt_secs) else {
+        return;
+    };
+    let host = ctx.host;
+    let bdp = (bw as f64 * rtt / 8.0).round() as u64;
+    let tcp_rmem = tcp_max(host, "net.ipv4.tcp_rmem");
+    let tcp_wmem = tcp_max(host, "net.ipv4.tcp_wmem");
+    let limits = [
+        ("tcp_rmem max", tcp_rmem),
+        ("tcp_wmem max", tcp_wmem),
+        ("net.core.rmem_max", sysctl_u64(host, "net.core.rmem_max")),
+        ("net.core.wmem_max", sysctl_u64(host, "net.core.wmem_max")),
+    ];
+    let small: Vec<(&str, u64)> = limits
+        .iter()
+        .filter_map(|(name, v)| v.filter(|&v| v < bdp).map(|v| (*name, v)))
+        .collect();
+    if small.is_empty() {
+        return;
+    }
+    let below: Vec<String> = small
+        .iter()
+        .map(|(name, v)| format!("{name} {}", format_bytes(*v)))
+        .collect();
+    let autotune_cap = tcp_rmem.into_iter().chain(tcp_wmem).min();
+    let mut severity = Severity::Warn;
+    let ceiling = match autotune_cap {
+        Some(cap) if cap < bdp => {
+            let rate = (cap as f64 * 8.0 / rtt) as u64;
+            if (rate as f64) < bw as f64 * CRIT_CEILING_FRACTION {
+                severity = Severity::Crit;
+            }
+            format!(
+                ". One autotuned flow tops out near {} ({} per {})",
+                format_rate(rate),
+                format_bytes(cap),
+                format_time(rtt)
+            )
+        }
+        _ => String::new(),
+    };
+    let target = tcp_buffer_bytes(bdp);
+    let mut changes = Vec::new();
+    for (name, _) in &small {
+        changes.push(match *name {
+            "tcp_rmem max" => tcp_triple(host, "net.ipv4.tcp_rmem", target),
+            "tcp_wmem max" => tcp_triple(host, "net.ipv4.tcp_wmem", target),
+            other => format!("{other}={target}"),
+        });
+    }
+    out.push(Finding {
+        id: "tcp.buffers-small",
+        severity,
+        title: format!(
+            "Buffers below the bandwidth-delay product of {} x {}",
+            format_rate(bw),
+            format_time(rtt)
+        ),
+        evidence: format!(
+            "{} x {} = {} in flight; below it: {}{ceiling}",
+            format_rate(bw),
+            format_time(rtt),
+            format_bytes(bdp),
+            below.join(", ")
+        ),
+        why: WHY_SMALL.to_string(),
+        fix: format!(
+            "sysctl -w {} ({}: the BDP rounded up to a power of two).",
+            changes.join(" "),
+            format_bytes(target)
+        ),
+        profile: Some("throughput"),
+    });
+}
+
+/// `net.ipv4.tcp_rmem='4096 131072 67108864'`, keeping min and default.
+fn tcp_triple(host: &Host, name: &str, max: u64) -> String {
+    match sysctl_fields(host, name).as_deref() {
+        Some([min, default, _]) => format!("{name}='{min} {default} {max}'"),
+        _ => format!("{name}=<min default {max}>"),
+    }
+}
+
+fn buffers_inconsistent(host: &Host, out: &mut Vec<Finding>) {
+    let mut problems = Vec::new();
+    let mut fixes = Vec::new();
+    for (dir, tcp, core) in [
+        ("receive", "net.ipv4.tcp_rmem", "net.core.rmem_max"),
+        ("send", "net.ipv4.tcp_wmem", "net.core.wmem_max"),
+    ] {
+        let fields = sysctl_fields(host, tcp);
+        if let Some([min, default, max]) = fields.as_deref() {
+            if min > default || default > max {
+                problems.push(format!(
+                    "{tcp} = '{min} {default} {max}' is not min <= default <= max"
+                ));
+                let (lo, mid, hi) = sorted3(*min, *default, *max);
+                fixes.push(format!("{tcp}='{lo} {mid} {hi}'"));
+            }
+        }
+        let tcp_max = fields.as_ref().and_then(|f| f.get(2).copied());
+        if let (Some(tmax), Some(cmax)) = (tcp_max, sysctl_u64(host, core)) {
+            if tmax > cmax {
+                problems.push(format!(
+                    "{tcp} max {} is above {core} {}: autotuned sockets may {dir} into {}, \
+                     a socket that sets its size is held to {}",
+                    format_bytes(tmax),
+                    format_bytes(cmax),
+                    format_bytes(tmax),
+                    format_bytes(cmax)
+                ));
+                fixes.push(format!("{core}={tmax}"));
+            }
+        }
+    }
+    if sysctl_u64(host, "net.ipv4.tcp_moderate_rcvbuf") == Some(0) {
+        if let Some([_, default, max]) = sysctl_fields(host, "net.ipv4.tcp_rmem").as_deref() {
+            if max > default {
+                problems.push(format!(
+                    "net.ipv4.tcp_moderate_rcvbuf = 0: receive autotuning is off, so sockets \
+                     stay at the tcp_rmem default {} and never use the {} maximum",
+                    format_bytes(*default),
+                    format_bytes(*max)
+                ));
+                fixes.push("net.ipv4.tcp_moderate_rcvbuf=1".to_string());
+            }
+        }
+    }
+    if problems.is_empty() {
+        return;
+    }
+    out.push(Finding {
+        id: "tcp.buffers-inconsistent",
+        severity: Severity::Warn,
+        title: "Buffer limits contradict each other".to_string(),
+        evidence: problems.join("; "),
+        why: WHY_INCONSISTENT.to_string(),
+        fix: format!("sysctl -w {}.", fixes.join(" ")),
+        profile: Some("throughput"),
+    });
+}
+
+fn sorted3(a: u64, b: u64, c: u64) -> (u64, u64, u64) {
+    let mut v = [a, b, c];
+    v.sort_unstable();
+    (v[0], v[1], v[2])
+}
+
+fn options_off(ctx: &Context, out: &mut Vec<Finding>) {
+    let host = ctx.host;
+    let mut seen = Vec::new();
+    let mut fixes = Vec::new();
+    let mut severity = Severity::Warn;
+    if sysctl_u64(host, "net.ipv4.tcp_window_scaling") == Some(0) {
+        severity = Severity::Crit;
+        let per_flow = match ctx.rtt_secs {
+            Some(rtt) => format!(
+                ": at most {} per flow over {}",
+                format_rate((UNSCALED_WINDOW_BYTES as f64 * 8.0 / rtt) as u64),
+                format_time(rtt)
+            ),
+            None => String::new(),
+        };
+        seen.push(format!(
+            "net.ipv4.tcp_window_scaling = 0 caps every window at 64 KiB{per_flow}"
+        ));
+        fixes.push("net.ipv4.tcp_window_scaling=1");
+    }
+    for (name, fix) in [
+        ("net.ipv4.tcp_sack", "net.ipv4.tcp_sack=1"),
+        ("net.ipv4.tcp_timestamps", "net.ipv4.tcp_timestamps=1"),
+    ] {
+        if sysctl_u64(host, name) == Some(0) {
+            seen.push(format!("{name} = 0"));
+            fixes.push(fix);
+        }
+    }
+    if seen.is_empty() {
+        return;
+    }
+    out.push(Finding {
+        id: "tcp.options-off",
+        severity,
+        title: "TCP options that fast paths need are off".to_string(),
+        evidence: seen.join("; "),
+        why: WHY_OPTIONS.to_string(),
+        fix: format!(
+            "Turn them back on (kernel defaults): sysctl -w {}.",
+            fixes.join(" ")
+        ),
+        profile: Some("baseline"),
+    });
+}
+
+fn jumbo_probing(ctx: &Context, out: &mut Vec<Finding>) {
+    if sysctl_u64(ctx.host, "net.ipv4.tcp_mtu_probing") != Some(0) {
+        return;
+    }
+    let jumbo: Vec<String> = judged_interfaces(ctx)
+        .filter_map(|i| {
+            let mtu = i.mtu?;
+            (mtu > JUMBO_MTU).then(|| format!("{} MTU {mtu}", i.name))
+        })
+        .collect();
+    if jumbo.is_empty() {
+        return;
+    }
+    out.push(Finding {
+        id: "mtu.jumbo-probing",
+        severity: Severity::Warn,
+        title: "Jumbo frames without TCP MTU probing".to_string(),
+        evidence: format!("{}; net.ipv4.tcp_mtu_probing = 0", jumbo.join(", ")),
+        why: WHY_PROBING.to_string(),
+        fix: format!("sysctl -w net.ipv4.tcp_mtu_probing={TCP_MTU_PROBING}."),
+        profile: Some("throughput"),
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::doctor::testkit::*;
+    use crate::doctor::{Context, Severity};
+
+    fn with_path(host: &crate::host::Host, bw: u64, rtt: f64) -> Vec<crate::doctor::Finding> {
+        crate::doctor::diagnose(&Context {
+            bandwidth_bps: Some(bw),
+            rtt_secs: Some(rtt),
+            ..Context::new(host)
+        })
+    }
+
+    #[test]
+    fn buffers_small_for_10gbit_50ms_on_the_vm() {
+        // BDP 62.5 MB; the VM: tcp_wmem max 4 MiB, rmem/wmem_max 4 MiB.
+        let findings = with_path(&vm_2cpu_single_queue(), 10_000_000_000, 0.05);
+        let f = assert_fires(
+            &findings,
+            "tcp.buffers-small",
+            Severity::Crit,
+            &[
+                "10 Gbit/s x 50 ms = 59.6 MiB",
+                "tcp_rmem max 32 MiB",
+                "tcp_wmem max 4 MiB",
+                "671.1 Mbit/s",
+            ],
+        );
+        assert!(
+            f.fix.contains("net.ipv4.tcp_wmem='4096 16384 67108864'"),
+            "{}",
+            f.fix
+        );
+        assert!(f.fix.contains("net.core.rmem_max=67108864"), "{}", f.fix);
+        assert_eq!(f.profile, Some("throughput"));
+    }
+
+    #[test]
+    fn buffers_small_is_warn_when_flows_keep_over_half() {
+        // 1 Gbit/s x 50 ms = 6.25 MB; tuned host's rmem/wmem limits are fine,
+        // tcp max 4 MiB gives 671 Mbit/s: more than half.
+        let mut host = two_socket_smt_8q();
+        set_sysctl(&mut host, "net.ipv4.tcp_rmem", "4096 131072 4194304");
+        set_sysctl(&mut host, "net.ipv4.tcp_wmem", "4096 16384 4194304");
+        let f = assert_fires(
+            &with_path(&host, 1_000_000_000, 0.05),
+            "tcp.buffers-small",
+            Severity::Warn,
+            &["6 MiB in flight"],
+        );
+        assert!(f.fix.contains("'4096 131072 8388608'"), "{}", f.fix);
+        assert!(!f.fix.contains("rmem_max"), "{}", f.fix);
+    }
+
+    #[test]
+    fn buffers_small_silent_without_a_path_or_when_large_enough() {
+        none(&diagnose(&vm_2cpu_single_queue()), "tcp.buffers-small");
+        // 64 MiB limits hold 10 Gbit/s x 50 ms; 32 MiB tcp max holds 1 Gbit/s x 100 ms.
+        none(
+            &with_path(&two_socket_smt_8q(), 1_000_000_000, 0.1),
+            "tcp.buffers-small",
+        );
+        let mut host = vm_2cpu_single_queue();
+        host.sysctls.clear();
+        none(&with_path(&host, 10_000_000_000, 0.05), "tcp.buffers-small");
+    }
+
+    #[test]
+    fn inconsistent_fires_on_this_vms_tcp_rmem_above_rmem_max() {
+        let f = assert_fires(
+            &diagnose(&vm_2cpu_single_queue()),
+            "tcp.buffers-inconsistent",
+            Severity::Warn,
+            &["tcp_rmem max 32 MiB is above net.core.rmem_max 4 MiB"],
+        );
+        assert!(f.fix.contains("net.core.rmem_max=33554432"), "{}", f.fix);
+        assert!(!f.evidence.contains("wmem"), "{}", f.evidence);
+    }
+
+    #[test]
+    fn inconsistent_fires_for_disorder_and_autotuning_off() {
+        let mut host = two_socket_smt_8q();
+        set_sysctl(&mut host, "net.ipv4.tcp_wmem", "4096 67108864 33554432");
+        set_sysctl(&mut host, "net.ipv4.tcp_moderate_rcvbuf", "0");
+        let f = assert_fires(
+            &diagnose(&host),
+            "tcp.buffers-inconsistent",
+            Severity::Warn,
+            &["'4096 67108864 33554432'", "tcp_moderate_rcvbuf = 0"],
+        );
+        assert!(
+            f.fix.contains("net.ipv4.tcp_wmem='4096 33554432 67108864'"),
+            "{}",
+            f.fix
+        );
+        assert!(
+            f.fix.contains("net.ipv4.tcp_moderate_rcvbuf=1"),
+            "{}",
+            f.fix
+        );
+    }
+
+    #[test]
+    fn inconsistent_silent_when_consistent_or_unknown() {
+        none(&diagnose(&two_socket_smt_8q()), "tcp.buffers-inconsistent");
+        let mut host = vm_2cpu_single_queue();
+        host.sysctls.remove("net.core.rmem_max");
+        none(&diagnose(&host), "tcp.buffers-inconsistent");
+    }
+
+    #[test]
+    fn options_off_crit_without_window_scaling() {
+        let mut host = two_socket_smt_8q();
+        set_sysctl(&mut host, "net.ipv4.tcp_window_scaling", "0");
+        set_sysctl(&mut host, "net.ipv4.tcp_sack", "0");
+        let findings = crate::doctor::diagnose(&Context {
+            rtt_secs: Some(0.05),
+            ..Context::new(&host)
+        });
+        let f = assert_fires(
+            &findings,
+            "tcp.options-off",
+            Severity::Crit,
+            &["64 KiB", "10.5 Mbit/s", "tcp_sack = 0"],
+        );
+        assert!(
+            f.fix
+                .contains("net.ipv4.tcp_window_scaling=1 net.ipv4.tcp_sack=1"),
+            "{}",
+            f.fix
+        );
+
+        let mut host = two_socket_smt_8q();
+        set_sysctl(&mut host, "net.ipv4.tcp_timestamps", "0");
+        assert_fires(
+            &diagnose(&host),
+            "tcp.options-off",
+            Severity::Warn,
+            &["tcp_timestamps = 0"],
+        );
+    }
+
+    #[test]
+    fn options_off_silent_when_on_or_unknown() {
+        none(&diagnose(&two_socket_smt_8q()), "tcp.options-off");
+        let mut host = two_socket_smt_8q();
+        host.sysctls.remove("net.ipv4.tcp_sack");
+        none(&diagnose(&host), "tcp.options-off");
+    }
+
+    #[test]
+    fn jumbo_probing_fires_with_mtu_9000_and_probing_off() {
+        let mut host = two_socket_smt_8q();
+        set_sysctl(&mut host, "net.ipv4.tcp_mtu_probing", "0");
+        let f = assert_fires(
+            &diagnose(&host),
+            "mtu.jumbo-probing",
+            Severity::Warn,
+            &["eth0 MTU 9000", "= 0"],
+        );
+        assert!(f.fix.contains("tcp_mtu_probing=1"), "{}", f.fix);
+    }
+
+    #[test]
+    fn jumbo_probing_silent_at_1500_probing_on_or_unknown() {
+        // The VM: MTU 1400, probing 0.
+        none(&diagnose(&vm_2cpu_single_queue()), "mtu.jumbo-probing");
+        // Tuned: MTU 9000, probing 1.
+        none(&diagnose(&two_socket_smt_8q()), "mtu.jumbo-probing");
+        let mut host = two_socket_smt_8q();
+        host.sysctls.remove("net.ipv4.tcp_mtu_probing");
+        none(&diagnose(&host), "mtu.jumbo-probing");
+        let mut host = two_socket_smt_8q();
+        set_sysctl(&mut host, "net.ipv4.tcp_mtu_probing", "0");
+        iface(&mut host, "eth0").mtu = None;
+        none(&diagnose(&host), "mtu.jumbo-probing");
+    }
+}

@@ -1,0 +1,259 @@
+//! CPU settings that tax the network path: cpu.idle-latency,
+//! cpu.mitigations.
+
+use super::sentence;
+use crate::doctor::targets::GUEST_HALT_POLL_NS;
+use crate::doctor::{Context, Finding, Severity};
+use crate::host::cpuset::format_list;
+use crate::host::Host;
+
+/// Idle states slower than this to leave are "deep" for a latency profile:
+/// tuned's network-latency keeps CPUs in C1 or shallower (exit ~1-2 us) and
+/// C1E is ~10 us; C3/C6-class states take 40-130 us, longer than a whole
+/// busy-polled round trip.
+const DEEP_IDLE_EXIT_US: u64 = 10;
+
+/// cpufreq governors that run CPUs slowly between bursts.
+const SLOW_GOVERNORS: &[&str] = &["powersave"];
+
+/// Vulnerabilities whose default mitigations cost little per syscall
+/// (barriers in copy routines; opt-in per process), so they alone do not
+/// make the note true.
+const CHEAP_MITIGATIONS: &[&str] = &["spectre_v1", "spec_store_bypass"];
+
+const WHY_IDLE: &str = "A request/response round trip wakes an idle CPU at least twice: the \
+deeper its idle state the longer the wake-up, and a powersave governor leaves it at a low clock \
+for the work that follows. In a VM with haltpoll at guest_halt_poll_ns = 0 an idle vCPU halts at \
+once and every wake-up is a VM exit: ~60 us cross-CPU on these VMs, where netperf TCP_RR went \
+from ~14k to ~78k transactions/s with 200000 (ENVIRONMENT.md; REFERENCE.md §6: performance \
+governor).";
+
+const WHY_MITIGATIONS: &str = "CPU vulnerability mitigations add work at every kernel entry and \
+exit (page-table switches, return-stack and branch-predictor barriers), which a network server \
+pays per syscall. REFERENCE.md §4: with mitigations on, the kernel HTTP path lost 33% while DPDK, \
+which makes no syscall per packet, lost nothing.";
+
+pub fn check(ctx: &Context, out: &mut Vec<Finding>) {
+    idle_latency(ctx.host, out);
+    mitigations(ctx.host, out);
+}
+
+fn idle_latency(host: &Host, out: &mut Vec<Finding>) {
+    let mut seen = Vec::new();
+    let mut fixes = Vec::new();
+    let mut severity = Severity::Info;
+
+    for governor in SLOW_GOVERNORS {
+        if let Some(cpus) = host
+            .cpufreq
+            .governors
+            .get(*governor)
+            .filter(|c| !c.is_empty())
+        {
+            severity = Severity::Warn;
+            let driver = host
+                .cpufreq
+                .driver
+                .as_deref()
+                .map(|d| format!(" ({d})"))
+                .unwrap_or_default();
+            seen.push(format!(
+                "cpufreq governor {governor}{driver} on CPUs {}",
+                format_list(cpus)
+            ));
+            fixes.push(
+                "write performance to /sys/devices/system/cpu/cpuN/cpufreq/scaling_governor"
+                    .to_string(),
+            );
+        }
+    }
+
+    let idle = &host.cpuidle;
+    let haltpoll =
+        idle.governor.as_deref() == Some("haltpoll") || idle.driver.as_deref() == Some("haltpoll");
+    if haltpoll && idle.guest_halt_poll_ns == Some(0) {
+        severity = Severity::Warn;
+        seen.push(
+            "cpuidle haltpoll with guest_halt_poll_ns = 0: an idle vCPU halts at once".to_string(),
+        );
+        fixes.push(format!(
+            "write {GUEST_HALT_POLL_NS} to /sys/module/haltpoll/parameters/guest_halt_poll_ns \
+             (an idle vCPU then polls up to {} us before halting, which costs host CPU time)",
+            GUEST_HALT_POLL_NS / 1000
+        ));
+    }
+
+    let deep: Vec<(usize, String)> = idle
+        .states
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| !s.disabled && s.latency_us.is_some_and(|l| l > DEEP_IDLE_EXIT_US))
+        .map(|(i, s)| (i, format!("{} ({} us)", s.name, s.latency_us.unwrap_or(0))))
+        .collect();
+    if !deep.is_empty() {
+        let names: Vec<&str> = deep.iter().map(|(_, n)| n.as_str()).collect();
+        seen.push(format!("deep idle states enabled: {}", names.join(", ")));
+        let indices: Vec<String> = deep.iter().map(|(i, _)| format!("state{i}")).collect();
+        fixes.push(format!(
+            "for latency work, write 1 to /sys/devices/system/cpu/cpuN/cpuidle/{{{}}}/disable",
+            indices.join(",")
+        ));
+    }
+
+    if seen.is_empty() {
+        return;
+    }
+    let fix = format!("{}.", sentence(&fixes.join("; ")));
+    out.push(Finding {
+        id: "cpu.idle-latency",
+        severity,
+        title: "Idle and frequency settings add wake-up latency".to_string(),
+        evidence: seen.join("; "),
+        why: WHY_IDLE.to_string(),
+        fix,
+        profile: Some("latency"),
+    });
+}
+
+fn mitigations(host: &Host, out: &mut Vec<Finding>) {
+    let m = &host.mitigations;
+    let off = m
+        .boot_param
+        .as_deref()
+        .is_some_and(|p| p.split(',').any(|w| w.trim() == "off"));
+    if off {
+        return;
+    }
+    let active: Vec<String> = m
+        .vulnerabilities
+        .iter()
+        .filter(|(name, text)| {
+            text.starts_with("Mitigation") && !CHEAP_MITIGATIONS.contains(&name.as_str())
+        })
+        .map(|(name, text)| {
+            let how = text
+                .trim_start_matches("Mitigation:")
+                .split(';')
+                .next()
+                .unwrap_or("")
+                .trim();
+            format!("{name} ({how})")
+        })
+        .collect();
+    if active.is_empty() {
+        return;
+    }
+    let boot = match &m.boot_param {
+        Some(p) => format!("mitigations={p}"),
+        None => "no mitigations= boot parameter".to_string(),
+    };
+    out.push(Finding {
+        id: "cpu.mitigations",
+        severity: Severity::Info,
+        title: "CPU vulnerability mitigations are on".to_string(),
+        evidence: format!("mitigated: {}; {boot}", active.join(", ")),
+        why: WHY_MITIGATIONS.to_string(),
+        fix: "Keep them on. mitigations=off on the kernel command line reopens the side channels \
+              they close (Spectre, Meltdown, Retbleed class: one process, user or guest reading \
+              another's memory), acceptable only on a host that runs no untrusted code. Cut \
+              syscalls instead: recvmmsg/sendmmsg batches, UDP GSO/GRO, io_uring (REFERENCE.md \
+              §3, §7)."
+            .to_string(),
+        profile: None,
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::doctor::testkit::*;
+    use crate::doctor::Severity;
+
+    #[test]
+    fn idle_latency_fires_for_this_vms_haltpoll() {
+        let f = assert_fires(
+            &diagnose(&vm_2cpu_single_queue()),
+            "cpu.idle-latency",
+            Severity::Warn,
+            &["haltpoll", "guest_halt_poll_ns = 0"],
+        );
+        assert!(
+            f.fix
+                .contains("200000 to /sys/module/haltpoll/parameters/guest_halt_poll_ns"),
+            "{}",
+            f.fix
+        );
+        assert_eq!(f.profile, Some("latency"));
+    }
+
+    #[test]
+    fn idle_latency_fires_for_powersave_and_notes_deep_states() {
+        let mut host = two_socket_smt_8q();
+        host.cpufreq.governors = [("powersave".to_string(), (0..32).collect())].into();
+        host.cpuidle.states[3].disabled = false;
+        let f = assert_fires(
+            &diagnose(&host),
+            "cpu.idle-latency",
+            Severity::Warn,
+            &["powersave (intel_pstate) on CPUs 0-31", "C6 (133 us)"],
+        );
+        assert!(f.fix.contains("cpuidle/{state3}/disable"), "{}", f.fix);
+        assert!(f.fix.contains("performance"), "{}", f.fix);
+
+        // Deep states alone are a note.
+        let mut host = two_socket_smt_8q();
+        host.cpuidle.states[3].disabled = false;
+        assert_fires(
+            &diagnose(&host),
+            "cpu.idle-latency",
+            Severity::Info,
+            &["C6 (133 us)"],
+        );
+    }
+
+    #[test]
+    fn idle_latency_silent_when_tuned_or_unknown() {
+        none(&diagnose(&two_socket_smt_8q()), "cpu.idle-latency");
+        // haltpoll already raised.
+        let mut host = vm_2cpu_single_queue();
+        host.cpuidle.guest_halt_poll_ns = Some(200_000);
+        none(&diagnose(&host), "cpu.idle-latency");
+        // Nothing known about cpuidle or cpufreq.
+        let mut host = vm_2cpu_single_queue();
+        host.cpuidle = Default::default();
+        none(&diagnose(&host), "cpu.idle-latency");
+    }
+
+    #[test]
+    fn mitigations_note_names_what_is_mitigated() {
+        let f = assert_fires(
+            &diagnose(&vm_2cpu_single_queue()),
+            "cpu.mitigations",
+            Severity::Info,
+            &[
+                "spectre_v2 (Retpolines)",
+                "mitigations=auto,no_guest_host,no_guest_guest",
+            ],
+        );
+        assert!(!f.evidence.contains("spectre_v1"), "{}", f.evidence);
+        // Never advise turning them off without saying what that exposes.
+        assert!(
+            f.fix.contains("Keep them on") && f.fix.contains("another's memory"),
+            "{}",
+            f.fix
+        );
+        assert_eq!(f.profile, None);
+    }
+
+    #[test]
+    fn mitigations_silent_when_off_unaffected_or_unknown() {
+        let mut host = vm_2cpu_single_queue();
+        host.mitigations.boot_param = Some("off".into());
+        none(&diagnose(&host), "cpu.mitigations");
+        let mut host = vm_2cpu_single_queue();
+        host.mitigations.vulnerabilities.remove("spectre_v2");
+        none(&diagnose(&host), "cpu.mitigations");
+        let mut host = vm_2cpu_single_queue();
+        host.mitigations = Default::default();
+        none(&diagnose(&host), "cpu.mitigations");
+    }
+}

@@ -1,0 +1,480 @@
+//! Where queue IRQs are delivered: irq.one-cpu, irq.shared-cpu,
+//! irq.remote-numa, irq.balancer.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::{irq_list, judged_interfaces, rx_queue_irqs, sentence, QueueIrq};
+use crate::doctor::targets::{cpu_node, eligible_cpus, irq_cpu_order, rps_cpus};
+use crate::doctor::{Context, Finding, Severity};
+use crate::host::cpuset::{format_list, format_mask};
+use crate::host::{Host, Interface};
+
+/// A NIC with this many RX-carrying queue IRQs is multi-queue: placement
+/// only matters when there is more than one queue to place.
+const MIN_QUEUE_IRQS: usize = 2;
+
+/// At most this many "IRQ -> CPU" pairs are spelled out in a fix; beyond
+/// that the fix gives the IRQ and CPU ranges (64 pairs help nobody read).
+const MAX_PAIRS_SHOWN: usize = 8;
+
+const WHY_ONE_CPU: &str = "A queue's NET_RX softirq runs on the CPU that took its IRQ, so with \
+every queue on one CPU the NIC gets one core's worth of receive work however many queues it has: \
+the ksoftirqd/N symptom, one CPU near 100% soft while the others idle. A mask with several CPUs \
+does not spread an IRQ, it is delivered to one of them (REFERENCE.md §1); in 001's netperf \
+TCP_RR runs one queue IRQ per CPU gained 135-443%.";
+
+const WHY_SHARED: &str = "Two queues whose IRQs share a CPU split that CPU's softirq budget \
+while another CPU takes no network work; two on SMT siblings share one core's execution units \
+and caches (REFERENCE.md §3: a receiver on the queue CPU's HT sibling did ~200k pps against \
+430k on its own core). Bind one queue IRQ per CPU, whole cores first (REFERENCE.md §1).";
+
+const WHY_REMOTE: &str = "The NIC's PCI slot hangs off one socket: packets land in that node's \
+memory, and every IRQ, softirq and copy done on another node crosses the interconnect. \
+REFERENCE.md §6 measures up to 2x lost on the wrong socket; §3 saw a receiver on the other node \
+do ~330k pps, erratically, against 430k on the queue's own CPU.";
+
+const WHY_BALANCER: &str = "irqbalance re-places IRQs every 10 s from the load it sees in \
+/proc/interrupts and /proc/stat: it moves affinities set by hand or by nettune, places IRQs on \
+remote nodes, and does nothing for RPS or XPS (ANCHORS.md). REFERENCE.md §6: stop irqbalance \
+and bind the NIC's IRQs to its own node.";
+
+pub fn check(ctx: &Context, out: &mut Vec<Finding>) {
+    for iface in judged_interfaces(ctx) {
+        let irqs = rx_queue_irqs(iface);
+        let all_on_one = one_cpu(ctx.host, iface, &irqs, out);
+        if !all_on_one {
+            shared_cpu(ctx.host, iface, &irqs, out);
+        }
+        remote_numa(ctx.host, iface, &irqs, !all_on_one, out);
+    }
+    balancer(ctx, out);
+}
+
+/// irq.one-cpu. Returns true when it fired (irq.shared-cpu would only
+/// repeat it).
+fn one_cpu(host: &Host, iface: &Interface, irqs: &[QueueIrq], out: &mut Vec<Finding>) -> bool {
+    if irqs.len() < MIN_QUEUE_IRQS {
+        return false;
+    }
+    let Some(cpus) = irqs
+        .iter()
+        .map(|q| q.delivered)
+        .collect::<Option<Vec<u32>>>()
+    else {
+        return false;
+    };
+    let cpu = cpus[0];
+    let others: Vec<u32> = eligible_cpus(host)
+        .into_iter()
+        .filter(|&c| c != cpu)
+        .collect();
+    if cpus.iter().any(|&c| c != cpu) || others.is_empty() {
+        return false;
+    }
+    let total: u64 = irqs.iter().map(|q| q.count).sum();
+    let count = if total > 0 {
+        format!(
+            " ({} interrupts since boot)",
+            crate::units::format_count(total)
+        )
+    } else {
+        String::new()
+    };
+    out.push(Finding {
+        id: "irq.one-cpu",
+        severity: Severity::Crit,
+        title: format!(
+            "{}: all {} RX queue IRQs go to CPU{cpu}",
+            iface.name,
+            irqs.len()
+        ),
+        evidence: format!(
+            "{}: IRQs {} of {} RX queues are all delivered to CPU{cpu}{count}, by their {}; \
+             CPUs {} take none of them",
+            iface.name,
+            irq_list(irqs.iter().map(|q| q.irq)),
+            irqs.len(),
+            how_delivered(irqs),
+            format_list(&others)
+        ),
+        why: WHY_ONE_CPU.to_string(),
+        fix: sentence(&spread_fix(host, iface, irqs)),
+        profile: Some("pps"),
+    });
+    true
+}
+
+/// "effective affinity" when the kernel showed it for every queue IRQ,
+/// else the masks' first CPU.
+fn how_delivered(irqs: &[QueueIrq]) -> &'static str {
+    if irqs.iter().all(|q| q.by_effective) {
+        "effective affinity"
+    } else {
+        "affinity masks (a mask is delivered to its first CPU)"
+    }
+}
+
+/// The fix for queue IRQ placement: one CPU per queue IRQ, in the plan's
+/// order (NIC-local node, cores before SMT siblings, then remote).
+fn spread_fix(host: &Host, iface: &Interface, irqs: &[QueueIrq]) -> String {
+    let order = irq_cpu_order(host, iface);
+    let mut sorted: Vec<&QueueIrq> = irqs.iter().collect();
+    sorted.sort_by_key(|q| (q.queue, q.irq));
+    let pairs: Vec<(u32, u32)> = sorted
+        .iter()
+        .zip(order.iter().cycle())
+        .map(|(q, &cpu)| (q.irq, cpu))
+        .collect();
+    let mapping = if pairs.len() <= MAX_PAIRS_SHOWN {
+        pairs
+            .iter()
+            .map(|(irq, cpu)| format!("{irq}->{cpu}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    } else {
+        let cpus: Vec<u32> = pairs.iter().map(|p| p.1).collect();
+        format!(
+            "IRQs {} in queue order to CPUs {}",
+            irq_list(pairs.iter().map(|p| p.0)),
+            format_list(&cpus)
+        )
+    };
+    let node = match iface.numa_node {
+        Some(n) => format!("node {n} first, "),
+        None => String::new(),
+    };
+    format!(
+        "write one CPU per queue IRQ to /proc/irq/N/smp_affinity_list: {mapping} \
+         ({node}physical cores before SMT siblings){}.",
+        if host.irqbalance.running {
+            "; stop irqbalance first or it moves them back"
+        } else {
+            ""
+        }
+    )
+}
+
+/// irq.shared-cpu.
+fn shared_cpu(host: &Host, iface: &Interface, irqs: &[QueueIrq], out: &mut Vec<Finding>) {
+    let known: Vec<(u32, u32)> = irqs
+        .iter()
+        .filter_map(|q| q.delivered.map(|c| (q.irq, c)))
+        .collect();
+    if known.len() < MIN_QUEUE_IRQS {
+        return;
+    }
+    let mut by_cpu: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+    for &(irq, cpu) in &known {
+        by_cpu.entry(cpu).or_default().push(irq);
+    }
+    if by_cpu.len() < 2 {
+        return; // all on one CPU: irq.one-cpu's case
+    }
+    let eligible = eligible_cpus(host);
+    let free: Vec<u32> = eligible
+        .iter()
+        .copied()
+        .filter(|c| !by_cpu.contains_key(c))
+        .collect();
+    let mut problems = Vec::new();
+    let shared: Vec<String> = by_cpu
+        .iter()
+        .filter(|(_, irqs)| irqs.len() > 1)
+        .map(|(cpu, irqs)| format!("IRQs {} share CPU{cpu}", irq_list(irqs.iter().copied())))
+        .collect();
+    if !shared.is_empty() && !free.is_empty() {
+        problems.push(format!(
+            "{} while CPUs {} take no queue IRQ",
+            shared.join(", "),
+            format_list(&free)
+        ));
+    }
+    let sibling_pairs = sibling_pairs(host, &by_cpu);
+    let free_cores = free_cores(host, &eligible, &by_cpu);
+    if !sibling_pairs.is_empty() && !free_cores.is_empty() {
+        let pairs: Vec<String> = sibling_pairs
+            .iter()
+            .map(|(a, b)| format!("CPUs {a} and {b}"))
+            .collect();
+        problems.push(format!(
+            "queue IRQs sit on SMT siblings ({}) while {} whole cores are free (CPUs {})",
+            pairs.join(", "),
+            free_cores.len(),
+            format_list(&free_cores.concat())
+        ));
+    }
+    if problems.is_empty() {
+        return;
+    }
+    out.push(Finding {
+        id: "irq.shared-cpu",
+        severity: Severity::Warn,
+        title: format!(
+            "{}: queue IRQs share CPUs while others are free",
+            iface.name
+        ),
+        evidence: format!("{}: {}", iface.name, problems.join("; ")),
+        why: WHY_SHARED.to_string(),
+        fix: sentence(&spread_fix(host, iface, irqs)),
+        profile: Some("pps"),
+    });
+}
+
+/// Pairs of distinct CPUs holding queue IRQs that are SMT siblings.
+fn sibling_pairs(host: &Host, by_cpu: &BTreeMap<u32, Vec<u32>>) -> Vec<(u32, u32)> {
+    let mut pairs = Vec::new();
+    for cpu in host.cpus.iter().filter(|c| by_cpu.contains_key(&c.id)) {
+        for &sib in &cpu.siblings {
+            if sib > cpu.id && by_cpu.contains_key(&sib) {
+                pairs.push((cpu.id, sib));
+            }
+        }
+    }
+    pairs
+}
+
+/// Cores (sibling sets) whose threads are all eligible and hold no queue IRQ.
+fn free_cores(host: &Host, eligible: &[u32], by_cpu: &BTreeMap<u32, Vec<u32>>) -> Vec<Vec<u32>> {
+    let mut cores: BTreeSet<Vec<u32>> = BTreeSet::new();
+    for cpu in &host.cpus {
+        let mut threads = cpu.siblings.clone();
+        if threads.is_empty() {
+            threads.push(cpu.id);
+        }
+        threads.sort_unstable();
+        if threads
+            .iter()
+            .all(|t| eligible.contains(t) && !by_cpu.contains_key(t))
+        {
+            cores.insert(threads);
+        }
+    }
+    cores.into_iter().collect()
+}
+
+/// irq.remote-numa: queue IRQs, RPS or XPS on a node other than the NIC's,
+/// while the NIC's node has CPUs to spare for them. `judge_irqs` is false
+/// when irq.one-cpu already reported (and fixed) these IRQs.
+fn remote_numa(
+    host: &Host,
+    iface: &Interface,
+    irqs: &[QueueIrq],
+    judge_irqs: bool,
+    out: &mut Vec<Finding>,
+) {
+    let Some(node) = iface.numa_node else {
+        return;
+    };
+    let eligible = eligible_cpus(host);
+    let local: Vec<u32> = eligible
+        .iter()
+        .copied()
+        .filter(|&c| cpu_node(host, c) == Some(node))
+        .collect();
+    if local.is_empty() {
+        return;
+    }
+    let remote = |c: &u32| cpu_node(host, *c).is_some_and(|n| n != node);
+    let mut problems = Vec::new();
+
+    let delivered: BTreeSet<u32> = irqs.iter().filter_map(|q| q.delivered).collect();
+    let remote_irqs: Vec<&QueueIrq> = irqs
+        .iter()
+        .filter(|q| q.delivered.as_ref().is_some_and(remote))
+        .collect();
+    let irq_problem =
+        judge_irqs && !remote_irqs.is_empty() && local.iter().any(|c| !delivered.contains(c));
+    if irq_problem {
+        let cpus: Vec<u32> = remote_irqs.iter().filter_map(|q| q.delivered).collect();
+        problems.push(format!(
+            "queue IRQs {} on CPUs {}{}",
+            irq_list(remote_irqs.iter().map(|q| q.irq)),
+            format_list(&cpus),
+            nodes_of(host, &cpus)
+        ));
+    }
+
+    let mut rps_queues = Vec::new();
+    let mut rps_remote = BTreeSet::new();
+    for q in &iface.rx_queues {
+        let cpus: Vec<u32> = q
+            .rps_cpus
+            .iter()
+            .flatten()
+            .copied()
+            .filter(remote)
+            .collect();
+        if !cpus.is_empty() {
+            rps_queues.push(q.index);
+            rps_remote.extend(cpus);
+        }
+    }
+    let rps_problem = !rps_queues.is_empty();
+    if rps_problem {
+        let cpus: Vec<u32> = rps_remote.into_iter().collect();
+        problems.push(format!(
+            "RPS of RX queues {} includes CPUs {}{}",
+            format_list(&rps_queues),
+            format_list(&cpus),
+            nodes_of(host, &cpus)
+        ));
+    }
+
+    let xps_used: BTreeSet<u32> = iface
+        .tx_queues
+        .iter()
+        .flat_map(|q| q.xps_cpus.iter().flatten().copied())
+        .collect();
+    let mut xps_queues = Vec::new();
+    let mut xps_remote = BTreeSet::new();
+    for q in &iface.tx_queues {
+        let cpus: Vec<u32> = q
+            .xps_cpus
+            .iter()
+            .flatten()
+            .copied()
+            .filter(remote)
+            .collect();
+        if !cpus.is_empty() {
+            xps_queues.push(q.index);
+            xps_remote.extend(cpus);
+        }
+    }
+    let xps_problem = !xps_queues.is_empty() && local.iter().any(|c| !xps_used.contains(c));
+    if xps_problem {
+        let cpus: Vec<u32> = xps_remote.into_iter().collect();
+        problems.push(format!(
+            "XPS of TX queues {} maps CPUs {}{}",
+            format_list(&xps_queues),
+            format_list(&cpus),
+            nodes_of(host, &cpus)
+        ));
+    }
+
+    if problems.is_empty() {
+        return;
+    }
+    let mut fix = format!("Move it to node {node}:");
+    if irq_problem {
+        fix.push(' ');
+        fix.push_str(&spread_fix(host, iface, irqs));
+    }
+    if rps_problem {
+        fix.push_str(&format!(
+            " Set rps_cpus of every RX queue to {} (node {node}'s CPUs).",
+            format_mask(&rps_cpus(host, iface))
+        ));
+    }
+    if xps_problem {
+        fix.push_str(" Set xps_cpus of tx-i to the CPU of queue i's IRQ.");
+    }
+    out.push(Finding {
+        id: "irq.remote-numa",
+        severity: Severity::Warn,
+        title: format!(
+            "{}: network work placed off the NIC's node {node}",
+            iface.name
+        ),
+        evidence: format!(
+            "{} sits on node {node} (CPUs {}); {}",
+            iface.name,
+            format_list(&local),
+            problems.join("; ")
+        ),
+        why: WHY_REMOTE.to_string(),
+        fix,
+        profile: Some("latency"),
+    });
+}
+
+/// " (node 0)" or " (nodes 0,1)" for a CPU set.
+fn nodes_of(host: &Host, cpus: &[u32]) -> String {
+    let nodes: Vec<u32> = cpus
+        .iter()
+        .filter_map(|&c| cpu_node(host, c))
+        .collect::<BTreeSet<u32>>()
+        .into_iter()
+        .collect();
+    match nodes.len() {
+        0 => String::new(),
+        1 => format!(" (node {})", nodes[0]),
+        _ => format!(" (nodes {})", format_list(&nodes)),
+    }
+}
+
+/// irq.balancer: info, warn when the queue IRQs look pinned on purpose
+/// (every one on its own single CPU), which irqbalance will undo.
+fn balancer(ctx: &Context, out: &mut Vec<Finding>) {
+    let host = ctx.host;
+    if !host.irqbalance.running {
+        return;
+    }
+    let mut pinned = Vec::new();
+    let mut irqs_all = Vec::new();
+    for iface in judged_interfaces(ctx) {
+        let irqs = rx_queue_irqs(iface);
+        irqs_all.extend(irqs.iter().map(|q| q.irq));
+        if looks_pinned(iface) {
+            pinned.push(iface.name.clone());
+        }
+    }
+    let pids = if host.irqbalance.pids.is_empty() {
+        String::new()
+    } else {
+        let pids: Vec<String> = host.irqbalance.pids.iter().map(u32::to_string).collect();
+        format!(" (pid {})", pids.join(", "))
+    };
+    let (severity, hand) = if pinned.is_empty() {
+        (Severity::Info, String::new())
+    } else {
+        (
+            Severity::Warn,
+            format!(
+                "; the queue IRQs of {} are each pinned to a CPU of their own, which looks set \
+                 by hand or by a tuning script",
+                pinned.join(", ")
+            ),
+        )
+    };
+    let banirq: Vec<String> = irqs_all.iter().map(|i| format!("--banirq={i}")).collect();
+    let keep = if banirq.is_empty() {
+        String::new()
+    } else {
+        format!(
+            ", or keep it away from the NIC queues: IRQBALANCE_ARGS=\"{}\" in \
+             /etc/default/irqbalance (/etc/sysconfig/irqbalance on Red Hat)",
+            banirq.join(" ")
+        )
+    };
+    out.push(Finding {
+        id: "irq.balancer",
+        severity,
+        title: "irqbalance is running and will move queue IRQs".to_string(),
+        evidence: format!("irqbalance is running{pids}{hand}"),
+        why: WHY_BALANCER.to_string(),
+        fix: format!("Stop it before tuning IRQs: systemctl disable --now irqbalance{keep}."),
+        profile: None,
+    });
+}
+
+/// Every RX queue IRQ (two or more) configured to exactly one CPU, no two
+/// on the same CPU.
+fn looks_pinned(iface: &Interface) -> bool {
+    let masks: Vec<Option<&Vec<u32>>> = iface
+        .irq_vectors
+        .iter()
+        .filter(|v| v.queue.is_some() && v.role != crate::host::VectorRole::Tx)
+        .map(|v| v.affinity.as_ref())
+        .collect();
+    if masks.len() < MIN_QUEUE_IRQS {
+        return false;
+    }
+    let mut seen = BTreeSet::new();
+    masks
+        .iter()
+        .all(|m| matches!(m, Some(cpus) if cpus.len() == 1 && seen.insert(cpus[0])))
+}
+
+#[cfg(test)]
+#[path = "irq_tests.rs"]
+mod tests;

@@ -1,0 +1,213 @@
+//! The rules, one file per family, and what they share: which interfaces
+//! are judged, where each queue IRQ is delivered, and counters as totals or
+//! as deltas over the sampling interval.
+
+mod buffers;
+mod cpu;
+mod irq;
+mod nic;
+mod sockets;
+mod softnet;
+
+use std::collections::BTreeMap;
+
+use super::{Context, Finding};
+use crate::host::{Counters, Host, Interface, VectorRole};
+
+/// Every rule's findings, unsorted.
+pub fn all(ctx: &Context) -> Vec<Finding> {
+    let mut out = Vec::new();
+    irq::check(ctx, &mut out);
+    softnet::check(ctx, &mut out);
+    nic::check(ctx, &mut out);
+    buffers::check(ctx, &mut out);
+    sockets::check(ctx, &mut out);
+    cpu::check(ctx, &mut out);
+    out
+}
+
+/// Interfaces the rules judge: not loopback, not administratively or
+/// physically down, and backed by a device unless `--all` or `--netns`
+/// (inside a namespace the veth IS the interface that matters).
+fn judged_interfaces<'a>(ctx: &Context<'a>) -> impl Iterator<Item = &'a Interface> {
+    let all = ctx.all_interfaces || ctx.host.source.netns.is_some();
+    ctx.host.interfaces.iter().filter(move |i| {
+        let down = matches!(
+            i.operstate.as_deref(),
+            Some("down" | "lowerlayerdown" | "notpresent")
+        );
+        i.name != "lo" && !down && (i.physical || all)
+    })
+}
+
+/// A queue IRQ that carries receive work (an RX or combined vector).
+#[derive(Debug, Clone)]
+struct QueueIrq {
+    irq: u32,
+    queue: Option<u32>,
+    /// The CPU that takes it: effective affinity when the kernel shows it,
+    /// else the first CPU of the mask (REFERENCE section 1).
+    delivered: Option<u32>,
+    /// The kernel showed the effective affinity (else the mask's first CPU).
+    by_effective: bool,
+    /// Interrupts taken since boot, all CPUs.
+    count: u64,
+}
+
+/// The RX-carrying queue IRQs of an interface, from its IRQ vectors, or
+/// from its RX queues when vectors were not matched to roles.
+fn rx_queue_irqs(iface: &Interface) -> Vec<QueueIrq> {
+    let from_vectors: Vec<QueueIrq> = iface
+        .irq_vectors
+        .iter()
+        .filter(|v| matches!(v.role, VectorRole::Rx | VectorRole::Combined))
+        .map(|v| QueueIrq {
+            irq: v.irq,
+            queue: v.queue,
+            delivered: delivered_cpu(v.effective.as_deref(), v.affinity.as_deref()),
+            by_effective: v.effective.as_ref().is_some_and(|e| !e.is_empty()),
+            count: v.per_cpu.iter().sum(),
+        })
+        .collect();
+    if !from_vectors.is_empty() {
+        return from_vectors;
+    }
+    iface
+        .rx_queues
+        .iter()
+        .filter_map(|q| {
+            Some(QueueIrq {
+                irq: q.irq?,
+                queue: Some(q.index),
+                delivered: delivered_cpu(q.effective.as_deref(), q.affinity.as_deref()),
+                by_effective: q.effective.as_ref().is_some_and(|e| !e.is_empty()),
+                count: 0,
+            })
+        })
+        .collect()
+}
+
+fn delivered_cpu(effective: Option<&[u32]>, affinity: Option<&[u32]>) -> Option<u32> {
+    match effective {
+        Some(eff) if !eff.is_empty() => eff.iter().min().copied(),
+        _ => affinity.and_then(|a| a.iter().min().copied()),
+    }
+}
+
+/// An IRQ list (`74-81`) formatted like a CPU list.
+fn irq_list(irqs: impl IntoIterator<Item = u32>) -> String {
+    let irqs: Vec<u32> = irqs.into_iter().collect();
+    crate::host::cpuset::format_list(&irqs)
+}
+
+/// `text` with its first letter in upper case: fixes are sentences.
+fn sentence(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+/// "1 RX queue", "8 RX queues".
+fn plural(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+/// A sysctl as one number.
+fn sysctl_u64(host: &Host, name: &str) -> Option<u64> {
+    host.sysctls.get(name)?.trim().parse().ok()
+}
+
+/// A sysctl of several numbers (`tcp_rmem`: min default max).
+fn sysctl_fields(host: &Host, name: &str) -> Option<Vec<u64>> {
+    host.sysctls
+        .get(name)?
+        .split_whitespace()
+        .map(|f| f.parse().ok())
+        .collect()
+}
+
+/// The counters a rule judges: totals since boot, or the change over the
+/// sampling interval.
+struct Window<'a> {
+    now: &'a Counters,
+    before: Option<&'a Counters>,
+    seconds: Option<f64>,
+}
+
+impl<'a> Window<'a> {
+    fn of(ctx: &Context<'a>) -> Window<'a> {
+        match ctx.rates {
+            Some(r) if r.seconds > 0.0 => Window {
+                now: &r.after,
+                before: Some(&r.before),
+                seconds: Some(r.seconds),
+            },
+            _ => Window {
+                now: &ctx.host.counters,
+                before: None,
+                seconds: None,
+            },
+        }
+    }
+
+    fn live(&self) -> bool {
+        self.before.is_some()
+    }
+
+    /// "over 2 s" or "since boot", for evidence.
+    fn span(&self) -> String {
+        match self.seconds {
+            Some(s) => format!("over {}", crate::units::format_time(s)),
+            None => "since boot".to_string(),
+        }
+    }
+
+    /// ", 120/s" when sampled, "" otherwise.
+    fn rate_suffix(&self, n: u64) -> String {
+        match self.seconds {
+            Some(s) => format!(
+                " ({}/s)",
+                crate::units::format_count((n as f64 / s).round() as u64)
+            ),
+            None => String::new(),
+        }
+    }
+
+    fn per_sec(&self, n: u64) -> Option<f64> {
+        self.seconds.map(|s| n as f64 / s)
+    }
+
+    /// A named counter from one of the snmp maps (`Udp`, `TcpExt`, ...).
+    fn counter(&self, pick: fn(&Counters) -> &BTreeMap<String, i64>, name: &str) -> Option<u64> {
+        let now = *pick(self.now).get(name)?;
+        let base = match self.before {
+            Some(b) => *pick(b).get(name)?,
+            None => 0,
+        };
+        Some(now.saturating_sub(base).max(0) as u64)
+    }
+
+    /// A per-CPU value, keyed by CPU id; CPUs missing from either sample
+    /// are left out.
+    fn per_cpu<T>(
+        &self,
+        rows: fn(&Counters) -> &[T],
+        key: fn(&T) -> (u32, u64),
+    ) -> Vec<(u32, u64)> {
+        let now = rows(self.now).iter().map(key);
+        match self.before {
+            None => now.collect(),
+            Some(before) => {
+                let base: BTreeMap<u32, u64> = rows(before).iter().map(key).collect();
+                now.filter_map(|(cpu, v)| base.get(&cpu).map(|b| (cpu, v.saturating_sub(*b))))
+                    .collect()
+            }
+        }
+    }
+}

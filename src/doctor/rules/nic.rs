@@ -1,0 +1,421 @@
+//! Queues, steering and the NIC's own limits: rps.off, rfs.partial,
+//! rss.udp-hash-ips-only, nic.rings-small, nic.queues-unused,
+//! qdisc.no-fair-queue.
+
+use super::{judged_interfaces, plural, sysctl_u64};
+use crate::doctor::targets::{
+    eligible_cpus, is_first_thread, rps_cpus, rps_flow_cnt, RPS_SOCK_FLOW_ENTRIES,
+};
+use crate::doctor::{Context, Finding, Severity};
+use crate::host::cpuset::{format_list, format_mask};
+use crate::host::{Host, Interface};
+use crate::nic::Channels;
+use crate::units::format_count;
+
+/// rps_flow_cnt further than this factor from rps_sock_flow_entries /
+/// queues is "far": the kernel rounds both up to powers of two, so up to
+/// 2x either way is rounding, not a mistake.
+const FLOW_CNT_TOLERANCE: u64 = 2;
+
+/// Root qdiscs that send in arrival order, one queue for every flow.
+const FIFO_QDISCS: &[&str] = &["pfifo_fast", "pfifo", "bfifo", "pfifo_head_drop"];
+
+/// Root qdiscs that only fan out to one child per TX queue; the children
+/// are net.core.default_qdisc.
+const MULTIQUEUE_ROOTS: &[&str] = &["mq"];
+
+/// /sys/class/net/<if>/statistics counters in which the NIC reports
+/// packets it dropped for lack of RX descriptors or FIFO space.
+const NIC_LOSS_COUNTERS: &[&str] = &["rx_missed_errors", "rx_fifo_errors", "rx_over_errors"];
+
+const WHY_RPS: &str = "With fewer RX queues than CPUs the hardware spreads receive work over \
+only as many CPUs as it has queues; the rest take none of it. RPS is RSS in software: it hashes \
+each flow of a queue to one of the CPUs in rps_cpus, and RFS then steers a flow to the CPU where \
+its reader runs (REFERENCE.md §2). On these 2-vCPU VMs RPS to the other CPU took a 32-byte UDP \
+flood from ~240k to ~350k pps (ENVIRONMENT.md).";
+
+const WHY_RFS: &str = "RFS needs both halves: net.core.rps_sock_flow_entries sizes the global \
+table that records the CPU where each flow's reader last ran, and each RX queue's rps_flow_cnt \
+sizes the table that steers its packets there. With either at 0 RFS does nothing for that queue; \
+sized far from entries / queues, flows collide and lose their steering (REFERENCE.md §2: \
+rps_flow_cnt = rps_sock_flow_entries / N, 32768 recommended).";
+
+const WHY_UDP_HASH: &str = "RSS picks a packet's queue from a hash of the header fields the NIC \
+is told to use; for UDP many NICs hash the IP addresses only, so every datagram between two hosts \
+lands on one queue and one CPU however many ports the flows use (REFERENCE.md §3). 001 measured \
+it: bnx2 hashes UDP on IPs only, and binding queue IRQs alone changed UDP_RR by -8 to -11%.";
+
+const WHY_RINGS: &str = "The RX ring holds the descriptors for packets the NIC has received but \
+the kernel has not yet taken; when a burst outlasts it (a softirq late, a CPU busy) the NIC drops \
+and counts the packets before the kernel sees them. A larger ring absorbs longer bursts \
+(REFERENCE.md §6: rings to the maximum on fast hosts; §3: the NIC's own drop counters).";
+
+const WHY_QUEUES: &str = "Hardware queues spread receive work without RPS's extra hop between \
+CPUs: each queue has its own IRQ and NAPI context. With a queue per core, and XPS sending from \
+tx-i on CPU i, a request is received, handled and answered on one CPU: the \"perfect locality\" \
+that was part of 002's step from 358k to 726k HTTP requests/s (REFERENCE.md §2, §4).";
+
+const WHY_QDISC: &str = "A FIFO qdisc sends packets in arrival order: one bulk flow's burst \
+delays every other flow queued behind it, and nothing paces. fq keeps a queue per flow and paces \
+each to its rate (SO_MAX_PACING_RATE, BBR): REFERENCE.md §6 reports 2-4x from pacing on 50-80 ms \
+paths; fq_codel, the default since 4.12, gives flow fairness without pacing.";
+
+pub fn check(ctx: &Context, out: &mut Vec<Finding>) {
+    let entries = sysctl_u64(ctx.host, "net.core.rps_sock_flow_entries");
+    for iface in judged_interfaces(ctx) {
+        rps_off(ctx.host, iface, out);
+        if let Some(entries) = entries {
+            rfs_partial(iface, entries, out);
+        }
+        udp_hash(iface, out);
+        rings_small(iface, out);
+        queues_unused(ctx.host, iface, out);
+    }
+    qdisc(ctx, out);
+}
+
+/// Queues in use and the most the NIC allows, combined channels when the
+/// driver uses them, else RX channels.
+fn queue_counts(ch: &Channels) -> (u32, u32) {
+    if ch.combined > 0 || ch.max_combined > 0 {
+        (ch.combined, ch.max_combined)
+    } else {
+        (ch.rx, ch.max_rx)
+    }
+}
+
+fn rps_off(host: &Host, iface: &Interface, out: &mut Vec<Finding>) {
+    let queues = iface.rx_queues.len();
+    let eligible = eligible_cpus(host);
+    if queues == 0 || queues >= eligible.len() {
+        return;
+    }
+    let all_off = iface
+        .rx_queues
+        .iter()
+        .all(|q| q.rps_cpus.as_ref().is_some_and(|c| c.is_empty()));
+    if !all_off {
+        return;
+    }
+    let targets = rps_cpus(host, iface);
+    let node = match iface.numa_node {
+        Some(n) => format!("node {n}'s CPUs {}", format_list(&targets)),
+        None => format!("CPUs {}", format_list(&targets)),
+    };
+    let more_queues = match iface.driver_settings.channels.value().map(queue_counts) {
+        Some((now, max)) if max > now => format!(
+            " The NIC can run {max} queues: more hardware queues (ethtool -L {} combined N) \
+             beat RPS.",
+            iface.name
+        ),
+        _ => String::new(),
+    };
+    let queue_text = if queues == 1 {
+        "rx-0".to_string()
+    } else {
+        format!("all {queues} RX queues")
+    };
+    let count = plural(queues, "RX queue");
+    out.push(Finding {
+        id: "rps.off",
+        severity: Severity::Warn,
+        title: format!(
+            "{}: {count} for {} CPUs and RPS off",
+            iface.name,
+            eligible.len()
+        ),
+        evidence: format!(
+            "{} has {count} for {} CPUs that can take network work, and rps_cpus is 0 on \
+             {queue_text}",
+            iface.name,
+            eligible.len()
+        ),
+        why: WHY_RPS.to_string(),
+        fix: format!(
+            "Write {} ({node}) to /sys/class/net/{}/queues/rx-N/rps_cpus of every RX queue, with \
+             RFS: net.core.rps_sock_flow_entries = {RPS_SOCK_FLOW_ENTRIES} and rps_flow_cnt = {} \
+             on each queue.{more_queues}",
+            format_mask(&targets),
+            iface.name,
+            rps_flow_cnt(queues)
+        ),
+        profile: Some("pps"),
+    });
+}
+
+fn rfs_partial(iface: &Interface, entries: u64, out: &mut Vec<Finding>) {
+    let Some(counts) = iface
+        .rx_queues
+        .iter()
+        .map(|q| q.rps_flow_cnt.map(|c| (q.index, u64::from(c))))
+        .collect::<Option<Vec<(u32, u64)>>>()
+    else {
+        return;
+    };
+    let n = counts.len() as u64;
+    if n == 0 {
+        return;
+    }
+    let entries_text = format!("net.core.rps_sock_flow_entries = {entries}");
+    let evidence = if entries > 0 && counts.iter().all(|(_, c)| *c == 0) {
+        format!(
+            "{entries_text} but rps_flow_cnt is 0 on {} of {}",
+            plural(n as usize, "RX queue"),
+            iface.name
+        )
+    } else if entries == 0 && counts.iter().any(|(_, c)| *c > 0) {
+        let set: Vec<String> = distinct_counts(&counts);
+        format!(
+            "rps_flow_cnt is {} on RX queues of {} but {entries_text}: there is no socket flow table",
+            set.join("/"),
+            iface.name
+        )
+    } else if entries > 0 {
+        let expected = entries / n;
+        let far: Vec<(u32, u64)> = counts
+            .iter()
+            .copied()
+            .filter(|(_, c)| {
+                *c * FLOW_CNT_TOLERANCE < expected || *c > expected * FLOW_CNT_TOLERANCE
+            })
+            .collect();
+        if far.is_empty() {
+            return;
+        }
+        let queues: Vec<u32> = far.iter().map(|(q, _)| *q).collect();
+        format!(
+            "rps_flow_cnt is {} on RX queues {} of {}; {entries_text} / {} = {expected}",
+            distinct_counts(&far).join("/"),
+            format_list(&queues),
+            iface.name,
+            plural(n as usize, "queue")
+        )
+    } else {
+        return;
+    };
+    out.push(Finding {
+        id: "rfs.partial",
+        severity: Severity::Warn,
+        title: format!("{}: RFS half configured", iface.name),
+        evidence,
+        why: WHY_RFS.to_string(),
+        fix: format!(
+            "Set net.core.rps_sock_flow_entries = {RPS_SOCK_FLOW_ENTRIES} and \
+             /sys/class/net/{}/queues/rx-N/rps_flow_cnt = {} on each of its {}.",
+            iface.name,
+            rps_flow_cnt(n as usize),
+            plural(n as usize, "RX queue")
+        ),
+        profile: Some("pps"),
+    });
+}
+
+fn distinct_counts(counts: &[(u32, u64)]) -> Vec<String> {
+    let mut values: Vec<u64> = counts.iter().map(|(_, c)| *c).collect();
+    values.sort_unstable();
+    values.dedup();
+    values.iter().map(u64::to_string).collect()
+}
+
+fn udp_hash(iface: &Interface, out: &mut Vec<Finding>) {
+    let queues = iface.rx_queues.len();
+    if queues < 2 {
+        return;
+    }
+    let ips_only: Vec<(&str, String)> = ["udp4", "udp6"]
+        .into_iter()
+        .filter_map(|flow| {
+            let hash = iface.driver_settings.rx_flow_hash.get(flow)?.value()?;
+            hash.ips_only().then(|| (flow, hash.fields.join(", ")))
+        })
+        .collect();
+    if ips_only.is_empty() {
+        return;
+    }
+    let flows: Vec<&str> = ips_only.iter().map(|(f, _)| *f).collect();
+    let seen: Vec<String> = ips_only
+        .iter()
+        .map(|(f, fields)| format!("{f} on {fields}"))
+        .collect();
+    let commands: Vec<String> = flows
+        .iter()
+        .map(|f| format!("ethtool -N {} rx-flow-hash {f} sdfn", iface.name))
+        .collect();
+    out.push(Finding {
+        id: "rss.udp-hash-ips-only",
+        severity: Severity::Warn,
+        title: format!("{}: UDP hashed on IP addresses only", iface.name),
+        evidence: format!(
+            "{} ({queues} RX queues) hashes {}: no ports",
+            iface.name,
+            seen.join("; ")
+        ),
+        why: WHY_UDP_HASH.to_string(),
+        fix: format!(
+            "Hash UDP over addresses and ports where the NIC allows: {}.",
+            commands.join("; ")
+        ),
+        profile: Some("pps"),
+    });
+}
+
+fn rings_small(iface: &Interface, out: &mut Vec<Finding>) {
+    let Some(rings) = iface.driver_settings.rings.value() else {
+        return;
+    };
+    if rings.rx >= rings.rx_max {
+        return;
+    }
+    let mut losses: Vec<String> = NIC_LOSS_COUNTERS
+        .iter()
+        .filter_map(|name| {
+            let n = *iface.statistics.get(*name)?;
+            (n > 0).then(|| format!("{name} {}", format_count(n)))
+        })
+        .collect();
+    if let Some(stats) = iface.driver_settings.queue_stats.value() {
+        for q in stats.iter().filter(|q| q.direction == "rx") {
+            for (name, n) in &q.counters {
+                if *n > 0 && (name.contains("drop") || name.contains("miss")) {
+                    losses.push(format!("rx-{} {name} {}", q.index, format_count(*n)));
+                }
+            }
+        }
+    }
+    if losses.is_empty() {
+        return;
+    }
+    out.push(Finding {
+        id: "nic.rings-small",
+        severity: Severity::Warn,
+        title: format!(
+            "{}: RX ring below its maximum while the NIC drops",
+            iface.name
+        ),
+        evidence: format!(
+            "{} RX ring {} of a possible {}; the NIC counted {} since boot",
+            iface.name,
+            rings.rx,
+            rings.rx_max,
+            losses.join(", ")
+        ),
+        why: WHY_RINGS.to_string(),
+        fix: format!(
+            "Raise the RX ring to its maximum: ethtool -G {} rx {}.",
+            iface.name, rings.rx_max
+        ),
+        profile: Some("throughput"),
+    });
+}
+
+fn queues_unused(host: &Host, iface: &Interface, out: &mut Vec<Finding>) {
+    let Some((now, max)) = iface.driver_settings.channels.value().map(queue_counts) else {
+        return;
+    };
+    // One queue per physical core of the NIC's node (first SMT threads).
+    let cores: Vec<u32> = rps_cpus(host, iface)
+        .into_iter()
+        .filter(|&c| is_first_thread(host, c))
+        .collect();
+    let target = max.min(cores.len() as u32);
+    if now == 0 || now >= target {
+        return;
+    }
+    let kind = if iface
+        .driver_settings
+        .channels
+        .value()
+        .is_some_and(|c| c.max_combined > 0)
+    {
+        "combined"
+    } else {
+        "rx"
+    };
+    let node = iface
+        .numa_node
+        .map(|n| format!("node {n} has"))
+        .unwrap_or_else(|| "the host has".to_string());
+    out.push(Finding {
+        id: "nic.queues-unused",
+        severity: Severity::Info,
+        title: format!("{}: {now} queues in use, the NIC can run {max}", iface.name),
+        evidence: format!(
+            "{} runs {now} of its {max} {kind} channels; {node} {} physical cores for network work (CPUs {})",
+            iface.name,
+            cores.len(),
+            format_list(&cores)
+        ),
+        why: WHY_QUEUES.to_string(),
+        fix: format!(
+            "Run one queue per core: ethtool -L {} {kind} {target}, then one queue IRQ per CPU and \
+             XPS tx-i on the CPU of queue i.",
+            iface.name
+        ),
+        profile: Some("http"),
+    });
+}
+
+fn qdisc(ctx: &Context, out: &mut Vec<Finding>) {
+    let default = ctx
+        .host
+        .sysctls
+        .get("net.core.default_qdisc")
+        .map(String::as_str);
+    let default_fifo = default.is_some_and(|d| FIFO_QDISCS.contains(&d));
+    let mut seen = Vec::new();
+    let mut single = Vec::new();
+    let mut multi = Vec::new();
+    for iface in judged_interfaces(ctx) {
+        let Some(root) = iface.root_qdisc.value() else {
+            continue;
+        };
+        if FIFO_QDISCS.contains(&root.kind.as_str()) {
+            seen.push(format!("{} root {}", iface.name, root.kind));
+            single.push(iface.name.clone());
+        } else if MULTIQUEUE_ROOTS.contains(&root.kind.as_str()) && default_fifo {
+            seen.push(format!(
+                "{} root {} over {} per TX queue",
+                iface.name,
+                root.kind,
+                default.unwrap_or("")
+            ));
+            multi.push(iface.name.clone());
+        }
+    }
+    if seen.is_empty() {
+        return;
+    }
+    let default_text = default
+        .map(|d| format!("; net.core.default_qdisc = {d}"))
+        .unwrap_or_default();
+    let mut steps = Vec::new();
+    if default != Some("fq") {
+        steps.push("sysctl -w net.core.default_qdisc=fq".to_string());
+    }
+    for name in &single {
+        steps.push(format!("tc qdisc replace dev {name} root fq"));
+    }
+    for name in &multi {
+        steps.push(format!(
+            "tc qdisc replace dev {name} root mq (re-creates fq under each TX queue)"
+        ));
+    }
+    out.push(Finding {
+        id: "qdisc.no-fair-queue",
+        severity: Severity::Warn,
+        title: "No fair queueing or pacing on sending interfaces".to_string(),
+        evidence: format!("{}{default_text}", seen.join("; ")),
+        why: WHY_QDISC.to_string(),
+        fix: format!(
+            "{}. fq needs sch_fq: where tc answers \"Specified qdisc kind is unknown\" the \
+             kernel lacks it (modprobe sch_fq, or a kernel built with CONFIG_NET_SCH_FQ); \
+             fq_codel, where present, gives fairness without pacing.",
+            steps.join("; ")
+        ),
+        profile: Some("throughput"),
+    });
+}
+
+#[cfg(test)]
+#[path = "nic_tests.rs"]
+mod tests;

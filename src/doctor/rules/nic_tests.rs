@@ -1,0 +1,258 @@
+use crate::doctor::testkit::*;
+use crate::doctor::Severity;
+use crate::host::Probe;
+use crate::nic::{FlowHash, Qdisc};
+
+#[test]
+fn rps_off_fires_on_the_single_queue_vm() {
+    let findings = diagnose(&vm_2cpu_single_queue());
+    let f = assert_fires(
+        &findings,
+        "rps.off",
+        Severity::Warn,
+        &["eth0", "1 RX queue for 2 CPUs", "rx-0"],
+    );
+    // NIC node unknown: every eligible CPU, mask 3; RFS 32768 / 1 queue.
+    assert!(f.fix.contains("Write 3 (CPUs 0-1)"), "{}", f.fix);
+    assert!(f.fix.contains("rps_flow_cnt = 32768"), "{}", f.fix);
+    assert_eq!(f.profile, Some("pps"));
+}
+
+#[test]
+fn rps_off_uses_the_nic_node_and_points_at_more_queues() {
+    let mut host = two_socket_smt_8q();
+    for q in &mut iface(&mut host, "eth0").rx_queues {
+        q.rps_cpus = Some(vec![]);
+    }
+    let f = assert_fires(
+        &diagnose(&host),
+        "rps.off",
+        Severity::Warn,
+        &["8 RX queues for 32 CPUs", "all 8 RX queues"],
+    );
+    assert!(
+        f.fix.contains("ff00ff (node 0's CPUs 0-7,16-23)"),
+        "{}",
+        f.fix
+    );
+    assert!(f.fix.contains("rps_flow_cnt = 4096"), "{}", f.fix);
+    assert!(f.fix.contains("can run 63 queues"), "{}", f.fix);
+}
+
+#[test]
+fn rps_off_silent_when_on_covered_or_unknown() {
+    none(&diagnose(&two_socket_smt_8q()), "rps.off");
+    // Queues cover the CPUs: 2 queues on 2 CPUs (redpanda's rule).
+    let mut host = vm_2cpu_single_queue();
+    let mut q1 = iface(&mut host, "eth0").rx_queues[0].clone();
+    q1.index = 1;
+    iface(&mut host, "eth0").rx_queues.push(q1);
+    none(&diagnose(&host), "rps.off");
+    // rps_cpus unreadable.
+    let mut host = vm_2cpu_single_queue();
+    iface(&mut host, "eth0").rx_queues[0].rps_cpus = None;
+    none(&diagnose(&host), "rps.off");
+    // A veth is not judged without --all or --netns.
+    let mut host = vm_2cpu_single_queue();
+    let eth0 = iface(&mut host, "eth0");
+    eth0.physical = false;
+    eth0.driver = Some("veth".into());
+    none(&diagnose(&host), "rps.off");
+}
+
+#[test]
+fn rfs_partial_fires_for_each_half_missing_and_wrong_sizes() {
+    // Entries set, flow counts 0.
+    let mut host = two_socket_smt_8q();
+    for q in &mut iface(&mut host, "eth0").rx_queues {
+        q.rps_flow_cnt = Some(0);
+    }
+    let f = assert_fires(
+        &diagnose(&host),
+        "rfs.partial",
+        Severity::Warn,
+        &["= 32768", "0 on 8 RX queues"],
+    );
+    assert!(f.fix.contains("rps_flow_cnt = 4096"), "{}", f.fix);
+
+    // Flow counts set, entries 0.
+    let mut host = two_socket_smt_8q();
+    set_sysctl(&mut host, "net.core.rps_sock_flow_entries", "0");
+    assert_fires(
+        &diagnose(&host),
+        "rfs.partial",
+        Severity::Warn,
+        &["4096", "= 0"],
+    );
+
+    // 32768 per queue on 8 queues: 8x the socket table.
+    let mut host = two_socket_smt_8q();
+    for q in &mut iface(&mut host, "eth0").rx_queues {
+        q.rps_flow_cnt = Some(32768);
+    }
+    assert_fires(
+        &diagnose(&host),
+        "rfs.partial",
+        Severity::Warn,
+        &["32768 on RX queues 0-7", "= 4096"],
+    );
+}
+
+#[test]
+fn rfs_partial_silent_when_consistent_off_or_unknown() {
+    none(&diagnose(&two_socket_smt_8q()), "rfs.partial");
+    // RFS fully off (the VM's defaults): that is rps.off's business.
+    none(&diagnose(&vm_2cpu_single_queue()), "rfs.partial");
+    // Rounded up by the kernel: 32768 / 3 queues -> 16384 each.
+    let mut host = two_socket_smt_8q();
+    iface(&mut host, "eth0").rx_queues.truncate(3);
+    for q in &mut iface(&mut host, "eth0").rx_queues {
+        q.rps_flow_cnt = Some(16384);
+    }
+    none(&diagnose(&host), "rfs.partial");
+    let mut host = two_socket_smt_8q();
+    host.sysctls.remove("net.core.rps_sock_flow_entries");
+    none(&diagnose(&host), "rfs.partial");
+}
+
+#[test]
+fn udp_hash_ips_only_fires_on_a_multiqueue_nic() {
+    let mut host = two_socket_smt_8q();
+    iface(&mut host, "eth0")
+        .driver_settings
+        .rx_flow_hash
+        .insert(
+            "udp4".into(),
+            Probe::Value(FlowHash {
+                fields: vec!["ip_src".into(), "ip_dst".into()],
+            }),
+        );
+    let f = assert_fires(
+        &diagnose(&host),
+        "rss.udp-hash-ips-only",
+        Severity::Warn,
+        &["8 RX queues", "udp4 on ip_src, ip_dst"],
+    );
+    assert!(
+        f.fix.contains("ethtool -N eth0 rx-flow-hash udp4 sdfn"),
+        "{}",
+        f.fix
+    );
+    assert!(!f.fix.contains("udp6"), "{}", f.fix);
+}
+
+#[test]
+fn udp_hash_silent_with_ports_single_queue_or_unsupported() {
+    none(&diagnose(&two_socket_smt_8q()), "rss.udp-hash-ips-only");
+    // The VM: not supported and one queue.
+    none(&diagnose(&vm_2cpu_single_queue()), "rss.udp-hash-ips-only");
+    let mut host = two_socket_smt_8q();
+    iface(&mut host, "eth0")
+        .driver_settings
+        .rx_flow_hash
+        .insert("udp4".into(), Probe::UNKNOWN);
+    none(&diagnose(&host), "rss.udp-hash-ips-only");
+}
+
+#[test]
+fn rings_small_fires_when_the_nic_misses_packets() {
+    let mut host = two_socket_smt_8q();
+    let eth0 = iface(&mut host, "eth0");
+    if let Probe::Value(r) = &mut eth0.driver_settings.rings {
+        r.rx = 512;
+    }
+    eth0.statistics.insert("rx_missed_errors".into(), 12_345);
+    let f = assert_fires(
+        &diagnose(&host),
+        "nic.rings-small",
+        Severity::Warn,
+        &["512 of a possible 4096", "rx_missed_errors 12,345"],
+    );
+    assert!(f.fix.contains("ethtool -G eth0 rx 4096"), "{}", f.fix);
+    assert_eq!(f.profile, Some("throughput"));
+}
+
+#[test]
+fn rings_small_silent_without_drops_at_max_or_unsupported() {
+    // Small ring, no loss: fine.
+    let mut host = two_socket_smt_8q();
+    if let Probe::Value(r) = &mut iface(&mut host, "eth0").driver_settings.rings {
+        r.rx = 512;
+    }
+    none(&diagnose(&host), "nic.rings-small");
+    // Loss at the maximum ring: the ring is not the fix.
+    let mut host = two_socket_smt_8q();
+    iface(&mut host, "eth0")
+        .statistics
+        .insert("rx_missed_errors".into(), 99);
+    none(&diagnose(&host), "nic.rings-small");
+    // virtio: rings not supported.
+    let mut host = vm_2cpu_single_queue();
+    iface(&mut host, "eth0")
+        .statistics
+        .insert("rx_missed_errors".into(), 99);
+    none(&diagnose(&host), "nic.rings-small");
+}
+
+#[test]
+fn queues_unused_notes_idle_hardware_queues() {
+    let mut host = two_socket_smt_8q();
+    if let Probe::Value(c) = &mut iface(&mut host, "eth0").driver_settings.channels {
+        c.combined = 4;
+    }
+    let f = assert_fires(
+        &diagnose(&host),
+        "nic.queues-unused",
+        Severity::Info,
+        &["4 of its 63 combined", "8 physical cores", "0-7"],
+    );
+    assert!(f.fix.contains("ethtool -L eth0 combined 8"), "{}", f.fix);
+}
+
+#[test]
+fn queues_unused_silent_when_cores_are_covered_or_at_max() {
+    none(&diagnose(&two_socket_smt_8q()), "nic.queues-unused");
+    none(&diagnose(&vm_2cpu_single_queue()), "nic.queues-unused");
+}
+
+#[test]
+fn qdisc_fires_for_fifo_roots_and_mq_over_fifo() {
+    // The VM: pfifo_fast root, pfifo_fast default.
+    let f = assert_fires(
+        &diagnose(&vm_2cpu_single_queue()),
+        "qdisc.no-fair-queue",
+        Severity::Warn,
+        &["eth0 root pfifo_fast", "default_qdisc = pfifo_fast"],
+    );
+    assert!(f.fix.contains("net.core.default_qdisc=fq"), "{}", f.fix);
+    assert!(
+        f.fix.contains("tc qdisc replace dev eth0 root fq"),
+        "{}",
+        f.fix
+    );
+
+    let mut host = two_socket_smt_8q();
+    set_sysctl(&mut host, "net.core.default_qdisc", "pfifo_fast");
+    assert_fires(
+        &diagnose(&host),
+        "qdisc.no-fair-queue",
+        Severity::Warn,
+        &["eth0 root mq over pfifo_fast"],
+    );
+}
+
+#[test]
+fn qdisc_silent_for_fq_fq_codel_custom_or_unknown() {
+    none(&diagnose(&two_socket_smt_8q()), "qdisc.no-fair-queue");
+    for kind in ["fq_codel", "htb", "noqueue"] {
+        let mut host = vm_2cpu_single_queue();
+        iface(&mut host, "eth0").root_qdisc = Probe::Value(Qdisc {
+            kind: kind.into(),
+            handle: "1:".into(),
+        });
+        none(&diagnose(&host), "qdisc.no-fair-queue");
+    }
+    let mut host = vm_2cpu_single_queue();
+    iface(&mut host, "eth0").root_qdisc = Probe::UNKNOWN;
+    none(&diagnose(&host), "qdisc.no-fair-queue");
+}

@@ -1,0 +1,303 @@
+//! Sockets and per-packet extras: udp.rcvbuf-errors, tcp.listen-overflows,
+//! sock.packet-taps, netfilter.conntrack.
+
+use super::{sentence, sysctl_u64, Window};
+use crate::doctor::targets::{doubled, UDP_RCVBUF_BYTES};
+use crate::doctor::{Context, Finding, Severity};
+use crate::host::{Counters, Host, PacketSocket};
+use crate::units::{format_bytes, format_count};
+
+/// UDP receive errors at this rate or more while sampling are critical:
+/// a service losing a thousand datagrams every second is losing data
+/// continuously, not in an occasional burst.
+const UDP_ERRORS_CRIT_PER_SEC: f64 = 1_000.0;
+
+/// Ethernet protocol ETH_P_ALL as /proc/net/packet shows it: the socket
+/// sees every packet, sent and received.
+const ETH_P_ALL: &str = "0003";
+
+/// A conntrack table this full is about to drop new connections.
+const CONNTRACK_FULL_SHARE: f64 = 0.8;
+
+/// Above this many packets per second (softnet processed, all CPUs) the
+/// per-packet conntrack lookup is worth a note: at ~1 us each it is a
+/// tenth of a CPU.
+const CONNTRACK_BUSY_PPS: f64 = 100_000.0;
+
+/// Packet sockets named one by one in evidence; more are counted.
+const MAX_SOCKETS_NAMED: usize = 4;
+
+const WHY_RCVBUF: &str = "RcvbufErrors counts datagrams the kernel had received and then \
+dropped because the socket's receive buffer was full: the application reads more slowly than \
+they arrive. REFERENCE.md §3: at 650k pps netstat -s showed these receive errors; one socket per \
+thread with SO_REUSEPORT reached 1.1M pps with 4 threads, while several threads on one socket \
+were slower.";
+
+const WHY_LISTEN: &str = "ListenOverflows counts connections dropped because a listening \
+socket's accept queue was full: the server did not call accept() fast enough or its backlog is \
+small. The client's handshake packet is dropped and retried after a second or more; the queue \
+holds min(listen() backlog, net.core.somaxconn) (REFERENCE.md §4: many connections per core; \
+tuned uses somaxconn >= 2048, ANCHORS.md).";
+
+const WHY_TAPS: &str = "Every packet on an interface is also offered to each AF_PACKET socket \
+bound to it: the kernel runs the socket's filter and, for a match, clones the packet; sockets on \
+all protocols (ETH_P_ALL) see the transmit path too. 002 removed the AF_PACKET sockets on its \
+way from 358k to 726k HTTP requests/s (REFERENCE.md §4).";
+
+const WHY_CONNTRACK: &str = "With nf_conntrack loaded every packet is looked up in the \
+connection table and every new flow inserted, a cost paid per packet on every CPU; when the table \
+is full, new connections are dropped (\"nf_conntrack: table full, dropping packet\"). Like the \
+AF_PACKET taps 002 removed (REFERENCE.md §4), it is per-packet work the service did not ask for.";
+
+pub fn check(ctx: &Context, out: &mut Vec<Finding>) {
+    let window = Window::of(ctx);
+    udp_errors(ctx.host, &window, out);
+    listen_overflows(ctx.host, &window, out);
+    packet_taps(ctx.host, out);
+    conntrack(ctx.host, &window, out);
+}
+
+fn udp(c: &Counters) -> &std::collections::BTreeMap<String, i64> {
+    &c.udp
+}
+
+fn tcp_ext(c: &Counters) -> &std::collections::BTreeMap<String, i64> {
+    &c.tcp_ext
+}
+
+fn udp_errors(host: &Host, window: &Window, out: &mut Vec<Finding>) {
+    let rcvbuf = window.counter(udp, "RcvbufErrors");
+    let in_errors = window.counter(udp, "InErrors");
+    let worst = rcvbuf.unwrap_or(0).max(in_errors.unwrap_or(0));
+    if worst == 0 {
+        return;
+    }
+    let severity = match window.per_sec(worst) {
+        Some(rate) if rate >= UDP_ERRORS_CRIT_PER_SEC => Severity::Crit,
+        _ => Severity::Warn,
+    };
+    let mut seen = Vec::new();
+    for (name, n) in [("RcvbufErrors", rcvbuf), ("InErrors", in_errors)] {
+        if let Some(n) = n.filter(|&n| n > 0) {
+            seen.push(format!(
+                "{name} {}{}",
+                format_count(n),
+                window.rate_suffix(n)
+            ));
+        }
+    }
+    let rmem_max = sysctl_u64(host, "net.core.rmem_max");
+    let rmem_default = sysctl_u64(host, "net.core.rmem_default");
+    let mut settings = Vec::new();
+    let mut raise = Vec::new();
+    for (name, v) in [
+        ("net.core.rmem_max", rmem_max),
+        ("net.core.rmem_default", rmem_default),
+    ] {
+        if let Some(v) = v {
+            settings.push(format!("{name} = {}", format_bytes(v)));
+            if v < UDP_RCVBUF_BYTES {
+                raise.push(format!("{name}={UDP_RCVBUF_BYTES}"));
+            }
+        }
+    }
+    let settings = if settings.is_empty() {
+        String::new()
+    } else {
+        format!("; {}", settings.join(", "))
+    };
+    let raise = if raise.is_empty() {
+        String::new()
+    } else {
+        format!("Raise the receive buffers: sysctl -w {}. ", raise.join(" "))
+    };
+    out.push(Finding {
+        id: "udp.rcvbuf-errors",
+        severity,
+        title: "UDP datagrams dropped at full socket buffers".to_string(),
+        evidence: format!("Udp {} {}{settings}", seen.join(", "), window.span()),
+        why: WHY_RCVBUF.to_string(),
+        fix: format!(
+            "{raise}In the application: set SO_RCVBUF to {}, read with one SO_REUSEPORT socket \
+             per thread, and batch with recvmmsg.",
+            format_bytes(UDP_RCVBUF_BYTES)
+        ),
+        profile: Some("pps"),
+    });
+}
+
+fn listen_overflows(host: &Host, window: &Window, out: &mut Vec<Finding>) {
+    let overflows = window.counter(tcp_ext, "ListenOverflows");
+    let drops = window.counter(tcp_ext, "ListenDrops");
+    if overflows.unwrap_or(0) == 0 && drops.unwrap_or(0) == 0 {
+        return;
+    }
+    let mut seen = Vec::new();
+    for (name, n) in [("ListenOverflows", overflows), ("ListenDrops", drops)] {
+        if let Some(n) = n.filter(|&n| n > 0) {
+            seen.push(format!(
+                "{name} {}{}",
+                format_count(n),
+                window.rate_suffix(n)
+            ));
+        }
+    }
+    let mut settings = Vec::new();
+    let mut changes = Vec::new();
+    for name in ["net.core.somaxconn", "net.ipv4.tcp_max_syn_backlog"] {
+        if let Some(v) = sysctl_u64(host, name) {
+            settings.push(format!("{name} = {v}"));
+            changes.push(format!("{name} from {v} to {}", doubled(v)));
+        }
+    }
+    let settings = if settings.is_empty() {
+        String::new()
+    } else {
+        format!("; {}", settings.join(", "))
+    };
+    let change = if changes.is_empty() {
+        "net.core.somaxconn and net.ipv4.tcp_max_syn_backlog".to_string()
+    } else {
+        changes.join(" and ")
+    };
+    out.push(Finding {
+        id: "tcp.listen-overflows",
+        severity: Severity::Warn,
+        title: "Listening sockets overflowed and dropped connections".to_string(),
+        evidence: format!("TcpExt {} {}{settings}", seen.join(", "), window.span()),
+        why: WHY_LISTEN.to_string(),
+        fix: format!(
+            "Double {change}, and raise the server's listen() backlog to match (the kernel uses \
+             the smaller); if accept() itself lags, more accepting threads with SO_REUSEPORT \
+             matter more."
+        ),
+        profile: Some("http"),
+    });
+}
+
+fn packet_taps(host: &Host, out: &mut Vec<Finding>) {
+    let sockets = &host.packet_sockets;
+    if sockets.is_empty() {
+        return;
+    }
+    let all_protocols = |s: &PacketSocket| s.protocol.eq_ignore_ascii_case(ETH_P_ALL);
+    let taps = sockets.iter().filter(|s| all_protocols(s)).count();
+    let severity = if taps > 0 {
+        Severity::Warn
+    } else {
+        Severity::Info
+    };
+    let iface_name = |ifindex: u32| -> String {
+        if ifindex == 0 {
+            return "all interfaces".to_string();
+        }
+        host.interfaces
+            .iter()
+            .find(|i| i.ifindex == Some(ifindex))
+            .map(|i| i.name.clone())
+            .unwrap_or_else(|| format!("ifindex {ifindex}"))
+    };
+    let mut named: Vec<String> = sockets
+        .iter()
+        .take(MAX_SOCKETS_NAMED)
+        .map(|s| {
+            let proto = if all_protocols(s) {
+                "all protocols (0003)".to_string()
+            } else {
+                format!("protocol {}", s.protocol)
+            };
+            format!(
+                "inode {} on {}, {proto}, uid {}",
+                s.inode,
+                iface_name(s.ifindex),
+                s.uid
+            )
+        })
+        .collect();
+    if sockets.len() > MAX_SOCKETS_NAMED {
+        named.push(format!("{} more", sockets.len() - MAX_SOCKETS_NAMED));
+    }
+    let inodes: Vec<String> = sockets
+        .iter()
+        .map(|s| format!("socket:[{}]", s.inode))
+        .collect();
+    out.push(Finding {
+        id: "sock.packet-taps",
+        severity,
+        title: format!(
+            "{} AF_PACKET socket(s) see the traffic ({taps} on all protocols)",
+            sockets.len()
+        ),
+        evidence: format!(
+            "{} AF_PACKET socket(s): {}",
+            sockets.len(),
+            named.join("; ")
+        ),
+        why: WHY_TAPS.to_string(),
+        fix: format!(
+            "Find their owners (ss -0 -p, or the processes whose /proc/PID/fd links to {}) and \
+             stop what is not needed: a forgotten tcpdump, a capture agent. A DHCP client's \
+             filtered socket costs little.",
+            inodes.join(", ")
+        ),
+        profile: None,
+    });
+}
+
+fn conntrack(host: &Host, window: &Window, out: &mut Vec<Finding>) {
+    let ct = &host.conntrack;
+    if !ct.loaded {
+        return;
+    }
+    let mut seen = Vec::new();
+    let mut fixes = Vec::new();
+    let mut severity = Severity::Info;
+    if let (Some(count), Some(max)) = (ct.count, ct.max) {
+        if max > 0 && count as f64 >= max as f64 * CONNTRACK_FULL_SHARE {
+            severity = Severity::Warn;
+            seen.push(format!(
+                "nf_conntrack tracks {} of {} entries ({}%)",
+                format_count(count),
+                format_count(max),
+                (count as f64 * 100.0 / max as f64).round() as u64
+            ));
+            fixes.push(format!(
+                "raise net.netfilter.nf_conntrack_max from {max} to {}",
+                doubled(max)
+            ));
+        }
+    }
+    let processed = window.per_cpu(|c| c.softnet.as_slice(), |s| (s.cpu, s.processed));
+    let total: u64 = processed.iter().map(|(_, n)| n).sum();
+    if let Some(pps) = window.per_sec(total) {
+        if pps >= CONNTRACK_BUSY_PPS {
+            seen.push(format!(
+                "nf_conntrack is loaded while the host receives {} packets/s {}",
+                format_count(pps.round() as u64),
+                window.span()
+            ));
+        }
+    }
+    if seen.is_empty() {
+        return;
+    }
+    fixes.push(
+        "exempt high-rate flows from tracking with a notrack rule in the raw table \
+         (nft: ... notrack), or unload nf_conntrack where no rule needs it"
+            .to_string(),
+    );
+    let fix = format!("{}.", sentence(&fixes.join("; ")));
+    out.push(Finding {
+        id: "netfilter.conntrack",
+        severity,
+        title: "Connection tracking on a busy path".to_string(),
+        evidence: seen.join("; "),
+        why: WHY_CONNTRACK.to_string(),
+        fix,
+        profile: None,
+    });
+}
+
+#[cfg(test)]
+#[path = "sockets_tests.rs"]
+mod tests;

@@ -1,0 +1,399 @@
+//! Per-CPU receive work: softirq.hotspot, softnet.drops, softnet.squeeze.
+
+use super::{sysctl_u64, Window};
+use crate::doctor::targets::{doubled, eligible_cpus};
+use crate::doctor::{Context, Finding, Severity};
+use crate::host::cpuset::format_list;
+use crate::host::softnet::SoftnetCpu;
+use crate::host::{Counters, CpuSoftirqs, CpuTime};
+use crate::units::format_count;
+
+/// One CPU with more than this share of all NET_RX softirqs is a hotspot
+/// (the issue's "over half": the rest of the host together does less).
+const HOT_SHARE: f64 = 0.5;
+
+/// A CPU under this share of NET_RX "carries little": with 20 or more
+/// CPUs sharing evenly each would have 5% or less, so below 5% next to a
+/// CPU over 50% means the work is not being spread.
+const LITTLE_SHARE: f64 = 0.05;
+
+/// How many other CPUs must carry little: two, so that a host with one
+/// other CPU (nothing to spread to beyond it) is judged by softirq time.
+const MIN_IDLE_OTHERS: usize = 2;
+
+/// A CPU spending more than this share of its time in softirq during the
+/// sample is saturated by packet work: ksoftirqd takes over and the NIC
+/// ring fills (REFERENCE.md §1: 001's CPU0 at 90.86% soft).
+const SATURATED_SOFTIRQ: f64 = 0.8;
+
+/// Below this many NET_RX softirqs since boot the shares mean nothing: a
+/// few minutes of an idle host.
+const MIN_NET_RX_TOTAL: u64 = 100_000;
+
+/// Below this many NET_RX softirqs per second during sampling the host is
+/// close to idle and shares are noise.
+const MIN_NET_RX_PER_SEC: f64 = 1_000.0;
+
+/// At most this many CPUs are named one by one in drop evidence.
+const MAX_CPUS_NAMED: usize = 4;
+
+const WHY_HOTSPOT: &str = "The NET_RX softirq runs on the CPU that took the queue's IRQ (or the \
+CPU RPS chose); when one CPU does most of it, that CPU's cycles cap the host's packet rate while \
+the others idle, and once it is saturated the work moves to ksoftirqd/N and packets wait \
+(REFERENCE.md §1: 001's mpstat showed CPU0 at 90.86% soft and every other CPU at 0%).";
+
+const WHY_DROPS: &str = "softnet_stat's second column counts packets thrown away because a \
+CPU's input backlog (the per-CPU queue fed by RPS and by non-NAPI drivers) already held \
+net.core.netdev_max_backlog packets: the NIC delivered them and no socket ever saw them. It \
+happens when packets are steered to a CPU faster than its softirq drains them (REFERENCE.md \
+§1-2; bpftune raises the backlog when drops pass 1/32 of it per minute, ANCHORS.md).";
+
+const WHY_SQUEEZE: &str = "time_squeeze counts the times the receive softirq stopped with \
+packets still waiting because it used its budget (net.core.netdev_budget packets or \
+netdev_budget_usecs); the rest waits for the next run or for ksoftirqd, which adds latency, and \
+the NIC ring can overflow meanwhile (REFERENCE.md §1; bpftune raises netdev_budget on squeezes, \
+ANCHORS.md).";
+
+pub fn check(ctx: &Context, out: &mut Vec<Finding>) {
+    let window = Window::of(ctx);
+    hotspot(ctx, &window, out);
+    drops(ctx, &window, out);
+    squeeze(ctx, &window, out);
+}
+
+fn softirqs(c: &Counters) -> &[CpuSoftirqs] {
+    &c.softirqs
+}
+
+fn cpu_times(c: &Counters) -> &[CpuTime] {
+    &c.cpu_time
+}
+
+fn softnet_rows(c: &Counters) -> &[SoftnetCpu] {
+    &c.softnet
+}
+
+fn hotspot(ctx: &Context, window: &Window, out: &mut Vec<Finding>) {
+    let net_rx = window.per_cpu(softirqs, |s| (s.cpu, s.net_rx));
+    let total: u64 = net_rx.iter().map(|(_, n)| n).sum();
+    let enough = match window.per_sec(total) {
+        Some(rate) => rate >= MIN_NET_RX_PER_SEC,
+        None => total >= MIN_NET_RX_TOTAL,
+    };
+    let mut evidence = Vec::new();
+    let mut severity = Severity::Warn;
+    let eligible = eligible_cpus(ctx.host);
+    if enough {
+        if let Some(&(hot, hot_n)) = net_rx.iter().max_by_key(|(cpu, n)| (*n, u32::MAX - cpu)) {
+            let share = hot_n as f64 / total as f64;
+            let idle_others = net_rx
+                .iter()
+                .filter(|(c, n)| {
+                    *c != hot && eligible.contains(c) && (*n as f64 / total as f64) < LITTLE_SHARE
+                })
+                .count();
+            if share > HOT_SHARE && idle_others >= MIN_IDLE_OTHERS {
+                let others: Vec<u32> = net_rx
+                    .iter()
+                    .map(|(c, _)| *c)
+                    .filter(|&c| c != hot)
+                    .collect();
+                evidence.push(format!(
+                    "CPU{hot} handled {}% of NET_RX softirqs {}{}; CPUs {} {}% together",
+                    percent(share),
+                    window.span(),
+                    window.rate_suffix(hot_n),
+                    format_list(&others),
+                    percent(1.0 - share)
+                ));
+            }
+        }
+    }
+    if window.live() {
+        for (cpu, busy) in softirq_time_shares(window) {
+            if busy > SATURATED_SOFTIRQ {
+                severity = Severity::Crit;
+                evidence.push(format!(
+                    "CPU{cpu} spent {}% of its time in softirq {}",
+                    percent(busy),
+                    window.span()
+                ));
+            }
+        }
+    }
+    if evidence.is_empty() {
+        return;
+    }
+    out.push(Finding {
+        id: "softirq.hotspot",
+        severity,
+        title: "One CPU carries the receive softirq work".to_string(),
+        evidence: evidence.join("; "),
+        why: WHY_HOTSPOT.to_string(),
+        fix: "Spread NET_RX over more CPUs: one queue IRQ per CPU on multi-queue NICs and RPS \
+              where a NIC has fewer queues than CPUs (irq.one-cpu, irq.shared-cpu and rps.off \
+              give this host's values); if one flow carries the traffic, no placement splits it."
+            .to_string(),
+        profile: Some("pps"),
+    });
+}
+
+/// Per CPU, the share of time spent in softirq between the two samples.
+fn softirq_time_shares(window: &Window) -> Vec<(u32, f64)> {
+    let totals = window.per_cpu(cpu_times, |t| (t.cpu, t.total()));
+    let soft = window.per_cpu(cpu_times, |t| (t.cpu, t.softirq));
+    totals
+        .iter()
+        .zip(soft.iter())
+        .filter(|((_, total), _)| *total > 0)
+        .map(|((cpu, total), (_, s))| (*cpu, *s as f64 / *total as f64))
+        .collect()
+}
+
+fn percent(share: f64) -> u64 {
+    (share * 100.0).round() as u64
+}
+
+/// "CPU1 42, CPU3 3" for the CPUs with a non-zero count, worst first.
+fn per_cpu_counts(rows: &[(u32, u64)]) -> String {
+    let mut hits: Vec<(u32, u64)> = rows.iter().copied().filter(|(_, n)| *n > 0).collect();
+    hits.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let mut parts: Vec<String> = hits
+        .iter()
+        .take(MAX_CPUS_NAMED)
+        .map(|(c, n)| format!("CPU{c} {}", format_count(*n)))
+        .collect();
+    if hits.len() > MAX_CPUS_NAMED {
+        parts.push(format!("{} more CPUs", hits.len() - MAX_CPUS_NAMED));
+    }
+    parts.join(", ")
+}
+
+fn drops(ctx: &Context, window: &Window, out: &mut Vec<Finding>) {
+    let rows = window.per_cpu(softnet_rows, |s| (s.cpu, s.dropped));
+    let total: u64 = rows.iter().map(|(_, n)| n).sum();
+    if total == 0 {
+        return;
+    }
+    let backlog = sysctl_u64(ctx.host, "net.core.netdev_max_backlog");
+    let (setting, raise) = match backlog {
+        Some(b) => (
+            format!("; net.core.netdev_max_backlog = {b}"),
+            format!(
+                "Raise net.core.netdev_max_backlog from {b} to {}",
+                doubled(b)
+            ),
+        ),
+        None => (
+            String::new(),
+            "Raise net.core.netdev_max_backlog".to_string(),
+        ),
+    };
+    out.push(Finding {
+        id: "softnet.drops",
+        severity: Severity::Warn,
+        title: "CPU backlogs overflowed and dropped packets".to_string(),
+        evidence: format!(
+            "{} packets dropped with the backlog full {}{} ({}){setting}",
+            format_count(total),
+            window.span(),
+            window.rate_suffix(total),
+            per_cpu_counts(&rows)
+        ),
+        why: WHY_DROPS.to_string(),
+        fix: format!(
+            "{raise} (double it while drops continue), and spread receive work so that no one \
+             CPU's backlog fills (RPS over the NIC node's CPUs)."
+        ),
+        profile: Some("pps"),
+    });
+}
+
+fn squeeze(ctx: &Context, window: &Window, out: &mut Vec<Finding>) {
+    let rows = window.per_cpu(softnet_rows, |s| (s.cpu, s.time_squeeze));
+    let total: u64 = rows.iter().map(|(_, n)| n).sum();
+    if total == 0 {
+        return;
+    }
+    // Rising while we watched is a live problem; a total since boot may
+    // be an old burst.
+    let severity = if window.live() {
+        Severity::Warn
+    } else {
+        Severity::Info
+    };
+    let budget = sysctl_u64(ctx.host, "net.core.netdev_budget");
+    let usecs = sysctl_u64(ctx.host, "net.core.netdev_budget_usecs");
+    let mut settings = Vec::new();
+    let mut changes = Vec::new();
+    for (name, value) in [
+        ("net.core.netdev_budget", budget),
+        ("net.core.netdev_budget_usecs", usecs),
+    ] {
+        if let Some(v) = value {
+            settings.push(format!("{name} = {v}"));
+            changes.push(format!("{name} from {v} to {}", doubled(v)));
+        }
+    }
+    let settings = if settings.is_empty() {
+        String::new()
+    } else {
+        format!("; {}", settings.join(", "))
+    };
+    let change = if changes.is_empty() {
+        "net.core.netdev_budget and net.core.netdev_budget_usecs".to_string()
+    } else {
+        changes.join(" and ")
+    };
+    out.push(Finding {
+        id: "softnet.squeeze",
+        severity,
+        title: "The receive softirq ran out of budget".to_string(),
+        evidence: format!(
+            "time_squeeze {} {}{} ({}){settings}",
+            format_count(total),
+            window.span(),
+            window.rate_suffix(total),
+            per_cpu_counts(&rows)
+        ),
+        why: WHY_SQUEEZE.to_string(),
+        fix: format!(
+            "Double {change} so one softirq run may do more; spreading receive work over more \
+             CPUs helps more where it is possible."
+        ),
+        profile: None,
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::doctor::testkit::*;
+    use crate::doctor::Severity;
+
+    #[test]
+    fn hotspot_fires_when_cpu0_takes_almost_all_net_rx() {
+        let host = two_socket_smt_8q();
+        // Over 2 s CPU0 took 97,000 NET_RX softirqs, the other 31 CPUs 97 each.
+        let r = rates(&host, 2.0, |after| {
+            for s in &mut after.softirqs {
+                s.net_rx += if s.cpu == 0 { 97_000 } else { 97 };
+            }
+        });
+        let findings = diagnose_with(&host, &r);
+        assert_fires(
+            &findings,
+            "softirq.hotspot",
+            Severity::Warn,
+            &[
+                "CPU0 handled 97% of NET_RX softirqs over 2 s",
+                "48,500/s",
+                "CPUs 1-31 3% together",
+            ],
+        );
+    }
+
+    #[test]
+    fn hotspot_is_crit_when_a_cpu_saturates_in_softirq() {
+        // The 2-vCPU VM under a UDP flood: CPU1 91% softirq over 2 s.
+        let host = vm_2cpu_single_queue();
+        let r = rates(&host, 2.0, |after| {
+            after.cpu_time[1].softirq += 182;
+            after.cpu_time[1].system += 18;
+            after.cpu_time[0].idle += 150;
+            after.cpu_time[0].user += 50;
+            after.softirqs[1].net_rx += 60_000;
+        });
+        let f = assert_fires(
+            &diagnose_with(&host, &r),
+            "softirq.hotspot",
+            Severity::Crit,
+            &["CPU1 spent 91% of its time in softirq over 2 s"],
+        );
+        assert_eq!(f.profile, Some("pps"));
+    }
+
+    #[test]
+    fn hotspot_silent_when_spread_idle_or_unknown() {
+        // Tuned host since boot: CPUs 0-7 ~9% each.
+        none(&diagnose(&two_socket_smt_8q()), "softirq.hotspot");
+        // The VM since boot: 4,700 softirqs is too little to judge.
+        none(&diagnose(&vm_2cpu_single_queue()), "softirq.hotspot");
+        // An idle sample: 10 softirqs in 2 s, all on CPU0.
+        let host = two_socket_smt_8q();
+        let r = rates(&host, 2.0, |after| after.softirqs[0].net_rx += 10);
+        none(&diagnose_with(&host, &r), "softirq.hotspot");
+        // No /proc/softirqs or /proc/stat data at all.
+        let mut host = two_socket_smt_8q();
+        host.counters.softirqs.clear();
+        host.counters.cpu_time.clear();
+        let r = rates(&host, 2.0, |_| {});
+        none(&diagnose_with(&host, &r), "softirq.hotspot");
+    }
+
+    #[test]
+    fn drops_fire_with_totals_and_rates() {
+        let mut host = vm_2cpu_single_queue();
+        host.counters.softnet[1].dropped = 42;
+        host.counters.softnet[0].dropped = 3;
+        let f = assert_fires(
+            &diagnose(&host),
+            "softnet.drops",
+            Severity::Warn,
+            &["45", "since boot", "CPU1 42", "CPU0 3", "= 1000"],
+        );
+        assert!(f.fix.contains("from 1000 to 2000"), "{}", f.fix);
+
+        let host = vm_2cpu_single_queue();
+        let r = rates(&host, 2.0, |after| after.softnet[1].dropped += 500);
+        assert_fires(
+            &diagnose_with(&host, &r),
+            "softnet.drops",
+            Severity::Warn,
+            &["500", "over 2 s", "(250/s)"],
+        );
+    }
+
+    #[test]
+    fn drops_silent_when_none_new_or_unknown() {
+        none(&diagnose(&vm_2cpu_single_queue()), "softnet.drops");
+        // Old drops since boot, none while sampling.
+        let mut host = vm_2cpu_single_queue();
+        host.counters.softnet[1].dropped = 42;
+        let r = rates(&host, 2.0, |after| after.softnet[1].processed += 1000);
+        none(&diagnose_with(&host, &r), "softnet.drops");
+        let mut host = vm_2cpu_single_queue();
+        host.counters.softnet.clear();
+        none(&diagnose(&host), "softnet.drops");
+    }
+
+    #[test]
+    fn squeeze_warns_when_rising_and_notes_totals() {
+        let host = vm_2cpu_single_queue();
+        let r = rates(&host, 2.0, |after| after.softnet[0].time_squeeze += 310);
+        let f = assert_fires(
+            &diagnose_with(&host, &r),
+            "softnet.squeeze",
+            Severity::Warn,
+            &["310", "(155/s)", "netdev_budget = 300"],
+        );
+        assert!(f.fix.contains("from 300 to 600"), "{}", f.fix);
+        assert!(f.fix.contains("from 8000 to 16000"), "{}", f.fix);
+
+        let mut host = vm_2cpu_single_queue();
+        host.counters.softnet[0].time_squeeze = 1250;
+        assert_fires(
+            &diagnose(&host),
+            "softnet.squeeze",
+            Severity::Info,
+            &["1,250", "since boot"],
+        );
+    }
+
+    #[test]
+    fn squeeze_silent_without_squeezes() {
+        none(&diagnose(&vm_2cpu_single_queue()), "softnet.squeeze");
+        let host = two_socket_smt_8q();
+        let r = rates(&host, 2.0, |after| after.softnet[3].processed += 1_000_000);
+        none(&diagnose_with(&host, &r), "softnet.squeeze");
+    }
+}

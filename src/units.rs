@@ -1,0 +1,251 @@
+//! Units people type on the command line and units nettune prints.
+//!
+//! Rates follow tc(8): `bit`, `kbit`, `mbit`, `gbit`, `tbit` are bits per
+//! second in powers of 1000, `kibit` .. `tibit` in powers of 1024, and the
+//! `bps` forms (`bps`, `kbps`, `mbps`, `gbps`, `tbps`, `kibps` .. `tibps`)
+//! are BYTES per second, as in tc: `1gbps` = 8 Gbit/s. Units are
+//! case-insensitive. A bare number or a bare prefix (`10`, `25G`) is refused
+//! because bits and bytes are an 8x difference that nobody should guess.
+//!
+//! Times accept `s`/`sec`/`secs`, `ms`/`msec`/`msecs`, `us`/`usec`/`usecs`
+//! (also `µs`) and `ns`. A bare number is refused (tc reads it as
+//! microseconds, most people as milliseconds).
+
+use std::time::Duration;
+
+use anyhow::bail;
+
+const RATE_EXAMPLE: &str = "e.g. '10gbit', '100mbit' or '2.5gbit' \
+     (units: bit kbit mbit gbit tbit; kbps mbps gbps are bytes/s as in tc)";
+const TIME_EXAMPLE: &str = "e.g. '50ms', '100us' or '0.2s'";
+
+/// Parse a rate such as `10gbit` into bits per second.
+pub fn parse_rate(text: &str) -> anyhow::Result<u64> {
+    let (number, unit) = split_number(text, "rate", RATE_EXAMPLE)?;
+    let unit = unit.to_ascii_lowercase();
+    let (scale, bytes) = match unit.strip_suffix("bit") {
+        Some(prefix) => (prefix_scale(prefix), false),
+        None => match unit.strip_suffix("bps") {
+            Some(prefix) => (prefix_scale(prefix), true),
+            None => (None, false),
+        },
+    };
+    let Some(scale) = scale else {
+        if unit.is_empty() || prefix_scale(&unit).is_some() {
+            bail!(
+                "rate '{}' has no unit: say bits or bytes per second, {RATE_EXAMPLE}",
+                text.trim()
+            );
+        }
+        bail!(
+            "rate '{}' has an unknown unit '{unit}': {RATE_EXAMPLE}",
+            text.trim()
+        );
+    };
+    let bits = number * scale * if bytes { 8.0 } else { 1.0 };
+    if bits < 1.0 {
+        bail!("rate '{}' is zero: {RATE_EXAMPLE}", text.trim());
+    }
+    if bits >= u64::MAX as f64 {
+        bail!("rate '{}' is too large: {RATE_EXAMPLE}", text.trim());
+    }
+    Ok(bits.round() as u64)
+}
+
+/// Parse a time such as `50ms` into a duration.
+pub fn parse_time(text: &str) -> anyhow::Result<Duration> {
+    let (number, unit) = split_number(text, "time", TIME_EXAMPLE)?;
+    let scale = match unit.to_ascii_lowercase().as_str() {
+        "s" | "sec" | "secs" => 1.0,
+        "ms" | "msec" | "msecs" => 1e-3,
+        "us" | "usec" | "usecs" | "µs" => 1e-6,
+        "ns" | "nsec" | "nsecs" => 1e-9,
+        "" => bail!("time '{}' has no unit: {TIME_EXAMPLE}", text.trim()),
+        other => bail!(
+            "time '{}' has an unknown unit '{other}': {TIME_EXAMPLE}",
+            text.trim()
+        ),
+    };
+    let secs = number * scale;
+    if secs <= 0.0 {
+        bail!("time '{}' is zero: {TIME_EXAMPLE}", text.trim());
+    }
+    Duration::try_from_secs_f64(secs)
+        .map_err(|_| anyhow::anyhow!("time '{}' is too large: {TIME_EXAMPLE}", text.trim()))
+}
+
+/// Split `2.5gbit` into (2.5, "gbit"): a non-negative decimal number and the
+/// rest, with optional space between.
+fn split_number<'a>(text: &'a str, what: &str, example: &str) -> anyhow::Result<(f64, &'a str)> {
+    let trimmed = text.trim();
+    if trimmed.starts_with('-') {
+        bail!("{what} '{trimmed}' is negative: {example}");
+    }
+    let end = trimmed
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(trimmed.len());
+    let (digits, unit) = trimmed.split_at(end);
+    let number: f64 = digits
+        .parse()
+        .ok()
+        .filter(|n: &f64| n.is_finite())
+        .ok_or_else(|| anyhow::anyhow!("'{trimmed}' is not a {what}: {example}"))?;
+    let unit = unit.trim_start();
+    if unit.contains(char::is_whitespace) {
+        bail!("'{trimmed}' is not a {what}: {example}");
+    }
+    Ok((number, unit))
+}
+
+fn prefix_scale(prefix: &str) -> Option<f64> {
+    Some(match prefix {
+        "" => 1.0,
+        "k" => 1e3,
+        "m" => 1e6,
+        "g" => 1e9,
+        "t" => 1e12,
+        "ki" => 1024.0,
+        "mi" => 1024.0 * 1024.0,
+        "gi" => 1024.0 * 1024.0 * 1024.0,
+        "ti" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
+        _ => return None,
+    })
+}
+
+/// `10 Gbit/s`, `2.5 Gbit/s`, `100 Mbit/s`: bits per second in 1000s.
+pub fn format_rate(bits_per_sec: u64) -> String {
+    let units = [
+        (1e12, "Tbit/s"),
+        (1e9, "Gbit/s"),
+        (1e6, "Mbit/s"),
+        (1e3, "kbit/s"),
+    ];
+    let value = bits_per_sec as f64;
+    for (scale, name) in units {
+        if value >= scale {
+            return format!("{} {name}", trim_decimal(value / scale));
+        }
+    }
+    format!("{bits_per_sec} bit/s")
+}
+
+/// `64 MiB`, `6.2 MiB`, `208 KiB`, `512 B`: bytes in powers of 1024, as
+/// kernel buffer sizes are usually chosen.
+pub fn format_bytes(bytes: u64) -> String {
+    let units = [
+        (1u64 << 40, "TiB"),
+        (1 << 30, "GiB"),
+        (1 << 20, "MiB"),
+        (1 << 10, "KiB"),
+    ];
+    for (scale, name) in units {
+        if bytes >= scale {
+            return format!("{} {name}", trim_decimal(bytes as f64 / scale as f64));
+        }
+    }
+    format!("{bytes} B")
+}
+
+/// `50 ms`, `100 us`, `1.5 s`.
+pub fn format_time(secs: f64) -> String {
+    if secs >= 1.0 {
+        format!("{} s", trim_decimal(secs))
+    } else if secs >= 1e-3 {
+        format!("{} ms", trim_decimal(secs * 1e3))
+    } else {
+        format!("{} us", trim_decimal(secs * 1e6))
+    }
+}
+
+/// One decimal at most, none when it is zero: `62.5`, `64`.
+fn trim_decimal(value: f64) -> String {
+    let text = format!("{value:.1}");
+    text.strip_suffix(".0").map(str::to_string).unwrap_or(text)
+}
+
+/// `1,234,567`: counters are easier to read with separators.
+pub fn format_count(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_in_tc_units() {
+        assert_eq!(parse_rate("10gbit").expect("rate"), 10_000_000_000);
+        assert_eq!(parse_rate("100mbit").expect("rate"), 100_000_000);
+        assert_eq!(parse_rate("2.5Gbit").expect("rate"), 2_500_000_000);
+        assert_eq!(parse_rate("1kibit").expect("rate"), 1024);
+        assert_eq!(parse_rate("40 gbit").expect("rate"), 40_000_000_000);
+        // tc: the bps forms are bytes per second.
+        assert_eq!(parse_rate("1gbps").expect("rate"), 8_000_000_000);
+        assert_eq!(parse_rate("125MBps").expect("rate"), 1_000_000_000);
+    }
+
+    #[test]
+    fn bad_rates_show_an_example() {
+        for bad in [
+            "10 gigs",
+            "-5gbit",
+            "25G",
+            "10",
+            "fast",
+            "0gbit",
+            "gbit",
+            "1.2.3gbit",
+        ] {
+            let err = parse_rate(bad).expect_err(bad).to_string();
+            assert!(err.contains("10gbit"), "{bad}: {err}");
+            assert!(err.contains(&format!("'{bad}'")), "{bad}: {err}");
+        }
+        let err = parse_rate("25G").expect_err("ambiguous").to_string();
+        assert!(err.contains("no unit"), "{err}");
+    }
+
+    #[test]
+    fn times() {
+        assert_eq!(parse_time("50ms").expect("t"), Duration::from_millis(50));
+        assert_eq!(parse_time("100us").expect("t"), Duration::from_micros(100));
+        assert_eq!(parse_time("0.2s").expect("t"), Duration::from_millis(200));
+        assert_eq!(
+            parse_time("250 usec").expect("t"),
+            Duration::from_micros(250)
+        );
+    }
+
+    #[test]
+    fn bad_times_show_an_example() {
+        for bad in ["-5ms", "50", "5 minutes", "ms", "0ms", "1e400s"] {
+            let err = parse_time(bad).expect_err(bad).to_string();
+            assert!(err.contains("50ms"), "{bad}: {err}");
+        }
+        assert!(parse_time("-5ms")
+            .expect_err("negative")
+            .to_string()
+            .contains("negative"));
+    }
+
+    #[test]
+    fn formats() {
+        assert_eq!(format_rate(10_000_000_000), "10 Gbit/s");
+        assert_eq!(format_rate(2_500_000_000), "2.5 Gbit/s");
+        assert_eq!(format_bytes(64 << 20), "64 MiB");
+        assert_eq!(format_bytes(212_992), "208 KiB");
+        assert_eq!(format_bytes(6_291_456), "6 MiB");
+        assert_eq!(format_bytes(100), "100 B");
+        assert_eq!(format_time(0.05), "50 ms");
+        assert_eq!(format_time(0.0001), "100 us");
+        assert_eq!(format_count(1_234_567), "1,234,567");
+        assert_eq!(format_count(12), "12");
+    }
+}
