@@ -5,3 +5,4 @@
 mod common;
 mod inspect;
 mod nic;
+mod plan;
