@@ -6,3 +6,4 @@ mod common;
 mod inspect;
 mod nic;
 mod plan;
+mod plan_props;
