@@ -203,6 +203,13 @@ impl StateDir {
         Ok(self.list()?.last().map_or(1, |j| j.id + 1))
     }
 
+    /// Remove a state that changed nothing (every change refused).
+    pub fn remove(&self, id: u32) -> anyhow::Result<()> {
+        let path = self.file_of(id);
+        fs::remove_file(&path).with_context(|| format!("cannot remove {}", path.display()))?;
+        sync_dir(&self.dir)
+    }
+
     /// Write a journal durably: a temporary file, fsync, rename over the
     /// state's file, fsync the directory.
     pub fn save(&self, journal: &Journal) -> anyhow::Result<()> {

@@ -105,11 +105,11 @@ pub fn run_apply(args: ApplyArgs) -> anyhow::Result<Status> {
         print(&plan, &args.tune, args.format)?;
         return Ok(Status::Clean);
     }
-    let root_dir = args.tune.target.root.clone();
-    require_root_for_live(root_dir.as_deref(), "apply")?;
     if args.persist && args.tune.target.netns.is_some() {
         anyhow::bail!("--persist cannot be used with --netns: a network namespace does not survive a reboot; nothing was changed");
     }
+    let root_dir = args.tune.target.root.clone();
+    require_root_for_live(root_dir.as_deref(), "apply")?;
     // Check the options before taking the lock or entering a namespace.
     args.tune.options()?;
     let state = state_dir(args.state_dir.as_deref(), root_dir.as_deref());
@@ -215,6 +215,17 @@ pub fn run_apply(args: ApplyArgs) -> anyhow::Result<Status> {
             }
         }
     }
+    if journal.change_count() == 0 {
+        // The kernel refused every change: nothing to undo, no state.
+        state.remove(journal.id)?;
+        let mut out = format!(
+            "nothing to change on {}: the kernel refused every planned change\n",
+            args.tune.place()
+        );
+        out.push_str(&refusals(&journal));
+        crate::output::print(&out)?;
+        return Ok(Status::Clean);
+    }
     if args.persist {
         persist::prepare(&mut journal, &base)?;
         state.save(&journal)?;
@@ -233,11 +244,7 @@ fn summary(journal: &Journal, place: &str) -> String {
         journal.change_count(),
         journal.id
     );
-    for e in &journal.changes {
-        if let Outcome::Refused(why) = &e.outcome {
-            out.push_str(&format!("  left alone {}: {why}\n", e.target));
-        }
-    }
+    out.push_str(&refusals(journal));
     if !journal.persist.is_empty() {
         out.push_str(&format!(
             "  persisted in {}, {} and {}\n",
@@ -255,6 +262,16 @@ fn summary(journal: &Journal, place: &str) -> String {
         "undo with: nettune rollback {}{root}\n",
         journal.id
     ));
+    out
+}
+
+fn refusals(journal: &Journal) -> String {
+    let mut out = String::new();
+    for e in &journal.changes {
+        if let Outcome::Refused(why) = &e.outcome {
+            out.push_str(&format!("  left alone {}: {why}\n", e.target));
+        }
+    }
     out
 }
 

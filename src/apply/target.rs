@@ -271,7 +271,7 @@ fn classify_driver(target: &Target, e: &SetError) -> WriteError {
 fn classify_qdisc(kind: &str, e: &SetError) -> WriteError {
     if matches!(e.errno, libc::ENOENT | libc::EOPNOTSUPP) {
         return WriteError::Refused(format!(
-            "the kernel lacks the '{kind}' qdisc ({e}): build or load sch_{kind} to use it"
+            "the kernel lacks the '{kind}' qdisc: {e}; build or load sch_{kind} to use it"
         ));
     }
     WriteError::Failed(e.to_string())

@@ -12,7 +12,11 @@ use serde_json::Value;
 
 use crate::common::*;
 
-const FIXTURES: [&str; 3] = ["vm-2cpu-virtio", "two-socket-smt-8q", "two-socket-nic-node1"];
+const FIXTURES: [&str; 3] = [
+    "vm-2cpu-virtio",
+    "two-socket-smt-8q",
+    "two-socket-nic-node1",
+];
 const PROFILES: [Profile; 5] = [
     Profile::Pps,
     Profile::Latency,
@@ -100,7 +104,11 @@ fn every_profile_on_every_fixture_stays_on_network_cpus_and_is_deterministic() {
             .collect();
         for profile in PROFILES {
             let plan = plan_with(&host, profile, |_| {});
-            assert_eq!(plan, plan_with(&host, profile, |_| {}), "{name} {profile:?}");
+            assert_eq!(
+                plan,
+                plan_with(&host, profile, |_| {}),
+                "{name} {profile:?}"
+            );
             assert_eq!(plan.cpus, network, "{name}");
             for c in &plan.changes {
                 let cpus = if c.target.ends_with("_list") {
@@ -118,7 +126,11 @@ fn every_profile_on_every_fixture_stays_on_network_cpus_and_is_deterministic() {
             // Per queue: distinct CPUs while there are enough.
             let by_queue: BTreeMap<u32, u32> = irq_cpus(&host, &plan).into_iter().collect();
             let distinct: BTreeSet<u32> = by_queue.values().copied().collect();
-            assert_eq!(distinct.len(), by_queue.len(), "{name} {profile:?}: {by_queue:?}");
+            assert_eq!(
+                distinct.len(),
+                by_queue.len(),
+                "{name} {profile:?}: {by_queue:?}"
+            );
         }
     }
 }
@@ -128,10 +140,17 @@ fn pps_on_the_smt_host_puts_queues_on_node0_cores_and_rps_on_node0() {
     let host = host("two-socket-smt-8q");
     let plan = plan_with(&host, Profile::Pps, |_| {});
     let irqs = irq_cpus(&host, &plan);
-    assert_eq!(irqs.len(), 8, "every queue IRQ starts on CPU 0-31: all move");
+    assert_eq!(
+        irqs.len(),
+        8,
+        "every queue IRQ starts on CPU 0-31: all move"
+    );
     let node0 = &host.numa_nodes[0].cpus;
     for (queue, cpu) in &irqs {
-        assert!(node0.contains(cpu), "queue {queue} on CPU {cpu}, off the NIC's node");
+        assert!(
+            node0.contains(cpu),
+            "queue {queue} on CPU {cpu}, off the NIC's node"
+        );
         assert!(
             !is_second_thread(&host, *cpu, &plan.cpus),
             "queue {queue} on SMT sibling {cpu} while node0 cores are free"
@@ -145,7 +164,10 @@ fn pps_on_the_smt_host_puts_queues_on_node0_cores_and_rps_on_node0() {
     for c in changes_ending(&plan, "/rps_flow_cnt") {
         assert_eq!(c.to, (32768 / 8).to_string());
     }
-    assert_eq!(sysctl_to(&plan, "net.core.rps_sock_flow_entries"), Some("32768"));
+    assert_eq!(
+        sysctl_to(&plan, "net.core.rps_sock_flow_entries"),
+        Some("32768")
+    );
     // udp4/udp6 hash on addresses only: the ports are added.
     let hash: Vec<&Change> = plan
         .changes
@@ -178,7 +200,10 @@ fn cores_before_siblings_before_the_remote_node() {
         .collect();
     let mut sorted = ranks.clone();
     sorted.sort();
-    assert_eq!(ranks, sorted, "queue order must follow local core, local sibling, remote core, remote sibling: {irqs:?}");
+    assert_eq!(
+        ranks, sorted,
+        "queue order must follow local core, local sibling, remote core, remote sibling: {irqs:?}"
+    );
     let used: BTreeSet<u32> = irqs.iter().map(|(_, c)| *c).collect();
     assert_eq!(used.len(), 8, "8 queues, 8 CPUs: one each");
     assert!(irqs[..4].iter().all(|(_, c)| node_of(&host, *c) == Some(0)));
@@ -213,9 +238,15 @@ fn isolated_cpu_is_never_used_and_the_nic_node_comes_first() {
     }
     let pps = plan_with(&host, Profile::Pps, |_| {});
     for c in changes_ending(&pps, "/rps_cpus") {
-        assert_eq!(parse_mask(&c.to).expect("mask"), (8..15).collect::<Vec<_>>());
+        assert_eq!(
+            parse_mask(&c.to).expect("mask"),
+            (8..15).collect::<Vec<_>>()
+        );
     }
-    assert!(changes_ending(&pps, "/rps_flow_cnt").is_empty(), "4096 = 32768 / 8 already");
+    assert!(
+        changes_ending(&pps, "/rps_flow_cnt").is_empty(),
+        "4096 = 32768 / 8 already"
+    );
 }
 
 #[test]
@@ -232,7 +263,10 @@ fn single_queue_vm_gets_rps_over_both_cpus_and_all_flow_entries() {
     assert_eq!(irqs[0].1, irqs[1].1);
     // virtio_net has no flow hash: left alone and said so.
     let skipped: Vec<&str> = plan.skipped.iter().map(|s| s.target.as_str()).collect();
-    assert!(skipped.contains(&"ethtool:eth0:rx-flow-hash.udp4"), "{skipped:?}");
+    assert!(
+        skipped.contains(&"ethtool:eth0:rx-flow-hash.udp4"),
+        "{skipped:?}"
+    );
     assert!(plan.skipped.iter().all(|s| !s.reason.is_empty()));
 }
 
@@ -240,7 +274,9 @@ fn single_queue_vm_gets_rps_over_both_cpus_and_all_flow_entries() {
 fn no_rps_where_hardware_queues_cover_the_cpus() {
     let host = host("two-socket-nic-node1");
     // 8 queues, 8 network CPUs: RPS (set on this host) goes off.
-    let plan = plan_with(&host, Profile::Pps, |o| o.cpus = Some((8..15).chain([0]).collect()));
+    let plan = plan_with(&host, Profile::Pps, |o| {
+        o.cpus = Some((8..15).chain([0]).collect())
+    });
     let rps = changes_ending(&plan, "/rps_cpus");
     assert_eq!(rps.len(), 8);
     assert!(rps.iter().all(|c| c.to == "0"), "{rps:?}");
@@ -259,16 +295,15 @@ fn latency_polls_and_raises_haltpoll_on_the_vm() {
         .expect("haltpoll raised");
     assert_eq!((halt.from.as_str(), halt.to.as_str()), ("0", "200000"));
     // No cpufreq in a VM: said, not planned.
-    assert!(plan
-        .skipped
-        .iter()
-        .any(|s| s.reason.contains("no cpufreq")));
+    assert!(plan.skipped.iter().any(|s| s.reason.contains("no cpufreq")));
 
     let smt = host("two-socket-smt-8q");
     let plan = plan_with(&smt, Profile::Latency, |_| {});
     let governors = changes_ending(&plan, "/scaling_governor");
     assert_eq!(governors.len(), 32);
-    assert!(governors.iter().all(|c| c.from == "powersave" && c.to == "performance"));
+    assert!(governors
+        .iter()
+        .all(|c| c.from == "powersave" && c.to == "performance"));
 }
 
 fn tcp_max(plan: &Plan, name: &str) -> u64 {
@@ -298,15 +333,24 @@ fn throughput_buffers_follow_bandwidth_times_rtt() {
         let bdp = bits / 8 * rtt_us / 1_000_000 / u64::from(streams);
         let rmem = tcp_max(&plan, "net.ipv4.tcp_rmem");
         let wmem = tcp_max(&plan, "net.ipv4.tcp_wmem");
-        assert!(rmem >= bdp, "{bits} x {rtt_us}us / {streams}: tcp_rmem max {rmem} < BDP {bdp}");
+        assert!(
+            rmem >= bdp,
+            "{bits} x {rtt_us}us / {streams}: tcp_rmem max {rmem} < BDP {bdp}"
+        );
         assert_eq!(rmem, wmem);
         // The smallest tier that holds it: half of it would not.
-        assert!(rmem / 2 < bdp.max(16 << 20), "tier {rmem} too big for BDP {bdp}");
+        assert!(
+            rmem / 2 < bdp.max(16 << 20),
+            "tier {rmem} too big for BDP {bdp}"
+        );
         let core: u64 = sysctl_to(&plan, "net.core.rmem_max")
             .expect("rmem_max")
             .parse()
             .expect("number");
-        assert!(core >= rmem, "rmem_max {core} below the autotuning max {rmem}");
+        assert!(
+            core >= rmem,
+            "rmem_max {core} below the autotuning max {rmem}"
+        );
         // Min and default fields keep the host's values.
         let rmem_text = sysctl_to(&plan, "net.ipv4.tcp_rmem").expect("rmem");
         assert!(rmem_text.starts_with("4096 131072 "), "{rmem_text}");
@@ -323,18 +367,27 @@ fn throughput_buffers_follow_bandwidth_times_rtt() {
 fn throughput_on_the_smt_host_sets_rings_coalescing_and_fq() {
     let host = host("two-socket-smt-8q");
     let plan = plan_with(&host, Profile::Throughput, |o| o.streams = Some(4));
-    let get = |t: &str| plan.changes.iter().find(|c| c.target == t).map(|c| c.to.clone());
+    let get = |t: &str| {
+        plan.changes
+            .iter()
+            .find(|c| c.target == t)
+            .map(|c| c.to.clone())
+    };
     assert_eq!(get("ethtool:eth0:rings.rx").as_deref(), Some("4096"));
     assert_eq!(get("ethtool:eth0:rings.tx").as_deref(), Some("4096"));
-    assert_eq!(get("ethtool:eth0:coalesce.adaptive-rx").as_deref(), Some("on"));
+    assert_eq!(
+        get("ethtool:eth0:coalesce.adaptive-rx").as_deref(),
+        Some("on")
+    );
     // 80% of 10 Gbit/s over 4 streams (REFERENCE 6: 2gbit per stream).
     assert_eq!(get("qdisc:eth0:root").as_deref(), Some("fq maxrate 2gbit"));
     // bbr is not available on this host: said, not planned.
-    assert!(plan
-        .skipped
-        .iter()
-        .any(|s| s.target.ends_with("tcp_congestion_control") && s.reason.contains("not available")));
-    let paced = plan_with(&host, Profile::Throughput, |o| o.pace_bits = Some(3_000_000_000));
+    assert!(plan.skipped.iter().any(
+        |s| s.target.ends_with("tcp_congestion_control") && s.reason.contains("not available")
+    ));
+    let paced = plan_with(&host, Profile::Throughput, |o| {
+        o.pace_bits = Some(3_000_000_000)
+    });
     assert!(paced
         .changes
         .iter()
@@ -345,8 +398,10 @@ fn throughput_on_the_smt_host_sets_rings_coalescing_and_fq() {
 fn namespace_rules_skip_read_only_root_only_and_disallowed_settings() {
     let mut host = host("vm-2cpu-virtio");
     host.source.netns = Some("blue".to_string());
-    host.sysctls
-        .insert("net.ipv4.tcp_allowed_congestion_control".to_string(), "reno cubic".to_string());
+    host.sysctls.insert(
+        "net.ipv4.tcp_allowed_congestion_control".to_string(),
+        "reno cubic".to_string(),
+    );
     host.sysctls.insert(
         "net.ipv4.tcp_available_congestion_control".to_string(),
         "reno cubic bbr".to_string(),
@@ -362,10 +417,17 @@ fn namespace_rules_skip_read_only_root_only_and_disallowed_settings() {
     let pps = plan_with(&host, Profile::Pps, |_| {});
     assert!(reason(&pps, "net.core.rmem_max").contains("read-only inside network namespace 'blue'"));
     assert!(reason(&pps, "net.core.netdev_max_backlog").contains("host-wide"));
-    assert!(sysctl_to(&pps, "net.ipv4.udp_rmem_min").is_some(), "per-namespace: planned");
-    assert!(pps.changes.iter().all(|c| !c.target.starts_with("/proc/sys/net/core/")));
+    assert!(
+        sysctl_to(&pps, "net.ipv4.udp_rmem_min").is_some(),
+        "per-namespace: planned"
+    );
+    assert!(pps
+        .changes
+        .iter()
+        .all(|c| !c.target.starts_with("/proc/sys/net/core/")));
     let tput = plan_with(&host, Profile::Throughput, |_| {});
-    assert!(reason(&tput, "net.ipv4.tcp_congestion_control").contains("not allowed inside network namespace 'blue'"));
+    assert!(reason(&tput, "net.ipv4.tcp_congestion_control")
+        .contains("not allowed inside network namespace 'blue'"));
     let latency = plan_with(&host, Profile::Latency, |_| {});
     assert!(latency
         .changes
@@ -377,13 +439,24 @@ fn namespace_rules_skip_read_only_root_only_and_disallowed_settings() {
 fn baseline_restores_kernel_defaults() {
     let host = host("two-socket-nic-node1");
     let plan = plan_with(&host, Profile::Baseline, |_| {});
-    assert!(changes_ending(&plan, "/rps_cpus").iter().all(|c| c.to == "0"));
-    assert_eq!(sysctl_to(&plan, "net.core.rps_sock_flow_entries"), Some("0"));
-    assert_eq!(sysctl_to(&plan, "net.ipv4.tcp_congestion_control"), Some("cubic"));
+    assert!(changes_ending(&plan, "/rps_cpus")
+        .iter()
+        .all(|c| c.to == "0"));
+    assert_eq!(
+        sysctl_to(&plan, "net.core.rps_sock_flow_entries"),
+        Some("0")
+    );
+    assert_eq!(
+        sysctl_to(&plan, "net.ipv4.tcp_congestion_control"),
+        Some("cubic")
+    );
     // Nothing the kernel has no default for: IRQs, drivers, qdiscs.
-    assert!(plan.changes.iter().all(|c| !c.target.starts_with("/proc/irq/")
-        && !c.target.starts_with("ethtool:")
-        && !c.target.starts_with("qdisc:")));
+    assert!(plan
+        .changes
+        .iter()
+        .all(|c| !c.target.starts_with("/proc/irq/")
+            && !c.target.starts_with("ethtool:")
+            && !c.target.starts_with("qdisc:")));
 }
 
 #[test]
@@ -398,11 +471,21 @@ fn json_lists_changes_and_skipped_with_exact_values() {
             assert!(c[field].is_string(), "{field} in {c}");
         }
     }
-    let targets: Vec<&str> = changes.iter().map(|c| c["target"].as_str().expect("t")).collect();
-    assert!(targets.contains(&"/proc/irq/38/smp_affinity_list"), "{targets:?}");
+    let targets: Vec<&str> = changes
+        .iter()
+        .map(|c| c["target"].as_str().expect("t"))
+        .collect();
+    assert!(
+        targets.contains(&"/proc/irq/38/smp_affinity_list"),
+        "{targets:?}"
+    );
     assert!(targets.contains(&"/sys/class/net/eth0/queues/rx-0/rps_cpus"));
     assert!(targets.contains(&"/proc/sys/net/core/rps_sock_flow_entries"));
-    assert!(v["skipped"].as_array().expect("skipped").iter().all(|s| s["reason"].is_string()));
+    assert!(v["skipped"]
+        .as_array()
+        .expect("skipped")
+        .iter()
+        .all(|s| s["reason"].is_string()));
     // Same input, same bytes.
     let (_, a, _) = run(&["plan", "--profile", "pps", "--root", root, "--json"]);
     let (_, b, _) = run(&["plan", "--profile", "pps", "--root", root, "--json"]);
@@ -422,7 +505,15 @@ fn text_groups_by_interface_then_kernel_and_sh_has_the_commands() {
     assert!(text.contains("512 -> 4096"), "{text}");
     assert!(text.contains("net.ipv4.tcp_rmem"), "{text}");
 
-    let (code, sh, err) = run(&["plan", "--profile", "throughput", "--root", root, "--format", "sh"]);
+    let (code, sh, err) = run(&[
+        "plan",
+        "--profile",
+        "throughput",
+        "--root",
+        root,
+        "--format",
+        "sh",
+    ]);
     assert_eq!(code, 0, "{err}");
     assert!(sh.starts_with("#!/bin/sh\n"));
     for expected in [
@@ -449,13 +540,25 @@ fn bad_input_is_a_clear_error_and_exit_2() {
     let root = root.to_str().expect("path");
     for (args, expected) in [
         (vec!["--profile", "fast"], "'fast'"),
-        (vec!["--profile", "pps", "--cpus", "0-300"], "CPU 2-300 not online"),
+        (
+            vec!["--profile", "pps", "--cpus", "0-300"],
+            "CPU 2-300 not online",
+        ),
         (vec!["--profile", "pps", "--cpus", ""], "names no CPU"),
         (vec!["--profile", "pps", "--cpus", "1-0"], "'1-0'"),
-        (vec!["--profile", "pps", "--iface", "eth9"], "interface 'eth9' does not exist"),
+        (
+            vec!["--profile", "pps", "--iface", "eth9"],
+            "interface 'eth9' does not exist",
+        ),
         (vec!["--profile", "throughput", "--rtt", "100"], "no unit"),
-        (vec!["--profile", "throughput", "--bandwidth", "1GB/s"], "bytes per second"),
-        (vec!["--profile", "pps", "--pace", "1gbit"], "throughput profile only"),
+        (
+            vec!["--profile", "throughput", "--bandwidth", "1GB/s"],
+            "bytes per second",
+        ),
+        (
+            vec!["--profile", "pps", "--pace", "1gbit"],
+            "throughput profile only",
+        ),
     ] {
         let mut all = vec!["plan"];
         all.extend(args.iter().copied());
@@ -473,7 +576,14 @@ fn read_only_sysctl_in_the_tree_is_left_alone_with_the_reason() {
     let mut perms = std::fs::metadata(&file).expect("meta").permissions();
     std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o444);
     std::fs::set_permissions(&file, perms).expect("chmod");
-    let v = run_json(&["plan", "--profile", "pps", "--root", tree.to_str().expect("path"), "--json"]);
+    let v = run_json(&[
+        "plan",
+        "--profile",
+        "pps",
+        "--root",
+        tree.to_str().expect("path"),
+        "--json",
+    ]);
     let skipped: Vec<&Value> = v["skipped"]
         .as_array()
         .expect("skipped")
@@ -481,7 +591,10 @@ fn read_only_sysctl_in_the_tree_is_left_alone_with_the_reason() {
         .filter(|s| s["target"] == "/proc/sys/net/core/rmem_max")
         .collect();
     assert_eq!(skipped.len(), 1, "{v}");
-    assert!(skipped[0]["reason"].as_str().expect("reason").contains("read-only"));
+    assert!(skipped[0]["reason"]
+        .as_str()
+        .expect("reason")
+        .contains("read-only"));
     assert!(v["changes"]
         .as_array()
         .expect("changes")

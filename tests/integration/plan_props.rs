@@ -35,9 +35,10 @@ impl Topology {
 
 fn topology() -> impl Strategy<Value = Topology> {
     (1u32..=128, prop_oneof![Just(1u32), Just(2u32)], 1u32..=8)
-        .prop_filter("at most 256 CPUs, a core per node", |(cores, threads, nodes)| {
-            cores * threads <= 256 && *nodes <= *cores
-        })
+        .prop_filter(
+            "at most 256 CPUs, a core per node",
+            |(cores, threads, nodes)| cores * threads <= 256 && *nodes <= *cores,
+        )
         .prop_flat_map(|(cores, threads, nodes)| {
             let n = cores * threads;
             let profile = prop_oneof![
