@@ -110,8 +110,8 @@ pub fn run_apply(args: ApplyArgs) -> anyhow::Result<Status> {
     }
     let root_dir = args.tune.target.root.clone();
     require_root_for_live(root_dir.as_deref(), "apply")?;
-    // Check the options before taking the lock or entering a namespace.
-    args.tune.options()?;
+    // Bad input is reported before the state directory is created.
+    let (opts, plan) = resolve(&args.tune)?;
     let state = state_dir(args.state_dir.as_deref(), root_dir.as_deref());
     let _lock = state.lock()?;
     if let Some(open) = state
@@ -128,7 +128,6 @@ pub fn run_apply(args: ApplyArgs) -> anyhow::Result<Status> {
             open.id
         );
     }
-    let (opts, plan) = resolve(&args.tune)?;
     let root = host::open_root(root_dir.as_deref())?;
     let base = root.base().to_path_buf();
     let backend = Backend::new(root);
