@@ -36,8 +36,10 @@ pub enum Command {
     /// Copy the files nettune reads from this host (and its driver settings)
     /// into DIR, for `--root DIR` elsewhere: a bug report, a diagnosis offline.
     Capture(CaptureArgs),
-    /// Show what a tuning profile would change, as a diff with a reason for
-    /// every value; changes nothing.
+    /// Show what a tuning profile would change, with a reason for every value.
+    ///
+    /// Prints a diff (current -> new) grouped by interface and kernel, and the
+    /// settings left alone with the reason; changes nothing.
     ///
     /// Profiles: pps (many small UDP packets), latency (request/response),
     /// throughput (bulk TCP over long paths), http (many connections per
@@ -51,9 +53,11 @@ pub enum Command {
     ///   nettune plan --profile http --root ./capture-web1
     #[command(verbatim_doc_comment)]
     Plan(PlanArgs),
-    /// Apply a profile: journal the original values (synced to disk first),
-    /// change setting by setting, read each back; on any failure restore
-    /// everything and exit 2. Undo with `nettune rollback`.
+    /// Apply a profile with a journal; on any failure everything is restored.
+    ///
+    /// Journals the original values (synced to disk first), changes setting
+    /// by setting and reads each back; on any failure restores everything and
+    /// exits 2. Undo with `nettune rollback`. Details: docs/apply.md.
     ///
     /// Examples:
     ///   nettune apply --profile pps --dry-run
@@ -63,8 +67,10 @@ pub enum Command {
     ///   nettune apply --profile pps --root ./capture-web1   (changes the tree only)
     #[command(verbatim_doc_comment)]
     Apply(ApplyArgs),
-    /// Restore the last applied state (or state ID) exactly, also after an
-    /// apply that was killed half-way; removes files written by --persist.
+    /// Restore the last applied state (or state ID) exactly.
+    ///
+    /// Also after an apply that was killed half-way; removes the files
+    /// written by --persist.
     ///
     /// Examples:
     ///   nettune rollback
