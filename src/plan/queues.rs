@@ -46,11 +46,11 @@ pub(super) fn plan_queues(
         _ => preference_order(host, cpus, node.as_deref()),
     };
     let queues = queue_numbers(iface);
-    let cpu_of: BTreeMap<u32, u32> = queues
-        .iter()
-        .copied()
-        .zip(assign_queues(&pool, queues.len(), load))
-        .collect();
+    let mut assigned = assign_queues(&pool, queues.len(), load);
+    if opts.profile != Profile::Http {
+        assigned = keep_current(iface, &queues, assigned);
+    }
+    let cpu_of: BTreeMap<u32, u32> = queues.iter().copied().zip(assigned).collect();
 
     let place = |cpu: u32| -> String {
         if opts.profile == Profile::Http {
@@ -121,6 +121,39 @@ pub(super) fn plan_queues(
             );
         }
     }
+}
+
+/// The same CPUs, but a queue whose IRQs already sit alone on one of them
+/// keeps it: placements made by hand or by the driver that the profile
+/// accepts are not shuffled.
+fn keep_current(iface: &Interface, queues: &[u32], assigned: Vec<u32>) -> Vec<u32> {
+    let current = |queue: u32| -> Option<u32> {
+        let mut cpus = iface
+            .irq_vectors
+            .iter()
+            .filter(|v| v.queue == Some(queue) && v.role != VectorRole::Other)
+            .map(|v| match v.affinity.as_deref() {
+                Some([cpu]) => Some(*cpu),
+                _ => None,
+            });
+        let first = cpus.next()??;
+        cpus.all(|c| c == Some(first)).then_some(first)
+    };
+    let mut free = assigned.clone();
+    let mut kept: Vec<Option<u32>> = queues
+        .iter()
+        .map(|&q| {
+            let cpu = current(q)?;
+            let at = free.iter().position(|&c| c == cpu)?;
+            free.remove(at);
+            Some(cpu)
+        })
+        .collect();
+    let mut rest = free.into_iter();
+    kept.iter_mut()
+        .map(|k| k.take().or_else(|| rest.next()))
+        .collect::<Option<Vec<u32>>>()
+        .unwrap_or(assigned)
 }
 
 /// Queue numbers of the interface: RX and TX queues and queue IRQs.

@@ -601,3 +601,31 @@ fn read_only_sysctl_in_the_tree_is_left_alone_with_the_reason() {
         .iter()
         .all(|c| c["target"] != "/proc/sys/net/core/rmem_max"));
 }
+
+#[test]
+fn queues_already_alone_on_planned_cpus_keep_them() {
+    let mut host = host("two-socket-nic-node1");
+    // Queues 0 and 1 swapped by hand (CPU 9 and 8): still one queue per
+    // NIC-local CPU, so the profile accepts it.
+    for v in &mut host.interfaces[0].irq_vectors {
+        match v.queue {
+            Some(0) => v.affinity = Some(vec![9]),
+            Some(1) => v.affinity = Some(vec![8]),
+            _ => {}
+        }
+    }
+    let plan = plan_with(&host, Profile::Pps, |_| {});
+    assert_eq!(
+        irq_cpus(&host, &plan),
+        [(7, 0)],
+        "only queue 7 (on isolated CPU 15) moves"
+    );
+    // XPS follows where the queue is.
+    let xps0 = changes_ending(&plan, "tx-0/xps_cpus");
+    assert_eq!(parse_mask(&xps0[0].to).expect("mask"), [9]);
+    // http wants queue i on CPU i: the swap is undone there.
+    // (8 network CPUs for 8 queues: the queue count stays.)
+    let http = plan_with(&host, Profile::Http, |o| o.cpus = Some((8..16).collect()));
+    let moved: BTreeMap<u32, u32> = irq_cpus(&host, &http).into_iter().collect();
+    assert_eq!(moved, BTreeMap::from([(0, 8), (1, 9)]));
+}
