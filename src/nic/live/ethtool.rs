@@ -164,28 +164,28 @@ struct EthtoolDrvinfo {
 #[repr(C)]
 #[derive(Default)]
 pub(super) struct EthtoolChannels {
-    pub(super) cmd: u32,
-    pub(super) max_rx: u32,
-    pub(super) max_tx: u32,
-    pub(super) max_other: u32,
-    pub(super) max_combined: u32,
+    cmd: u32,
+    max_rx: u32,
+    max_tx: u32,
+    max_other: u32,
+    max_combined: u32,
     pub(super) rx_count: u32,
     pub(super) tx_count: u32,
-    pub(super) other_count: u32,
+    other_count: u32,
     pub(super) combined_count: u32,
 }
 
 #[repr(C)]
 #[derive(Default)]
 pub(super) struct EthtoolRingparam {
-    pub(super) cmd: u32,
-    pub(super) rx_max_pending: u32,
-    pub(super) rx_mini_max_pending: u32,
-    pub(super) rx_jumbo_max_pending: u32,
-    pub(super) tx_max_pending: u32,
+    cmd: u32,
+    rx_max_pending: u32,
+    rx_mini_max_pending: u32,
+    rx_jumbo_max_pending: u32,
+    tx_max_pending: u32,
     pub(super) rx_pending: u32,
-    pub(super) rx_mini_pending: u32,
-    pub(super) rx_jumbo_pending: u32,
+    rx_mini_pending: u32,
+    rx_jumbo_pending: u32,
     pub(super) tx_pending: u32,
 }
 
@@ -194,20 +194,20 @@ pub(super) struct EthtoolRingparam {
 #[derive(Default)]
 #[allow(dead_code)] // every field is there for the kernel's layout
 pub(super) struct EthtoolCoalesce {
-    pub(super) cmd: u32,
+    cmd: u32,
     pub(super) rx_coalesce_usecs: u32,
-    pub(super) rx_max_coalesced_frames: u32,
-    pub(super) rx_coalesce_usecs_irq: u32,
-    pub(super) rx_max_coalesced_frames_irq: u32,
+    rx_max_coalesced_frames: u32,
+    rx_coalesce_usecs_irq: u32,
+    rx_max_coalesced_frames_irq: u32,
     pub(super) tx_coalesce_usecs: u32,
-    pub(super) tx_max_coalesced_frames: u32,
-    pub(super) tx_coalesce_usecs_irq: u32,
-    pub(super) tx_max_coalesced_frames_irq: u32,
-    pub(super) stats_block_coalesce_usecs: u32,
+    tx_max_coalesced_frames: u32,
+    tx_coalesce_usecs_irq: u32,
+    tx_max_coalesced_frames_irq: u32,
+    stats_block_coalesce_usecs: u32,
     pub(super) use_adaptive_rx_coalesce: u32,
     pub(super) use_adaptive_tx_coalesce: u32,
     /// pkt_rate_low .. rate_sample_interval.
-    pub(super) rest: [u32; 11],
+    rest: [u32; 11],
 }
 
 /// `struct ethtool_rxnfc`; for ETHTOOL_GRXFH only `flow_type` and `data`
@@ -216,12 +216,12 @@ pub(super) struct EthtoolCoalesce {
 #[derive(Default)]
 #[allow(dead_code)] // every field is there for the kernel's layout
 pub(super) struct EthtoolRxnfc {
-    pub(super) cmd: u32,
+    cmd: u32,
     pub(super) flow_type: u32,
     pub(super) data: u64,
     /// `struct ethtool_rx_flow_spec fs` (168 bytes, 8-aligned).
-    pub(super) flow_spec: [u64; 21],
-    pub(super) rule_cnt: u32,
+    flow_spec: [u64; 21],
+    rule_cnt: u32,
 }
 
 // The sizes `gcc` reports for the kernel structs on x86_64 and aarch64.
@@ -247,7 +247,7 @@ fn with_headroom(count: usize) -> usize {
     count * 2 + 64
 }
 
-pub(super) fn read_u32(buf: &[u8], offset: usize) -> u32 {
+fn read_u32(buf: &[u8], offset: usize) -> u32 {
     let mut word = [0; 4];
     word.copy_from_slice(&buf[offset..offset + 4]);
     u32::from_ne_bytes(word)
@@ -265,7 +265,7 @@ fn c_text(bytes: &[u8]) -> String {
 
 /// Sizes of the string sets a query needs, from one ETHTOOL_GSSET_INFO.
 pub(super) struct StringSetSizes {
-    pub(super) stats: Result<usize, i32>,
+    stats: Result<usize, i32>,
     pub(super) features: Result<usize, i32>,
 }
 

@@ -69,11 +69,9 @@ fn set(socket: &EthtoolSocket, name: &IfName, setting: &DriverSetting) -> Result
                 .find(|(n, _)| n == flow_type)
                 .map(|(_, code)| *code)
                 .ok_or(libc::EINVAL)?;
-            let command = EthtoolRxnfc {
-                flow_type: flow,
-                data: flow_hash_bits(hash).ok_or(libc::EINVAL)?,
-                ..EthtoolRxnfc::default()
-            };
+            let mut command = EthtoolRxnfc::default();
+            command.flow_type = flow;
+            command.data = flow_hash_bits(hash).ok_or(libc::EINVAL)?;
             socket.send(name, ETHTOOL_SRXFH, command)
         }
         DriverSetting::Feature { name: feature, on } => set_feature(socket, name, feature, *on),
