@@ -226,9 +226,29 @@ pub fn run_apply(args: ApplyArgs) -> anyhow::Result<Status> {
         return Ok(Status::Clean);
     }
     if args.persist {
-        persist::prepare(&mut journal, &base)?;
-        state.save(&journal)?;
-        persist::write(&journal, &base)?;
+        let persisted = persist::prepare(&mut journal, &base)
+            .and_then(|()| state.save(&journal))
+            .and_then(|()| persist::write(&journal, &base));
+        if let Err(e) = persisted {
+            // Persisting is part of the apply: undo it all.
+            let mut errors = restore(&backend, &journal.changes);
+            if let Err(undo) = persist::undo(&journal, &base) {
+                errors.push(format!("{undo:#}"));
+            }
+            journal.status = StateStatus::Failed;
+            journal.failure = Some(format!("--persist: {e:#}"));
+            state.save(&journal)?;
+            if errors.is_empty() {
+                anyhow::bail!(
+                    "apply failed writing the --persist files: {e:#}; every setting was restored"
+                );
+            }
+            anyhow::bail!(
+                "apply failed writing the --persist files: {e:#}; restoring also failed: {}; the originals are in {}",
+                errors.join("; "),
+                state.path().display()
+            );
+        }
     }
     journal.status = StateStatus::Complete;
     state.save(&journal)?;

@@ -394,3 +394,20 @@ fn persist_with_netns_is_refused() {
         "{err}"
     );
 }
+
+#[test]
+fn a_persist_that_cannot_be_written_undoes_the_whole_apply() {
+    let (dir, tree) = fixture_copy("vm-2cpu-virtio");
+    let state = dir.path().join("state");
+    // /etc is a file: nothing can be created below it.
+    fs::write(tree.join("etc"), "not a directory\n").expect("write");
+    let before = snapshot(&tree, None);
+    let (code, _, err) = on_tree(&["apply", "--profile", "pps", "--persist"], &tree, &state);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("--persist") && err.contains("every setting was restored"),
+        "{err}"
+    );
+    assert_same_tree(&before, &snapshot(&tree, None));
+    assert_eq!(history(&tree, &state)[0]["status"], "failed");
+}
