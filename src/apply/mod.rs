@@ -195,13 +195,17 @@ pub fn run_apply(args: ApplyArgs) -> anyhow::Result<Status> {
             Err(WriteError::Refused(why)) => journal.changes[i].outcome = Outcome::Refused(why),
             Err(WriteError::Failed(why)) => {
                 let failed = format!("{} -> '{}': {why}", entry.target, entry.to);
+                let made = journal.changes[..i]
+                    .iter()
+                    .filter(|e| e.outcome == Outcome::Changed)
+                    .count();
                 let restore_errors = restore(&backend, &journal.changes[..=i]);
                 journal.status = StateStatus::Failed;
                 journal.failure = Some(failed.clone());
                 state.save(&journal)?;
                 if restore_errors.is_empty() {
                     anyhow::bail!(
-                        "apply failed at {failed}; the {i} setting(s) changed before it were restored (state {} in {})",
+                        "apply failed at {failed}; the {made} setting(s) changed before it were restored (state {} in {})",
                         journal.id,
                         state.path().display()
                     );
