@@ -4,6 +4,7 @@
 //! plain [`host::Host`] model; later stages judge, plan and apply against that
 //! model; `bench` measures. Kernel I/O stays at the edges (`host::Root`, `nic`).
 
+pub mod apply;
 pub mod bench;
 pub mod cli;
 pub mod doctor;
@@ -12,4 +13,5 @@ pub mod host;
 pub mod inspect;
 pub mod nic;
 pub mod output;
+pub mod plan;
 pub mod units;

@@ -129,6 +129,23 @@ pub fn format_rate(bits_per_sec: u64) -> String {
     format!("{bits_per_sec} bit/s")
 }
 
+/// A rate the way `tc` writes it, exact and without spaces: the largest
+/// unit that keeps it whole (`8gbit`, `2500mbit`, `999bit`). This is the
+/// text plan writes into a qdisc change, so it must parse back exactly.
+pub fn format_tc_rate(bits: u64) -> String {
+    for (scale, unit) in [
+        (1_000_000_000_000, "tbit"),
+        (1_000_000_000, "gbit"),
+        (1_000_000, "mbit"),
+        (1_000, "kbit"),
+    ] {
+        if bits >= scale && bits % scale == 0 {
+            return format!("{}{unit}", bits / scale);
+        }
+    }
+    format!("{bits}bit")
+}
+
 /// `64 MiB`, `6.2 MiB`, `208 KiB`, `512 B`: bytes in powers of 1024, as
 /// kernel buffer sizes are usually chosen.
 pub fn format_bytes(bytes: u64) -> String {

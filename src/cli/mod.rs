@@ -5,8 +5,10 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
+use crate::apply::{ApplyArgs, HistoryArgs, RollbackArgs};
 use crate::error::Status;
 use crate::inspect::InspectArgs;
+use crate::plan::PlanArgs;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -40,6 +42,55 @@ pub enum Command {
     /// Copy the files nettune reads from this host (and its driver settings)
     /// into DIR, for `--root DIR` elsewhere: a bug report, a diagnosis offline.
     Capture(CaptureArgs),
+    /// Show what a tuning profile would change, with a reason for every value.
+    ///
+    /// Prints a diff (current -> new) grouped by interface and kernel, and the
+    /// settings left alone with the reason; changes nothing.
+    ///
+    /// Profiles: pps (many small UDP packets), latency (request/response),
+    /// throughput (bulk TCP over long paths), http (many connections per
+    /// core), baseline (kernel defaults). Each value's reason: docs/profiles.md.
+    ///
+    /// Examples:
+    ///   nettune plan --profile pps
+    ///   nettune plan --profile latency --iface eth0 --cpus 0-7 --json
+    ///   nettune plan --profile throughput --bandwidth 10gbit --rtt 80ms --streams 4
+    ///   nettune plan --profile pps --format sh > tune.sh
+    ///   nettune plan --profile http --root ./capture-web1
+    #[command(verbatim_doc_comment)]
+    Plan(PlanArgs),
+    /// Apply a profile with a journal; on any failure everything is restored.
+    ///
+    /// Journals the original values (synced to disk first), changes setting
+    /// by setting and reads each back; on any failure restores everything and
+    /// exits 2. Undo with `nettune rollback`. Details: docs/apply.md.
+    ///
+    /// Examples:
+    ///   nettune apply --profile pps --dry-run
+    ///   nettune apply --profile latency --iface eth0
+    ///   nettune apply --profile pps --netns blue --iface veth0
+    ///   nettune apply --profile throughput --bandwidth 10gbit --rtt 100ms --persist
+    ///   nettune apply --profile pps --root ./capture-web1   (changes the tree only)
+    #[command(verbatim_doc_comment)]
+    Apply(ApplyArgs),
+    /// Restore the last applied state (or state ID) exactly.
+    ///
+    /// Also after an apply that was killed half-way; removes the files
+    /// written by --persist.
+    ///
+    /// Examples:
+    ///   nettune rollback
+    ///   nettune rollback 3
+    ///   nettune rollback --root ./capture-web1
+    #[command(verbatim_doc_comment)]
+    Rollback(RollbackArgs),
+    /// List applied states: id, time, profile, number of changes, status.
+    ///
+    /// Examples:
+    ///   nettune history
+    ///   nettune history --json
+    #[command(verbatim_doc_comment)]
+    History(HistoryArgs),
     /// Built-in load generators and servers: measure packets per second,
     /// loss and where it happens.
     #[command(subcommand)]
@@ -67,6 +118,10 @@ pub fn run(cli: Cli) -> anyhow::Result<Status> {
         Command::Inspect(args) => crate::inspect::run(args),
         Command::Doctor(args) => crate::doctor::run(args),
         Command::Capture(args) => capture(args),
+        Command::Plan(args) => crate::plan::cli::run(args),
+        Command::Apply(args) => crate::apply::run_apply(args),
+        Command::Rollback(args) => crate::apply::run_rollback(args),
+        Command::History(args) => crate::apply::run_history(args),
         Command::Bench(cmd) => crate::bench::run(cmd),
     }
 }

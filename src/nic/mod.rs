@@ -4,9 +4,11 @@
 //!
 //! - [`Ethtool`]: channels, rings, coalescing, features, RSS, flow hash, stats.
 //! - [`Netlink`]: the root qdisc of an interface.
+//! - [`EthtoolSet`] and [`QdiscSet`]: change one driver setting, replace or
+//!   reset the root qdisc (what `apply` and `rollback` write).
 //!
 //! Implementations: `live` talks to the running kernel; `recorded` answers
-//! from the `nettune/driver.json` file of a captured tree.
+//! from (and writes to) the `nettune/driver.json` file of a captured tree.
 
 use std::collections::BTreeMap;
 
@@ -16,6 +18,9 @@ use crate::host::Probe;
 
 pub mod live;
 pub mod recorded;
+pub mod setting;
+
+pub use setting::{ChannelKind, DriverSetting};
 
 /// Read driver settings of one interface. Never fails: what a driver does
 /// not support is `Probe::NOT_SUPPORTED` field by field.
@@ -26,6 +31,57 @@ pub trait Ethtool {
 /// Read link-level state over rtnetlink.
 pub trait Netlink {
     fn root_qdisc(&self, iface: &str) -> Probe<Qdisc>;
+}
+
+/// Change one driver setting, as `ethtool -G/-C/-N/-L/-K` does: the other
+/// fields of the same group keep their current values.
+pub trait EthtoolSet {
+    fn set(&self, iface: &str, setting: &DriverSetting) -> Result<(), SetError>;
+}
+
+/// Change the root qdisc of an interface.
+pub trait QdiscSet {
+    /// `tc qdisc replace dev IFACE root KIND [maxrate RATE]`.
+    fn replace_root(&self, iface: &str, spec: &QdiscSpec) -> Result<(), SetError>;
+    /// `tc qdisc del dev IFACE root`: the kernel attaches its default root
+    /// qdisc again. `default` is the one it had (a recorded file cannot know
+    /// what the kernel would pick, so the caller names it).
+    fn reset_root(&self, iface: &str, default: &Qdisc) -> Result<(), SetError>;
+}
+
+/// A root qdisc to install.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QdiscSpec {
+    pub kind: String,
+    /// fq's `maxrate` (TCA_FQ_FLOW_MAX_RATE) in bytes per second.
+    pub maxrate_bytes: Option<u32>,
+}
+
+/// A refused or failed change: the errno (kept so that callers can tell
+/// "the kernel will not do this" from a failure) and the kernel's words.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct SetError {
+    pub errno: i32,
+    pub message: String,
+}
+
+impl SetError {
+    pub fn from_errno(errno: i32) -> SetError {
+        SetError {
+            errno,
+            message: std::io::Error::from_raw_os_error(errno).to_string(),
+        }
+    }
+
+    /// With the kernel's own explanation (netlink extended ack).
+    pub fn with_detail(errno: i32, detail: &str) -> SetError {
+        let mut err = SetError::from_errno(errno);
+        if !detail.is_empty() {
+            err.message = format!("{} ({})", detail.trim_end_matches('.'), err.message);
+        }
+        err
+    }
 }
 
 /// Everything the ethtool interface tells about one interface.

@@ -1,5 +1,6 @@
 //! Driver answers saved with a captured tree (`DIR/nettune/driver.json`),
-//! so `--root DIR` sees the NIC the capture saw. Format: docs/driver-file.md.
+//! so `--root DIR` sees the NIC the capture saw, and `apply --root DIR`
+//! changes it ([`RecordedWriter`]). Format: docs/driver-file.md.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -9,8 +10,13 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
+use serde_json::Value;
+
 use crate::host::{Probe, Root};
-use crate::nic::{DriverSettings, Ethtool, Netlink, Qdisc};
+use crate::nic::{
+    ChannelKind, DriverSetting, DriverSettings, Ethtool, EthtoolSet, Netlink, Qdisc, QdiscSet,
+    QdiscSpec, SetError,
+};
 
 /// Bumped when a field changes meaning or is removed.
 pub const DRIVER_FILE_VERSION: u32 = 1;
@@ -133,6 +139,182 @@ impl Netlink for Recorded {
             .get(iface)
             .map(|i| i.root_qdisc.clone())
             .unwrap_or_default()
+    }
+}
+
+/// Writes changes into a tree's driver file the way a driver takes them:
+/// a group the file records as `"not_supported"` is refused with
+/// EOPNOTSUPP, a value above the recorded maximum with EINVAL, an interface
+/// the file does not hold with ENODEV. The file is edited in place (its key
+/// order and layout kept), so undoing every change gives back the same bytes.
+#[derive(Debug, Clone)]
+pub struct RecordedWriter {
+    path: PathBuf,
+}
+
+/// The handle the kernel gives the first qdisc it numbers itself.
+const FIRST_KERNEL_HANDLE: &str = "8001:";
+
+impl RecordedWriter {
+    pub fn new(root: &Root) -> RecordedWriter {
+        RecordedWriter {
+            path: root.base().join(DRIVER_FILE),
+        }
+    }
+
+    fn edit(
+        &self,
+        iface: &str,
+        change: impl FnOnce(&mut Value) -> Result<(), SetError>,
+    ) -> Result<(), SetError> {
+        let failed = |e: &dyn std::fmt::Display| {
+            SetError::with_detail(libc::EIO, &format!("{}: {e}", self.path.display()))
+        };
+        let text = match fs::read_to_string(&self.path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Err(SetError::with_detail(
+                    libc::ENODEV,
+                    &format!("no driver data: {} does not exist", self.path.display()),
+                ))
+            }
+            Err(e) => return Err(failed(&e)),
+        };
+        let mut file: Value = serde_json::from_str(&text).map_err(|e| failed(&e))?;
+        let Some(entry) = file
+            .get_mut("interfaces")
+            .and_then(|all| all.get_mut(iface))
+        else {
+            return Err(SetError::with_detail(
+                libc::ENODEV,
+                &format!("interface '{iface}' is not in {}", self.path.display()),
+            ));
+        };
+        change(entry)?;
+        let mut out = serde_json::to_string_pretty(&file).map_err(|e| failed(&e))?;
+        out.push('\n');
+        fs::write(&self.path, out).map_err(|e| failed(&e))
+    }
+}
+
+/// The object at `entry.ethtool.<group>`, or the errno a driver would give.
+fn group<'a>(entry: &'a mut Value, name: &str) -> Result<&'a mut Value, SetError> {
+    match entry.get_mut("ethtool").and_then(|e| e.get_mut(name)) {
+        Some(v) if v.is_object() => Ok(v),
+        Some(Value::String(word)) if word == "not_supported" => {
+            Err(SetError::from_errno(libc::EOPNOTSUPP))
+        }
+        _ => Err(SetError::with_detail(
+            libc::ENODATA,
+            &format!("the driver file does not record '{name}'"),
+        )),
+    }
+}
+
+/// Set `field` of an object to `value`, refusing values above `max_field`.
+fn set_bounded(
+    object: &mut Value,
+    field: &str,
+    max_field: &str,
+    value: u32,
+) -> Result<(), SetError> {
+    let max = object.get(max_field).and_then(Value::as_u64);
+    if max.is_some_and(|max| u64::from(value) > max) || value == 0 {
+        return Err(SetError::from_errno(libc::EINVAL));
+    }
+    object[field] = Value::from(value);
+    Ok(())
+}
+
+impl EthtoolSet for RecordedWriter {
+    fn set(&self, iface: &str, setting: &DriverSetting) -> Result<(), SetError> {
+        self.edit(iface, |entry| match setting {
+            DriverSetting::RingRx(n) => set_bounded(group(entry, "rings")?, "rx", "rx_max", *n),
+            DriverSetting::RingTx(n) => set_bounded(group(entry, "rings")?, "tx", "tx_max", *n),
+            DriverSetting::RxUsecs(n) | DriverSetting::TxUsecs(n) => {
+                let field = match setting {
+                    DriverSetting::RxUsecs(_) => "rx_usecs",
+                    _ => "tx_usecs",
+                };
+                group(entry, "coalesce")?[field] = Value::from(*n);
+                Ok(())
+            }
+            DriverSetting::AdaptiveRx(on) | DriverSetting::AdaptiveTx(on) => {
+                let field = match setting {
+                    DriverSetting::AdaptiveRx(_) => "adaptive_rx",
+                    _ => "adaptive_tx",
+                };
+                group(entry, "coalesce")?[field] = Value::from(*on);
+                Ok(())
+            }
+            DriverSetting::Channels { kind, count } => {
+                let field = kind.name();
+                let max = format!("max_{field}");
+                let channels = group(entry, "channels")?;
+                if *kind != ChannelKind::Combined && *count == 0 {
+                    channels[field] = Value::from(0);
+                    return Ok(());
+                }
+                set_bounded(channels, field, &max, *count)
+            }
+            DriverSetting::FlowHash { flow_type, hash } => {
+                let slot = group(entry, "rx_flow_hash")?
+                    .get_mut(flow_type.as_str())
+                    .ok_or_else(|| SetError::from_errno(libc::EOPNOTSUPP))?;
+                if !slot.is_object() {
+                    return Err(SetError::from_errno(libc::EOPNOTSUPP));
+                }
+                slot["fields"] = Value::from(hash.fields.clone());
+                Ok(())
+            }
+            DriverSetting::Feature { name, on } => {
+                let features = group(entry, "features")?;
+                // The file may hold the feature under both spellings.
+                let aliases: Vec<&str> = crate::nic::live::LEGACY_FEATURE_NAMES
+                    .iter()
+                    .filter(|(kernel, legacy)| kernel == name || legacy == name)
+                    .flat_map(|(kernel, legacy)| [*kernel, *legacy])
+                    .chain([name.as_str()])
+                    .collect();
+                let mut found = false;
+                for alias in aliases {
+                    if let Some(feature) = features.get_mut(alias) {
+                        if feature.get("changeable") != Some(&Value::Bool(true)) {
+                            return Err(SetError::from_errno(libc::EOPNOTSUPP));
+                        }
+                        feature["active"] = Value::from(*on);
+                        found = true;
+                    }
+                }
+                if found {
+                    Ok(())
+                } else {
+                    Err(SetError::from_errno(libc::EOPNOTSUPP))
+                }
+            }
+        })
+    }
+}
+
+impl QdiscSet for RecordedWriter {
+    fn replace_root(&self, iface: &str, spec: &QdiscSpec) -> Result<(), SetError> {
+        self.edit(iface, |entry| {
+            entry["root_qdisc"] = serde_json::json!({
+                "kind": spec.kind,
+                "handle": FIRST_KERNEL_HANDLE,
+            });
+            Ok(())
+        })
+    }
+
+    fn reset_root(&self, iface: &str, default: &Qdisc) -> Result<(), SetError> {
+        self.edit(iface, |entry| {
+            entry["root_qdisc"] = serde_json::json!({
+                "kind": default.kind,
+                "handle": default.handle,
+            });
+            Ok(())
+        })
     }
 }
 
@@ -285,5 +467,78 @@ mod tests {
         fs::write(&path, "{\"schema_version\": 7, \"interfaces\": {}}").expect("write");
         let msg = format!("{:#}", DriverFile::load(&root).expect_err("future version"));
         assert!(msg.contains("schema_version '7'"), "{msg}");
+    }
+
+    fn fixture_copy(name: &str) -> (tempfile::TempDir, Root) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/hosts")
+            .join(name)
+            .join(DRIVER_FILE);
+        fs::create_dir_all(dir.path().join("sys")).expect("mkdir sys");
+        fs::create_dir_all(dir.path().join("nettune")).expect("mkdir nettune");
+        fs::copy(src, dir.path().join(DRIVER_FILE)).expect("copy driver file");
+        let root = Root::at(dir.path()).expect("root");
+        (dir, root)
+    }
+
+    #[test]
+    fn writer_changes_a_field_and_undoing_gives_the_same_bytes() {
+        let (dir, root) = fixture_copy("two-socket-smt-8q");
+        let path = dir.path().join(DRIVER_FILE);
+        let before = fs::read(&path).expect("read");
+        let writer = RecordedWriter::new(&root);
+        writer
+            .set("eth0", &DriverSetting::RingRx(4096))
+            .expect("rings within max");
+        writer
+            .set("eth0", &DriverSetting::AdaptiveRx(true))
+            .expect("coalesce");
+        let eth0 =
+            Recorded::from(DriverFile::load(&root).expect("load").expect("file")).query("eth0");
+        let rings = eth0.rings.value().expect("rings");
+        assert_eq!((rings.rx, rings.tx), (4096, 512));
+        assert!(eth0.coalesce.value().expect("coalesce").adaptive_rx);
+        writer
+            .set("eth0", &DriverSetting::RingRx(512))
+            .expect("undo rings");
+        writer
+            .set("eth0", &DriverSetting::AdaptiveRx(false))
+            .expect("undo coalesce");
+        assert_eq!(fs::read(&path).expect("read"), before);
+    }
+
+    #[test]
+    fn writer_refuses_what_the_driver_would() {
+        let (_dir, root) = fixture_copy("vm-2cpu-virtio");
+        let writer = RecordedWriter::new(&root);
+        let err = writer
+            .set("eth0", &DriverSetting::RingRx(256))
+            .expect_err("virtio has no rings");
+        assert_eq!(err.errno, libc::EOPNOTSUPP);
+        let err = writer
+            .set(
+                "eth0",
+                &DriverSetting::Channels {
+                    kind: ChannelKind::Combined,
+                    count: 2,
+                },
+            )
+            .expect_err("max_combined is 1");
+        assert_eq!(err.errno, libc::EINVAL);
+        let err = writer
+            .set("eth9", &DriverSetting::RingRx(256))
+            .expect_err("no such interface");
+        assert_eq!(err.errno, libc::ENODEV);
+        let err = writer
+            .set(
+                "eth0",
+                &DriverSetting::Feature {
+                    name: "receive-hashing".to_string(),
+                    on: true,
+                },
+            )
+            .expect_err("fixed feature");
+        assert_eq!(err.errno, libc::EOPNOTSUPP);
     }
 }

@@ -2,8 +2,13 @@
 //! privilege; namespace tests need root (CI runs as root) and clean up
 //! after themselves, also on failure.
 
+mod apply;
+mod apply_netns;
 mod bench_udp;
 mod common;
 mod doctor;
 mod inspect;
 mod nic;
+mod nic_set;
+mod plan;
+mod plan_props;

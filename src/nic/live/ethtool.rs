@@ -35,17 +35,17 @@ impl Ethtool for LiveEthtool {
 
 // Command numbers and string sets from linux/ethtool.h.
 const ETHTOOL_GDRVINFO: u32 = 0x03;
-const ETHTOOL_GCOALESCE: u32 = 0x0e;
-const ETHTOOL_GRINGPARAM: u32 = 0x10;
+pub(super) const ETHTOOL_GCOALESCE: u32 = 0x0e;
+pub(super) const ETHTOOL_GRINGPARAM: u32 = 0x10;
 const ETHTOOL_GSTRINGS: u32 = 0x1b;
 const ETHTOOL_GSTATS: u32 = 0x1d;
 const ETHTOOL_GRXFH: u32 = 0x29;
 const ETHTOOL_GSSET_INFO: u32 = 0x37;
 const ETHTOOL_GRXFHINDIR: u32 = 0x38;
 const ETHTOOL_GFEATURES: u32 = 0x3a;
-const ETHTOOL_GCHANNELS: u32 = 0x3c;
+pub(super) const ETHTOOL_GCHANNELS: u32 = 0x3c;
 const ETH_SS_STATS: u32 = 1;
-const ETH_SS_FEATURES: u32 = 4;
+pub(super) const ETH_SS_FEATURES: u32 = 4;
 const ETH_GSTRING_LEN: usize = 32;
 
 /// The kernel-internal "not supported" (include/linux/errno.h) that some
@@ -53,7 +53,7 @@ const ETH_GSTRING_LEN: usize = 32;
 const ENOTSUPP: i32 = 524;
 
 /// rx-flow-hash flow types by `ethtool -n ... rx-flow-hash` name.
-const FLOW_TYPES: [(&str, u32); 4] = [
+pub(super) const FLOW_TYPES: [(&str, u32); 4] = [
     ("tcp4", 0x01), // TCP_V4_FLOW
     ("udp4", 0x02), // UDP_V4_FLOW
     ("tcp6", 0x05), // TCP_V6_FLOW
@@ -61,7 +61,7 @@ const FLOW_TYPES: [(&str, u32); 4] = [
 ];
 
 /// RXH_* bits of an rx-flow-hash answer and the field each one adds.
-const RXH_FIELDS: [(u64, &str); 8] = [
+pub(super) const RXH_FIELDS: [(u64, &str); 8] = [
     (1 << 1, "l2_dst"),
     (1 << 2, "vlan"),
     (1 << 3, "l3_proto"),
@@ -74,7 +74,7 @@ const RXH_FIELDS: [(u64, &str); 8] = [
 
 /// Features `ethtool -k` shows under an older name: reported under both, so
 /// a reader can look up either (`rx-gro` or `generic-receive-offload`).
-const LEGACY_FEATURE_NAMES: [(&str, &str); 8] = [
+pub(crate) const LEGACY_FEATURE_NAMES: [(&str, &str); 8] = [
     ("rx-checksum", "rx-checksumming"),
     ("tx-generic-segmentation", "generic-segmentation-offload"),
     ("rx-gro", "generic-receive-offload"),
@@ -128,10 +128,10 @@ fn flow_hash_fields(bits: u64) -> FlowHash {
 }
 
 /// An interface name as `ifreq` carries it; `None` when no interface can have it.
-struct IfName([libc::c_char; libc::IFNAMSIZ]);
+pub(super) struct IfName([libc::c_char; libc::IFNAMSIZ]);
 
 impl IfName {
-    fn new(name: &str) -> Option<IfName> {
+    pub(super) fn new(name: &str) -> Option<IfName> {
         if name.is_empty() || name.len() >= libc::IFNAMSIZ || name.bytes().any(|b| b == 0) {
             return None;
         }
@@ -163,49 +163,49 @@ struct EthtoolDrvinfo {
 
 #[repr(C)]
 #[derive(Default)]
-struct EthtoolChannels {
+pub(super) struct EthtoolChannels {
     cmd: u32,
     max_rx: u32,
     max_tx: u32,
     max_other: u32,
     max_combined: u32,
-    rx_count: u32,
-    tx_count: u32,
+    pub(super) rx_count: u32,
+    pub(super) tx_count: u32,
     other_count: u32,
-    combined_count: u32,
+    pub(super) combined_count: u32,
 }
 
 #[repr(C)]
 #[derive(Default)]
-struct EthtoolRingparam {
+pub(super) struct EthtoolRingparam {
     cmd: u32,
     rx_max_pending: u32,
     rx_mini_max_pending: u32,
     rx_jumbo_max_pending: u32,
     tx_max_pending: u32,
-    rx_pending: u32,
+    pub(super) rx_pending: u32,
     rx_mini_pending: u32,
     rx_jumbo_pending: u32,
-    tx_pending: u32,
+    pub(super) tx_pending: u32,
 }
 
 /// `struct ethtool_coalesce`: 23 u32 fields; only the first eleven are read.
 #[repr(C)]
 #[derive(Default)]
 #[allow(dead_code)] // every field is there for the kernel's layout
-struct EthtoolCoalesce {
+pub(super) struct EthtoolCoalesce {
     cmd: u32,
-    rx_coalesce_usecs: u32,
+    pub(super) rx_coalesce_usecs: u32,
     rx_max_coalesced_frames: u32,
     rx_coalesce_usecs_irq: u32,
     rx_max_coalesced_frames_irq: u32,
-    tx_coalesce_usecs: u32,
+    pub(super) tx_coalesce_usecs: u32,
     tx_max_coalesced_frames: u32,
     tx_coalesce_usecs_irq: u32,
     tx_max_coalesced_frames_irq: u32,
     stats_block_coalesce_usecs: u32,
-    use_adaptive_rx_coalesce: u32,
-    use_adaptive_tx_coalesce: u32,
+    pub(super) use_adaptive_rx_coalesce: u32,
+    pub(super) use_adaptive_tx_coalesce: u32,
     /// pkt_rate_low .. rate_sample_interval.
     rest: [u32; 11],
 }
@@ -215,10 +215,10 @@ struct EthtoolCoalesce {
 #[repr(C)]
 #[derive(Default)]
 #[allow(dead_code)] // every field is there for the kernel's layout
-struct EthtoolRxnfc {
+pub(super) struct EthtoolRxnfc {
     cmd: u32,
-    flow_type: u32,
-    data: u64,
+    pub(super) flow_type: u32,
+    pub(super) data: u64,
     /// `struct ethtool_rx_flow_spec fs` (168 bytes, 8-aligned).
     flow_spec: [u64; 21],
     rule_cnt: u32,
@@ -232,7 +232,7 @@ const _: () = assert!(std::mem::size_of::<EthtoolCoalesce>() == 92);
 const _: () = assert!(std::mem::size_of::<EthtoolRxnfc>() == 192);
 
 /// A fixed-size command struct, exactly as large as the kernel's.
-trait FixedCommand: Default {}
+pub(super) trait FixedCommand: Default {}
 impl FixedCommand for EthtoolDrvinfo {}
 impl FixedCommand for EthtoolChannels {}
 impl FixedCommand for EthtoolRingparam {}
@@ -253,7 +253,7 @@ fn read_u32(buf: &[u8], offset: usize) -> u32 {
     u32::from_ne_bytes(word)
 }
 
-fn write_u32(buf: &mut [u8], offset: usize, value: u32) {
+pub(super) fn write_u32(buf: &mut [u8], offset: usize, value: u32) {
     buf[offset..offset + 4].copy_from_slice(&value.to_ne_bytes());
 }
 
@@ -264,18 +264,18 @@ fn c_text(bytes: &[u8]) -> String {
 }
 
 /// Sizes of the string sets a query needs, from one ETHTOOL_GSSET_INFO.
-struct StringSetSizes {
+pub(super) struct StringSetSizes {
     stats: Result<usize, i32>,
-    features: Result<usize, i32>,
+    pub(super) features: Result<usize, i32>,
 }
 
-struct EthtoolSocket {
+pub(super) struct EthtoolSocket {
     fd: OwnedFd,
 }
 
 impl EthtoolSocket {
     /// Any socket will do for SIOCETHTOOL; it names the network namespace.
-    fn open() -> io::Result<EthtoolSocket> {
+    pub(super) fn open() -> io::Result<EthtoolSocket> {
         let fd = socket(
             AddressFamily::Inet,
             SockType::Datagram,
@@ -327,7 +327,7 @@ impl EthtoolSocket {
     }
 
     /// A fixed-size command, returned as the kernel filled it in.
-    fn fixed<T: FixedCommand>(&self, iface: &IfName, cmd: u32) -> Result<T, i32> {
+    pub(super) fn fixed<T: FixedCommand>(&self, iface: &IfName, cmd: u32) -> Result<T, i32> {
         let mut command = T::default();
         // Every command struct starts with its `u32 cmd`.
         let raw: *mut T = &mut command;
@@ -340,16 +340,33 @@ impl EthtoolSocket {
         Ok(command)
     }
 
+    /// Send a fixed-size command struct as given (a set command); `cmd`
+    /// replaces its first word.
+    pub(super) fn send<T: FixedCommand>(
+        &self,
+        iface: &IfName,
+        cmd: u32,
+        mut command: T,
+    ) -> Result<(), i32> {
+        let raw: *mut T = &mut command;
+        // SAFETY: as in `fixed`: a #[repr(C)] struct of the kernel's size
+        // with the u32 command number first.
+        unsafe {
+            raw.cast::<u32>().write(cmd);
+            self.call(iface, raw.cast())
+        }
+    }
+
     /// Command into a byte buffer whose header the caller has written.
     ///
     /// # Safety
     /// `buf` must be as large as the kernel writes for this command.
-    unsafe fn buffer(&self, iface: &IfName, buf: &mut [u8]) -> Result<(), i32> {
+    pub(super) unsafe fn buffer(&self, iface: &IfName, buf: &mut [u8]) -> Result<(), i32> {
         // SAFETY: forwarded to the caller.
         unsafe { self.call(iface, buf.as_mut_ptr().cast()) }
     }
 
-    fn string_set_sizes(&self, iface: &IfName) -> StringSetSizes {
+    pub(super) fn string_set_sizes(&self, iface: &IfName) -> StringSetSizes {
         // struct ethtool_sset_info: cmd, reserved, u64 sset_mask, u32 data[]
         let mut buf = [0u8; 16 + 2 * 4];
         write_u32(&mut buf, 0, ETHTOOL_GSSET_INFO);
@@ -380,7 +397,12 @@ impl EthtoolSocket {
     }
 
     /// The names of a string set of `count` entries (count > 0).
-    fn strings(&self, iface: &IfName, set: u32, count: usize) -> Result<Vec<String>, i32> {
+    pub(super) fn strings(
+        &self,
+        iface: &IfName,
+        set: u32,
+        count: usize,
+    ) -> Result<Vec<String>, i32> {
         // struct ethtool_gstrings: cmd, string_set, len, u8 data[len * 32]
         let room = with_headroom(count);
         let mut buf = vec![0u8; 12 + room * ETH_GSTRING_LEN];
@@ -396,7 +418,11 @@ impl EthtoolSocket {
             .collect())
     }
 
-    fn features(&self, iface: &IfName, count: usize) -> Result<BTreeMap<String, Feature>, i32> {
+    pub(super) fn features(
+        &self,
+        iface: &IfName,
+        count: usize,
+    ) -> Result<BTreeMap<String, Feature>, i32> {
         if count == 0 {
             return Err(libc::EOPNOTSUPP);
         }

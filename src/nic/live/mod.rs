@@ -17,8 +17,10 @@
 //! ioctl equivalent.
 
 mod ethtool;
+mod ethtool_set;
 mod queue_stats;
 mod rtnetlink;
 
 pub use ethtool::LiveEthtool;
+pub(crate) use ethtool::LEGACY_FEATURE_NAMES;
 pub use rtnetlink::LiveNetlink;

@@ -1,0 +1,346 @@
+//! The journal: one JSON file per applied state in the state directory
+//! (`state-0001.json`, ...), holding every change's original value. It is
+//! written and synced to disk (file and directory) before the first change,
+//! so an apply killed at any instant leaves what `rollback` needs.
+//! Format: docs/apply.md.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use anyhow::Context as _;
+use nix::fcntl::{Flock, FlockArg};
+use serde::{Deserialize, Serialize};
+
+use crate::plan::{PlanOptions, Profile};
+
+/// Bumped when a field changes meaning or is removed.
+pub const JOURNAL_VERSION: u32 = 1;
+
+/// The state directory of the live host.
+pub const DEFAULT_STATE_DIR: &str = "/var/lib/nettune";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StateStatus {
+    /// Written before the first change; still so if the apply was killed.
+    Applying,
+    /// Every change made and checked.
+    Complete,
+    /// A change failed; everything changed before it was restored.
+    Failed,
+    /// `nettune rollback` restored it.
+    RolledBack,
+}
+
+impl StateStatus {
+    pub fn text(self) -> &'static str {
+        match self {
+            StateStatus::Applying => "incomplete (interrupted)",
+            StateStatus::Complete => "applied",
+            StateStatus::Failed => "failed, restored",
+            StateStatus::RolledBack => "rolled back",
+        }
+    }
+
+    /// Whether its changes may still be on the host.
+    pub fn is_active(self) -> bool {
+        matches!(self, StateStatus::Applying | StateStatus::Complete)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Not (yet) written.
+    Pending,
+    /// Written and read back.
+    Changed,
+    /// The kernel refused it; nothing changed.
+    Refused(String),
+}
+
+/// One change of a state, with the value to restore.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Entry {
+    pub target: String,
+    pub group: String,
+    /// The value written.
+    pub to: String,
+    pub reason: String,
+    /// The value read just before apply, exactly (a file's whole text).
+    pub original: String,
+    pub outcome: Outcome,
+}
+
+/// A file `--persist` wrote under /etc, and what was there before.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PersistFile {
+    /// Path as on the host (`/etc/sysctl.d/90-nettune.conf`).
+    pub path: String,
+    /// The previous contents (a symlink's target for links); `None`: absent.
+    pub previous: Option<String>,
+    /// A symlink (systemd's `wants` link) rather than a file.
+    pub link: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Journal {
+    pub schema_version: u32,
+    pub id: u32,
+    /// When the apply started, UTC (RFC 3339).
+    pub time: String,
+    pub profile: Profile,
+    pub options: PlanOptions,
+    /// The `--root` tree, absolute; `None` for the live host.
+    pub root: Option<String>,
+    pub netns: Option<String>,
+    pub status: StateStatus,
+    pub changes: Vec<Entry>,
+    pub persist: Vec<PersistFile>,
+    /// Directories `--persist` created (removed again when empty).
+    pub created_dirs: Vec<String>,
+    /// Why the apply failed, for `Failed`.
+    pub failure: Option<String>,
+    pub rolled_back_at: Option<String>,
+}
+
+impl Journal {
+    /// Changes that were (or may have been) made.
+    pub fn change_count(&self) -> usize {
+        self.changes
+            .iter()
+            .filter(|e| !matches!(e.outcome, Outcome::Refused(_)))
+            .count()
+    }
+}
+
+/// The state directory.
+pub struct StateDir {
+    dir: PathBuf,
+}
+
+impl StateDir {
+    pub fn new(dir: PathBuf) -> StateDir {
+        StateDir { dir }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Create the directory and hold its lock: one apply or rollback at a time.
+    pub fn lock(&self) -> anyhow::Result<Flock<File>> {
+        if !self.dir.is_dir() {
+            fs::create_dir_all(&self.dir).with_context(|| {
+                format!(
+                    "cannot create the state directory {}; give another with --state-dir",
+                    self.dir.display()
+                )
+            })?;
+            if let Some(parent) = self.dir.parent() {
+                sync_dir(parent)?;
+            }
+        }
+        let path = self.dir.join(".lock");
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .with_context(|| format!("cannot open {}", path.display()))?;
+        Flock::lock(file, FlockArg::LockExclusiveNonblock).map_err(|(_, e)| {
+            anyhow::anyhow!(
+                "another nettune apply or rollback holds {} ({e}); wait for it to finish",
+                path.display()
+            )
+        })
+    }
+
+    fn file_of(&self, id: u32) -> PathBuf {
+        self.dir.join(format!("state-{id:04}.json"))
+    }
+
+    /// Every state, oldest first. A missing directory has none.
+    pub fn list(&self) -> anyhow::Result<Vec<Journal>> {
+        let entries = match fs::read_dir(&self.dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(e).with_context(|| format!("cannot list {}", self.dir.display())),
+        };
+        let mut journals = Vec::new();
+        for entry in entries {
+            let entry = entry.with_context(|| format!("cannot list {}", self.dir.display()))?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if !(name.starts_with("state-") && name.ends_with(".json")) {
+                continue;
+            }
+            let path = entry.path();
+            let text = fs::read_to_string(&path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            let journal: Journal = serde_json::from_str(&text).map_err(|e| {
+                anyhow::anyhow!(
+                    "{} is not a nettune journal: {e}; move it out of {}",
+                    path.display(),
+                    self.dir.display()
+                )
+            })?;
+            if journal.schema_version != JOURNAL_VERSION {
+                anyhow::bail!(
+                    "{} has schema_version '{}', this nettune reads {JOURNAL_VERSION}",
+                    path.display(),
+                    journal.schema_version
+                );
+            }
+            journals.push(journal);
+        }
+        journals.sort_by_key(|j| j.id);
+        Ok(journals)
+    }
+
+    pub fn next_id(&self) -> anyhow::Result<u32> {
+        Ok(self.list()?.last().map_or(1, |j| j.id + 1))
+    }
+
+    /// Remove a state that changed nothing (every change refused).
+    pub fn remove(&self, id: u32) -> anyhow::Result<()> {
+        let path = self.file_of(id);
+        fs::remove_file(&path).with_context(|| format!("cannot remove {}", path.display()))?;
+        sync_dir(&self.dir)
+    }
+
+    /// Write a journal durably: a temporary file, fsync, rename over the
+    /// state's file, fsync the directory.
+    pub fn save(&self, journal: &Journal) -> anyhow::Result<()> {
+        let path = self.file_of(journal.id);
+        let tmp = self.dir.join(format!(".state-{:04}.json.tmp", journal.id));
+        let mut text = serde_json::to_string_pretty(journal)?;
+        text.push('\n');
+        let write = || -> std::io::Result<()> {
+            let mut file = File::create(&tmp)?;
+            file.write_all(text.as_bytes())?;
+            file.sync_all()?;
+            fs::rename(&tmp, &path)
+        };
+        write().with_context(|| format!("cannot write the journal {}", path.display()))?;
+        sync_dir(&self.dir)
+    }
+}
+
+fn sync_dir(dir: &Path) -> anyhow::Result<()> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .with_context(|| format!("cannot sync directory {}", dir.display()))
+}
+
+/// Now, UTC, as RFC 3339 (`2025-06-11T10:15:30Z`).
+pub fn now_utc() -> String {
+    let secs = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    rfc3339(secs)
+}
+
+fn rfc3339(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rest = secs % 86_400;
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rest / 3_600,
+        rest % 3_600 / 60,
+        rest % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_are_rfc3339_utc() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        // `date -u -d @1700000000`
+        assert_eq!(rfc3339(1_700_000_000), "2023-11-14T22:13:20Z");
+        // A leap day.
+        assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
+    }
+
+    fn journal(id: u32) -> Journal {
+        Journal {
+            schema_version: JOURNAL_VERSION,
+            id,
+            time: now_utc(),
+            profile: Profile::Pps,
+            options: PlanOptions::new(Profile::Pps),
+            root: None,
+            netns: None,
+            status: StateStatus::Applying,
+            changes: vec![Entry {
+                target: "/proc/sys/net/core/rmem_max".to_string(),
+                group: "kernel".to_string(),
+                to: "16777216".to_string(),
+                reason: "test".to_string(),
+                original: "212992\n".to_string(),
+                outcome: Outcome::Pending,
+            }],
+            persist: Vec::new(),
+            created_dirs: Vec::new(),
+            failure: None,
+            rolled_back_at: None,
+        }
+    }
+
+    #[test]
+    fn saved_states_list_in_order_and_ids_grow() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let state = StateDir::new(dir.path().join("state"));
+        let _lock = state.lock().expect("lock");
+        assert_eq!(state.next_id().expect("id"), 1);
+        for id in [2, 1, 10] {
+            state.save(&journal(id)).expect("save");
+        }
+        let ids: Vec<u32> = state.list().expect("list").iter().map(|j| j.id).collect();
+        assert_eq!(ids, [1, 2, 10]);
+        assert_eq!(state.next_id().expect("id"), 11);
+        let mut done = journal(2);
+        done.status = StateStatus::Complete;
+        state.save(&done).expect("rewrite");
+        assert_eq!(state.list().expect("list")[1], done);
+        // No temporary files are left behind.
+        let names: Vec<String> = fs::read_dir(state.path())
+            .expect("dir")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(names.iter().all(|n| !n.ends_with(".tmp")), "{names:?}");
+    }
+
+    #[test]
+    fn a_second_lock_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let state = StateDir::new(dir.path().to_path_buf());
+        let _held = state.lock().expect("first lock");
+        let err = state.lock().expect_err("second lock");
+        assert!(err.to_string().contains("another nettune"), "{err}");
+    }
+
+    #[test]
+    fn garbage_in_the_state_dir_is_named() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        fs::write(dir.path().join("state-0001.json"), "{").expect("write");
+        let err = StateDir::new(dir.path().to_path_buf())
+            .list()
+            .expect_err("garbage");
+        assert!(err.to_string().contains("state-0001.json"), "{err}");
+    }
+}

@@ -1,0 +1,382 @@
+//! Reading and writing one planned target: a kernel file through the
+//! `Root`, a driver setting through `EthtoolSet`, the root qdisc through
+//! `QdiscSet`. Live for `/`, the tree's files and driver file for `--root`.
+//!
+//! A write the kernel refuses for what it is (a managed IRQ's affinity, a
+//! qdisc kind the kernel lacks, a driver without the operation) changes
+//! nothing: it is reported as [`WriteError::Refused`] and apply records it
+//! as skipped. Any other error is a failure that undoes the apply.
+
+use std::io;
+use std::os::unix::fs::PermissionsExt as _;
+
+use crate::host::{Probe, Root};
+use crate::nic::live::{LiveEthtool, LiveNetlink};
+use crate::nic::recorded::{DriverFile, Recorded, RecordedWriter};
+use crate::nic::setting::current_text;
+use crate::nic::{
+    DriverSetting, Ethtool, EthtoolSet, Netlink, Qdisc, QdiscSet, QdiscSpec, SetError,
+};
+use crate::plan::compare::same_value;
+use crate::plan::{Plan, Skipped};
+use crate::units::parse_rate;
+
+/// A planned target, parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// A /proc or /sys file, by its kernel path.
+    File(String),
+    /// `ethtool:IFACE:KEY`.
+    Driver { iface: String, key: String },
+    /// `qdisc:IFACE:root`.
+    Qdisc { iface: String },
+}
+
+impl Target {
+    pub fn parse(text: &str) -> anyhow::Result<Target> {
+        if text.starts_with("/proc/") || text.starts_with("/sys/") {
+            return Ok(Target::File(text.to_string()));
+        }
+        let parts: Vec<&str> = text.splitn(3, ':').collect();
+        match parts[..] {
+            ["ethtool", iface, key] if !iface.is_empty() => Ok(Target::Driver {
+                iface: iface.to_string(),
+                key: key.to_string(),
+            }),
+            ["qdisc", iface, "root"] if !iface.is_empty() => Ok(Target::Qdisc {
+                iface: iface.to_string(),
+            }),
+            _ => anyhow::bail!("'{text}' is not a target nettune writes"),
+        }
+    }
+
+    /// The target as plan and the journal write it.
+    pub fn text(&self) -> String {
+        match self {
+            Target::File(path) => path.clone(),
+            Target::Driver { iface, key } => format!("ethtool:{iface}:{key}"),
+            Target::Qdisc { iface } => format!("qdisc:{iface}:root"),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    /// The kernel will not do this; nothing changed.
+    #[error("{0}")]
+    Refused(String),
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// Where changes go: the live kernel, or a tree and its driver file.
+pub struct Backend {
+    root: Root,
+}
+
+impl Backend {
+    pub fn new(root: Root) -> Backend {
+        Backend { root }
+    }
+
+    fn ethtool(&self) -> anyhow::Result<Box<dyn Ethtool>> {
+        if self.root.is_live() {
+            return Ok(Box::new(LiveEthtool));
+        }
+        Ok(match DriverFile::load(&self.root)? {
+            Some(file) => Box::new(Recorded::from(file)),
+            None => Box::new(crate::nic::NoDriverData),
+        })
+    }
+
+    fn netlink(&self) -> anyhow::Result<Box<dyn Netlink>> {
+        if self.root.is_live() {
+            return Ok(Box::new(LiveNetlink));
+        }
+        Ok(match DriverFile::load(&self.root)? {
+            Some(file) => Box::new(Recorded::from(file)),
+            None => Box::new(crate::nic::NoDriverData),
+        })
+    }
+
+    fn ethtool_set(&self) -> Box<dyn EthtoolSet> {
+        if self.root.is_live() {
+            Box::new(LiveEthtool)
+        } else {
+            Box::new(RecordedWriter::new(&self.root))
+        }
+    }
+
+    fn qdisc_set(&self) -> Box<dyn QdiscSet> {
+        if self.root.is_live() {
+            Box::new(LiveNetlink)
+        } else {
+            Box::new(RecordedWriter::new(&self.root))
+        }
+    }
+
+    /// The current value exactly as read: a file's whole text (newline
+    /// included, so that writing it back restores the same bytes); a driver
+    /// setting's value text; a qdisc as `KIND HANDLE` (`mq 0:`).
+    pub fn read(&self, target: &Target) -> anyhow::Result<String> {
+        match target {
+            Target::File(path) => Ok(self.root.read(path)?),
+            Target::Driver { iface, key } => {
+                match current_text(key, &self.ethtool()?.query(iface)) {
+                    Probe::Value(v) => Ok(v),
+                    missing => anyhow::bail!(
+                        "cannot read {key} of '{iface}': {}",
+                        missing.missing_text().unwrap_or("unknown")
+                    ),
+                }
+            }
+            Target::Qdisc { iface } => match self.netlink()?.root_qdisc(iface) {
+                Probe::Value(q) => Ok(format!("{} {}", q.kind, q.handle)),
+                _ => anyhow::bail!("cannot read the root qdisc of '{iface}'"),
+            },
+        }
+    }
+
+    /// Write a planned value (`to` of a change).
+    pub fn write(&self, target: &Target, value: &str) -> Result<(), WriteError> {
+        match target {
+            // As `echo VALUE > FILE` writes it.
+            Target::File(path) => self.write_file(path, &format!("{value}\n")),
+            Target::Driver { iface, key } => {
+                let setting = DriverSetting::parse(key, value).map_err(WriteError::Failed)?;
+                self.ethtool_set()
+                    .set(iface, &setting)
+                    .map_err(|e| classify_driver(target, &e))
+            }
+            Target::Qdisc { iface } => {
+                let spec = parse_qdisc(value).map_err(WriteError::Failed)?;
+                self.qdisc_set()
+                    .replace_root(iface, &spec)
+                    .map_err(|e| classify_qdisc(&spec.kind, &e))
+            }
+        }
+    }
+
+    /// Put back a value read by [`Backend::read`].
+    pub fn write_original(&self, target: &Target, original: &str) -> Result<(), WriteError> {
+        match target {
+            Target::File(path) => self.write_file(path, original),
+            Target::Driver { .. } => self.write(target, original.trim()),
+            Target::Qdisc { iface } => {
+                let mut words = original.split_whitespace();
+                let kind = words.next().unwrap_or_default().to_string();
+                let handle = words.next().unwrap_or("0:").to_string();
+                let set = self.qdisc_set();
+                let result = if handle == "0:" {
+                    set.reset_root(iface, &Qdisc { kind, handle })
+                } else {
+                    set.replace_root(
+                        iface,
+                        &QdiscSpec {
+                            kind,
+                            maxrate_bytes: None,
+                        },
+                    )
+                };
+                result.map_err(|e| WriteError::Failed(e.to_string()))
+            }
+        }
+    }
+
+    fn write_file(&self, path: &str, text: &str) -> Result<(), WriteError> {
+        self.root.write(path, text).map_err(|e| {
+            let errno = match &e {
+                crate::error::KernelError::Write { source, .. } => source.raw_os_error(),
+                _ => None,
+            };
+            classify_file(path, errno, &e.to_string())
+        })
+    }
+
+    /// Read a target back and compare it with what was written.
+    pub fn check(&self, target: &Target, value: &str) -> Result<(), WriteError> {
+        let back = self
+            .read(target)
+            .map_err(|e| WriteError::Failed(format!("{e:#}")))?;
+        if same_value(&target.text(), &back, value) {
+            Ok(())
+        } else {
+            Err(WriteError::Failed(format!(
+                "wrote '{}' but it reads back '{}'",
+                value.trim(),
+                back.trim()
+            )))
+        }
+    }
+}
+
+/// `fq` or `fq maxrate 8gbit` (the `to` of a qdisc change).
+fn parse_qdisc(text: &str) -> Result<QdiscSpec, String> {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    match words[..] {
+        [kind] => Ok(QdiscSpec {
+            kind: kind.to_string(),
+            maxrate_bytes: None,
+        }),
+        [kind, "maxrate", rate] => {
+            let bits = parse_rate(rate).map_err(|e| format!("{e:#}"))?;
+            let bytes = u32::try_from(bits / 8)
+                .map_err(|_| format!("maxrate '{rate}' is above fq's 32-bit limit"))?;
+            Ok(QdiscSpec {
+                kind: kind.to_string(),
+                maxrate_bytes: Some(bytes),
+            })
+        }
+        _ => Err(format!("'{text}' is not a qdisc nettune installs")),
+    }
+}
+
+fn classify_file(path: &str, errno: Option<i32>, message: &str) -> WriteError {
+    let errno = errno.unwrap_or(0);
+    if path.starts_with("/proc/irq/") && matches!(errno, libc::EIO | libc::EPERM) {
+        return WriteError::Refused(format!(
+            "the kernel does not let this IRQ's affinity be set (a managed IRQ): {message}"
+        ));
+    }
+    if path.starts_with("/proc/sys/")
+        && matches!(
+            errno,
+            libc::EACCES | libc::EPERM | libc::EROFS | libc::ENOENT
+        )
+    {
+        return WriteError::Refused(format!(
+            "the kernel refuses this sysctl here (read-only, or the value is not allowed or not built in): {message}"
+        ));
+    }
+    if path.ends_with("/scaling_governor") && errno == libc::EINVAL {
+        return WriteError::Refused(format!("this CPU has no such governor: {message}"));
+    }
+    WriteError::Failed(message.to_string())
+}
+
+/// The kernel-internal ENOTSUPP some drivers let through.
+const ENOTSUPP: i32 = 524;
+
+fn classify_driver(target: &Target, e: &SetError) -> WriteError {
+    if matches!(e.errno, libc::EOPNOTSUPP | ENOTSUPP) {
+        let what = match target {
+            Target::Driver { iface, key } => format!("{key} on '{iface}'"),
+            _ => "this setting".to_string(),
+        };
+        return WriteError::Refused(format!("the driver does not support changing {what}: {e}"));
+    }
+    WriteError::Failed(e.to_string())
+}
+
+fn classify_qdisc(kind: &str, e: &SetError) -> WriteError {
+    if matches!(e.errno, libc::ENOENT | libc::EOPNOTSUPP) {
+        return WriteError::Refused(format!(
+            "the kernel lacks the '{kind}' qdisc: {e}; build or load sch_{kind} to use it"
+        ));
+    }
+    WriteError::Failed(e.to_string())
+}
+
+/// Move changes that cannot be written into `skipped` before anything is
+/// written: kernel files without a write bit (read-only sysctls, a
+/// namespace's mirrored values), and governors the CPU does not offer.
+pub fn preflight(plan: &mut Plan, root: &Root) {
+    let mut kept = Vec::new();
+    for change in std::mem::take(&mut plan.changes) {
+        match unwritable(root, &change.target, &change.to) {
+            Some(reason) => plan.skipped.push(Skipped {
+                target: change.target,
+                reason,
+                group: change.group,
+            }),
+            None => kept.push(change),
+        }
+    }
+    plan.changes = kept;
+}
+
+fn unwritable(root: &Root, target: &str, value: &str) -> Option<String> {
+    if !target.starts_with('/') {
+        return None;
+    }
+    let meta = match std::fs::metadata(root.real_path(target)) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Some("the file does not exist (any more)".to_string())
+        }
+        Err(_) => return None,
+    };
+    if meta.is_file() && meta.permissions().mode() & 0o222 == 0 {
+        return Some(format!(
+            "read-only here (mode {:o}): the kernel does not let it be written in this namespace or on this system",
+            meta.permissions().mode() & 0o777
+        ));
+    }
+    if let Some(dir) = target.strip_suffix("/scaling_governor") {
+        let offered = root
+            .read_value(&format!("{dir}/scaling_available_governors"))
+            .ok()
+            .flatten()?;
+        if !offered.split_whitespace().any(|g| g == value) {
+            return Some(format!(
+                "governor '{value}' is not offered (scaling_available_governors: {offered})"
+            ));
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets_parse_by_kind() {
+        assert_eq!(
+            Target::parse("/proc/irq/74/smp_affinity_list").expect("file"),
+            Target::File("/proc/irq/74/smp_affinity_list".to_string())
+        );
+        assert_eq!(
+            Target::parse("ethtool:eth0:rings.rx").expect("driver"),
+            Target::Driver {
+                iface: "eth0".to_string(),
+                key: "rings.rx".to_string()
+            }
+        );
+        assert_eq!(
+            Target::parse("qdisc:eth0:root").expect("qdisc"),
+            Target::Qdisc {
+                iface: "eth0".to_string()
+            }
+        );
+        assert!(Target::parse("/etc/passwd").is_err());
+        assert!(Target::parse("qdisc::root").is_err());
+    }
+
+    #[test]
+    fn qdisc_text_becomes_a_spec() {
+        assert_eq!(
+            parse_qdisc("fq maxrate 8gbit"),
+            Ok(QdiscSpec {
+                kind: "fq".to_string(),
+                maxrate_bytes: Some(1_000_000_000)
+            })
+        );
+        assert!(parse_qdisc("fq maxrate 100gbit").is_err());
+        assert!(parse_qdisc("fq limit 3").is_err());
+    }
+
+    #[test]
+    fn refusals_are_told_from_failures() {
+        let managed = classify_file("/proc/irq/24/smp_affinity_list", Some(libc::EIO), "EIO");
+        assert!(matches!(managed, WriteError::Refused(_)));
+        let dir = classify_file(
+            "/proc/irq/24/smp_affinity_list",
+            Some(libc::EISDIR),
+            "EISDIR",
+        );
+        assert!(matches!(dir, WriteError::Failed(_)));
+        let fq = classify_qdisc("fq", &SetError::from_errno(libc::ENOENT));
+        assert!(fq.to_string().contains("sch_fq"), "{fq}");
+    }
+}

@@ -1,0 +1,373 @@
+//! One driver setting as plan and apply name it: `rings.rx`,
+//! `coalesce.adaptive-rx`, `rx-flow-hash.udp4`, `channels.combined`,
+//! `features.rx-gro`; its value as text (`4096`, `on`, `sdfn`), the text
+//! `ethtool` itself takes.
+
+use std::fmt;
+
+use crate::host::Probe;
+use crate::nic::{Channels, DriverSettings, FlowHash};
+
+/// A driver setting with the value to give it: what one `ethtool -G/-C/-N/-L/-K`
+/// word pair sets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DriverSetting {
+    RingRx(u32),
+    RingTx(u32),
+    RxUsecs(u32),
+    TxUsecs(u32),
+    AdaptiveRx(bool),
+    AdaptiveTx(bool),
+    /// rx-flow-hash of a flow type (`udp4`) over these fields.
+    FlowHash {
+        flow_type: String,
+        hash: FlowHash,
+    },
+    /// Queue count of one kind.
+    Channels {
+        kind: ChannelKind,
+        count: u32,
+    },
+    /// An offload by the name `ethtool -k` shows (either spelling).
+    Feature {
+        name: String,
+        on: bool,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChannelKind {
+    Rx,
+    Tx,
+    Combined,
+}
+
+impl ChannelKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            ChannelKind::Rx => "rx",
+            ChannelKind::Tx => "tx",
+            ChannelKind::Combined => "combined",
+        }
+    }
+
+    pub fn count(self, c: &Channels) -> u32 {
+        match self {
+            ChannelKind::Rx => c.rx,
+            ChannelKind::Tx => c.tx,
+            ChannelKind::Combined => c.combined,
+        }
+    }
+
+    pub fn max(self, c: &Channels) -> u32 {
+        match self {
+            ChannelKind::Rx => c.max_rx,
+            ChannelKind::Tx => c.max_tx,
+            ChannelKind::Combined => c.max_combined,
+        }
+    }
+}
+
+/// rx-flow-hash fields and the letter `ethtool -N ... rx-flow-hash` uses for
+/// each, in the order ethtool prints them.
+const FLOW_HASH_LETTERS: [(char, &str); 8] = [
+    ('m', "l2_dst"),
+    ('v', "vlan"),
+    ('t', "l3_proto"),
+    ('s', "ip_src"),
+    ('d', "ip_dst"),
+    ('f', "l4_src_port"),
+    ('n', "l4_dst_port"),
+    ('r', "discard"),
+];
+
+/// `sdfn` for ip_src+ip_dst+l4_src_port+l4_dst_port. `None` when a field has
+/// no ethtool letter (a hash bit newer than this code).
+pub fn flow_hash_text(hash: &FlowHash) -> Option<String> {
+    let mut text = String::new();
+    for (letter, field) in FLOW_HASH_LETTERS {
+        if hash.fields.iter().any(|f| f == field) {
+            text.push(letter);
+        }
+    }
+    let known = hash
+        .fields
+        .iter()
+        .all(|f| FLOW_HASH_LETTERS.iter().any(|(_, name)| name == f));
+    known.then_some(text)
+}
+
+pub fn parse_flow_hash(text: &str) -> Result<FlowHash, String> {
+    let mut fields = Vec::new();
+    for (letter, field) in FLOW_HASH_LETTERS {
+        if text.contains(letter) {
+            fields.push(field.to_string());
+        }
+    }
+    if let Some(bad) = text
+        .chars()
+        .find(|c| !FLOW_HASH_LETTERS.iter().any(|(l, _)| l == c))
+    {
+        return Err(format!(
+            "'{bad}' in rx-flow-hash '{text}' is not one of m v t s d f n r"
+        ));
+    }
+    Ok(FlowHash { fields })
+}
+
+fn on_off(on: bool) -> &'static str {
+    if on {
+        "on"
+    } else {
+        "off"
+    }
+}
+
+fn parse_on_off(text: &str) -> Result<bool, String> {
+    match text {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        _ => Err(format!("'{text}' is not on or off")),
+    }
+}
+
+fn parse_count(text: &str) -> Result<u32, String> {
+    text.parse()
+        .map_err(|_| format!("'{text}' is not a whole number"))
+}
+
+impl DriverSetting {
+    /// The setting's name within an interface: `rings.rx`.
+    pub fn key(&self) -> String {
+        match self {
+            DriverSetting::RingRx(_) => "rings.rx".to_string(),
+            DriverSetting::RingTx(_) => "rings.tx".to_string(),
+            DriverSetting::RxUsecs(_) => "coalesce.rx-usecs".to_string(),
+            DriverSetting::TxUsecs(_) => "coalesce.tx-usecs".to_string(),
+            DriverSetting::AdaptiveRx(_) => "coalesce.adaptive-rx".to_string(),
+            DriverSetting::AdaptiveTx(_) => "coalesce.adaptive-tx".to_string(),
+            DriverSetting::FlowHash { flow_type, .. } => format!("rx-flow-hash.{flow_type}"),
+            DriverSetting::Channels { kind, .. } => format!("channels.{}", kind.name()),
+            DriverSetting::Feature { name, .. } => format!("features.{name}"),
+        }
+    }
+
+    /// The value as text, the way `ethtool` takes it.
+    pub fn value_text(&self) -> String {
+        match self {
+            DriverSetting::RingRx(n)
+            | DriverSetting::RingTx(n)
+            | DriverSetting::RxUsecs(n)
+            | DriverSetting::TxUsecs(n)
+            | DriverSetting::Channels { count: n, .. } => n.to_string(),
+            DriverSetting::AdaptiveRx(on)
+            | DriverSetting::AdaptiveTx(on)
+            | DriverSetting::Feature { on, .. } => on_off(*on).to_string(),
+            DriverSetting::FlowHash { hash, .. } => flow_hash_text(hash).unwrap_or_default(),
+        }
+    }
+
+    /// Parse a key and value text (as `key` and `value_text` print them).
+    pub fn parse(key: &str, value: &str) -> Result<DriverSetting, String> {
+        let setting = match key {
+            "rings.rx" => DriverSetting::RingRx(parse_count(value)?),
+            "rings.tx" => DriverSetting::RingTx(parse_count(value)?),
+            "coalesce.rx-usecs" => DriverSetting::RxUsecs(parse_count(value)?),
+            "coalesce.tx-usecs" => DriverSetting::TxUsecs(parse_count(value)?),
+            "coalesce.adaptive-rx" => DriverSetting::AdaptiveRx(parse_on_off(value)?),
+            "coalesce.adaptive-tx" => DriverSetting::AdaptiveTx(parse_on_off(value)?),
+            _ => {
+                if let Some(flow_type) = key.strip_prefix("rx-flow-hash.") {
+                    DriverSetting::FlowHash {
+                        flow_type: flow_type.to_string(),
+                        hash: parse_flow_hash(value)?,
+                    }
+                } else if let Some(kind) = key.strip_prefix("channels.") {
+                    let kind = match kind {
+                        "rx" => ChannelKind::Rx,
+                        "tx" => ChannelKind::Tx,
+                        "combined" => ChannelKind::Combined,
+                        _ => return Err(format!("'{key}' is not a channel count")),
+                    };
+                    DriverSetting::Channels {
+                        kind,
+                        count: parse_count(value)?,
+                    }
+                } else if let Some(name) = key.strip_prefix("features.") {
+                    DriverSetting::Feature {
+                        name: name.to_string(),
+                        on: parse_on_off(value)?,
+                    }
+                } else {
+                    return Err(format!("'{key}' is not a driver setting nettune knows"));
+                }
+            }
+        };
+        Ok(setting)
+    }
+
+    /// The `ethtool` command that makes this setting (for `--format sh`).
+    pub fn ethtool_command(&self, iface: &str) -> String {
+        let value = self.value_text();
+        match self {
+            DriverSetting::RingRx(_) => format!("ethtool -G {iface} rx {value}"),
+            DriverSetting::RingTx(_) => format!("ethtool -G {iface} tx {value}"),
+            DriverSetting::RxUsecs(_) => format!("ethtool -C {iface} rx-usecs {value}"),
+            DriverSetting::TxUsecs(_) => format!("ethtool -C {iface} tx-usecs {value}"),
+            DriverSetting::AdaptiveRx(_) => format!("ethtool -C {iface} adaptive-rx {value}"),
+            DriverSetting::AdaptiveTx(_) => format!("ethtool -C {iface} adaptive-tx {value}"),
+            DriverSetting::FlowHash { flow_type, .. } => {
+                format!("ethtool -N {iface} rx-flow-hash {flow_type} {value}")
+            }
+            DriverSetting::Channels { kind, .. } => {
+                format!("ethtool -L {iface} {} {value}", kind.name())
+            }
+            DriverSetting::Feature { name, .. } => format!("ethtool -K {iface} {name} {value}"),
+        }
+    }
+}
+
+impl fmt::Display for DriverSetting {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.key(), self.value_text())
+    }
+}
+
+/// The current value text of a setting key, from what the driver reported.
+pub fn current_text(key: &str, settings: &DriverSettings) -> Probe<String> {
+    let number = |p: Probe<u32>| p.map(|n| n.to_string());
+    let switch = |p: Probe<bool>| p.map(|on| on_off(on).to_string());
+    let rings = settings.rings.clone();
+    let coalesce = settings.coalesce.clone();
+    match key {
+        "rings.rx" => number(rings.map(|r| r.rx)),
+        "rings.tx" => number(rings.map(|r| r.tx)),
+        "coalesce.rx-usecs" => number(coalesce.map(|c| c.rx_usecs)),
+        "coalesce.tx-usecs" => number(coalesce.map(|c| c.tx_usecs)),
+        "coalesce.adaptive-rx" => switch(coalesce.map(|c| c.adaptive_rx)),
+        "coalesce.adaptive-tx" => switch(coalesce.map(|c| c.adaptive_tx)),
+        _ => {
+            if let Some(flow_type) = key.strip_prefix("rx-flow-hash.") {
+                match settings.rx_flow_hash.get(flow_type) {
+                    Some(Probe::Value(hash)) => flow_hash_text(hash).into(),
+                    Some(Probe::Missing(m)) => Probe::Missing(*m),
+                    None => Probe::UNKNOWN,
+                }
+            } else if let Some(kind) = key.strip_prefix("channels.") {
+                let kind = match kind {
+                    "rx" => ChannelKind::Rx,
+                    "tx" => ChannelKind::Tx,
+                    "combined" => ChannelKind::Combined,
+                    _ => return Probe::UNKNOWN,
+                };
+                number(settings.channels.clone().map(|c| kind.count(&c)))
+            } else if let Some(name) = key.strip_prefix("features.") {
+                match settings.features.value() {
+                    Some(features) => features
+                        .get(name)
+                        .map(|f| on_off(f.active).to_string())
+                        .into(),
+                    None => match settings.features {
+                        Probe::Missing(m) => Probe::Missing(m),
+                        Probe::Value(_) => Probe::UNKNOWN,
+                    },
+                }
+            } else {
+                Probe::UNKNOWN
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::nic::{Coalesce, Rings};
+
+    #[test]
+    fn flow_hash_letters_match_ethtool() {
+        // `ethtool -N eth2 rx-flow-hash udp4 sdfn` (REFERENCE section 3).
+        let hash = parse_flow_hash("sdfn").expect("sdfn");
+        assert_eq!(
+            hash.fields,
+            ["ip_src", "ip_dst", "l4_src_port", "l4_dst_port"]
+        );
+        assert_eq!(flow_hash_text(&hash).as_deref(), Some("sdfn"));
+        let ips = FlowHash {
+            fields: vec!["ip_dst".to_string(), "ip_src".to_string()],
+        };
+        assert_eq!(flow_hash_text(&ips).as_deref(), Some("sd"));
+        assert!(parse_flow_hash("sdx").is_err());
+        let odd = FlowHash {
+            fields: vec!["ip_src".to_string(), "bit_9".to_string()],
+        };
+        assert_eq!(flow_hash_text(&odd), None);
+    }
+
+    #[test]
+    fn keys_and_values_round_trip() {
+        let settings = [
+            DriverSetting::RingRx(4096),
+            DriverSetting::AdaptiveRx(true),
+            DriverSetting::RxUsecs(0),
+            DriverSetting::FlowHash {
+                flow_type: "udp4".to_string(),
+                hash: parse_flow_hash("sdfn").expect("hash"),
+            },
+            DriverSetting::Channels {
+                kind: ChannelKind::Combined,
+                count: 16,
+            },
+            DriverSetting::Feature {
+                name: "rx-gro".to_string(),
+                on: false,
+            },
+        ];
+        for s in settings {
+            let back = DriverSetting::parse(&s.key(), &s.value_text()).expect("parse");
+            assert_eq!(back, s);
+        }
+        assert!(DriverSetting::parse("rings.rx", "many").is_err());
+        assert!(DriverSetting::parse("coalesce.adaptive-rx", "yes").is_err());
+        assert!(DriverSetting::parse("bogus", "1").is_err());
+        assert_eq!(
+            DriverSetting::RingRx(4096).ethtool_command("eth0"),
+            "ethtool -G eth0 rx 4096"
+        );
+    }
+
+    #[test]
+    fn current_text_reads_the_model() {
+        let settings = DriverSettings {
+            rings: Probe::Value(Rings {
+                rx: 512,
+                rx_max: 4096,
+                rx_mini: 0,
+                rx_mini_max: 0,
+                rx_jumbo: 0,
+                rx_jumbo_max: 0,
+                tx: 256,
+                tx_max: 4096,
+            }),
+            coalesce: Probe::Value(Coalesce {
+                rx_usecs: 8,
+                rx_frames: 0,
+                tx_usecs: 0,
+                tx_frames: 0,
+                adaptive_rx: true,
+                adaptive_tx: false,
+            }),
+            ..DriverSettings::default()
+        };
+        assert_eq!(
+            current_text("rings.rx", &settings),
+            Probe::Value("512".to_string())
+        );
+        assert_eq!(
+            current_text("coalesce.adaptive-rx", &settings),
+            Probe::Value("on".to_string())
+        );
+        assert_eq!(current_text("channels.combined", &settings), Probe::UNKNOWN);
+        assert_eq!(current_text("rx-flow-hash.udp4", &settings), Probe::UNKNOWN);
+    }
+}

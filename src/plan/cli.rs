@@ -1,0 +1,167 @@
+//! `nettune plan` arguments, shared with `apply` ([`TuneArgs`]).
+
+use crate::error::Status;
+use crate::host::cpuset::parse_list;
+use crate::host::{self, Host, Selection};
+use crate::inspect::Target;
+
+use super::{render, Plan, PlanOptions, Profile};
+use crate::units::{parse_rate, parse_time};
+
+/// What to tune and for what: shared by `plan` and `apply`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct TuneArgs {
+    /// The profile (what each sets, and why: docs/profiles.md).
+    #[arg(long, value_enum)]
+    pub profile: Profile,
+    /// An interface to tune; repeat for several. Default: every physical
+    /// interface that is up.
+    #[arg(long = "iface", value_name = "NAME")]
+    pub ifaces: Vec<String>,
+    /// The CPUs network work may use (`0-7,16-23`). Default: every online
+    /// CPU except isolated and nohz_full ones.
+    #[arg(long, value_name = "LIST")]
+    pub cpus: Option<String>,
+    /// throughput: the path's bandwidth for buffer sizes (`10gbit`, `2.5G`).
+    /// Default: the fastest selected link.
+    #[arg(long, value_name = "RATE")]
+    pub bandwidth: Option<String>,
+    /// throughput: the path's round-trip time (`100ms`, `0.2s`). Default: 100ms.
+    #[arg(long, value_name = "TIME")]
+    pub rtt: Option<String>,
+    /// throughput: fq's per-flow pacing cap (`2gbit`). Default: 80% of the
+    /// link speed / --streams.
+    #[arg(long, value_name = "RATE")]
+    pub pace: Option<String>,
+    /// throughput: parallel streams sharing the path. Default: 1.
+    #[arg(long, value_name = "N")]
+    pub streams: Option<u32>,
+    #[command(flatten)]
+    pub target: Target,
+}
+
+impl TuneArgs {
+    /// Check what the user typed and turn it into plan options.
+    pub fn options(&self) -> anyhow::Result<PlanOptions> {
+        let sized = [
+            ("--bandwidth", self.bandwidth.is_some()),
+            ("--rtt", self.rtt.is_some()),
+            ("--pace", self.pace.is_some()),
+            ("--streams", self.streams.is_some()),
+        ];
+        if self.profile != Profile::Throughput {
+            if let Some((flag, _)) = sized.iter().find(|(_, given)| *given) {
+                anyhow::bail!(
+                    "{flag} sizes the throughput profile only; drop it or use --profile throughput"
+                );
+            }
+        }
+        let rate = |flag: &str, v: &Option<String>| -> anyhow::Result<Option<u64>> {
+            v.as_deref()
+                .map(|t| parse_rate(t).map_err(|e| anyhow::anyhow!("{flag}: {e:#}")))
+                .transpose()
+        };
+        let cpus = match &self.cpus {
+            Some(text) => Some(parse_list(text).map_err(|e| {
+                anyhow::anyhow!("--cpus '{text}': {e}; write a CPU list such as 0-3,8")
+            })?),
+            None => None,
+        };
+        Ok(PlanOptions {
+            profile: self.profile,
+            ifaces: self.ifaces.clone(),
+            cpus,
+            bandwidth_bits: rate("--bandwidth", &self.bandwidth)?,
+            rtt_us: self
+                .rtt
+                .as_deref()
+                .map(|t| {
+                    parse_time(t)
+                        .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+                        .map_err(|e| anyhow::anyhow!("--rtt: {e:#}"))
+                })
+                .transpose()?,
+            pace_bits: rate("--pace", &self.pace)?,
+            streams: self.streams,
+        })
+    }
+
+    /// Read the host model (every interface, `lo` included).
+    pub fn read_host(&self) -> anyhow::Result<Host> {
+        let selection = Selection {
+            all: true,
+            iface: None,
+        };
+        host::read_target(
+            self.target.root.as_deref(),
+            self.target.netns.as_deref(),
+            &selection,
+        )
+    }
+
+    pub fn place(&self) -> String {
+        let root = self.target.root.as_ref().map(|p| p.display().to_string());
+        render::place(root.as_deref(), self.target.netns.as_deref())
+    }
+}
+
+/// How `plan` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Format {
+    /// A diff grouped by interface and kernel.
+    #[default]
+    Text,
+    /// `{"changes": [...], "skipped": [...]}`.
+    Json,
+    /// An equivalent shell script (echo, sysctl, ethtool, tc).
+    Sh,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct PlanArgs {
+    #[command(flatten)]
+    pub tune: TuneArgs,
+    /// Print the plan as JSON (same as --format json).
+    #[arg(long)]
+    pub json: bool,
+    /// text, json or sh.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+}
+
+impl PlanArgs {
+    pub fn format(&self) -> Format {
+        if self.json {
+            Format::Json
+        } else {
+            self.format
+        }
+    }
+}
+
+/// Compute the plan as `apply` would: the model's plan, then the checks
+/// that need the kernel files themselves (read-only files, governors).
+pub fn resolve(tune: &TuneArgs) -> anyhow::Result<(PlanOptions, Plan)> {
+    let opts = tune.options()?;
+    let host = tune.read_host()?;
+    let mut plan = super::plan(&host, &opts)?;
+    let root = host::open_root(tune.target.root.as_deref())?;
+    crate::apply::preflight(&mut plan, &root);
+    Ok((opts, plan))
+}
+
+pub fn print(plan: &Plan, tune: &TuneArgs, format: Format) -> anyhow::Result<()> {
+    let text = match format {
+        Format::Text => render::text(plan, &tune.place()),
+        Format::Json => render::json(plan)?,
+        Format::Sh => render::shell(plan, &tune.place(), tune.target.netns.as_deref()),
+    };
+    crate::output::print(&text)?;
+    Ok(())
+}
+
+pub fn run(args: PlanArgs) -> anyhow::Result<Status> {
+    let (_, plan) = resolve(&args.tune)?;
+    print(&plan, &args.tune, args.format())?;
+    Ok(Status::Clean)
+}

@@ -1,0 +1,287 @@
+//! Driver settings (ethtool) and the root qdisc of one interface.
+
+use super::{Draft, PlanOptions, Profile};
+use crate::host::{Interface, Probe};
+use crate::nic::setting::current_text;
+use crate::nic::{ChannelKind, DriverSetting, FlowHash};
+use crate::units::format_tc_rate as format_rate;
+
+/// fq at the root caps each flow at this share of the link when no
+/// `--pace` is given: 8gbit on a 10G host (REFERENCE 6).
+const PACE_SHARE_PERCENT: u64 = 80;
+
+pub(super) fn plan_driver(d: &mut Draft, iface: &Interface, opts: &PlanOptions) {
+    let settings = &iface.driver_settings;
+    match opts.profile {
+        Profile::Pps => {
+            for flow in ["udp4", "udp6"] {
+                match settings.rx_flow_hash.get(flow) {
+                    Some(Probe::Value(hash)) => {
+                        if let Some(wider) = with_ports(hash) {
+                            want(
+                                d,
+                                iface,
+                                DriverSetting::FlowHash {
+                                    flow_type: flow.to_string(),
+                                    hash: wider,
+                                },
+                                &format!("{flow} hashes on addresses only: all flows between two hosts land on one queue; add the ports (REFERENCE 3)"),
+                            );
+                        }
+                    }
+                    other => skip_missing(
+                        d,
+                        iface,
+                        &format!("rx-flow-hash.{flow}"),
+                        other.cloned().unwrap_or_default().map(|_| String::new()),
+                    ),
+                }
+            }
+        }
+        Profile::Latency => {
+            want(
+                d,
+                iface,
+                DriverSetting::AdaptiveRx(false),
+                "low coalescing: adaptive moderation holds interrupts back under load (REFERENCE 4)",
+            );
+            want(
+                d,
+                iface,
+                DriverSetting::RxUsecs(0),
+                "low coalescing: interrupt at once for each packet (REFERENCE 4)",
+            );
+        }
+        Profile::Throughput => {
+            match &settings.rings {
+                Probe::Value(r) => {
+                    if r.rx < r.rx_max {
+                        want(
+                            d,
+                            iface,
+                            DriverSetting::RingRx(r.rx_max),
+                            "rings to maximum: absorb bursts at 40/100G (REFERENCE 6)",
+                        );
+                    }
+                    if r.tx < r.tx_max {
+                        want(
+                            d,
+                            iface,
+                            DriverSetting::RingTx(r.tx_max),
+                            "rings to maximum (REFERENCE 6)",
+                        );
+                    }
+                }
+                missing => {
+                    skip_missing(d, iface, "rings.rx", missing.clone().map(|_| String::new()))
+                }
+            }
+            want(
+                d,
+                iface,
+                DriverSetting::AdaptiveRx(true),
+                "adaptive coalescing on: fewer interrupts for bulk traffic (REFERENCE 6)",
+            );
+            want(
+                d,
+                iface,
+                DriverSetting::AdaptiveTx(true),
+                "adaptive coalescing on (REFERENCE 6)",
+            );
+            gro_on(d, iface);
+            root_fq(d, iface, opts);
+        }
+        Profile::Http | Profile::Baseline => {}
+    }
+}
+
+/// The hash with both port fields added; `None` when ports are in already
+/// (or the hash is not over addresses at all: leave such a choice alone).
+fn with_ports(hash: &FlowHash) -> Option<FlowHash> {
+    let has = |f: &str| hash.fields.iter().any(|x| x == f);
+    if !hash.ips_only() || !has("ip_src") || !has("ip_dst") || has("discard") {
+        return None;
+    }
+    let mut fields = hash.fields.clone();
+    fields.push("l4_src_port".to_string());
+    fields.push("l4_dst_port".to_string());
+    Some(FlowHash { fields })
+}
+
+fn target(iface: &Interface, key: &str) -> String {
+    format!("ethtool:{}:{key}", iface.name)
+}
+
+/// Plan a driver setting from its current value in the model, or say why not.
+fn want(d: &mut Draft, iface: &Interface, setting: DriverSetting, reason: &str) {
+    let key = setting.key();
+    match current_text(&key, &iface.driver_settings) {
+        Probe::Value(current) => d.want(
+            &iface.name,
+            target(iface, &key),
+            &current,
+            setting.value_text(),
+            reason.to_string(),
+        ),
+        missing => skip_missing(d, iface, &key, missing),
+    }
+}
+
+fn skip_missing(d: &mut Draft, iface: &Interface, key: &str, probe: Probe<String>) {
+    let driver = iface.driver.as_deref().unwrap_or("the driver");
+    let reason = match probe {
+        Probe::Missing(crate::host::Missing::NotSupported) => {
+            format!("{driver} does not support this setting on {}", iface.name)
+        }
+        _ => "unknown: no driver data (a capture without nettune/driver.json, or the query failed)"
+            .to_string(),
+    };
+    d.skip(&iface.name, &target(iface, key), &reason);
+}
+
+/// GRO on where the driver lets it be switched (REFERENCE 4: part of the
+/// kernel path's tuning; it merges a bulk flow's segments).
+fn gro_on(d: &mut Draft, iface: &Interface) {
+    let Some(features) = iface.driver_settings.features.value() else {
+        skip_missing(
+            d,
+            iface,
+            "features.rx-gro",
+            iface
+                .driver_settings
+                .features
+                .clone()
+                .map(|_| String::new()),
+        );
+        return;
+    };
+    let Some((name, gro)) = ["rx-gro", "generic-receive-offload"]
+        .iter()
+        .find_map(|n| features.get(*n).map(|f| (*n, f)))
+    else {
+        return;
+    };
+    if gro.active {
+        return;
+    }
+    if !gro.changeable {
+        d.skip(
+            &iface.name,
+            &target(iface, &format!("features.{name}")),
+            "GRO is off and fixed by the driver",
+        );
+        return;
+    }
+    want(
+        d,
+        iface,
+        DriverSetting::Feature {
+            name: name.to_string(),
+            on: true,
+        },
+        "GRO on: merge a bulk flow's segments before the stack (REFERENCE 4, 6)",
+    );
+}
+
+/// `http`: as many queues as network CPUs (up to the driver's maximum).
+/// Returns whether the queue count changes.
+pub(super) fn channels_change(d: &mut Draft, iface: &Interface, n_cpus: usize) -> bool {
+    let channels = match &iface.driver_settings.channels {
+        Probe::Value(c) => *c,
+        missing => {
+            skip_missing(
+                d,
+                iface,
+                "channels.combined",
+                missing.clone().map(|_| String::new()),
+            );
+            return false;
+        }
+    };
+    if channels.combined == 0 {
+        d.skip(
+            &iface.name,
+            &target(iface, "channels.combined"),
+            "separate RX and TX channels: nettune only sets combined queue counts",
+        );
+        return false;
+    }
+    let kind = ChannelKind::Combined;
+    let wanted = (n_cpus as u32).min(kind.max(&channels)).max(1);
+    if wanted == kind.count(&channels) {
+        return false;
+    }
+    want(
+        d,
+        iface,
+        DriverSetting::Channels { kind, count: wanted },
+        &format!(
+            "perfect locality: one queue per network CPU ({n_cpus} CPUs, driver maximum {}) (REFERENCE 4)",
+            kind.max(&channels)
+        ),
+    );
+    true
+}
+
+/// `throughput`: fq at the root, pacing each flow (REFERENCE 6).
+fn root_fq(d: &mut Draft, iface: &Interface, opts: &PlanOptions) {
+    let group = iface.name.as_str();
+    let target = format!("qdisc:{group}:root");
+    let current = match &iface.root_qdisc {
+        Probe::Value(q) => q,
+        Probe::Missing(_) => {
+            d.skip(group, &target, "the root qdisc is unknown (no driver data)");
+            return;
+        }
+    };
+    if current.kind == "fq" {
+        return;
+    }
+    if current.handle != "0:" {
+        d.skip(
+            group,
+            &target,
+            &format!(
+                "root qdisc {} {} was set up by hand: nettune does not replace it (a rollback could not rebuild its classes and filters)",
+                current.kind, current.handle
+            ),
+        );
+        return;
+    }
+    let streams = u64::from(opts.streams.unwrap_or(1));
+    let (rate, why) = match (opts.pace_bits, iface.speed_mbps) {
+        (Some(pace), _) => (Some(pace), format!("--pace {}", format_rate(pace))),
+        (None, Some(mbps)) => {
+            let rate = mbps * 1_000_000 * PACE_SHARE_PERCENT / 100 / streams;
+            (
+                Some(rate),
+                format!(
+                    "{PACE_SHARE_PERCENT}% of the {} link / {streams} stream(s)",
+                    format_rate(mbps * 1_000_000)
+                ),
+            )
+        }
+        (None, None) => (None, "link speed unknown: no per-flow cap".to_string()),
+    };
+    // fq takes the cap as 32-bit bytes per second (~34 Gbit/s at most).
+    let (to, why) = match rate {
+        Some(bits) if bits / 8 <= u64::from(u32::MAX - 1) => {
+            (format!("fq maxrate {}", format_rate(bits)), why)
+        }
+        Some(bits) => (
+            "fq".to_string(),
+            format!(
+                "{why} = {}, above fq's 32-bit maxrate: no per-flow cap",
+                format_rate(bits)
+            ),
+        ),
+        None => ("fq".to_string(), why),
+    };
+    d.want(
+        group,
+        target,
+        &current.kind,
+        to,
+        format!("fq paces each flow ({why}); pacing gains 2-4x on 50-80 ms paths (REFERENCE 6)"),
+    );
+}

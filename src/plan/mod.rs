@@ -1,0 +1,218 @@
+//! `nettune plan`: what a profile would change on a host, as a list of
+//! changes (target, current value, new value, reason) and of settings left
+//! alone with the reason. Pure and deterministic: the same host model and
+//! options give the same plan. `apply` writes it.
+//!
+//! Targets: the absolute kernel path of file-backed settings
+//! (`/proc/irq/74/smp_affinity_list`, `/proc/sys/net/core/rmem_max`), and
+//! stable names for the rest: `ethtool:IFACE:KEY` (keys in
+//! [`crate::nic::setting`]) and `qdisc:IFACE:root`. Profiles and the reason
+//! for every value: docs/profiles.md.
+
+pub mod cli;
+pub mod compare;
+mod cpus;
+mod driver;
+mod kernel;
+mod queues;
+pub mod render;
+
+use serde::{Deserialize, Serialize};
+
+use crate::host::{Host, Interface};
+
+pub use cli::{PlanArgs, TuneArgs};
+
+/// What the host is tuned for. docs/profiles.md gives every value's reason.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, clap::ValueEnum,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Profile {
+    /// Many small UDP packets (REFERENCE section 3).
+    Pps,
+    /// Request/response latency (REFERENCE sections 1, 2, 4).
+    Latency,
+    /// Bulk TCP over long paths (REFERENCE section 6).
+    Throughput,
+    /// Many connections served per core (REFERENCE section 4).
+    Http,
+    /// Kernel defaults: undo hand tuning done before nettune.
+    Baseline,
+}
+
+impl Profile {
+    pub fn name(self) -> &'static str {
+        match self {
+            Profile::Pps => "pps",
+            Profile::Latency => "latency",
+            Profile::Throughput => "throughput",
+            Profile::Http => "http",
+            Profile::Baseline => "baseline",
+        }
+    }
+}
+
+/// Everything besides the host that decides a plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanOptions {
+    pub profile: Profile,
+    /// Interfaces to tune; empty: every physical interface that is up.
+    pub ifaces: Vec<String>,
+    /// The CPUs network work may use; `None`: every online CPU except
+    /// isolated and nohz_full ones.
+    pub cpus: Option<Vec<u32>>,
+    /// Path bandwidth for buffer sizes (throughput), bits per second;
+    /// `None`: the fastest selected link.
+    pub bandwidth_bits: Option<u64>,
+    /// Path round-trip time (throughput), microseconds; `None`: 100 ms.
+    pub rtt_us: Option<u64>,
+    /// fq's per-flow pacing cap (throughput), bits per second.
+    pub pace_bits: Option<u64>,
+    /// Parallel streams sharing the path (throughput); `None`: 1.
+    pub streams: Option<u32>,
+}
+
+impl PlanOptions {
+    pub fn new(profile: Profile) -> PlanOptions {
+        PlanOptions {
+            profile,
+            ifaces: Vec::new(),
+            cpus: None,
+            bandwidth_bits: None,
+            rtt_us: None,
+            pace_bits: None,
+            streams: None,
+        }
+    }
+}
+
+/// One setting to change.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Change {
+    /// Kernel path or `ethtool:IFACE:KEY` / `qdisc:IFACE:root`.
+    pub target: String,
+    /// The current value as text.
+    pub from: String,
+    /// The exact text that will be written.
+    pub to: String,
+    pub reason: String,
+    /// The interface name, or `kernel`.
+    pub group: String,
+}
+
+/// A setting the profile would change but leaves alone, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Skipped {
+    pub target: String,
+    pub reason: String,
+    pub group: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Plan {
+    pub profile: Profile,
+    /// The CPUs network work may use (after `--cpus` and the defaults).
+    pub cpus: Vec<u32>,
+    /// The interfaces planned for.
+    pub interfaces: Vec<String>,
+    pub changes: Vec<Change>,
+    pub skipped: Vec<Skipped>,
+}
+
+/// The group of host-wide settings.
+pub const KERNEL_GROUP: &str = "kernel";
+
+/// Compute the changes `opts.profile` makes on `host`.
+pub fn plan(host: &Host, opts: &PlanOptions) -> anyhow::Result<Plan> {
+    if opts.streams == Some(0) {
+        anyhow::bail!("--streams 0: give the number of parallel streams, 1 or more");
+    }
+    let cpus = cpus::network_cpus(host, opts.cpus.as_deref())?;
+    let ifaces = select_interfaces(host, &opts.ifaces)?;
+    let mut draft = Draft::default();
+    if ifaces.is_empty() {
+        draft.skip(
+            KERNEL_GROUP,
+            "interfaces",
+            "no physical interface is up: only host-wide settings are planned; name interfaces with --iface",
+        );
+    }
+    let mut load = cpus::Load::new();
+    for iface in &ifaces {
+        queues::plan_queues(&mut draft, host, iface, opts, &cpus, &mut load);
+        driver::plan_driver(&mut draft, iface, opts);
+    }
+    kernel::plan_kernel(&mut draft, host, opts, &cpus, &ifaces);
+    Ok(Plan {
+        profile: opts.profile,
+        cpus,
+        interfaces: ifaces.iter().map(|i| i.name.clone()).collect(),
+        changes: draft.changes,
+        skipped: draft.skipped,
+    })
+}
+
+/// The interfaces to tune: the named ones (each must exist), or every
+/// physical interface that is up, in name order.
+fn select_interfaces<'h>(host: &'h Host, names: &[String]) -> anyhow::Result<Vec<&'h Interface>> {
+    if names.is_empty() {
+        let mut up: Vec<&Interface> = host
+            .interfaces
+            .iter()
+            .filter(|i| i.physical && i.operstate.as_deref() == Some("up"))
+            .collect();
+        up.sort_by(|a, b| a.name.cmp(&b.name));
+        return Ok(up);
+    }
+    let mut chosen = Vec::new();
+    for name in names {
+        let Some(iface) = host.interfaces.iter().find(|i| &i.name == name) else {
+            let present: Vec<&str> = host.interfaces.iter().map(|i| i.name.as_str()).collect();
+            let place = match &host.source.netns {
+                Some(ns) => format!(" in network namespace '{ns}'"),
+                None => String::new(),
+            };
+            anyhow::bail!(
+                "interface '{name}' does not exist{place} (present: {})",
+                present.join(", ")
+            );
+        };
+        if !chosen.iter().any(|c: &&Interface| c.name == iface.name) {
+            chosen.push(iface);
+        }
+    }
+    chosen.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(chosen)
+}
+
+/// The plan being built: changes only where the value differs in meaning.
+#[derive(Debug, Default)]
+struct Draft {
+    changes: Vec<Change>,
+    skipped: Vec<Skipped>,
+}
+
+impl Draft {
+    /// Change `target` from `from` to `to`, unless they mean the same.
+    fn want(&mut self, group: &str, target: String, from: &str, to: String, reason: String) {
+        if compare::same_value(&target, from, &to) {
+            return;
+        }
+        self.changes.push(Change {
+            target,
+            from: from.trim().to_string(),
+            to,
+            reason,
+            group: group.to_string(),
+        });
+    }
+
+    fn skip(&mut self, group: &str, target: &str, reason: &str) {
+        self.skipped.push(Skipped {
+            target: target.to_string(),
+            reason: reason.to_string(),
+            group: group.to_string(),
+        });
+    }
+}

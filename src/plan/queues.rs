@@ -1,0 +1,277 @@
+//! Per-queue settings of one interface: IRQ affinity (one queue per CPU),
+//! RPS masks, RFS flow counts and XPS (REFERENCE sections 1-3, ANCHORS).
+
+use std::collections::BTreeMap;
+
+use super::cpus::{assign_queues, nic_node_cpus, preference_order, Load};
+use super::driver::channels_change;
+use super::kernel::rfs_entries;
+use super::{Draft, PlanOptions, Profile};
+use crate::host::cpuset::{format_list, format_mask};
+use crate::host::{Host, Interface, VectorRole};
+
+pub(super) fn plan_queues(
+    d: &mut Draft,
+    host: &Host,
+    iface: &Interface,
+    opts: &PlanOptions,
+    cpus: &[u32],
+    load: &mut Load,
+) {
+    let group = iface.name.as_str();
+    if opts.profile == Profile::Baseline {
+        baseline(d, iface);
+        return;
+    }
+    // A new queue count makes new queues (and IRQs) that this host model
+    // does not show: place them on the next run.
+    if opts.profile == Profile::Http && channels_change(d, iface, cpus.len()) {
+        d.skip(
+            group,
+            &format!("/sys/class/net/{group}/queues"),
+            "per-queue settings wait for the new queue count: run `nettune apply --profile http` again after this apply",
+        );
+        return;
+    }
+    let node = nic_node_cpus(host, iface);
+    let local: Vec<u32> = match &node {
+        Some(node) => cpus.iter().copied().filter(|c| node.contains(c)).collect(),
+        None => cpus.to_vec(),
+    };
+    let pool = match opts.profile {
+        // Queue i on CPU i: listener i is created on CPU i (REFERENCE 4).
+        Profile::Http => cpus.to_vec(),
+        // Only NIC-local CPUs: a remote node costs a cross-socket hop.
+        Profile::Latency if !local.is_empty() => preference_order(host, &local, node.as_deref()),
+        _ => preference_order(host, cpus, node.as_deref()),
+    };
+    let queues = queue_numbers(iface);
+    let mut assigned = assign_queues(&pool, queues.len(), load);
+    if opts.profile != Profile::Http {
+        assigned = keep_current(iface, &queues, assigned);
+    }
+    let cpu_of: BTreeMap<u32, u32> = queues.iter().copied().zip(assigned).collect();
+
+    let place = |cpu: u32| -> String {
+        if opts.profile == Profile::Http {
+            return "perfect locality: queue i on the i-th network CPU (REFERENCE 4)".to_string();
+        }
+        let is_local = node.as_ref().is_none_or(|n| n.contains(&cpu));
+        let sibling = host
+            .cpus
+            .iter()
+            .find(|c| c.id == cpu)
+            .is_some_and(|c| c.siblings.iter().any(|s| *s < cpu && pool.contains(s)));
+        let kind = match (is_local, sibling) {
+            (true, false) => "a NIC-local core",
+            (true, true) => "an SMT sibling on the NIC's node (its cores are taken)",
+            (false, false) => "a core on a remote node (the NIC's node is full)",
+            (false, true) => "an SMT sibling on a remote node",
+        };
+        format!("one queue IRQ per CPU, {kind} (REFERENCE 1, 6)")
+    };
+
+    for v in &iface.irq_vectors {
+        let (Some(queue), true) = (v.queue, v.role != VectorRole::Other) else {
+            continue;
+        };
+        let Some(&cpu) = cpu_of.get(&queue) else {
+            continue;
+        };
+        let target = format!("/proc/irq/{}/smp_affinity_list", v.irq);
+        match &v.affinity {
+            Some(current) => d.want(
+                group,
+                target,
+                &format_list(current),
+                cpu.to_string(),
+                format!("{} queue {queue} -> CPU {cpu}: {}", v.name, place(cpu)),
+            ),
+            None => d.skip(
+                group,
+                &target,
+                "the kernel shows no smp_affinity_list for this IRQ",
+            ),
+        }
+    }
+
+    if matches!(
+        opts.profile,
+        Profile::Pps | Profile::Latency | Profile::Http
+    ) {
+        rps(d, host, iface, cpus, &local, node.is_some());
+    }
+
+    for q in &iface.tx_queues {
+        let Some(&cpu) = cpu_of.get(&q.index) else {
+            continue;
+        };
+        let target = format!("/sys/class/net/{group}/queues/tx-{}/xps_cpus", q.index);
+        // Single-queue devices have no xps_cpus: nothing to choose there.
+        if let Some(current) = &q.xps_cpus {
+            d.want(
+                group,
+                target,
+                &format_mask(current),
+                format_mask(&[cpu]),
+                format!(
+                    "XPS: CPU {cpu} sends on tx-{}, the queue it serves (REFERENCE 2)",
+                    q.index
+                ),
+            );
+        }
+    }
+}
+
+/// The same CPUs, but a queue whose IRQs already sit alone on one of them
+/// keeps it: placements made by hand or by the driver that the profile
+/// accepts are not shuffled.
+fn keep_current(iface: &Interface, queues: &[u32], assigned: Vec<u32>) -> Vec<u32> {
+    let current = |queue: u32| -> Option<u32> {
+        let mut cpus = iface
+            .irq_vectors
+            .iter()
+            .filter(|v| v.queue == Some(queue) && v.role != VectorRole::Other)
+            .map(|v| match v.affinity.as_deref() {
+                Some([cpu]) => Some(*cpu),
+                _ => None,
+            });
+        let first = cpus.next()??;
+        cpus.all(|c| c == Some(first)).then_some(first)
+    };
+    let mut free = assigned.clone();
+    let mut kept: Vec<Option<u32>> = queues
+        .iter()
+        .map(|&q| {
+            let cpu = current(q)?;
+            let at = free.iter().position(|&c| c == cpu)?;
+            free.remove(at);
+            Some(cpu)
+        })
+        .collect();
+    let mut rest = free.into_iter();
+    kept.iter_mut()
+        .map(|k| k.take().or_else(|| rest.next()))
+        .collect::<Option<Vec<u32>>>()
+        .unwrap_or(assigned)
+}
+
+/// Queue numbers of the interface: RX and TX queues and queue IRQs.
+fn queue_numbers(iface: &Interface) -> Vec<u32> {
+    let mut numbers: Vec<u32> = iface
+        .rx_queues
+        .iter()
+        .map(|q| q.index)
+        .chain(iface.tx_queues.iter().map(|q| q.index))
+        .chain(
+            iface
+                .irq_vectors
+                .iter()
+                .filter(|v| v.role != VectorRole::Other)
+                .filter_map(|v| v.queue),
+        )
+        .collect();
+    numbers.sort_unstable();
+    numbers.dedup();
+    numbers
+}
+
+/// RPS from the NIC's node where the hardware queues do not cover the
+/// network CPUs, off where they do; RFS flow counts on every RX queue.
+fn rps(
+    d: &mut Draft,
+    host: &Host,
+    iface: &Interface,
+    cpus: &[u32],
+    local: &[u32],
+    known_node: bool,
+) {
+    let group = iface.name.as_str();
+    let n_rx = iface.rx_queues.len();
+    let covered = n_rx >= cpus.len();
+    let rps_cpus: &[u32] = if local.is_empty() { cpus } else { local };
+    let whence = if known_node && !local.is_empty() {
+        "the NIC's node"
+    } else {
+        "the network CPUs"
+    };
+    let entries = rfs_entries(host);
+    for q in &iface.rx_queues {
+        let dir = format!("/sys/class/net/{group}/queues/rx-{}", q.index);
+        match &q.rps_cpus {
+            Some(current) => {
+                let (to, reason) = if covered {
+                    (
+                        "0".to_string(),
+                        format!("RPS off: {n_rx} RX queues cover the {} network CPUs, RPS would only add a cross-CPU hop (ANCHORS: redpanda)", cpus.len()),
+                    )
+                } else {
+                    (
+                        format_mask(rps_cpus),
+                        format!(
+                            "RPS: {n_rx} RX queue(s) for {} network CPUs; spread over {whence}'s CPUs {} (REFERENCE 2, 3)",
+                            cpus.len(),
+                            format_list(rps_cpus)
+                        ),
+                    )
+                };
+                d.want(
+                    group,
+                    format!("{dir}/rps_cpus"),
+                    &format_mask(current),
+                    to,
+                    reason,
+                );
+            }
+            None => d.skip(
+                group,
+                &format!("{dir}/rps_cpus"),
+                "no rps_cpus: the kernel is built without RPS",
+            ),
+        }
+        if let Some(current) = q.rps_flow_cnt {
+            let share = entries / n_rx.max(1) as u64;
+            let count = share.max(1).next_power_of_two();
+            let rounding = if count == share {
+                String::new()
+            } else {
+                format!(", which the kernel rounds up to {count}")
+            };
+            d.want(
+                group,
+                format!("{dir}/rps_flow_cnt"),
+                &current.to_string(),
+                count.to_string(),
+                format!(
+                    "RFS: {entries} flow entries / {n_rx} RX queue(s) = {share}{rounding} (REFERENCE 2)"
+                ),
+            );
+        }
+    }
+}
+
+/// Kernel defaults per queue: RPS and RFS off.
+fn baseline(d: &mut Draft, iface: &Interface) {
+    let group = iface.name.as_str();
+    for q in &iface.rx_queues {
+        let dir = format!("/sys/class/net/{group}/queues/rx-{}", q.index);
+        if let Some(current) = &q.rps_cpus {
+            d.want(
+                group,
+                format!("{dir}/rps_cpus"),
+                &format_mask(current),
+                "0".to_string(),
+                "kernel default: RPS off".to_string(),
+            );
+        }
+        if let Some(current) = q.rps_flow_cnt {
+            d.want(
+                group,
+                format!("{dir}/rps_flow_cnt"),
+                &current.to_string(),
+                "0".to_string(),
+                "kernel default: RFS off".to_string(),
+            );
+        }
+    }
+}

@@ -1,0 +1,254 @@
+//! A plan for people (a diff grouped by interface and kernel), as JSON, and
+//! as an equivalent shell script (echo, sysctl, ethtool, tc) for review or
+//! for configuration management.
+
+use std::fmt::Write as _;
+
+use super::{Change, Plan, KERNEL_GROUP};
+use crate::host::cpuset::format_list;
+use crate::nic::DriverSetting;
+
+/// Where the plan was computed, for headers: "this host",
+/// "network namespace blue", "capture ./web1".
+pub fn place(root: Option<&str>, netns: Option<&str>) -> String {
+    match (root, netns) {
+        (Some(dir), _) => format!("capture {dir}"),
+        (None, Some(ns)) => format!("network namespace {ns}"),
+        (None, None) => "this host".to_string(),
+    }
+}
+
+/// The name a person knows a target by within its group: `net.core.rmem_max`,
+/// `rx-0/rps_cpus`, `rings.rx`, `qdisc root`; IRQ paths stay whole.
+pub fn display_name(target: &str, group: &str) -> String {
+    if let Some(rest) = target.strip_prefix("/proc/sys/") {
+        return rest.replace('/', ".");
+    }
+    let queues = format!("/sys/class/net/{group}/queues/");
+    if let Some(rest) = target.strip_prefix(&queues) {
+        return rest.to_string();
+    }
+    if let Some(rest) = target.strip_prefix(&format!("ethtool:{group}:")) {
+        return rest.to_string();
+    }
+    if target == format!("qdisc:{group}:root") {
+        return "qdisc root".to_string();
+    }
+    if let Some(rest) = target.strip_prefix("/sys/devices/system/cpu/") {
+        return rest.to_string();
+    }
+    target.to_string()
+}
+
+fn shown(value: &str) -> &str {
+    if value.is_empty() {
+        "(empty)"
+    } else {
+        value
+    }
+}
+
+/// Groups in plan order: interfaces (by name), then `kernel`.
+fn groups(plan: &Plan) -> Vec<String> {
+    let mut names: Vec<String> = plan.interfaces.clone();
+    for g in plan
+        .changes
+        .iter()
+        .map(|c| &c.group)
+        .chain(plan.skipped.iter().map(|s| &s.group))
+    {
+        if g != KERNEL_GROUP && !names.contains(g) {
+            names.push(g.clone());
+        }
+    }
+    names.push(KERNEL_GROUP.to_string());
+    names
+}
+
+/// The diff for people.
+pub fn text(plan: &Plan, place: &str) -> String {
+    let mut out = String::new();
+    let o = &mut out;
+    let _ = writeln!(
+        o,
+        "nettune plan: profile {} on {place}\n  network CPUs {}   interfaces {}",
+        plan.profile.name(),
+        format_list(&plan.cpus),
+        if plan.interfaces.is_empty() {
+            "none".to_string()
+        } else {
+            plan.interfaces.join(", ")
+        }
+    );
+    for group in groups(plan) {
+        let changes: Vec<&Change> = plan.changes.iter().filter(|c| c.group == group).collect();
+        if changes.is_empty() {
+            continue;
+        }
+        let _ = writeln!(o, "\n{group}");
+        let rows: Vec<(String, String)> = changes
+            .iter()
+            .map(|c| {
+                (
+                    display_name(&c.target, &c.group),
+                    format!("{} -> {}", shown(&c.from), shown(&c.to)),
+                )
+            })
+            .collect();
+        let name_width = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
+        let diff_width = rows.iter().map(|r| r.1.len()).max().unwrap_or(0);
+        for ((name, diff), change) in rows.iter().zip(&changes) {
+            let _ = writeln!(
+                o,
+                "  {name:<name_width$}  {diff:<diff_width$}  {}",
+                change.reason
+            );
+        }
+    }
+    if !plan.skipped.is_empty() {
+        let _ = writeln!(o, "\nleft alone");
+        for s in &plan.skipped {
+            let name = display_name(&s.target, &s.group);
+            let label = if s.group == KERNEL_GROUP {
+                name
+            } else {
+                format!("{} {name}", s.group)
+            };
+            let _ = writeln!(o, "  {label}: {}", s.reason);
+        }
+    }
+    let _ = writeln!(
+        o,
+        "\n{} change(s), {} left alone.",
+        plan.changes.len(),
+        plan.skipped.len()
+    );
+    out
+}
+
+pub fn json(plan: &Plan) -> serde_json::Result<String> {
+    Ok(serde_json::to_string_pretty(plan)? + "\n")
+}
+
+/// Quote a value for sh when it holds anything but plain characters.
+fn quote(value: &str) -> String {
+    let plain = !value.is_empty()
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_.,:/-=+".contains(c));
+    if plain {
+        value.to_string()
+    } else {
+        format!("'{}'", value.replace('\'', r"'\''"))
+    }
+}
+
+/// The shell command that makes one change.
+pub fn command(change: &Change) -> String {
+    let target = change.target.as_str();
+    if let Some(rest) = target.strip_prefix("/proc/sys/") {
+        return format!("sysctl -w {}={}", rest.replace('/', "."), quote(&change.to));
+    }
+    if target.starts_with('/') {
+        return format!("echo {} > {}", quote(&change.to), quote(target));
+    }
+    let parts: Vec<&str> = target.splitn(3, ':').collect();
+    match parts[..] {
+        ["ethtool", iface, key] => match DriverSetting::parse(key, &change.to) {
+            Ok(setting) => setting.ethtool_command(iface),
+            Err(e) => format!("# {target}: {e}"),
+        },
+        ["qdisc", iface, "root"] => format!("tc qdisc replace dev {iface} root {}", change.to),
+        _ => format!("# {target}: no command known"),
+    }
+}
+
+/// A shell script with the same effect as the plan, for review.
+pub fn shell(plan: &Plan, place: &str, netns: Option<&str>) -> String {
+    let mut out = String::new();
+    let o = &mut out;
+    let _ = writeln!(o, "#!/bin/sh");
+    let _ = writeln!(
+        o,
+        "# nettune plan --profile {}: {} change(s), computed on {place}.",
+        plan.profile.name(),
+        plan.changes.len()
+    );
+    let _ = writeln!(
+        o,
+        "# For review: `nettune apply` makes the same changes with a journal and `nettune rollback`; this script keeps no undo."
+    );
+    if let Some(ns) = netns {
+        let _ = writeln!(
+            o,
+            "# Run it inside the namespace: ip netns exec {ns} sh THIS_FILE"
+        );
+    }
+    let _ = writeln!(o, "set -e");
+    for group in groups(plan) {
+        let changes: Vec<&Change> = plan.changes.iter().filter(|c| c.group == group).collect();
+        if changes.is_empty() {
+            continue;
+        }
+        let _ = writeln!(o, "\n# {group}");
+        for change in changes {
+            let _ = writeln!(o, "# {} (was {})", change.reason, shown(&change.from));
+            let _ = writeln!(o, "{}", command(change));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn change(target: &str, to: &str, group: &str) -> Change {
+        Change {
+            target: target.to_string(),
+            from: String::new(),
+            to: to.to_string(),
+            reason: String::new(),
+            group: group.to_string(),
+        }
+    }
+
+    #[test]
+    fn commands_match_the_tools() {
+        assert_eq!(
+            command(&change(
+                "/proc/sys/net/ipv4/tcp_rmem",
+                "4096 131072 33554432",
+                "kernel"
+            )),
+            "sysctl -w net.ipv4.tcp_rmem='4096 131072 33554432'"
+        );
+        assert_eq!(
+            command(&change("/proc/irq/74/smp_affinity_list", "3", "eth0")),
+            "echo 3 > /proc/irq/74/smp_affinity_list"
+        );
+        assert_eq!(
+            command(&change("ethtool:eth0:rx-flow-hash.udp4", "sdfn", "eth0")),
+            "ethtool -N eth0 rx-flow-hash udp4 sdfn"
+        );
+        assert_eq!(
+            command(&change("qdisc:eth0:root", "fq maxrate 8gbit", "eth0")),
+            "tc qdisc replace dev eth0 root fq maxrate 8gbit"
+        );
+        assert_eq!(quote("it's"), r"'it'\''s'");
+    }
+
+    #[test]
+    fn names_are_short_within_their_group() {
+        assert_eq!(
+            display_name("/proc/sys/net/core/rmem_max", "kernel"),
+            "net.core.rmem_max"
+        );
+        assert_eq!(
+            display_name("/sys/class/net/eth0/queues/rx-3/rps_cpus", "eth0"),
+            "rx-3/rps_cpus"
+        );
+        assert_eq!(display_name("ethtool:eth0:rings.rx", "eth0"), "rings.rx");
+        assert_eq!(display_name("qdisc:eth0:root", "eth0"), "qdisc root");
+    }
+}
