@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 
-use super::{diagnose, parse_ignore, render_json, render_text, Context, Rates, Report};
+use super::{diagnose_with_plans, parse_ignore, render_json, render_text, Context, Plans};
+use super::{Rates, Report};
 use crate::error::Status;
 use crate::host::{open_root, read_counters, read_target, Selection};
 
@@ -17,7 +18,8 @@ const MAX_INTERVAL_SECS: f64 = 3600.0;
 #[derive(Debug, Clone, Args)]
 pub struct DoctorArgs {
     /// Print JSON: {"findings": [{"id", "severity", "title", "evidence",
-    /// "why", "fix", "profile"}], "summary": {"crit", "warn", "info"}, ...}.
+    /// "why", "fix", "profile", "changes"}], "summary": {"crit", "warn",
+    /// "info"}, ...}.
     #[arg(long)]
     pub json: bool,
 
@@ -104,8 +106,12 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<Status> {
         rtt_secs: args.rtt.map(|d| d.as_secs_f64()),
         all_interfaces: args.all,
     };
+    // The fixes follow the plans `nettune plan` would print here, with the
+    // same checks against the files (read-only sysctls, governors offered).
+    let root = open_root(args.root.as_deref())?;
+    let plans = Plans::new(&ctx).checked_against(&root);
     let report = Report::new(
-        diagnose(&ctx),
+        diagnose_with_plans(&ctx, &plans),
         &args.ignore,
         rates.as_ref().map(|r| r.seconds),
     );

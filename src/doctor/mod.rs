@@ -7,6 +7,7 @@
 //! users silence findings by id and scripts match on them.
 
 mod cli;
+mod planned;
 mod render;
 mod rules;
 pub mod targets;
@@ -18,6 +19,7 @@ use serde::Serialize;
 use crate::host::{Counters, Host};
 
 pub use cli::{run, DoctorArgs};
+pub use planned::{PlannedChange, Plans};
 pub use render::{render_json, render_text, Report, Summary};
 
 /// How bad a finding is. Ordered: `Info < Warn < Crit`.
@@ -54,10 +56,19 @@ pub struct Finding {
     pub evidence: String,
     /// The mechanism, with the REFERENCE.md section it comes from.
     pub why: String,
-    /// The concrete change.
+    /// The concrete change, with the values `nettune plan` writes; where
+    /// the plan leaves a setting alone, what to do by hand and why.
     pub fix: String,
-    /// The `nettune plan --profile` that makes the fix, if one does.
+    /// The `nettune plan --profile` that makes the fix, if one does: named
+    /// only when its plan changes something for this finding.
     pub profile: Option<&'static str>,
+    /// What that profile's plan changes for this finding, exactly as
+    /// `nettune plan --json` lists it.
+    pub changes: Vec<PlannedChange>,
+    /// The plan targets that carry this finding's fix (filled by the rule,
+    /// read by [`planned::attach`]).
+    #[serde(skip)]
+    pub(crate) scope: Vec<String>,
 }
 
 /// Counters sampled twice, `seconds` apart (`doctor --interval`).
@@ -124,9 +135,17 @@ pub const RULE_IDS: &[&str] = &[
 ];
 
 /// Run every rule; findings worst first, ties in id order (and, within one
-/// id, in the order the rule gave them: interface order).
+/// id, in the order the rule gave them: interface order). Fixes follow the
+/// plans computed from the host model alone.
 pub fn diagnose(ctx: &Context) -> Vec<Finding> {
-    let mut findings = rules::all(ctx);
+    diagnose_with_plans(ctx, &Plans::new(ctx))
+}
+
+/// [`diagnose`] with the plans given (`Plans::checked_against` the host's
+/// files, as `nettune doctor` does).
+pub fn diagnose_with_plans(ctx: &Context, plans: &Plans) -> Vec<Finding> {
+    let mut findings = rules::all(ctx, plans);
+    planned::attach(&mut findings, plans);
     findings.sort_by(|a, b| b.severity.cmp(&a.severity).then(a.id.cmp(b.id)));
     findings
 }

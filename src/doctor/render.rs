@@ -4,13 +4,18 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 
-use super::{Finding, Severity};
+use super::{Finding, PlannedChange, Severity};
 use crate::error::Status;
+use crate::plan::values::sysctl_name;
 
 /// Width the text review wraps to.
 const WIDTH: usize = 88;
 /// Column where a finding's fields start ("  seen: ").
 const LABEL_WIDTH: usize = 8;
+/// At most this many lines list a finding's plan changes; "+N more" after.
+const MAX_CHANGE_LINES: usize = 3;
+/// How IRQ affinity targets are shown: "IRQ 120..127".
+const IRQ_PREFIX: &str = "IRQ ";
 
 /// Counts by severity.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -95,7 +100,7 @@ pub fn render_text(findings: &[Finding], w: &mut dyn Write) -> io::Result<()> {
     }
     writeln!(w, "{}, worst first.", counts.join(", "))?;
     let mut explained: Vec<&str> = Vec::new();
-    let mut fixes: Vec<(&str, &str)> = Vec::new();
+    let mut fixes: Vec<&Finding> = Vec::new();
     for f in findings {
         writeln!(w)?;
         writeln!(
@@ -110,29 +115,210 @@ pub fn render_text(findings: &[Finding], w: &mut dyn Write) -> io::Result<()> {
             write_wrapped(w, "why:", &f.why, LABEL_WIDTH)?;
             explained.push(f.id);
         }
-        let fix = match fixes.iter().find(|(_, text)| *text == f.fix) {
-            Some((id, _)) => format!("the same as for {id} above."),
-            None => {
-                fixes.push((f.id, &f.fix));
-                match f.profile {
-                    Some(p) => format!("{} [nettune plan --profile {p}]", f.fix),
-                    None => f.fix.clone(),
-                }
+        let same = fixes
+            .iter()
+            .find(|g| g.fix == f.fix && g.changes == f.changes);
+        if let Some(earlier) = same {
+            write_wrapped(
+                w,
+                "fix:",
+                &format!("the same as for {} above.", earlier.id),
+                LABEL_WIDTH,
+            )?;
+            continue;
+        }
+        fixes.push(f);
+        match (f.profile, f.changes.is_empty()) {
+            (Some(p), false) => {
+                write_wrapped(w, "fix:", &f.fix, LABEL_WIDTH)?;
+                write_wrapped(w, "", &plan_line(p, &f.changes), LABEL_WIDTH)?;
             }
-        };
-        write_wrapped(w, "fix:", &fix, LABEL_WIDTH)?;
+            // The plan could not be made for this host: name the profile.
+            (Some(p), true) => write_wrapped(
+                w,
+                "fix:",
+                &format!("{} [nettune plan --profile {p}]", f.fix),
+                LABEL_WIDTH,
+            )?,
+            (None, _) => write_wrapped(w, "fix:", &f.fix, LABEL_WIDTH)?,
+        }
     }
     Ok(())
 }
 
-/// Write `label` then `text` wrapped at [`WIDTH`], continuation lines
-/// indented by `indent`.
-fn write_wrapped(w: &mut dyn Write, label: &str, text: &str, indent: usize) -> io::Result<()> {
+/// "nettune plan --profile pps: netdev_max_backlog 1000 -> 10000; eth0
+/// rx-0..7 rps_cpus 0 -> ff00ff; +3 more", at most [`MAX_CHANGE_LINES`]
+/// lines once wrapped.
+fn plan_line(profile: &str, changes: &[PlannedChange]) -> String {
+    let head = format!("nettune plan --profile {profile}:");
+    let items = change_items(changes);
+    let fits = |text: &str| wrap("", text, LABEL_WIDTH).len() <= MAX_CHANGE_LINES;
+    let mut shown = items.len();
+    loop {
+        let mut text = format!("{head} {}", items[..shown].join("; "));
+        if shown < items.len() {
+            text.push_str(&format!("; +{} more", items.len() - shown));
+        }
+        if shown <= 1 || fits(&text) {
+            return text;
+        }
+        shown -= 1;
+    }
+}
+
+/// A target split around its number: `/proc/irq/74/smp_affinity_list` is
+/// ("IRQ ", 74, ""), `.../eth0/queues/rx-3/rps_cpus` ("eth0 rx-", 3,
+/// " rps_cpus"); targets without a number are (short name, None, "").
+fn short_target(target: &str) -> (String, Option<u32>, String) {
+    let plain = |name: String| (name, None, String::new());
+    if let Some(name) = sysctl_name(target) {
+        return plain(name.rsplit('.').next().unwrap_or(&name).to_string());
+    }
+    if let Some(irq) = target
+        .strip_prefix("/proc/irq/")
+        .and_then(|r| r.strip_suffix("/smp_affinity_list"))
+        .and_then(|n| n.parse().ok())
+    {
+        return (IRQ_PREFIX.to_string(), Some(irq), String::new());
+    }
+    if let Some((cpu, file)) = target
+        .strip_prefix("/sys/devices/system/cpu/cpu")
+        .and_then(|r| r.split_once('/'))
+    {
+        if let Ok(cpu) = cpu.parse() {
+            let file = file.rsplit('/').next().unwrap_or(file);
+            return ("cpu".to_string(), Some(cpu), format!(" {file}"));
+        }
+    }
+    if let Some(rest) = target.strip_prefix("/sys/class/net/") {
+        if let [iface, "queues", queue, file] = rest.split('/').collect::<Vec<_>>()[..] {
+            if let Some((dir, Ok(n))) = queue.split_once('-').map(|(d, n)| (d, n.parse())) {
+                return (format!("{iface} {dir}-"), Some(n), format!(" {file}"));
+            }
+        }
+    }
+    if let Some(rest) = target.strip_prefix("ethtool:") {
+        return plain(rest.replacen(':', " ", 1));
+    }
+    if let Some(iface) = target
+        .strip_prefix("qdisc:")
+        .and_then(|r| r.strip_suffix(":root"))
+    {
+        return plain(format!("{iface} root qdisc"));
+    }
+    plain(target.rsplit('/').next().unwrap_or(target).to_string())
+}
+
+/// Changes as short items, runs of neighbours folded: "IRQ 120..127 0-31
+/// -> 0..7" (one CPU each, in turn), "eth0 rx-0..7 rps_cpus 0 -> ff00ff".
+fn change_items(changes: &[PlannedChange]) -> Vec<String> {
+    /// Neighbouring targets (numbers n, n+1, ...) changed from one value,
+    /// to one value or, for IRQs, to CPUs counting up with them (masks,
+    /// hex, never count).
+    struct Run<'a> {
+        prefix: String,
+        suffix: String,
+        first: u32,
+        last: u32,
+        from: &'a str,
+        to_first: &'a str,
+        to_last: &'a str,
+    }
+    impl Run<'_> {
+        fn takes(&self, prefix: &str, n: u32, suffix: &str, c: &PlannedChange) -> bool {
+            let count = |v: &str| v.parse::<u64>().ok();
+            let same_to = self.to_first == self.to_last && c.to == self.to_last;
+            let counting = match (count(self.to_first), count(self.to_last), count(&c.to)) {
+                (Some(a), Some(z), Some(t)) if self.prefix == IRQ_PREFIX => {
+                    z.checked_sub(a) == Some(u64::from(self.last - self.first)) && t == z + 1
+                }
+                _ => false,
+            };
+            n == self.last + 1
+                && prefix == self.prefix
+                && suffix == self.suffix
+                && c.from == self.from
+                && (same_to || counting)
+        }
+    }
+    let mut items = Vec::new();
+    let mut run: Option<Run> = None;
+    let shown = |v: &str| {
+        if v.is_empty() {
+            "(empty)".to_string()
+        } else {
+            v.to_string()
+        }
+    };
+    let close = |r: Run| {
+        let index = if r.first == r.last {
+            r.first.to_string()
+        } else {
+            format!("{}..{}", r.first, r.last)
+        };
+        let to = if r.to_first == r.to_last {
+            shown(r.to_first)
+        } else {
+            format!("{}..{}", r.to_first, r.to_last)
+        };
+        format!("{}{index}{} {} -> {to}", r.prefix, r.suffix, shown(r.from))
+    };
+    // Same kind of target together (rx-N/rps_cpus before rx-N/rps_flow_cnt),
+    // kinds in the plan's order.
+    let mut split: Vec<(String, Option<u32>, String, &PlannedChange)> = changes
+        .iter()
+        .map(|c| {
+            let (prefix, n, suffix) = short_target(&c.target);
+            (prefix, n, suffix, c)
+        })
+        .collect();
+    let mut kinds: Vec<(String, String)> = Vec::new();
+    for (prefix, _, suffix, _) in &split {
+        if !kinds.iter().any(|(p, s)| p == prefix && s == suffix) {
+            kinds.push((prefix.clone(), suffix.clone()));
+        }
+    }
+    split.sort_by_key(|(prefix, _, suffix, _)| {
+        kinds.iter().position(|(p, s)| p == prefix && s == suffix)
+    });
+    for (prefix, n, suffix, c) in split {
+        let Some(n) = n else {
+            items.extend(run.take().map(close));
+            items.push(format!("{prefix} {} -> {}", shown(&c.from), shown(&c.to)));
+            continue;
+        };
+        match &mut run {
+            Some(r) if r.takes(&prefix, n, &suffix, c) => {
+                r.last = n;
+                r.to_last = &c.to;
+            }
+            _ => {
+                items.extend(run.take().map(close));
+                run = Some(Run {
+                    prefix,
+                    suffix,
+                    first: n,
+                    last: n,
+                    from: &c.from,
+                    to_first: &c.to,
+                    to_last: &c.to,
+                });
+            }
+        }
+    }
+    items.extend(run.map(close));
+    items
+}
+
+/// `label` then `text` wrapped at [`WIDTH`], continuation lines indented
+/// by `indent`.
+fn wrap(label: &str, text: &str, indent: usize) -> Vec<String> {
+    let mut lines = Vec::new();
     let mut line = format!("  {label:<width$}", width = indent - 2);
     let mut line_has_word = false;
     for word in text.split_whitespace() {
         if line_has_word && line.chars().count() + 1 + word.chars().count() > WIDTH {
-            writeln!(w, "{}", line.trim_end())?;
+            lines.push(line.trim_end().to_string());
             line = " ".repeat(indent);
             line_has_word = false;
         }
@@ -142,7 +328,15 @@ fn write_wrapped(w: &mut dyn Write, label: &str, text: &str, indent: usize) -> i
         line.push_str(word);
         line_has_word = true;
     }
-    writeln!(w, "{}", line.trim_end())
+    lines.push(line.trim_end().to_string());
+    lines
+}
+
+fn write_wrapped(w: &mut dyn Write, label: &str, text: &str, indent: usize) -> io::Result<()> {
+    for line in wrap(label, text, indent) {
+        writeln!(w, "{line}")?;
+    }
+    Ok(())
 }
 
 /// The JSON document, pretty-printed, with a final newline.
@@ -175,7 +369,11 @@ mod tests {
             "{review}"
         );
         assert!(warn_at < info_at, "{review}");
-        assert!(review.contains("[nettune plan --profile pps]"), "{review}");
+        // Under the fix, the plan's changes for it.
+        assert!(
+            review.contains("nettune plan --profile pps: eth0 rx-0 rps_cpus 0 -> 3;"),
+            "{review}"
+        );
         assert!(
             review.lines().all(|l| l.chars().count() <= WIDTH),
             "{review}"
@@ -198,14 +396,91 @@ mod tests {
         assert_eq!(rfs.len(), 2);
         let review = text(&findings);
         assert_eq!(review.matches("why:").count(), 2, "{review}"); // rfs once + mitigations
-                                                                   // Two findings with one fix text print it once.
+                                                                   // Two findings with one fix (text and changes) print it once.
         let mut same = findings.clone();
         same[1].fix = same[0].fix.clone();
+        same[1].changes = same[0].changes.clone();
         let review = text(&same);
         assert!(
             review.contains(&format!("the same as for {} above", same[0].id)),
             "{review}"
         );
+    }
+
+    fn change(target: &str, from: &str, to: &str) -> PlannedChange {
+        PlannedChange {
+            target: target.to_string(),
+            from: from.to_string(),
+            to: to.to_string(),
+        }
+    }
+
+    #[test]
+    fn plan_changes_fold_neighbours_and_stop_at_three_lines() {
+        // pps on the 8-queue ixgbe: 8 IRQs to CPUs 0-7 in turn, then RPS
+        // and RFS per queue (interleaved as the plan lists them).
+        let mut changes: Vec<PlannedChange> = (0..8)
+            .map(|i| {
+                change(
+                    &format!("/proc/irq/{}/smp_affinity_list", 120 + i),
+                    "0-31",
+                    &i.to_string(),
+                )
+            })
+            .collect();
+        for q in 0..8 {
+            let dir = format!("/sys/class/net/eth0/queues/rx-{q}");
+            changes.push(change(&format!("{dir}/rps_cpus"), "0", "ff00ff"));
+            changes.push(change(&format!("{dir}/rps_flow_cnt"), "0", "4096"));
+        }
+        changes.push(change(
+            "/proc/sys/net/core/netdev_max_backlog",
+            "1000",
+            "10000",
+        ));
+        assert_eq!(
+            change_items(&changes),
+            vec![
+                "IRQ 120..127 0-31 -> 0..7",
+                "eth0 rx-0..7 rps_cpus 0 -> ff00ff",
+                "eth0 rx-0..7 rps_flow_cnt 0 -> 4096",
+                "netdev_max_backlog 1000 -> 10000",
+            ]
+        );
+        // XPS masks do not count up: each is its own item, and past three
+        // lines the rest is counted.
+        let xps: Vec<PlannedChange> = (0..32)
+            .map(|q| {
+                change(
+                    &format!("/sys/class/net/eth0/queues/tx-{q}/xps_cpus"),
+                    "0",
+                    &format!("{:x}", 1u64 << q),
+                )
+            })
+            .collect();
+        let line = plan_line("latency", &xps);
+        let lines = wrap("", &line, LABEL_WIDTH);
+        assert!(lines.len() <= MAX_CHANGE_LINES, "{lines:#?}");
+        assert!(line.starts_with("nettune plan --profile latency: eth0 tx-0 xps_cpus 0 -> 1;"));
+        let more: usize = line
+            .rsplit("; +")
+            .next()
+            .and_then(|t| t.strip_suffix(" more"))
+            .and_then(|n| n.parse().ok())
+            .expect("+N more");
+        assert_eq!(line.matches("xps_cpus").count() + more, 32, "{line}");
+    }
+
+    #[test]
+    fn a_fix_without_a_profile_lists_no_plan() {
+        let findings = diagnose(&vm_2cpu_single_queue());
+        let note = findings
+            .iter()
+            .find(|f| f.id == "cpu.mitigations")
+            .expect("mitigations");
+        assert!(note.profile.is_none() && note.changes.is_empty());
+        let review = text(std::slice::from_ref(note));
+        assert!(!review.contains("nettune plan"), "{review}");
     }
 
     #[test]

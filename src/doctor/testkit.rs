@@ -176,6 +176,7 @@ pub fn vm_2cpu_single_queue() -> Host {
             ("net.core.rps_sock_flow_entries", "0"),
             ("net.core.somaxconn", "4096"),
             ("net.ipv4.tcp_max_syn_backlog", "2048"),
+            ("net.ipv4.udp_rmem_min", "4096"),
         ]),
         irqbalance: Irqbalance::default(),
         packet_sockets: vec![],

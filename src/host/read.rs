@@ -47,6 +47,8 @@ pub const SYSCTLS: &[&str] = &[
     "net.ipv4.tcp_max_syn_backlog",
     "net.ipv4.tcp_timestamps",
     "net.ipv4.tcp_sack",
+    "net.ipv4.tcp_window_scaling",
+    "net.ipv4.tcp_moderate_rcvbuf",
     "net.ipv4.ip_local_port_range",
     "kernel.numa_balancing",
 ];

@@ -1,5 +1,6 @@
 //! Driver settings (ethtool) and the root qdisc of one interface.
 
+use super::values::{driver_target, qdisc_root_target};
 use super::{Draft, PlanOptions, Profile};
 use crate::host::{Interface, Probe};
 use crate::nic::setting::current_text;
@@ -109,7 +110,7 @@ fn with_ports(hash: &FlowHash) -> Option<FlowHash> {
 }
 
 fn target(iface: &Interface, key: &str) -> String {
-    format!("ethtool:{}:{key}", iface.name)
+    driver_target(&iface.name, key)
 }
 
 /// Plan a driver setting from its current value in the model, or say why not.
@@ -226,7 +227,7 @@ pub(super) fn channels_change(d: &mut Draft, iface: &Interface, n_cpus: usize) -
 /// `throughput`: fq at the root, pacing each flow (REFERENCE 6).
 fn root_fq(d: &mut Draft, iface: &Interface, opts: &PlanOptions) {
     let group = iface.name.as_str();
-    let target = format!("qdisc:{group}:root");
+    let target = qdisc_root_target(group);
     let current = match &iface.root_qdisc {
         Probe::Value(q) => q,
         Probe::Missing(_) => {

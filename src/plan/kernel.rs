@@ -2,6 +2,11 @@
 //! Which sysctls a network namespace has, and which are read-only there,
 //! follows ENVIRONMENT.md ("Per network namespace").
 
+use super::values::{
+    buffer_tier, governor_target, sysctl_target, BUSY_POLL_US, CPUFREQ_TARGET, GOVERNOR,
+    HALT_POLL_NS, HALT_POLL_TARGET, HTTP_LISTEN_BACKLOG, PPS_NETDEV_BUDGET, PPS_NETDEV_MAX_BACKLOG,
+    PPS_RMEM_DEFAULT, PPS_RMEM_MAX, PPS_UDP_RMEM_MIN, RFS_ENTRIES, TCP_MTU_PROBING,
+};
 use super::{Draft, PlanOptions, Profile, KERNEL_GROUP};
 use crate::host::{Host, Interface};
 use crate::units::{format_bytes, format_rate, format_time};
@@ -28,47 +33,11 @@ const ROOT_NAMESPACE_ONLY: &[&str] = &[
     "net.ipv4.tcp_mem",
 ];
 
-/// RFS flow table size (REFERENCE 2; perftune, ANCHORS).
-pub(super) const RFS_ENTRIES: u64 = 32768;
-/// busy_read / busy_poll in microseconds (tuned network-latency, ANCHORS).
-const BUSY_POLL_US: u64 = 50;
-/// haltpoll's poll window that removed most cross-CPU wake-up cost here
-/// (ENVIRONMENT: TCP_RR 14k -> 78k transactions/s).
-const HALT_POLL_NS: u64 = 200_000;
 /// Default round trip for buffer sizes: REFERENCE 6's first tier, "paths
 /// up to 100 ms".
 const DEFAULT_RTT_US: u64 = 100_000;
 /// Link speed assumed when no selected link reports one.
 const DEFAULT_BANDWIDTH_BITS: u64 = 10_000_000_000;
-
-const MB: u64 = 1 << 20;
-
-/// Buffer tiers: autotuning maximum (tcp_rmem/tcp_wmem third field) and the
-/// socket-option cap (rmem_max/wmem_max), smallest first.
-const BUFFER_TIERS: &[(u64, u64, &str)] = &[
-    (16 * MB, 16 * MB, "ANCHORS: tuned network-throughput"),
-    (
-        32 * MB,
-        64 * MB,
-        "REFERENCE 6: 10G host, paths up to 100 ms",
-    ),
-    (
-        64 * MB,
-        128 * MB,
-        "REFERENCE 6: 10G up to 200 ms or 40G up to 50 ms",
-    ),
-    (128 * MB, 256 * MB, "REFERENCE 6: measurement hosts"),
-    (
-        256 * MB,
-        512 * MB,
-        "REFERENCE 6: measurement hosts, the bigger case",
-    ),
-    (
-        1024 * MB,
-        2_147_483_647,
-        "REFERENCE 6: 40/100G, buffers up to 2 GB",
-    ),
-];
 
 /// Kernel defaults (x86_64 and arm64 builds) that `baseline` restores.
 /// Values that depend on memory size or HZ (tcp_mem, tcp_max_syn_backlog,
@@ -92,6 +61,10 @@ const KERNEL_DEFAULTS: &[(&str, &str)] = &[
     ("net.ipv4.tcp_notsent_lowat", "4294967295"),
     ("net.ipv4.tcp_no_metrics_save", "0"),
     ("net.ipv4.tcp_fastopen", "1"),
+    ("net.ipv4.tcp_window_scaling", "1"),
+    ("net.ipv4.tcp_sack", "1"),
+    ("net.ipv4.tcp_timestamps", "1"),
+    ("net.ipv4.tcp_moderate_rcvbuf", "1"),
     ("net.ipv4.udp_rmem_min", "4096"),
 ];
 
@@ -102,7 +75,7 @@ enum Want {
     /// Exactly this text.
     Exactly(String),
     /// A `min default max` triple whose max is at least this; min and
-    /// default keep their values.
+    /// default keep their values, put in order if they were not.
     MaxAtLeast(u64),
     /// A bit mask with these bits set.
     BitsSet(u64),
@@ -143,11 +116,11 @@ pub(super) fn plan_kernel(
     );
     let wanted: Vec<(&str, Want, &str)> = match opts.profile {
         Profile::Pps => vec![
-            ("net.core.rmem_max", AtLeast(16 * MB), "room for sockets that ask for big receive buffers: RcvbufErrors (REFERENCE 3)"),
-            ("net.core.rmem_default", AtLeast(4 * MB), "4 MB receive buffer for UDP sockets that do not set one (REFERENCE 6; ANCHORS: udpreceiver never sets it)"),
-            ("net.ipv4.udp_rmem_min", AtLeast(64 * 1024), "each UDP socket keeps 64 KB of receive buffer under udp_mem pressure: bursts of small packets (REFERENCE 3)"),
-            ("net.core.netdev_max_backlog", AtLeast(10_000), "per-CPU backlog for RPS and bursts: softnet drops (ANCHORS: bpftune raises it on drops)"),
-            ("net.core.netdev_budget", AtLeast(600), "more packets per softirq round: time_squeeze (ANCHORS: bpftune)"),
+            ("net.core.rmem_max", AtLeast(PPS_RMEM_MAX), "room for sockets that ask for big receive buffers: RcvbufErrors (REFERENCE 3)"),
+            ("net.core.rmem_default", AtLeast(PPS_RMEM_DEFAULT), "4 MB receive buffer for UDP sockets that do not set one (REFERENCE 6; ANCHORS: udpreceiver never sets it)"),
+            ("net.ipv4.udp_rmem_min", AtLeast(PPS_UDP_RMEM_MIN), "each UDP socket keeps 64 KB of receive buffer under udp_mem pressure: bursts of small packets (REFERENCE 3)"),
+            ("net.core.netdev_max_backlog", AtLeast(PPS_NETDEV_MAX_BACKLOG), "per-CPU backlog for RPS and bursts: softnet drops (ANCHORS: bpftune raises it on drops)"),
+            ("net.core.netdev_budget", AtLeast(PPS_NETDEV_BUDGET), "more packets per softirq round: time_squeeze (ANCHORS: bpftune)"),
             rfs(),
         ],
         Profile::Latency => {
@@ -163,8 +136,8 @@ pub(super) fn plan_kernel(
             v
         }
         Profile::Http => vec![
-            ("net.core.somaxconn", AtLeast(65535), "listen backlog for bursts of new connections: ListenOverflows (REFERENCE 4; ANCHORS: tuned somaxconn >= 2048)"),
-            ("net.ipv4.tcp_max_syn_backlog", AtLeast(65535), "SYN queue for bursts of new connections (REFERENCE 4)"),
+            ("net.core.somaxconn", AtLeast(HTTP_LISTEN_BACKLOG), "listen backlog for bursts of new connections: ListenOverflows (REFERENCE 4; ANCHORS: tuned somaxconn >= 2048)"),
+            ("net.ipv4.tcp_max_syn_backlog", AtLeast(HTTP_LISTEN_BACKLOG), "SYN queue for bursts of new connections (REFERENCE 4)"),
             busy_read,
             busy_poll,
             rfs(),
@@ -183,6 +156,7 @@ pub(super) fn plan_kernel(
             buffers(d, host, opts, ifaces);
             sysctl(d, host, "net.ipv4.tcp_no_metrics_save", Exactly("1".to_string()), "do not start new connections from an old connection's cached (possibly bad) metrics (REFERENCE 6)".to_string());
             sysctl(d, host, "net.ipv4.tcp_slow_start_after_idle", Exactly("0".to_string()), "keep the congestion window across idle periods (ANCHORS: tuned network-throughput)".to_string());
+            sysctl(d, host, "net.ipv4.tcp_moderate_rcvbuf", Exactly("1".to_string()), "receive autotuning on: sockets grow to the tcp_rmem maximum instead of staying at its default (REFERENCE 6)".to_string());
             if let Some(jumbo) = ifaces.iter().find(|i| i.mtu.is_some_and(|m| m > 1500)) {
                 let reason = format!(
                     "MTU probing with jumbo frames ({} has MTU {}); 1, not 2 (REFERENCE 6)",
@@ -193,7 +167,7 @@ pub(super) fn plan_kernel(
                     d,
                     host,
                     "net.ipv4.tcp_mtu_probing",
-                    Exactly("1".to_string()),
+                    Exactly(TCP_MTU_PROBING.to_string()),
                     reason,
                 );
             }
@@ -221,10 +195,6 @@ pub(super) fn plan_kernel(
     }
 }
 
-fn sysctl_path(name: &str) -> String {
-    format!("/proc/sys/{}", name.replace('.', "/"))
-}
-
 /// Why a host-wide setting is left alone inside a namespace, if it is.
 fn namespace_refusal(host: &Host, name: &str) -> Option<String> {
     let ns = host.source.netns.as_deref()?;
@@ -246,7 +216,7 @@ fn host_wide(ns: &str, what: &str) -> String {
 }
 
 fn sysctl(d: &mut Draft, host: &Host, name: &str, want: Want, reason: String) {
-    let target = sysctl_path(name);
+    let target = sysctl_target(name);
     if let Some(why) = namespace_refusal(host, name) {
         d.skip(KERNEL_GROUP, &target, &why);
         return;
@@ -281,8 +251,16 @@ fn sysctl(d: &mut Draft, host: &Host, name: &str, want: Want, reason: String) {
                 .filter_map(|f| f.parse().ok())
                 .collect();
             match fields[..] {
-                [_, _, max] if max >= n => return,
-                [min, default, _] => format!("{min} {default} {n}"),
+                [min, default, max] => {
+                    // A triple out of order (default above max) is what
+                    // doctor's tcp.buffers-inconsistent reports: sort it.
+                    let mut wanted = [min, default, max.max(n)];
+                    wanted.sort_unstable();
+                    if wanted == [min, default, max] {
+                        return;
+                    }
+                    format!("{} {} {}", wanted[0], wanted[1], wanted[2])
+                }
                 _ => {
                     d.skip(
                         KERNEL_GROUP,
@@ -313,12 +291,7 @@ fn buffers(d: &mut Draft, host: &Host, opts: &PlanOptions, ifaces: &[&Interface]
     let streams = u64::from(opts.streams.unwrap_or(1));
     let bdp = (u128::from(bandwidth) * u128::from(rtt_us) / 8 / 1_000_000) as u64;
     let per_stream = bdp.div_ceil(streams);
-    let (tcp_max, core_max, source) = BUFFER_TIERS
-        .iter()
-        .copied()
-        .find(|(tcp, _, _)| *tcp >= per_stream)
-        .or_else(|| BUFFER_TIERS.last().copied())
-        .unwrap_or((16 * MB, 16 * MB, ""));
+    let (tcp_max, core_max, source) = buffer_tier(per_stream);
     let capped = if tcp_max < per_stream {
         ", capped at the largest tier"
     } else {
@@ -333,20 +306,27 @@ fn buffers(d: &mut Draft, host: &Host, opts: &PlanOptions, ifaces: &[&Interface]
         format_bytes(tcp_max),
         format_bytes(core_max),
     );
-    sysctl(
-        d,
-        host,
-        "net.core.rmem_max",
-        Want::AtLeast(core_max),
-        why.clone(),
-    );
-    sysctl(
-        d,
-        host,
-        "net.core.wmem_max",
-        Want::AtLeast(core_max),
-        why.clone(),
-    );
+    for (core, tcp) in [
+        ("net.core.rmem_max", "net.ipv4.tcp_rmem"),
+        ("net.core.wmem_max", "net.ipv4.tcp_wmem"),
+    ] {
+        // Never below the autotuning maximum left in place (a bigger one
+        // set by hand is kept): a socket cap under it is the contradiction
+        // doctor's tcp.buffers-inconsistent reports (ANCHORS).
+        let kept = largest_field(host, tcp).unwrap_or(0);
+        let (cap, why) = if kept > core_max {
+            (
+                kept,
+                format!(
+                    "{why}; raised to {tcp}'s maximum {}: the socket cap is never below autotuning's (ANCHORS)",
+                    format_bytes(kept)
+                ),
+            )
+        } else {
+            (core_max, why.clone())
+        };
+        sysctl(d, host, core, Want::AtLeast(cap), why);
+    }
     sysctl(
         d,
         host,
@@ -357,9 +337,19 @@ fn buffers(d: &mut Draft, host: &Host, opts: &PlanOptions, ifaces: &[&Interface]
     sysctl(d, host, "net.ipv4.tcp_wmem", Want::MaxAtLeast(tcp_max), why);
 }
 
+/// The largest field of a `min default max` sysctl (the maximum, also
+/// when the fields are out of order).
+fn largest_field(host: &Host, name: &str) -> Option<u64> {
+    host.sysctls
+        .get(name)?
+        .split_whitespace()
+        .filter_map(|f| f.parse::<u64>().ok())
+        .max()
+}
+
 fn congestion_control(d: &mut Draft, host: &Host, wanted: &str, reason: &str) {
     let name = "net.ipv4.tcp_congestion_control";
-    let target = sysctl_path(name);
+    let target = sysctl_target(name);
     let words = |key: &str| -> Vec<String> {
         host.sysctls
             .get(key)
@@ -406,11 +396,10 @@ fn congestion_control(d: &mut Draft, host: &Host, wanted: &str, reason: &str) {
 
 /// The performance governor on the network CPUs that have cpufreq.
 fn governor(d: &mut Draft, host: &Host, cpus: &[u32], reason: &str) {
-    let target_of = |cpu: u32| format!("/sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_governor");
     if let Some(ns) = &host.source.netns {
         d.skip(
             KERNEL_GROUP,
-            "/sys/devices/system/cpu/cpufreq",
+            CPUFREQ_TARGET,
             &host_wide(ns, "the CPU frequency governor"),
         );
         return;
@@ -418,7 +407,7 @@ fn governor(d: &mut Draft, host: &Host, cpus: &[u32], reason: &str) {
     if host.cpufreq.governors.is_empty() {
         d.skip(
             KERNEL_GROUP,
-            "/sys/devices/system/cpu/cpufreq",
+            CPUFREQ_TARGET,
             "no cpufreq on this host (a VM, or frequency scaling off): the governor cannot be set",
         );
         return;
@@ -432,9 +421,9 @@ fn governor(d: &mut Draft, host: &Host, cpus: &[u32], reason: &str) {
         {
             d.want(
                 KERNEL_GROUP,
-                target_of(cpu),
+                governor_target(cpu),
                 current,
-                "performance".to_string(),
+                GOVERNOR.to_string(),
                 reason.to_string(),
             );
         }
@@ -443,7 +432,7 @@ fn governor(d: &mut Draft, host: &Host, cpus: &[u32], reason: &str) {
 
 /// haltpoll's guest_halt_poll_ns raised where haltpoll is the idle driver.
 fn halt_poll(d: &mut Draft, host: &Host) {
-    let target = "/sys/module/haltpoll/parameters/guest_halt_poll_ns";
+    let target = HALT_POLL_TARGET;
     if host.cpuidle.driver.as_deref() != Some("haltpoll") {
         return;
     }

@@ -16,6 +16,7 @@ mod driver;
 mod kernel;
 mod queues;
 pub mod render;
+pub mod values;
 
 use serde::{Deserialize, Serialize};
 

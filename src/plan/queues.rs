@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use super::cpus::{assign_queues, nic_node_cpus, preference_order, Load};
 use super::driver::channels_change;
 use super::kernel::rfs_entries;
+use super::values::{irq_affinity_target, queues_target, rx_queue_target, tx_queue_target};
 use super::{Draft, PlanOptions, Profile};
 use crate::host::cpuset::{format_list, format_mask};
 use crate::host::{Host, Interface, VectorRole};
@@ -28,7 +29,7 @@ pub(super) fn plan_queues(
     if opts.profile == Profile::Http && channels_change(d, iface, cpus.len()) {
         d.skip(
             group,
-            &format!("/sys/class/net/{group}/queues"),
+            &queues_target(group),
             "per-queue settings wait for the new queue count: run `nettune apply --profile http` again after this apply",
         );
         return;
@@ -78,7 +79,7 @@ pub(super) fn plan_queues(
         let Some(&cpu) = cpu_of.get(&queue) else {
             continue;
         };
-        let target = format!("/proc/irq/{}/smp_affinity_list", v.irq);
+        let target = irq_affinity_target(v.irq);
         match &v.affinity {
             Some(current) => d.want(
                 group,
@@ -106,7 +107,7 @@ pub(super) fn plan_queues(
         let Some(&cpu) = cpu_of.get(&q.index) else {
             continue;
         };
-        let target = format!("/sys/class/net/{group}/queues/tx-{}/xps_cpus", q.index);
+        let target = tx_queue_target(group, q.index, "xps_cpus");
         // Single-queue devices have no xps_cpus: nothing to choose there.
         if let Some(current) = &q.xps_cpus {
             d.want(
@@ -197,7 +198,7 @@ fn rps(
     };
     let entries = rfs_entries(host);
     for q in &iface.rx_queues {
-        let dir = format!("/sys/class/net/{group}/queues/rx-{}", q.index);
+        let file = |name: &str| rx_queue_target(group, q.index, name);
         match &q.rps_cpus {
             Some(current) => {
                 let (to, reason) = if covered {
@@ -215,17 +216,11 @@ fn rps(
                         ),
                     )
                 };
-                d.want(
-                    group,
-                    format!("{dir}/rps_cpus"),
-                    &format_mask(current),
-                    to,
-                    reason,
-                );
+                d.want(group, file("rps_cpus"), &format_mask(current), to, reason);
             }
             None => d.skip(
                 group,
-                &format!("{dir}/rps_cpus"),
+                &file("rps_cpus"),
                 "no rps_cpus: the kernel is built without RPS",
             ),
         }
@@ -239,7 +234,7 @@ fn rps(
             };
             d.want(
                 group,
-                format!("{dir}/rps_flow_cnt"),
+                file("rps_flow_cnt"),
                 &current.to_string(),
                 count.to_string(),
                 format!(
@@ -254,11 +249,11 @@ fn rps(
 fn baseline(d: &mut Draft, iface: &Interface) {
     let group = iface.name.as_str();
     for q in &iface.rx_queues {
-        let dir = format!("/sys/class/net/{group}/queues/rx-{}", q.index);
+        let file = |name: &str| rx_queue_target(group, q.index, name);
         if let Some(current) = &q.rps_cpus {
             d.want(
                 group,
-                format!("{dir}/rps_cpus"),
+                file("rps_cpus"),
                 &format_mask(current),
                 "0".to_string(),
                 "kernel default: RPS off".to_string(),
@@ -267,7 +262,7 @@ fn baseline(d: &mut Draft, iface: &Interface) {
         if let Some(current) = q.rps_flow_cnt {
             d.want(
                 group,
-                format!("{dir}/rps_flow_cnt"),
+                file("rps_flow_cnt"),
                 &current.to_string(),
                 "0".to_string(),
                 "kernel default: RFS off".to_string(),

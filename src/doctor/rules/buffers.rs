@@ -1,10 +1,12 @@
 //! TCP buffers and options: tcp.buffers-small, tcp.buffers-inconsistent,
 //! tcp.options-off, mtu.jumbo-probing.
 
-use super::{judged_interfaces, sysctl_fields, sysctl_u64};
-use crate::doctor::targets::{tcp_buffer_bytes, TCP_MTU_PROBING};
+use super::{judged_interfaces, sysctl_fields, sysctl_targets, sysctl_u64};
+use crate::doctor::planned::{Planned, Plans};
 use crate::doctor::{Context, Finding, Severity};
 use crate::host::Host;
+use crate::plan::values::{buffer_tier, sysctl_name, TCP_MTU_PROBING};
+use crate::plan::Profile;
 use crate::units::{format_bytes, format_rate, format_time};
 
 /// An autotuned flow whose buffer allows less than this fraction of the
@@ -41,11 +43,47 @@ const WHY_PROBING: &str = "With jumbo frames, a hop that carries less must say s
 stall (a path-MTU blackhole). tcp_mtu_probing=1 makes TCP detect the blackhole and probe down to \
 a size that passes (REFERENCE.md §6: 1 with jumbo frames; 2, always probing, can hurt).";
 
-pub fn check(ctx: &Context, out: &mut Vec<Finding>) {
-    buffers_small(ctx, out);
-    buffers_inconsistent(ctx.host, out);
-    options_off(ctx, out);
-    jumbo_probing(ctx, out);
+pub fn check(ctx: &Context, plans: &Plans, out: &mut Vec<Finding>) {
+    buffers_small(ctx, plans, out);
+    buffers_inconsistent(ctx.host, plans, out);
+    options_off(ctx, plans, out);
+    jumbo_probing(ctx, plans, out);
+}
+
+/// The plan's sysctl changes as one command (in plan order), then the
+/// `wanted` settings (name, `name=value` to set by hand) the plan does not
+/// change: "sysctl -w a=1 b='4096 131072 67108864'. By hand: sysctl -w c=1."
+fn sysctl_fix(planned: &Planned, wanted: &[(&str, String)]) -> String {
+    let sets: Vec<String> = planned
+        .changes
+        .iter()
+        .filter_map(|c| {
+            let name = sysctl_name(&c.target)?;
+            Some(assignment(&name, &c.to))
+        })
+        .collect();
+    let by_hand: Vec<&str> = wanted
+        .iter()
+        .filter(|(name, _)| planned.sysctl(name).is_none())
+        .map(|(_, set)| set.as_str())
+        .collect();
+    let mut parts = Vec::new();
+    if !sets.is_empty() {
+        parts.push(format!("sysctl -w {}.", sets.join(" ")));
+    }
+    if !by_hand.is_empty() {
+        parts.push(format!("By hand: sysctl -w {}.", by_hand.join(" ")));
+    }
+    parts.join(" ")
+}
+
+/// `name='4096 131072 67108864'` (a triple) or `name=212992`.
+fn assignment(name: &str, value: &str) -> String {
+    if value.contains(' ') {
+        format!("{name}='{value}'")
+    } else {
+        format!("{name}={value}")
+    }
 }
 
 /// The maximum (third) field of tcp_rmem / tcp_wmem.
@@ -53,7 +91,7 @@ fn tcp_max(host: &Host, name: &str) -> Option<u64> {
     sysctl_fields(host, name)?.get(2).copied()
 }
 
-fn buffers_small(ctx: &Context, out: &mut Vec<Finding>) {
+fn buffers_small(ctx: &Context, plans: &Plans, out: &mut Vec<Finding>) {
     let (Some(bw), Some(rtt)) = (ctx.bandwidth_bps, ctx.rtt_secs) else {
         return;
     };
@@ -95,15 +133,30 @@ fn buffers_small(ctx: &Context, out: &mut Vec<Finding>) {
         }
         _ => String::new(),
     };
-    let target = tcp_buffer_bytes(bdp);
-    let mut changes = Vec::new();
-    for (name, _) in &small {
-        changes.push(match *name {
-            "tcp_rmem max" => tcp_triple(host, "net.ipv4.tcp_rmem", target),
-            "tcp_wmem max" => tcp_triple(host, "net.ipv4.tcp_wmem", target),
-            other => format!("{other}={target}"),
-        });
-    }
+    // The plan sizes all four for the path, from the same bandwidth x RTT
+    // and the same tiers.
+    let names = [
+        "net.core.rmem_max",
+        "net.core.wmem_max",
+        "net.ipv4.tcp_rmem",
+        "net.ipv4.tcp_wmem",
+    ];
+    let scope = sysctl_targets(&names);
+    let planned = plans.planned(Profile::Throughput, &scope);
+    let (tcp_max, core_max, source) = buffer_tier(bdp);
+    let by_hand: Vec<(&str, String)> = small
+        .iter()
+        .map(|(label, _)| match *label {
+            "tcp_rmem max" => tcp_by_hand(host, "net.ipv4.tcp_rmem", tcp_max),
+            "tcp_wmem max" => tcp_by_hand(host, "net.ipv4.tcp_wmem", tcp_max),
+            name => (name, assignment(name, &core_max.to_string())),
+        })
+        .collect();
+    let fix = format!(
+        "{} ({} in flight, rounded up to a buffer tier: {source}).",
+        sysctl_fix(&planned, &by_hand).trim_end_matches('.'),
+        format_bytes(bdp)
+    );
     out.push(Finding {
         id: "tcp.buffers-small",
         severity,
@@ -120,26 +173,27 @@ fn buffers_small(ctx: &Context, out: &mut Vec<Finding>) {
             below.join(", ")
         ),
         why: WHY_SMALL.to_string(),
-        fix: format!(
-            "sysctl -w {} ({}: the BDP rounded up to a power of two).",
-            changes.join(" "),
-            format_bytes(target)
-        ),
-        profile: Some("throughput"),
+        fix,
+        profile: Some(Profile::Throughput.name()),
+        changes: Vec::new(),
+        scope,
     });
 }
 
-/// `net.ipv4.tcp_rmem='4096 131072 67108864'`, keeping min and default.
-fn tcp_triple(host: &Host, name: &str, max: u64) -> String {
-    match sysctl_fields(host, name).as_deref() {
-        Some([min, default, _]) => format!("{name}='{min} {default} {max}'"),
-        _ => format!("{name}=<min default {max}>"),
-    }
+/// A tcp_rmem/tcp_wmem triple with its maximum raised, min and default
+/// kept, to set by hand.
+fn tcp_by_hand(host: &Host, name: &'static str, max: u64) -> (&'static str, String) {
+    let value = match sysctl_fields(host, name).as_deref() {
+        Some([min, default, _]) => format!("{min} {default} {max}"),
+        _ => format!("MIN DEFAULT {max}"),
+    };
+    (name, assignment(name, &value))
 }
 
-fn buffers_inconsistent(host: &Host, out: &mut Vec<Finding>) {
+fn buffers_inconsistent(host: &Host, plans: &Plans, out: &mut Vec<Finding>) {
     let mut problems = Vec::new();
-    let mut fixes = Vec::new();
+    // (sysctl, the smallest consistent value to set by hand)
+    let mut wanted: Vec<(&str, String)> = Vec::new();
     for (dir, tcp, core) in [
         ("receive", "net.ipv4.tcp_rmem", "net.core.rmem_max"),
         ("send", "net.ipv4.tcp_wmem", "net.core.wmem_max"),
@@ -151,7 +205,7 @@ fn buffers_inconsistent(host: &Host, out: &mut Vec<Finding>) {
                     "{tcp} = '{min} {default} {max}' is not min <= default <= max"
                 ));
                 let (lo, mid, hi) = sorted3(*min, *default, *max);
-                fixes.push(format!("{tcp}='{lo} {mid} {hi}'"));
+                wanted.push((tcp, assignment(tcp, &format!("{lo} {mid} {hi}"))));
             }
         }
         let tcp_max = fields.as_ref().and_then(|f| f.get(2).copied());
@@ -165,7 +219,7 @@ fn buffers_inconsistent(host: &Host, out: &mut Vec<Finding>) {
                     format_bytes(tmax),
                     format_bytes(cmax)
                 ));
-                fixes.push(format!("{core}={tmax}"));
+                wanted.push((core, assignment(core, &tmax.to_string())));
             }
         }
     }
@@ -178,21 +232,30 @@ fn buffers_inconsistent(host: &Host, out: &mut Vec<Finding>) {
                     format_bytes(*default),
                     format_bytes(*max)
                 ));
-                fixes.push("net.ipv4.tcp_moderate_rcvbuf=1".to_string());
+                let name = "net.ipv4.tcp_moderate_rcvbuf";
+                wanted.push((name, assignment(name, "1")));
             }
         }
     }
     if problems.is_empty() {
         return;
     }
+    let names: Vec<&str> = wanted.iter().map(|(n, _)| *n).collect();
+    let scope = sysctl_targets(&names);
+    let planned = plans.planned(Profile::Throughput, &scope);
+    // The plan's values where it makes the change (it sizes the buffers for
+    // a path as well); the smallest consistent values by hand otherwise.
+    let fix = sysctl_fix(&planned, &wanted);
     out.push(Finding {
         id: "tcp.buffers-inconsistent",
         severity: Severity::Warn,
         title: "Buffer limits contradict each other".to_string(),
         evidence: problems.join("; "),
         why: WHY_INCONSISTENT.to_string(),
-        fix: format!("sysctl -w {}.", fixes.join(" ")),
-        profile: Some("throughput"),
+        fix,
+        profile: Some(Profile::Throughput.name()),
+        changes: Vec::new(),
+        scope,
     });
 }
 
@@ -202,10 +265,10 @@ fn sorted3(a: u64, b: u64, c: u64) -> (u64, u64, u64) {
     (v[0], v[1], v[2])
 }
 
-fn options_off(ctx: &Context, out: &mut Vec<Finding>) {
+fn options_off(ctx: &Context, plans: &Plans, out: &mut Vec<Finding>) {
     let host = ctx.host;
     let mut seen = Vec::new();
-    let mut fixes = Vec::new();
+    let mut names = Vec::new();
     let mut severity = Severity::Warn;
     if sysctl_u64(host, "net.ipv4.tcp_window_scaling") == Some(0) {
         severity = Severity::Crit;
@@ -220,35 +283,44 @@ fn options_off(ctx: &Context, out: &mut Vec<Finding>) {
         seen.push(format!(
             "net.ipv4.tcp_window_scaling = 0 caps every window at 64 KiB{per_flow}"
         ));
-        fixes.push("net.ipv4.tcp_window_scaling=1");
+        names.push("net.ipv4.tcp_window_scaling");
     }
-    for (name, fix) in [
-        ("net.ipv4.tcp_sack", "net.ipv4.tcp_sack=1"),
-        ("net.ipv4.tcp_timestamps", "net.ipv4.tcp_timestamps=1"),
-    ] {
+    for name in ["net.ipv4.tcp_sack", "net.ipv4.tcp_timestamps"] {
         if sysctl_u64(host, name) == Some(0) {
             seen.push(format!("{name} = 0"));
-            fixes.push(fix);
+            names.push(name);
         }
     }
     if seen.is_empty() {
         return;
     }
+    let scope = sysctl_targets(&names);
+    let planned = plans.planned(Profile::Baseline, &scope);
+    let wanted: Vec<(&str, String)> = names.iter().map(|n| (*n, assignment(n, "1"))).collect();
+    let baseline = if planned.changes.is_empty() {
+        ""
+    } else {
+        " The baseline profile puts back every other kernel default it knows as well: read its \
+         plan first, or set just these."
+    };
+    let fix = format!(
+        "Turn them back on (kernel defaults): {}{baseline}",
+        sysctl_fix(&planned, &wanted)
+    );
     out.push(Finding {
         id: "tcp.options-off",
         severity,
         title: "TCP options that fast paths need are off".to_string(),
         evidence: seen.join("; "),
         why: WHY_OPTIONS.to_string(),
-        fix: format!(
-            "Turn them back on (kernel defaults): sysctl -w {}.",
-            fixes.join(" ")
-        ),
-        profile: Some("baseline"),
+        fix,
+        profile: Some(Profile::Baseline.name()),
+        changes: Vec::new(),
+        scope,
     });
 }
 
-fn jumbo_probing(ctx: &Context, out: &mut Vec<Finding>) {
+fn jumbo_probing(ctx: &Context, plans: &Plans, out: &mut Vec<Finding>) {
     if sysctl_u64(ctx.host, "net.ipv4.tcp_mtu_probing") != Some(0) {
         return;
     }
@@ -261,14 +333,23 @@ fn jumbo_probing(ctx: &Context, out: &mut Vec<Finding>) {
     if jumbo.is_empty() {
         return;
     }
+    let scope = sysctl_targets(&["net.ipv4.tcp_mtu_probing"]);
+    let planned = plans.planned(Profile::Throughput, &scope);
+    let name = "net.ipv4.tcp_mtu_probing";
+    let fix = sysctl_fix(
+        &planned,
+        &[(name, assignment(name, &TCP_MTU_PROBING.to_string()))],
+    );
     out.push(Finding {
         id: "mtu.jumbo-probing",
         severity: Severity::Warn,
         title: "Jumbo frames without TCP MTU probing".to_string(),
         evidence: format!("{}; net.ipv4.tcp_mtu_probing = 0", jumbo.join(", ")),
         why: WHY_PROBING.to_string(),
-        fix: format!("sysctl -w net.ipv4.tcp_mtu_probing={TCP_MTU_PROBING}."),
-        profile: Some("throughput"),
+        fix,
+        profile: Some(Profile::Throughput.name()),
+        changes: Vec::new(),
+        scope,
     });
 }
 
@@ -300,13 +381,15 @@ mod tests {
                 "671.1 Mbit/s",
             ],
         );
+        // The throughput tier for 62.5 MB: 64 MiB autotuning, 128 MiB cap.
         assert!(
             f.fix.contains("net.ipv4.tcp_wmem='4096 16384 67108864'"),
             "{}",
             f.fix
         );
-        assert!(f.fix.contains("net.core.rmem_max=67108864"), "{}", f.fix);
+        assert!(f.fix.contains("net.core.rmem_max=134217728"), "{}", f.fix);
         assert_eq!(f.profile, Some("throughput"));
+        assert_eq!(f.changes.len(), 4, "{:?}", f.changes);
     }
 
     #[test]
@@ -322,7 +405,8 @@ mod tests {
             Severity::Warn,
             &["6 MiB in flight"],
         );
-        assert!(f.fix.contains("'4096 131072 8388608'"), "{}", f.fix);
+        // The smallest tier, 16 MiB; the 64 MiB caps are kept.
+        assert!(f.fix.contains("'4096 131072 16777216'"), "{}", f.fix);
         assert!(!f.fix.contains("rmem_max"), "{}", f.fix);
     }
 
@@ -347,8 +431,26 @@ mod tests {
             Severity::Warn,
             &["tcp_rmem max 32 MiB is above net.core.rmem_max 4 MiB"],
         );
-        assert!(f.fix.contains("net.core.rmem_max=33554432"), "{}", f.fix);
+        // The plan's cap for the default path (no --bandwidth/--rtt), at
+        // least the autotuning maximum.
+        let plan = crate::plan::plan(
+            &vm_2cpu_single_queue(),
+            &crate::plan::PlanOptions::new(crate::plan::Profile::Throughput),
+        )
+        .expect("plan");
+        let cap = plan
+            .changes
+            .iter()
+            .find(|c| c.target == "/proc/sys/net/core/rmem_max")
+            .expect("rmem_max planned");
+        assert!(cap.to.parse::<u64>().expect("number") >= 33554432);
+        assert!(
+            f.fix.contains(&format!("net.core.rmem_max={}", cap.to)),
+            "{}",
+            f.fix
+        );
         assert!(!f.evidence.contains("wmem"), "{}", f.evidence);
+        assert!(!f.fix.contains("wmem"), "{}", f.fix);
     }
 
     #[test]
@@ -362,8 +464,10 @@ mod tests {
             Severity::Warn,
             &["'4096 67108864 33554432'", "tcp_moderate_rcvbuf = 0"],
         );
+        // Put in order, the maximum raised to the plan's tier.
         assert!(
-            f.fix.contains("net.ipv4.tcp_wmem='4096 33554432 67108864'"),
+            f.fix
+                .contains("net.ipv4.tcp_wmem='4096 67108864 134217728'"),
             "{}",
             f.fix
         );

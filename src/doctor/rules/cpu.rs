@@ -2,10 +2,14 @@
 //! cpu.mitigations.
 
 use super::sentence;
-use crate::doctor::targets::GUEST_HALT_POLL_NS;
+use crate::doctor::planned::Plans;
 use crate::doctor::{Context, Finding, Severity};
 use crate::host::cpuset::format_list;
 use crate::host::Host;
+use crate::plan::values::{
+    governor_target, CPUFREQ_TARGET, GOVERNOR, HALT_POLL_NS, HALT_POLL_TARGET,
+};
+use crate::plan::Profile;
 
 /// Idle states slower than this to leave are "deep" for a latency profile:
 /// tuned's network-latency keeps CPUs in C1 or shallower (exit ~1-2 us) and
@@ -33,15 +37,25 @@ exit (page-table switches, return-stack and branch-predictor barriers), which a 
 pays per syscall. REFERENCE.md §4: with mitigations on, the kernel HTTP path lost 33% while DPDK, \
 which makes no syscall per packet, lost nothing.";
 
-pub fn check(ctx: &Context, out: &mut Vec<Finding>) {
-    idle_latency(ctx.host, out);
+pub fn check(ctx: &Context, plans: &Plans, out: &mut Vec<Finding>) {
+    idle_latency(ctx.host, plans, out);
     mitigations(ctx.host, out);
 }
 
-fn idle_latency(host: &Host, out: &mut Vec<Finding>) {
+fn idle_latency(host: &Host, plans: &Plans, out: &mut Vec<Finding>) {
     let mut seen = Vec::new();
     let mut fixes = Vec::new();
+    let mut scope = Vec::new();
     let mut severity = Severity::Info;
+    // The plan's targets for the governor and haltpoll, computed first so
+    // that each part of the fix can say what the plan does.
+    let governor_scope: Vec<String> = host
+        .cpus
+        .iter()
+        .map(|c| governor_target(c.id))
+        .chain([CPUFREQ_TARGET.to_string()])
+        .collect();
+    let halt_scope = vec![HALT_POLL_TARGET.to_string()];
 
     for governor in SLOW_GOVERNORS {
         if let Some(cpus) = host
@@ -61,10 +75,31 @@ fn idle_latency(host: &Host, out: &mut Vec<Finding>) {
                 "cpufreq governor {governor}{driver} on CPUs {}",
                 format_list(cpus)
             ));
-            fixes.push(
-                "write performance to /sys/devices/system/cpu/cpuN/cpufreq/scaling_governor"
-                    .to_string(),
-            );
+            let planned = plans.planned(Profile::Latency, &governor_scope);
+            let set: Vec<u32> = planned
+                .changes
+                .iter()
+                .filter_map(|c| {
+                    c.target
+                        .strip_prefix("/sys/devices/system/cpu/cpu")?
+                        .split('/')
+                        .next()?
+                        .parse()
+                        .ok()
+                })
+                .collect();
+            fixes.push(if set.is_empty() {
+                format!(
+                    "write {GOVERNOR} to /sys/devices/system/cpu/cpuN/cpufreq/scaling_governor by hand"
+                )
+            } else {
+                format!(
+                    "write {GOVERNOR} to /sys/devices/system/cpu/cpuN/cpufreq/scaling_governor of \
+                     the network CPUs {}",
+                    format_list(&set)
+                )
+            });
+            scope.extend(governor_scope.iter().cloned());
         }
     }
 
@@ -76,11 +111,17 @@ fn idle_latency(host: &Host, out: &mut Vec<Finding>) {
         seen.push(
             "cpuidle haltpoll with guest_halt_poll_ns = 0: an idle vCPU halts at once".to_string(),
         );
+        let planned = plans.planned(Profile::Latency, &halt_scope);
+        let (value, by_hand) = match planned.change(HALT_POLL_TARGET) {
+            Some(c) => (c.to.clone(), ""),
+            None => (HALT_POLL_NS.to_string(), " by hand"),
+        };
+        let us = value.parse::<u64>().unwrap_or(HALT_POLL_NS) / 1000;
         fixes.push(format!(
-            "write {GUEST_HALT_POLL_NS} to /sys/module/haltpoll/parameters/guest_halt_poll_ns \
-             (an idle vCPU then polls up to {} us before halting, which costs host CPU time)",
-            GUEST_HALT_POLL_NS / 1000
+            "write {value} to {HALT_POLL_TARGET}{by_hand} (an idle vCPU then polls up to {us} us \
+             before halting, which costs host CPU time)"
         ));
+        scope.extend(halt_scope);
     }
 
     let deep: Vec<(usize, String)> = idle
@@ -95,7 +136,9 @@ fn idle_latency(host: &Host, out: &mut Vec<Finding>) {
         seen.push(format!("deep idle states enabled: {}", names.join(", ")));
         let indices: Vec<String> = deep.iter().map(|(i, _)| format!("state{i}")).collect();
         fixes.push(format!(
-            "for latency work, write 1 to /sys/devices/system/cpu/cpuN/cpuidle/{{{}}}/disable",
+            "for latency work, write 1 to /sys/devices/system/cpu/cpuN/cpuidle/{{{}}}/disable by \
+             hand (nettune leaves idle states alone: it is a trade of power and heat for \
+             wake-up time that the operator makes)",
             indices.join(",")
         ));
     }
@@ -111,7 +154,9 @@ fn idle_latency(host: &Host, out: &mut Vec<Finding>) {
         evidence: seen.join("; "),
         why: WHY_IDLE.to_string(),
         fix,
-        profile: Some("latency"),
+        profile: Some(Profile::Latency.name()),
+        changes: Vec::new(),
+        scope,
     });
 }
 
@@ -160,6 +205,8 @@ fn mitigations(host: &Host, out: &mut Vec<Finding>) {
               §3, §7)."
             .to_string(),
         profile: None,
+        changes: Vec::new(),
+        scope: Vec::new(),
     });
 }
 

@@ -3,11 +3,17 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{irq_list, judged_interfaces, rx_queue_irqs, sentence, QueueIrq};
-use crate::doctor::targets::{cpu_node, eligible_cpus, irq_cpu_order, rps_cpus};
+use super::{
+    irq_list, irq_of_target, judged_interfaces, queue_irq_targets, rx_queue_irqs, rx_queue_targets,
+    sentence, tx_queue_targets, QueueIrq,
+};
+use crate::doctor::planned::{Planned, Plans};
+use crate::doctor::targets::{cpu_node, eligible_cpus, rps_cpus};
 use crate::doctor::{Context, Finding, Severity};
-use crate::host::cpuset::{format_list, format_mask};
+use crate::host::cpuset::{format_list, format_mask, parse_mask};
 use crate::host::{Host, Interface};
+use crate::plan::values::irq_affinity_target;
+use crate::plan::Profile;
 
 /// A NIC with this many RX-carrying queue IRQs is multi-queue: placement
 /// only matters when there is more than one queue to place.
@@ -38,21 +44,27 @@ const WHY_BALANCER: &str = "irqbalance re-places IRQs every 10 s from the load i
 remote nodes, and does nothing for RPS or XPS (ANCHORS.md). REFERENCE.md §6: stop irqbalance \
 and bind the NIC's IRQs to its own node.";
 
-pub fn check(ctx: &Context, out: &mut Vec<Finding>) {
+pub fn check(ctx: &Context, plans: &Plans, out: &mut Vec<Finding>) {
     for iface in judged_interfaces(ctx) {
         let irqs = rx_queue_irqs(iface);
-        let all_on_one = one_cpu(ctx.host, iface, &irqs, out);
+        let all_on_one = one_cpu(ctx.host, plans, iface, &irqs, out);
         if !all_on_one {
-            shared_cpu(ctx.host, iface, &irqs, out);
+            shared_cpu(ctx.host, plans, iface, &irqs, out);
         }
-        remote_numa(ctx.host, iface, &irqs, !all_on_one, out);
+        remote_numa(ctx.host, plans, iface, &irqs, !all_on_one, out);
     }
     balancer(ctx, out);
 }
 
 /// irq.one-cpu. Returns true when it fired (irq.shared-cpu would only
 /// repeat it).
-fn one_cpu(host: &Host, iface: &Interface, irqs: &[QueueIrq], out: &mut Vec<Finding>) -> bool {
+fn one_cpu(
+    host: &Host,
+    plans: &Plans,
+    iface: &Interface,
+    irqs: &[QueueIrq],
+    out: &mut Vec<Finding>,
+) -> bool {
     if irqs.len() < MIN_QUEUE_IRQS {
         return false;
     }
@@ -80,6 +92,8 @@ fn one_cpu(host: &Host, iface: &Interface, irqs: &[QueueIrq], out: &mut Vec<Find
     } else {
         String::new()
     };
+    let scope = queue_irq_targets(iface);
+    let planned = plans.planned(Profile::Pps, &scope);
     out.push(Finding {
         id: "irq.one-cpu",
         severity: Severity::Crit,
@@ -98,8 +112,10 @@ fn one_cpu(host: &Host, iface: &Interface, irqs: &[QueueIrq], out: &mut Vec<Find
             format_list(&others)
         ),
         why: WHY_ONE_CPU.to_string(),
-        fix: sentence(&spread_fix(host, iface, irqs)),
-        profile: Some("pps"),
+        fix: sentence(&spread_fix(host, iface, irqs, &planned)),
+        profile: Some(Profile::Pps.name()),
+        changes: Vec::new(),
+        scope,
     });
     true
 }
@@ -114,17 +130,43 @@ fn how_delivered(irqs: &[QueueIrq]) -> &'static str {
     }
 }
 
-/// The fix for queue IRQ placement: one CPU per queue IRQ, in the plan's
-/// order (NIC-local node, cores before SMT siblings, then remote).
-fn spread_fix(host: &Host, iface: &Interface, irqs: &[QueueIrq]) -> String {
-    let order = irq_cpu_order(host, iface);
-    let mut sorted: Vec<&QueueIrq> = irqs.iter().collect();
-    sorted.sort_by_key(|q| (q.queue, q.irq));
-    let pairs: Vec<(u32, u32)> = sorted
+/// The fix for queue IRQ placement: the plan's `IRQ->CPU` pairs (one CPU
+/// per queue, NIC-local node first, cores before SMT siblings).
+fn spread_fix(host: &Host, iface: &Interface, irqs: &[QueueIrq], planned: &Planned) -> String {
+    let pairs: Vec<(u32, &str)> = planned
+        .changes
         .iter()
-        .zip(order.iter().cycle())
-        .map(|(q, &cpu)| (q.irq, cpu))
+        .filter_map(|c| Some((irq_of_target(&c.target)?, c.to.as_str())))
         .collect();
+    // Queue IRQs the plan neither moves nor refuses already sit alone on
+    // a CPU it accepts.
+    let kept: Vec<u32> = irqs
+        .iter()
+        .map(|q| q.irq)
+        .filter(|&irq| {
+            !pairs.iter().any(|(p, _)| *p == irq) && !planned.is_skipped(&irq_affinity_target(irq))
+        })
+        .collect();
+    let kept = match kept.len() {
+        0 => String::new(),
+        1 => format!("; IRQ {} keeps its CPU", kept[0]),
+        _ => format!("; IRQs {} keep their CPUs", irq_list(kept)),
+    };
+    let node = match iface.numa_node {
+        Some(n) => format!("node {n} first, "),
+        None => String::new(),
+    };
+    let order = format!("{node}physical cores before SMT siblings");
+    let balancer = if host.irqbalance.running {
+        "; stop irqbalance first or it moves them back"
+    } else {
+        ""
+    };
+    if pairs.is_empty() {
+        return format!(
+            "give each queue IRQ a CPU of its own in /proc/irq/N/smp_affinity_list ({order}){balancer}."
+        );
+    }
     let mapping = if pairs.len() <= MAX_PAIRS_SHOWN {
         pairs
             .iter()
@@ -132,30 +174,26 @@ fn spread_fix(host: &Host, iface: &Interface, irqs: &[QueueIrq]) -> String {
             .collect::<Vec<_>>()
             .join(", ")
     } else {
-        let cpus: Vec<u32> = pairs.iter().map(|p| p.1).collect();
+        let cpus: Vec<&str> = pairs.iter().map(|p| p.1).collect();
         format!(
-            "IRQs {} in queue order to CPUs {}",
+            "IRQs {} in turn to CPUs {}",
             irq_list(pairs.iter().map(|p| p.0)),
-            format_list(&cpus)
+            cpus.join(",")
         )
     };
-    let node = match iface.numa_node {
-        Some(n) => format!("node {n} first, "),
-        None => String::new(),
-    };
     format!(
-        "write one CPU per queue IRQ to /proc/irq/N/smp_affinity_list: {mapping} \
-         ({node}physical cores before SMT siblings){}.",
-        if host.irqbalance.running {
-            "; stop irqbalance first or it moves them back"
-        } else {
-            ""
-        }
+        "write one CPU per queue IRQ to /proc/irq/N/smp_affinity_list: {mapping} ({order}){kept}{balancer}."
     )
 }
 
 /// irq.shared-cpu.
-fn shared_cpu(host: &Host, iface: &Interface, irqs: &[QueueIrq], out: &mut Vec<Finding>) {
+fn shared_cpu(
+    host: &Host,
+    plans: &Plans,
+    iface: &Interface,
+    irqs: &[QueueIrq],
+    out: &mut Vec<Finding>,
+) {
     let known: Vec<(u32, u32)> = irqs
         .iter()
         .filter_map(|q| q.delivered.map(|c| (q.irq, c)))
@@ -206,6 +244,8 @@ fn shared_cpu(host: &Host, iface: &Interface, irqs: &[QueueIrq], out: &mut Vec<F
     if problems.is_empty() {
         return;
     }
+    let scope = queue_irq_targets(iface);
+    let planned = plans.planned(Profile::Pps, &scope);
     out.push(Finding {
         id: "irq.shared-cpu",
         severity: Severity::Warn,
@@ -215,8 +255,10 @@ fn shared_cpu(host: &Host, iface: &Interface, irqs: &[QueueIrq], out: &mut Vec<F
         ),
         evidence: format!("{}: {}", iface.name, problems.join("; ")),
         why: WHY_SHARED.to_string(),
-        fix: sentence(&spread_fix(host, iface, irqs)),
-        profile: Some("pps"),
+        fix: sentence(&spread_fix(host, iface, irqs, &planned)),
+        profile: Some(Profile::Pps.name()),
+        changes: Vec::new(),
+        scope,
     });
 }
 
@@ -257,6 +299,7 @@ fn free_cores(host: &Host, eligible: &[u32], by_cpu: &BTreeMap<u32, Vec<u32>>) -
 /// when irq.one-cpu already reported (and fixed) these IRQs.
 fn remote_numa(
     host: &Host,
+    plans: &Plans,
     iface: &Interface,
     irqs: &[QueueIrq],
     judge_irqs: bool,
@@ -354,19 +397,29 @@ fn remote_numa(
     if problems.is_empty() {
         return;
     }
+    let mut scope = Vec::new();
+    if irq_problem {
+        scope.extend(queue_irq_targets(iface));
+    }
+    if rps_problem {
+        scope.extend(rx_queue_targets(iface, "rps_cpus"));
+    }
+    if xps_problem {
+        scope.extend(tx_queue_targets(iface, "xps_cpus"));
+    }
+    let planned = plans.planned(Profile::Latency, &scope);
     let mut fix = format!("Move it to node {node}:");
     if irq_problem {
         fix.push(' ');
-        fix.push_str(&spread_fix(host, iface, irqs));
+        fix.push_str(&spread_fix(host, iface, irqs, &planned));
     }
     if rps_problem {
-        fix.push_str(&format!(
-            " Set rps_cpus of every RX queue to {} (node {node}'s CPUs).",
-            format_mask(&rps_cpus(host, iface))
-        ));
+        fix.push(' ');
+        fix.push_str(&rps_fix(host, iface, node, &planned));
     }
     if xps_problem {
-        fix.push_str(" Set xps_cpus of tx-i to the CPU of queue i's IRQ.");
+        fix.push(' ');
+        fix.push_str(&xps_fix(&planned));
     }
     out.push(Finding {
         id: "irq.remote-numa",
@@ -383,8 +436,57 @@ fn remote_numa(
         ),
         why: WHY_REMOTE.to_string(),
         fix,
-        profile: Some("latency"),
+        profile: Some(Profile::Latency.name()),
+        changes: Vec::new(),
+        scope,
     });
+}
+
+/// RPS masks from the plan: the NIC node's CPUs, or off where the queues
+/// cover the network CPUs.
+fn rps_fix(host: &Host, iface: &Interface, node: u32, planned: &Planned) -> String {
+    let mut masks: Vec<&str> = planned
+        .changes
+        .iter()
+        .filter(|c| c.target.ends_with("/rps_cpus"))
+        .map(|c| c.to.as_str())
+        .collect();
+    masks.dedup();
+    match masks[..] {
+        ["0"] => format!(
+            "Turn RPS off (rps_cpus 0 on every RX queue): {} RX queues cover the network CPUs.",
+            iface.rx_queues.len()
+        ),
+        [mask] => {
+            let cpus = parse_mask(mask)
+                .map(|c| format_list(&c))
+                .unwrap_or_default();
+            format!("Set rps_cpus of every RX queue to {mask} (node {node}'s CPUs {cpus}).")
+        }
+        _ => format!(
+            "Set rps_cpus of every RX queue to {} (node {node}'s CPUs).",
+            format_mask(&rps_cpus(host, iface))
+        ),
+    }
+}
+
+/// XPS from the plan: tx-i on the CPU of queue i.
+fn xps_fix(planned: &Planned) -> String {
+    let pairs: Vec<String> = planned
+        .changes
+        .iter()
+        .filter_map(|c| {
+            let queue = c.target.strip_suffix("/xps_cpus")?.rsplit('/').next()?;
+            Some(format!("{queue} -> {}", c.to))
+        })
+        .collect();
+    if pairs.is_empty() || pairs.len() > MAX_PAIRS_SHOWN {
+        return "Set xps_cpus of tx-i to the CPU of queue i's IRQ.".to_string();
+    }
+    format!(
+        "Set xps_cpus of tx-i to the CPU of queue i's IRQ: {}.",
+        pairs.join(", ")
+    )
 }
 
 /// " (node 0)" or " (nodes 0,1)" for a CPU set.
@@ -454,6 +556,8 @@ fn balancer(ctx: &Context, out: &mut Vec<Finding>) {
         why: WHY_BALANCER.to_string(),
         fix: format!("Stop it before tuning IRQs: systemctl disable --now irqbalance{keep}."),
         profile: None,
+        changes: Vec::new(),
+        scope: Vec::new(),
     });
 }
 

@@ -12,10 +12,13 @@ fn one_cpu_fires_when_all_queues_land_on_cpu0() {
         Severity::Crit,
         &["74-81", "CPU0", "1-31", "effective"],
     );
-    // The fix follows the plan: NIC node 0, one core each, in queue order.
-    assert!(f.fix.contains("74->0, 75->1"), "{}", f.fix);
+    // The fix follows the plan: NIC node 0, one core each, in queue order;
+    // IRQ 74 is already alone on CPU 0 and stays.
+    assert!(f.fix.contains(": 75->1, 76->2"), "{}", f.fix);
     assert!(f.fix.contains("81->7"), "{}", f.fix);
+    assert!(f.fix.contains("IRQ 74 keeps its CPU"), "{}", f.fix);
     assert_eq!(f.profile, Some("pps"));
+    assert_eq!(f.changes.len(), 7, "{:?}", f.changes);
     // irq.shared-cpu would only repeat it.
     none(&findings, "irq.shared-cpu");
 }

@@ -11,19 +11,69 @@ mod softnet;
 
 use std::collections::BTreeMap;
 
+use super::planned::Plans;
 use super::{Context, Finding};
 use crate::host::{Counters, Host, Interface, VectorRole};
+use crate::plan::values::{irq_affinity_target, rx_queue_target, sysctl_target, tx_queue_target};
 
-/// Every rule's findings, unsorted.
-pub fn all(ctx: &Context) -> Vec<Finding> {
+/// Every rule's findings, unsorted. Rules whose fix a profile makes read
+/// that profile's plan from `plans`, so their fixes name its values.
+pub fn all(ctx: &Context, plans: &Plans) -> Vec<Finding> {
     let mut out = Vec::new();
-    irq::check(ctx, &mut out);
-    softnet::check(ctx, &mut out);
-    nic::check(ctx, &mut out);
-    buffers::check(ctx, &mut out);
-    sockets::check(ctx, &mut out);
-    cpu::check(ctx, &mut out);
+    irq::check(ctx, plans, &mut out);
+    softnet::check(ctx, plans, &mut out);
+    nic::check(ctx, plans, &mut out);
+    buffers::check(ctx, plans, &mut out);
+    sockets::check(ctx, plans, &mut out);
+    cpu::check(ctx, plans, &mut out);
     out
+}
+
+/// Plan targets: the affinity of every queue IRQ of `iface` (the plan
+/// moves all vectors of queue i together).
+fn queue_irq_targets(iface: &Interface) -> Vec<String> {
+    let mut irqs: Vec<u32> = iface
+        .irq_vectors
+        .iter()
+        .filter(|v| v.queue.is_some() && v.role != VectorRole::Other)
+        .map(|v| v.irq)
+        .chain(iface.rx_queues.iter().filter_map(|q| q.irq))
+        .collect();
+    irqs.sort_unstable();
+    irqs.dedup();
+    irqs.into_iter().map(irq_affinity_target).collect()
+}
+
+/// Plan targets: `file` of every RX queue of `iface`.
+fn rx_queue_targets(iface: &Interface, file: &str) -> Vec<String> {
+    iface
+        .rx_queues
+        .iter()
+        .map(|q| rx_queue_target(&iface.name, q.index, file))
+        .collect()
+}
+
+/// Plan targets: `file` of every TX queue of `iface`.
+fn tx_queue_targets(iface: &Interface, file: &str) -> Vec<String> {
+    iface
+        .tx_queues
+        .iter()
+        .map(|q| tx_queue_target(&iface.name, q.index, file))
+        .collect()
+}
+
+/// Plan targets of sysctls by name.
+fn sysctl_targets(names: &[&str]) -> Vec<String> {
+    names.iter().map(|n| sysctl_target(n)).collect()
+}
+
+/// The IRQ number of a `/proc/irq/N/smp_affinity_list` target.
+fn irq_of_target(target: &str) -> Option<u32> {
+    target
+        .strip_prefix("/proc/irq/")?
+        .strip_suffix("/smp_affinity_list")?
+        .parse()
+        .ok()
 }
 
 /// Interfaces the rules judge: not loopback, not administratively or
@@ -44,7 +94,6 @@ fn judged_interfaces<'a>(ctx: &Context<'a>) -> impl Iterator<Item = &'a Interfac
 #[derive(Debug, Clone)]
 struct QueueIrq {
     irq: u32,
-    queue: Option<u32>,
     /// The CPU that takes it: effective affinity when the kernel shows it,
     /// else the first CPU of the mask (REFERENCE section 1).
     delivered: Option<u32>,
@@ -63,9 +112,8 @@ fn rx_queue_irqs(iface: &Interface) -> Vec<QueueIrq> {
         .filter(|v| matches!(v.role, VectorRole::Rx | VectorRole::Combined))
         .map(|v| QueueIrq {
             irq: v.irq,
-            queue: v.queue,
             delivered: delivered_cpu(v.effective.as_deref(), v.affinity.as_deref()),
-            by_effective: v.effective.as_ref().is_some_and(|e| !e.is_empty()),
+            by_effective: effective_current(v.effective.as_deref(), v.affinity.as_deref()),
             count: v.per_cpu.iter().sum(),
         })
         .collect();
@@ -78,9 +126,8 @@ fn rx_queue_irqs(iface: &Interface) -> Vec<QueueIrq> {
         .filter_map(|q| {
             Some(QueueIrq {
                 irq: q.irq?,
-                queue: Some(q.index),
                 delivered: delivered_cpu(q.effective.as_deref(), q.affinity.as_deref()),
-                by_effective: q.effective.as_ref().is_some_and(|e| !e.is_empty()),
+                by_effective: effective_current(q.effective.as_deref(), q.affinity.as_deref()),
                 count: 0,
             })
         })
@@ -89,8 +136,23 @@ fn rx_queue_irqs(iface: &Interface) -> Vec<QueueIrq> {
 
 fn delivered_cpu(effective: Option<&[u32]>, affinity: Option<&[u32]>) -> Option<u32> {
     match effective {
-        Some(eff) if !eff.is_empty() => eff.iter().min().copied(),
+        Some(eff) if effective_current(effective, affinity) => eff.iter().min().copied(),
         _ => affinity.and_then(|a| a.iter().min().copied()),
+    }
+}
+
+/// The effective affinity is shown and still current: inside the
+/// configured mask. One outside it is stale: the affinity was just set (by
+/// `nettune apply` or by hand) and the kernel moves the IRQ at its next
+/// interrupt, which the plan's rules count on too (issue 4: judge an IRQ by
+/// smp_affinity_list).
+fn effective_current(effective: Option<&[u32]>, affinity: Option<&[u32]>) -> bool {
+    match (effective, affinity) {
+        (Some(eff), Some(aff)) if !eff.is_empty() && !aff.is_empty() => {
+            eff.iter().all(|c| aff.contains(c))
+        }
+        (Some(eff), _) => !eff.is_empty(),
+        (None, _) => false,
     }
 }
 

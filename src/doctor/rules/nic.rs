@@ -2,15 +2,18 @@
 //! rss.udp-hash-ips-only, nic.rings-small, nic.queues-unused,
 //! qdisc.no-fair-queue.
 
-use super::{judged_interfaces, plural, sysctl_u64};
-use crate::doctor::targets::{
-    eligible_cpus, is_first_thread, rps_cpus, rps_flow_cnt, RPS_SOCK_FLOW_ENTRIES,
-};
+use super::{judged_interfaces, plural, rx_queue_targets, sysctl_targets, sysctl_u64};
+use crate::doctor::planned::{Planned, Plans};
+use crate::doctor::targets::{eligible_cpus, is_first_thread, rps_cpus};
 use crate::doctor::{Context, Finding, Severity};
-use crate::host::cpuset::{format_list, format_mask};
+use crate::host::cpuset::{format_list, format_mask, parse_mask};
 use crate::host::{Host, Interface};
-use crate::nic::Channels;
+use crate::nic::{Channels, DriverSetting};
+use crate::plan::values::{driver_target, qdisc_root_target, queues_target, RFS_ENTRIES};
+use crate::plan::Profile;
 use crate::units::format_count;
+
+const RFS_SYSCTL: &str = "net.core.rps_sock_flow_entries";
 
 /// rps_flow_cnt further than this factor from rps_sock_flow_entries /
 /// queues is "far": the kernel rounds both up to powers of two, so up to
@@ -60,18 +63,54 @@ delays every other flow queued behind it, and nothing paces. fq keeps a queue pe
 each to its rate (SO_MAX_PACING_RATE, BBR): REFERENCE.md §6 reports 2-4x from pacing on 50-80 ms \
 paths; fq_codel, the default since 4.12, gives flow fairness without pacing.";
 
-pub fn check(ctx: &Context, out: &mut Vec<Finding>) {
-    let entries = sysctl_u64(ctx.host, "net.core.rps_sock_flow_entries");
+pub fn check(ctx: &Context, plans: &Plans, out: &mut Vec<Finding>) {
+    let entries = sysctl_u64(ctx.host, RFS_SYSCTL);
     for iface in judged_interfaces(ctx) {
-        rps_off(ctx.host, iface, out);
+        rps_off(ctx.host, plans, iface, out);
         if let Some(entries) = entries {
-            rfs_partial(iface, entries, out);
+            rfs_partial(ctx.host, plans, iface, entries, out);
         }
-        udp_hash(iface, out);
-        rings_small(iface, out);
-        queues_unused(ctx.host, iface, out);
+        udp_hash(plans, iface, out);
+        rings_small(plans, iface, out);
+        queues_unused(ctx.host, plans, iface, out);
     }
-    qdisc(ctx, out);
+    qdisc(ctx, plans, out);
+}
+
+/// RFS values from the plan, else what is set (the plan keeps it), else by
+/// hand: "net.core.rps_sock_flow_entries = 32768 and rps_flow_cnt = 4096".
+fn rfs_values(host: &Host, iface: &Interface, planned: &Planned) -> String {
+    let entries = match planned.sysctl(RFS_SYSCTL) {
+        Some(c) => c.to.clone(),
+        None => sysctl_u64(host, RFS_SYSCTL)
+            .filter(|&n| n > 0)
+            .unwrap_or(RFS_ENTRIES)
+            .to_string(),
+    };
+    let mut counts: Vec<&str> = planned
+        .changes
+        .iter()
+        .filter(|c| c.target.ends_with("/rps_flow_cnt"))
+        .map(|c| c.to.as_str())
+        .collect();
+    counts.sort_unstable();
+    counts.dedup();
+    let count = match counts[..] {
+        [one] => one.to_string(),
+        _ => {
+            let share =
+                entries.parse::<u64>().unwrap_or(RFS_ENTRIES) / iface.rx_queues.len().max(1) as u64;
+            share.max(1).next_power_of_two().to_string()
+        }
+    };
+    format!("{RFS_SYSCTL} = {entries} and rps_flow_cnt = {count}")
+}
+
+/// Plan targets of RPS and RFS on `iface`.
+fn rfs_targets(iface: &Interface) -> Vec<String> {
+    let mut targets = rx_queue_targets(iface, "rps_flow_cnt");
+    targets.extend(sysctl_targets(&[RFS_SYSCTL]));
+    targets
 }
 
 /// Queues in use and the most the NIC allows, combined channels when the
@@ -84,7 +123,7 @@ fn queue_counts(ch: &Channels) -> (u32, u32) {
     }
 }
 
-fn rps_off(host: &Host, iface: &Interface, out: &mut Vec<Finding>) {
+fn rps_off(host: &Host, plans: &Plans, iface: &Interface, out: &mut Vec<Finding>) {
     let queues = iface.rx_queues.len();
     let eligible = eligible_cpus(host);
     if queues == 0 || queues >= eligible.len() {
@@ -97,7 +136,21 @@ fn rps_off(host: &Host, iface: &Interface, out: &mut Vec<Finding>) {
     if !all_off {
         return;
     }
-    let targets = rps_cpus(host, iface);
+    let mut scope = rx_queue_targets(iface, "rps_cpus");
+    scope.extend(rfs_targets(iface));
+    let planned = plans.planned(Profile::Pps, &scope);
+    let mut masks: Vec<&str> = planned
+        .changes
+        .iter()
+        .filter(|c| c.target.ends_with("/rps_cpus"))
+        .map(|c| c.to.as_str())
+        .collect();
+    masks.dedup();
+    let mask = match masks[..] {
+        [one] => one.to_string(),
+        _ => format_mask(&rps_cpus(host, iface)),
+    };
+    let targets = parse_mask(&mask).unwrap_or_default();
     let node = match iface.numa_node {
         Some(n) => format!("node {n}'s CPUs {}", format_list(&targets)),
         None => format!("CPUs {}", format_list(&targets)),
@@ -132,18 +185,24 @@ fn rps_off(host: &Host, iface: &Interface, out: &mut Vec<Finding>) {
         ),
         why: WHY_RPS.to_string(),
         fix: format!(
-            "Write {} ({node}) to /sys/class/net/{}/queues/rx-N/rps_cpus of every RX queue, with \
-             RFS: net.core.rps_sock_flow_entries = {RPS_SOCK_FLOW_ENTRIES} and rps_flow_cnt = {} \
-             on each queue.{more_queues}",
-            format_mask(&targets),
+            "Write {mask} ({node}) to /sys/class/net/{}/queues/rx-N/rps_cpus of every RX queue, \
+             with RFS: {} on each queue.{more_queues}",
             iface.name,
-            rps_flow_cnt(queues)
+            rfs_values(host, iface, &planned)
         ),
-        profile: Some("pps"),
+        profile: Some(Profile::Pps.name()),
+        changes: Vec::new(),
+        scope,
     });
 }
 
-fn rfs_partial(iface: &Interface, entries: u64, out: &mut Vec<Finding>) {
+fn rfs_partial(
+    host: &Host,
+    plans: &Plans,
+    iface: &Interface,
+    entries: u64,
+    out: &mut Vec<Finding>,
+) {
     let Some(counts) = iface
         .rx_queues
         .iter()
@@ -193,6 +252,8 @@ fn rfs_partial(iface: &Interface, entries: u64, out: &mut Vec<Finding>) {
     } else {
         return;
     };
+    let scope = rfs_targets(iface);
+    let planned = plans.planned(Profile::Pps, &scope);
     out.push(Finding {
         id: "rfs.partial",
         severity: Severity::Warn,
@@ -200,13 +261,14 @@ fn rfs_partial(iface: &Interface, entries: u64, out: &mut Vec<Finding>) {
         evidence,
         why: WHY_RFS.to_string(),
         fix: format!(
-            "Set net.core.rps_sock_flow_entries = {RPS_SOCK_FLOW_ENTRIES} and \
-             /sys/class/net/{}/queues/rx-N/rps_flow_cnt = {} on each of its {}.",
+            "Set {} (/sys/class/net/{}/queues/rx-N/rps_flow_cnt) on each of its {}.",
+            rfs_values(host, iface, &planned),
             iface.name,
-            rps_flow_cnt(n as usize),
             plural(n as usize, "RX queue")
         ),
-        profile: Some("pps"),
+        profile: Some(Profile::Pps.name()),
+        changes: Vec::new(),
+        scope,
     });
 }
 
@@ -217,7 +279,14 @@ fn distinct_counts(counts: &[(u32, u64)]) -> Vec<String> {
     values.iter().map(u64::to_string).collect()
 }
 
-fn udp_hash(iface: &Interface, out: &mut Vec<Finding>) {
+/// `ethtool -N eth0 rx-flow-hash udp4 sdfn` for a planned driver change.
+fn ethtool_command(iface: &str, key: &str, to: &str) -> Option<String> {
+    DriverSetting::parse(key, to)
+        .ok()
+        .map(|s| s.ethtool_command(iface))
+}
+
+fn udp_hash(plans: &Plans, iface: &Interface, out: &mut Vec<Finding>) {
     let queues = iface.rx_queues.len();
     if queues < 2 {
         return;
@@ -232,14 +301,29 @@ fn udp_hash(iface: &Interface, out: &mut Vec<Finding>) {
     if ips_only.is_empty() {
         return;
     }
-    let flows: Vec<&str> = ips_only.iter().map(|(f, _)| *f).collect();
     let seen: Vec<String> = ips_only
         .iter()
         .map(|(f, fields)| format!("{f} on {fields}"))
         .collect();
-    let commands: Vec<String> = flows
+    let scope: Vec<String> = ips_only
         .iter()
-        .map(|f| format!("ethtool -N {} rx-flow-hash {f} sdfn", iface.name))
+        .map(|(f, _)| driver_target(&iface.name, &format!("rx-flow-hash.{f}")))
+        .collect();
+    let planned = plans.planned(Profile::Pps, &scope);
+    let commands: Vec<String> = ips_only
+        .iter()
+        .zip(&scope)
+        .map(|((flow, _), target)| {
+            planned
+                .change(target)
+                .and_then(|c| ethtool_command(&iface.name, &format!("rx-flow-hash.{flow}"), &c.to))
+                .unwrap_or_else(|| {
+                    format!(
+                        "ethtool -N {} rx-flow-hash {flow} sdfn (by hand)",
+                        iface.name
+                    )
+                })
+        })
         .collect();
     out.push(Finding {
         id: "rss.udp-hash-ips-only",
@@ -252,14 +336,16 @@ fn udp_hash(iface: &Interface, out: &mut Vec<Finding>) {
         ),
         why: WHY_UDP_HASH.to_string(),
         fix: format!(
-            "Hash UDP over addresses and ports where the NIC allows: {}.",
+            "Hash UDP over addresses and ports: {}.",
             commands.join("; ")
         ),
-        profile: Some("pps"),
+        profile: Some(Profile::Pps.name()),
+        changes: Vec::new(),
+        scope,
     });
 }
 
-fn rings_small(iface: &Interface, out: &mut Vec<Finding>) {
+fn rings_small(plans: &Plans, iface: &Interface, out: &mut Vec<Finding>) {
     let Some(rings) = iface.driver_settings.rings.value() else {
         return;
     };
@@ -285,6 +371,12 @@ fn rings_small(iface: &Interface, out: &mut Vec<Finding>) {
     if losses.is_empty() {
         return;
     }
+    let scope = vec![driver_target(&iface.name, "rings.rx")];
+    let planned = plans.planned(Profile::Throughput, &scope);
+    let command = planned
+        .change(&scope[0])
+        .and_then(|c| ethtool_command(&iface.name, "rings.rx", &c.to))
+        .unwrap_or_else(|| format!("ethtool -G {} rx {} (by hand)", iface.name, rings.rx_max));
     out.push(Finding {
         id: "nic.rings-small",
         severity: Severity::Warn,
@@ -300,15 +392,14 @@ fn rings_small(iface: &Interface, out: &mut Vec<Finding>) {
             losses.join(", ")
         ),
         why: WHY_RINGS.to_string(),
-        fix: format!(
-            "Raise the RX ring to its maximum: ethtool -G {} rx {}.",
-            iface.name, rings.rx_max
-        ),
-        profile: Some("throughput"),
+        fix: format!("Raise the RX ring to its maximum: {command}."),
+        profile: Some(Profile::Throughput.name()),
+        changes: Vec::new(),
+        scope,
     });
 }
 
-fn queues_unused(host: &Host, iface: &Interface, out: &mut Vec<Finding>) {
+fn queues_unused(host: &Host, plans: &Plans, iface: &Interface, out: &mut Vec<Finding>) {
     let Some((now, max)) = iface.driver_settings.channels.value().map(queue_counts) else {
         return;
     };
@@ -335,6 +426,20 @@ fn queues_unused(host: &Host, iface: &Interface, out: &mut Vec<Finding>) {
         .numa_node
         .map(|n| format!("node {n} has"))
         .unwrap_or_else(|| "the host has".to_string());
+    let key = format!("channels.{kind}");
+    // The plan also says when the per-queue settings follow (a second apply).
+    let scope = vec![driver_target(&iface.name, &key), queues_target(&iface.name)];
+    let planned = plans.planned(Profile::Http, &scope);
+    let command = match planned
+        .change(&scope[0])
+        .and_then(|c| ethtool_command(&iface.name, &key, &c.to))
+    {
+        Some(command) => format!("run one queue per network CPU: {command}"),
+        None => format!(
+            "run one queue per core by hand: ethtool -L {} {kind} {target}",
+            iface.name
+        ),
+    };
     out.push(Finding {
         id: "nic.queues-unused",
         severity: Severity::Info,
@@ -347,15 +452,16 @@ fn queues_unused(host: &Host, iface: &Interface, out: &mut Vec<Finding>) {
         ),
         why: WHY_QUEUES.to_string(),
         fix: format!(
-            "Run one queue per core: ethtool -L {} {kind} {target}, then one queue IRQ per CPU and \
-             XPS tx-i on the CPU of queue i.",
-            iface.name
+            "{}, then one queue IRQ per CPU and XPS tx-i on the CPU of queue i.",
+            super::sentence(&command)
         ),
-        profile: Some("http"),
+        profile: Some(Profile::Http.name()),
+        changes: Vec::new(),
+        scope,
     });
 }
 
-fn qdisc(ctx: &Context, out: &mut Vec<Finding>) {
+fn qdisc(ctx: &Context, plans: &Plans, out: &mut Vec<Finding>) {
     let default = ctx
         .host
         .sysctls
@@ -363,15 +469,14 @@ fn qdisc(ctx: &Context, out: &mut Vec<Finding>) {
         .map(String::as_str);
     let default_fifo = default.is_some_and(|d| FIFO_QDISCS.contains(&d));
     let mut seen = Vec::new();
-    let mut single = Vec::new();
-    let mut multi = Vec::new();
+    let mut sending = Vec::new();
     for iface in judged_interfaces(ctx) {
         let Some(root) = iface.root_qdisc.value() else {
             continue;
         };
         if FIFO_QDISCS.contains(&root.kind.as_str()) {
             seen.push(format!("{} root {}", iface.name, root.kind));
-            single.push(iface.name.clone());
+            sending.push(iface.name.as_str());
         } else if MULTIQUEUE_ROOTS.contains(&root.kind.as_str()) && default_fifo {
             seen.push(format!(
                 "{} root {} over {} per TX queue",
@@ -379,27 +484,35 @@ fn qdisc(ctx: &Context, out: &mut Vec<Finding>) {
                 root.kind,
                 default.unwrap_or("")
             ));
-            multi.push(iface.name.clone());
+            sending.push(iface.name.as_str());
         }
     }
     if seen.is_empty() {
         return;
     }
+    let scope: Vec<String> = sending.iter().map(|i| qdisc_root_target(i)).collect();
+    let planned = plans.planned(Profile::Throughput, &scope);
+    let steps: Vec<String> = sending
+        .iter()
+        .zip(&scope)
+        .map(|(name, target)| match planned.change(target) {
+            Some(c) => format!("tc qdisc replace dev {name} root {}", c.to),
+            None => format!("tc qdisc replace dev {name} root fq (by hand)"),
+        })
+        .collect();
     let default_text = default
         .map(|d| format!("; net.core.default_qdisc = {d}"))
         .unwrap_or_default();
-    let mut steps = Vec::new();
-    if default != Some("fq") {
-        steps.push("sysctl -w net.core.default_qdisc=fq".to_string());
-    }
-    for name in &single {
-        steps.push(format!("tc qdisc replace dev {name} root fq"));
-    }
-    for name in &multi {
-        steps.push(format!(
-            "tc qdisc replace dev {name} root mq (re-creates fq under each TX queue)"
-        ));
-    }
+    // nettune replaces the root itself; default_qdisc only shapes qdiscs
+    // made later, and writing fq to it fails where sch_fq is missing.
+    let default_step = if default == Some("fq") {
+        String::new()
+    } else {
+        " net.core.default_qdisc only sets the qdisc of devices and queues created later, and \
+         nettune leaves it alone (writing fq there fails where sch_fq is missing): set it by \
+         hand (sysctl -w net.core.default_qdisc=fq) for interfaces nettune does not tune."
+            .to_string()
+    };
     out.push(Finding {
         id: "qdisc.no-fair-queue",
         severity: Severity::Warn,
@@ -407,12 +520,15 @@ fn qdisc(ctx: &Context, out: &mut Vec<Finding>) {
         evidence: format!("{}{default_text}", seen.join("; ")),
         why: WHY_QDISC.to_string(),
         fix: format!(
-            "{}. fq needs sch_fq: where tc answers \"Specified qdisc kind is unknown\" the \
-             kernel lacks it (modprobe sch_fq, or a kernel built with CONFIG_NET_SCH_FQ); \
-             fq_codel, where present, gives fairness without pacing.",
+            "{}: fq paces each flow.{default_step} fq needs sch_fq: where the kernel lacks it \
+             (\"Specified qdisc kind is unknown\"; modprobe sch_fq, or CONFIG_NET_SCH_FQ), \
+             nettune apply reports the change refused and applies the rest; fq_codel, where \
+             present, gives fairness without pacing.",
             steps.join("; ")
         ),
-        profile: Some("throughput"),
+        profile: Some(Profile::Throughput.name()),
+        changes: Vec::new(),
+        scope,
     });
 }
 

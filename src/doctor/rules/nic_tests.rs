@@ -206,7 +206,15 @@ fn queues_unused_notes_idle_hardware_queues() {
         Severity::Info,
         &["4 of its 63 combined", "8 physical cores", "0-7"],
     );
-    assert!(f.fix.contains("ethtool -L eth0 combined 8"), "{}", f.fix);
+    // http runs one queue per network CPU (32), and says the per-queue
+    // settings follow on a second apply.
+    assert!(f.fix.contains("ethtool -L eth0 combined 32"), "{}", f.fix);
+    assert!(f.fix.contains("apply --profile http` again"), "{}", f.fix);
+    assert_eq!(f.changes[0].target, "ethtool:eth0:channels.combined");
+    assert_eq!(
+        (f.changes[0].from.as_str(), f.changes[0].to.as_str()),
+        ("4", "32")
+    );
 }
 
 #[test]

@@ -1,10 +1,13 @@
 //! Sockets and per-packet extras: udp.rcvbuf-errors, tcp.listen-overflows,
 //! sock.packet-taps, netfilter.conntrack.
 
-use super::{sentence, sysctl_u64, Window};
-use crate::doctor::targets::{doubled, UDP_RCVBUF_BYTES};
+use super::{sentence, sysctl_targets, sysctl_u64, Window};
+use crate::doctor::planned::{Planned, Plans};
+use crate::doctor::targets::doubled;
 use crate::doctor::{Context, Finding, Severity};
 use crate::host::{Counters, Host, PacketSocket};
+use crate::plan::values::{HTTP_LISTEN_BACKLOG, PPS_RMEM_DEFAULT, PPS_RMEM_MAX, PPS_UDP_RMEM_MIN};
+use crate::plan::Profile;
 use crate::units::{format_bytes, format_count};
 
 /// UDP receive errors at this rate or more while sampling are critical:
@@ -49,10 +52,10 @@ connection table and every new flow inserted, a cost paid per packet on every CP
 is full, new connections are dropped (\"nf_conntrack: table full, dropping packet\"). Like the \
 AF_PACKET taps 002 removed (REFERENCE.md §4), it is per-packet work the service did not ask for.";
 
-pub fn check(ctx: &Context, out: &mut Vec<Finding>) {
+pub fn check(ctx: &Context, plans: &Plans, out: &mut Vec<Finding>) {
     let window = Window::of(ctx);
-    udp_errors(ctx.host, &window, out);
-    listen_overflows(ctx.host, &window, out);
+    udp_errors(ctx.host, plans, &window, out);
+    listen_overflows(ctx.host, plans, &window, out);
     packet_taps(ctx.host, out);
     conntrack(ctx.host, &window, out);
 }
@@ -65,7 +68,40 @@ fn tcp_ext(c: &Counters) -> &std::collections::BTreeMap<String, i64> {
     &c.tcp_ext
 }
 
-fn udp_errors(host: &Host, window: &Window, out: &mut Vec<Finding>) {
+/// "Raise a from 1 to 2 and b from 3 to 4" for the plan's changes to
+/// `wanted` (name, the profile's value); the rest set by hand where the
+/// plan leaves them alone, or noted as already enough.
+fn raise_text(host: &Host, planned: &Planned, wanted: &[(&str, u64)]) -> String {
+    let mut raised = Vec::new();
+    let mut by_hand = Vec::new();
+    let mut enough = Vec::new();
+    for (name, value) in wanted {
+        match planned.sysctl(name) {
+            Some(c) => raised.push(format!("{name} from {} to {}", c.from, c.to)),
+            None => match sysctl_u64(host, name) {
+                Some(now) if now >= *value => enough.push(format!("{name} = {now}")),
+                _ => by_hand.push(format!("{name}={value}")),
+            },
+        }
+    }
+    let mut parts = Vec::new();
+    if !raised.is_empty() {
+        parts.push(format!("Raise {}.", raised.join(" and ")));
+    }
+    if !by_hand.is_empty() {
+        parts.push(format!("By hand: sysctl -w {}.", by_hand.join(" ")));
+    }
+    if !enough.is_empty() {
+        parts.push(format!(
+            "Already at least what the {} profile sets: {}.",
+            planned.profile.name(),
+            enough.join(", ")
+        ));
+    }
+    parts.join(" ")
+}
+
+fn udp_errors(host: &Host, plans: &Plans, window: &Window, out: &mut Vec<Finding>) {
     let rcvbuf = window.counter(udp, "RcvbufErrors");
     let in_errors = window.counter(udp, "InErrors");
     let worst = rcvbuf.unwrap_or(0).max(in_errors.unwrap_or(0));
@@ -86,31 +122,25 @@ fn udp_errors(host: &Host, window: &Window, out: &mut Vec<Finding>) {
             ));
         }
     }
-    let rmem_max = sysctl_u64(host, "net.core.rmem_max");
-    let rmem_default = sysctl_u64(host, "net.core.rmem_default");
-    let mut settings = Vec::new();
-    let mut raise = Vec::new();
-    for (name, v) in [
-        ("net.core.rmem_max", rmem_max),
-        ("net.core.rmem_default", rmem_default),
-    ] {
-        if let Some(v) = v {
-            settings.push(format!("{name} = {}", format_bytes(v)));
-            if v < UDP_RCVBUF_BYTES {
-                raise.push(format!("{name}={UDP_RCVBUF_BYTES}"));
-            }
-        }
-    }
+    let wanted = [
+        ("net.core.rmem_max", PPS_RMEM_MAX),
+        ("net.core.rmem_default", PPS_RMEM_DEFAULT),
+        ("net.ipv4.udp_rmem_min", PPS_UDP_RMEM_MIN),
+    ];
+    let settings: Vec<String> = wanted[..2]
+        .iter()
+        .filter_map(|(name, _)| {
+            sysctl_u64(host, name).map(|v| format!("{name} = {}", format_bytes(v)))
+        })
+        .collect();
     let settings = if settings.is_empty() {
         String::new()
     } else {
         format!("; {}", settings.join(", "))
     };
-    let raise = if raise.is_empty() {
-        String::new()
-    } else {
-        format!("Raise the receive buffers: sysctl -w {}. ", raise.join(" "))
-    };
+    let names: Vec<&str> = wanted.iter().map(|(n, _)| *n).collect();
+    let scope = sysctl_targets(&names);
+    let planned = plans.planned(Profile::Pps, &scope);
     out.push(Finding {
         id: "udp.rcvbuf-errors",
         severity,
@@ -118,15 +148,18 @@ fn udp_errors(host: &Host, window: &Window, out: &mut Vec<Finding>) {
         evidence: format!("Udp {} {}{settings}", seen.join(", "), window.span()),
         why: WHY_RCVBUF.to_string(),
         fix: format!(
-            "{raise}In the application: set SO_RCVBUF to {}, read with one SO_REUSEPORT socket \
-             per thread, and batch with recvmmsg.",
-            format_bytes(UDP_RCVBUF_BYTES)
+            "{} In the application: set SO_RCVBUF to {} or more (up to net.core.rmem_max), read \
+             with one SO_REUSEPORT socket per thread, and batch with recvmmsg.",
+            raise_text(host, &planned, &wanted),
+            format_bytes(PPS_RMEM_DEFAULT)
         ),
-        profile: Some("pps"),
+        profile: Some(Profile::Pps.name()),
+        changes: Vec::new(),
+        scope,
     });
 }
 
-fn listen_overflows(host: &Host, window: &Window, out: &mut Vec<Finding>) {
+fn listen_overflows(host: &Host, plans: &Plans, window: &Window, out: &mut Vec<Finding>) {
     let overflows = window.counter(tcp_ext, "ListenOverflows");
     let drops = window.counter(tcp_ext, "ListenDrops");
     if overflows.unwrap_or(0) == 0 && drops.unwrap_or(0) == 0 {
@@ -142,24 +175,22 @@ fn listen_overflows(host: &Host, window: &Window, out: &mut Vec<Finding>) {
             ));
         }
     }
-    let mut settings = Vec::new();
-    let mut changes = Vec::new();
-    for name in ["net.core.somaxconn", "net.ipv4.tcp_max_syn_backlog"] {
-        if let Some(v) = sysctl_u64(host, name) {
-            settings.push(format!("{name} = {v}"));
-            changes.push(format!("{name} from {v} to {}", doubled(v)));
-        }
-    }
+    let wanted = [
+        ("net.core.somaxconn", HTTP_LISTEN_BACKLOG),
+        ("net.ipv4.tcp_max_syn_backlog", HTTP_LISTEN_BACKLOG),
+    ];
+    let settings: Vec<String> = wanted
+        .iter()
+        .filter_map(|(name, _)| sysctl_u64(host, name).map(|v| format!("{name} = {v}")))
+        .collect();
     let settings = if settings.is_empty() {
         String::new()
     } else {
         format!("; {}", settings.join(", "))
     };
-    let change = if changes.is_empty() {
-        "net.core.somaxconn and net.ipv4.tcp_max_syn_backlog".to_string()
-    } else {
-        changes.join(" and ")
-    };
+    let names: Vec<&str> = wanted.iter().map(|(n, _)| *n).collect();
+    let scope = sysctl_targets(&names);
+    let planned = plans.planned(Profile::Http, &scope);
     out.push(Finding {
         id: "tcp.listen-overflows",
         severity: Severity::Warn,
@@ -167,11 +198,13 @@ fn listen_overflows(host: &Host, window: &Window, out: &mut Vec<Finding>) {
         evidence: format!("TcpExt {} {}{settings}", seen.join(", "), window.span()),
         why: WHY_LISTEN.to_string(),
         fix: format!(
-            "Double {change}, and raise the server's listen() backlog to match (the kernel uses \
-             the smaller); if accept() itself lags, more accepting threads with SO_REUSEPORT \
-             matter more."
+            "{} Raise the server's listen() backlog to match (the kernel uses the smaller); if \
+             accept() itself lags, more accepting threads with SO_REUSEPORT matter more.",
+            raise_text(host, &planned, &wanted)
         ),
-        profile: Some("http"),
+        profile: Some(Profile::Http.name()),
+        changes: Vec::new(),
+        scope,
     });
 }
 
@@ -241,6 +274,8 @@ fn packet_taps(host: &Host, out: &mut Vec<Finding>) {
             inodes.join(", ")
         ),
         profile: None,
+        changes: Vec::new(),
+        scope: Vec::new(),
     });
 }
 
@@ -295,6 +330,8 @@ fn conntrack(host: &Host, window: &Window, out: &mut Vec<Finding>) {
         why: WHY_CONNTRACK.to_string(),
         fix,
         profile: None,
+        changes: Vec::new(),
+        scope: Vec::new(),
     });
 }
 

@@ -1,6 +1,7 @@
 use crate::doctor::testkit::*;
 use crate::doctor::Severity;
 use crate::host::PacketSocket;
+use crate::plan::values::{HTTP_LISTEN_BACKLOG, PPS_RMEM_DEFAULT, PPS_RMEM_MAX};
 
 #[test]
 fn udp_errors_warn_since_boot_and_crit_when_fast() {
@@ -18,9 +19,21 @@ fn udp_errors_warn_since_boot_and_crit_when_fast() {
             "rmem_default = 208 KiB",
         ],
     );
-    // rmem_max is already 4 MiB on the VM: only rmem_default is raised.
-    assert!(f.fix.contains("net.core.rmem_default=4194304"), "{}", f.fix);
-    assert!(!f.fix.contains("rmem_max="), "{}", f.fix);
+    // The pps profile's values, from what the VM has.
+    assert!(
+        f.fix
+            .contains(&format!("rmem_max from 4194304 to {PPS_RMEM_MAX}")),
+        "{}",
+        f.fix
+    );
+    assert!(
+        f.fix
+            .contains(&format!("rmem_default from 212992 to {PPS_RMEM_DEFAULT}")),
+        "{}",
+        f.fix
+    );
+    assert_eq!(f.changes.len(), 3, "{:?}", f.changes);
+    assert_eq!(f.profile, Some("pps"));
     assert!(
         f.fix.contains("SO_REUSEPORT") && f.fix.contains("recvmmsg"),
         "{}",
@@ -70,13 +83,31 @@ fn listen_overflows_fire_and_name_the_backlogs() {
             "somaxconn = 4096",
         ],
     );
-    assert!(f.fix.contains("somaxconn from 4096 to 8192"), "{}", f.fix);
+    let to = HTTP_LISTEN_BACKLOG;
     assert!(
-        f.fix.contains("tcp_max_syn_backlog from 2048 to 4096"),
+        f.fix.contains(&format!("somaxconn from 4096 to {to}")),
+        "{}",
+        f.fix
+    );
+    assert!(
+        f.fix
+            .contains(&format!("tcp_max_syn_backlog from 2048 to {to}")),
         "{}",
         f.fix
     );
     assert_eq!(f.profile, Some("http"));
+
+    // Already at the http profile's values: nothing planned, no profile.
+    set_sysctl(&mut host, "net.core.somaxconn", &to.to_string());
+    set_sysctl(&mut host, "net.ipv4.tcp_max_syn_backlog", &to.to_string());
+    let f = the(&diagnose(&host), "tcp.listen-overflows");
+    assert!(
+        f.fix
+            .contains("Already at least what the http profile sets"),
+        "{}",
+        f.fix
+    );
+    assert_eq!((f.profile, f.changes.len()), (None, 0));
 }
 
 #[test]

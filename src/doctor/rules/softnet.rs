@@ -1,11 +1,16 @@
 //! Per-CPU receive work: softirq.hotspot, softnet.drops, softnet.squeeze.
 
-use super::{sysctl_u64, Window};
+use super::{
+    judged_interfaces, queue_irq_targets, rx_queue_targets, sysctl_targets, sysctl_u64, Window,
+};
+use crate::doctor::planned::Plans;
 use crate::doctor::targets::{doubled, eligible_cpus};
 use crate::doctor::{Context, Finding, Severity};
 use crate::host::cpuset::format_list;
 use crate::host::softnet::SoftnetCpu;
 use crate::host::{Counters, CpuSoftirqs, CpuTime};
+use crate::plan::values::{PPS_NETDEV_BUDGET, PPS_NETDEV_MAX_BACKLOG};
+use crate::plan::Profile;
 use crate::units::format_count;
 
 /// One CPU with more than this share of all NET_RX softirqs is a hotspot
@@ -54,11 +59,11 @@ netdev_budget_usecs); the rest waits for the next run or for ksoftirqd, which ad
 the NIC ring can overflow meanwhile (REFERENCE.md §1; bpftune raises netdev_budget on squeezes, \
 ANCHORS.md).";
 
-pub fn check(ctx: &Context, out: &mut Vec<Finding>) {
+pub fn check(ctx: &Context, plans: &Plans, out: &mut Vec<Finding>) {
     let window = Window::of(ctx);
     hotspot(ctx, &window, out);
-    drops(ctx, &window, out);
-    squeeze(ctx, &window, out);
+    drops(ctx, plans, &window, out);
+    squeeze(ctx, plans, &window, out);
 }
 
 fn softirqs(c: &Counters) -> &[CpuSoftirqs] {
@@ -124,6 +129,14 @@ fn hotspot(ctx: &Context, window: &Window, out: &mut Vec<Finding>) {
     if evidence.is_empty() {
         return;
     }
+    // The placement and RPS changes of every judged NIC spread the work.
+    let scope: Vec<String> = judged_interfaces(ctx)
+        .flat_map(|i| {
+            let mut targets = queue_irq_targets(i);
+            targets.extend(rx_queue_targets(i, "rps_cpus"));
+            targets
+        })
+        .collect();
     out.push(Finding {
         id: "softirq.hotspot",
         severity,
@@ -134,7 +147,9 @@ fn hotspot(ctx: &Context, window: &Window, out: &mut Vec<Finding>) {
               where a NIC has fewer queues than CPUs (irq.one-cpu, irq.shared-cpu and rps.off \
               give this host's values); if one flow carries the traffic, no placement splits it."
             .to_string(),
-        profile: Some("pps"),
+        profile: Some(Profile::Pps.name()),
+        changes: Vec::new(),
+        scope,
     });
 }
 
@@ -169,26 +184,30 @@ fn per_cpu_counts(rows: &[(u32, u64)]) -> String {
     parts.join(", ")
 }
 
-fn drops(ctx: &Context, window: &Window, out: &mut Vec<Finding>) {
+fn drops(ctx: &Context, plans: &Plans, window: &Window, out: &mut Vec<Finding>) {
     let rows = window.per_cpu(softnet_rows, |s| (s.cpu, s.dropped));
     let total: u64 = rows.iter().map(|(_, n)| n).sum();
     if total == 0 {
         return;
     }
-    let backlog = sysctl_u64(ctx.host, "net.core.netdev_max_backlog");
-    let (setting, raise) = match backlog {
-        Some(b) => (
-            format!("; net.core.netdev_max_backlog = {b}"),
+    const NAME: &str = "net.core.netdev_max_backlog";
+    let backlog = sysctl_u64(ctx.host, NAME);
+    let scope = sysctl_targets(&[NAME]);
+    let planned = plans.planned(Profile::Pps, &scope);
+    let raise = match (planned.sysctl(NAME), backlog) {
+        (Some(c), _) => format!("Raise {NAME} from {} to {}", c.from, c.to),
+        (None, Some(b)) if b >= PPS_NETDEV_MAX_BACKLOG && !planned.is_skipped(&scope[0]) => {
             format!(
-                "Raise net.core.netdev_max_backlog from {b} to {}",
+                "{NAME} is already {b}, at least the {PPS_NETDEV_MAX_BACKLOG} of the pps \
+                 profile: double it by hand ({}) while drops continue",
                 doubled(b)
-            ),
-        ),
-        None => (
-            String::new(),
-            "Raise net.core.netdev_max_backlog".to_string(),
-        ),
+            )
+        }
+        _ => format!("Raise {NAME} to {PPS_NETDEV_MAX_BACKLOG} by hand"),
     };
+    let setting = backlog
+        .map(|b| format!("; {NAME} = {b}"))
+        .unwrap_or_default();
     out.push(Finding {
         id: "softnet.drops",
         severity: Severity::Warn,
@@ -202,14 +221,16 @@ fn drops(ctx: &Context, window: &Window, out: &mut Vec<Finding>) {
         ),
         why: WHY_DROPS.to_string(),
         fix: format!(
-            "{raise} (double it while drops continue), and spread receive work so that no one \
-             CPU's backlog fills (RPS over the NIC node's CPUs)."
+            "{raise}, and spread receive work so that no one CPU's backlog fills (RPS over the \
+             NIC node's CPUs: rps.off)."
         ),
-        profile: Some("pps"),
+        profile: Some(Profile::Pps.name()),
+        changes: Vec::new(),
+        scope,
     });
 }
 
-fn squeeze(ctx: &Context, window: &Window, out: &mut Vec<Finding>) {
+fn squeeze(ctx: &Context, plans: &Plans, window: &Window, out: &mut Vec<Finding>) {
     let rows = window.per_cpu(softnet_rows, |s| (s.cpu, s.time_squeeze));
     let total: u64 = rows.iter().map(|(_, n)| n).sum();
     if total == 0 {
@@ -222,28 +243,40 @@ fn squeeze(ctx: &Context, window: &Window, out: &mut Vec<Finding>) {
     } else {
         Severity::Info
     };
-    let budget = sysctl_u64(ctx.host, "net.core.netdev_budget");
-    let usecs = sysctl_u64(ctx.host, "net.core.netdev_budget_usecs");
-    let mut settings = Vec::new();
-    let mut changes = Vec::new();
-    for (name, value) in [
-        ("net.core.netdev_budget", budget),
-        ("net.core.netdev_budget_usecs", usecs),
-    ] {
-        if let Some(v) = value {
-            settings.push(format!("{name} = {v}"));
-            changes.push(format!("{name} from {v} to {}", doubled(v)));
-        }
-    }
+    const BUDGET: &str = "net.core.netdev_budget";
+    const USECS: &str = "net.core.netdev_budget_usecs";
+    let budget = sysctl_u64(ctx.host, BUDGET);
+    let usecs = sysctl_u64(ctx.host, USECS);
+    let settings: Vec<String> = [(BUDGET, budget), (USECS, usecs)]
+        .iter()
+        .filter_map(|(name, v)| v.map(|v| format!("{name} = {v}")))
+        .collect();
     let settings = if settings.is_empty() {
         String::new()
     } else {
         format!("; {}", settings.join(", "))
     };
-    let change = if changes.is_empty() {
-        "net.core.netdev_budget and net.core.netdev_budget_usecs".to_string()
-    } else {
-        changes.join(" and ")
+    let scope = sysctl_targets(&[BUDGET]);
+    let planned = plans.planned(Profile::Pps, &scope);
+    let raise = match (planned.sysctl(BUDGET), budget) {
+        (Some(c), _) => format!("Raise {BUDGET} from {} to {}", c.from, c.to),
+        (None, Some(b)) if b >= PPS_NETDEV_BUDGET && !planned.is_skipped(&scope[0]) => format!(
+            "{BUDGET} is already {b}, at least the {PPS_NETDEV_BUDGET} of the pps profile: \
+             raise it further by hand ({})",
+            doubled(b)
+        ),
+        _ => format!("Raise {BUDGET} to {PPS_NETDEV_BUDGET} by hand"),
+    };
+    // The time limit is left alone: the packet budget ends a run first
+    // unless packets take longer than usecs / budget each.
+    let time_limit = match usecs {
+        Some(us) => format!(
+            " {USECS} ({us}) is left as it is: a run of {} packets reaches it only at over {} us \
+             per packet.",
+            budget.unwrap_or(0).max(PPS_NETDEV_BUDGET),
+            us / budget.unwrap_or(0).max(PPS_NETDEV_BUDGET).max(1)
+        ),
+        None => String::new(),
     };
     out.push(Finding {
         id: "softnet.squeeze",
@@ -258,10 +291,12 @@ fn squeeze(ctx: &Context, window: &Window, out: &mut Vec<Finding>) {
         ),
         why: WHY_SQUEEZE.to_string(),
         fix: format!(
-            "Double {change} so one softirq run may do more; spreading receive work over more \
-             CPUs helps more where it is possible."
+            "{raise} so one softirq run may do more; spreading receive work over more CPUs helps \
+             more where it is possible.{time_limit}"
         ),
-        profile: None,
+        profile: Some(Profile::Pps.name()),
+        changes: Vec::new(),
+        scope,
     });
 }
 
@@ -269,6 +304,7 @@ fn squeeze(ctx: &Context, window: &Window, out: &mut Vec<Finding>) {
 mod tests {
     use crate::doctor::testkit::*;
     use crate::doctor::Severity;
+    use crate::plan::values::{PPS_NETDEV_BUDGET, PPS_NETDEV_MAX_BACKLOG};
 
     #[test]
     fn hotspot_fires_when_cpu0_takes_almost_all_net_rx() {
@@ -341,7 +377,17 @@ mod tests {
             Severity::Warn,
             &["45", "since boot", "CPU1 42", "CPU0 3", "= 1000"],
         );
-        assert!(f.fix.contains("from 1000 to 2000"), "{}", f.fix);
+        let raise = format!("from 1000 to {PPS_NETDEV_MAX_BACKLOG}");
+        assert!(f.fix.contains(&raise), "{}", f.fix);
+        assert_eq!(f.profile, Some("pps"));
+
+        // Already at the profile's backlog: double it by hand, no profile.
+        let mut host = vm_2cpu_single_queue();
+        host.counters.softnet[1].dropped = 42;
+        set_sysctl(&mut host, "net.core.netdev_max_backlog", "10000");
+        let f = the(&diagnose(&host), "softnet.drops");
+        assert!(f.fix.contains("by hand (20000)"), "{}", f.fix);
+        assert_eq!((f.profile, f.changes.len()), (None, 0));
 
         let host = vm_2cpu_single_queue();
         let r = rates(&host, 2.0, |after| after.softnet[1].dropped += 500);
@@ -376,8 +422,16 @@ mod tests {
             Severity::Warn,
             &["310", "(155/s)", "netdev_budget = 300"],
         );
-        assert!(f.fix.contains("from 300 to 600"), "{}", f.fix);
-        assert!(f.fix.contains("from 8000 to 16000"), "{}", f.fix);
+        let raise = format!("from 300 to {PPS_NETDEV_BUDGET}");
+        assert!(f.fix.contains(&raise), "{}", f.fix);
+        // The time limit is not what the plan changes, and the fix says why.
+        assert!(
+            f.fix.contains("netdev_budget_usecs (8000) is left"),
+            "{}",
+            f.fix
+        );
+        assert_eq!(f.profile, Some("pps"));
+        assert_eq!(f.changes.len(), 1, "{:?}", f.changes);
 
         let mut host = vm_2cpu_single_queue();
         host.counters.softnet[0].time_squeeze = 1250;

@@ -1,0 +1,150 @@
+//! The values `nettune plan` writes and the names of its targets, in one
+//! place: the plan engine uses them, and `nettune doctor` names them in its
+//! fixes (by hand, where the plan leaves a setting alone), so the two cannot
+//! drift apart. docs/profiles.md gives the reason for every value.
+
+const KB: u64 = 1 << 10;
+const MB: u64 = 1 << 20;
+
+/// net.core.rps_sock_flow_entries for RFS (REFERENCE 2; perftune, ANCHORS).
+pub const RFS_ENTRIES: u64 = 32768;
+/// busy_read / busy_poll in microseconds (tuned network-latency, ANCHORS).
+pub const BUSY_POLL_US: u64 = 50;
+/// haltpoll's poll window that removed most cross-CPU wake-up cost on the
+/// development VMs (ENVIRONMENT: TCP_RR 14k -> 78k transactions/s).
+pub const HALT_POLL_NS: u64 = 200_000;
+/// pps: net.core.rmem_max, room for sockets that ask for big receive
+/// buffers (REFERENCE 3).
+pub const PPS_RMEM_MAX: u64 = 16 * MB;
+/// pps: net.core.rmem_default, the 4 MB UDP socket buffer of REFERENCE 6
+/// for receivers that never set SO_RCVBUF (ANCHORS: udpreceiver).
+pub const PPS_RMEM_DEFAULT: u64 = 4 * MB;
+/// pps: net.ipv4.udp_rmem_min, what each UDP socket keeps under udp_mem
+/// pressure (REFERENCE 3).
+pub const PPS_UDP_RMEM_MIN: u64 = 64 * KB;
+/// pps: net.core.netdev_max_backlog, the per-CPU backlog RPS queues into
+/// (ANCHORS: bpftune raises it on drops).
+pub const PPS_NETDEV_MAX_BACKLOG: u64 = 10_000;
+/// pps: net.core.netdev_budget, packets per softirq round (ANCHORS: bpftune
+/// raises it on time_squeeze).
+pub const PPS_NETDEV_BUDGET: u64 = 600;
+/// http: net.core.somaxconn and net.ipv4.tcp_max_syn_backlog (REFERENCE 4;
+/// ANCHORS: tuned somaxconn >= 2048).
+pub const HTTP_LISTEN_BACKLOG: u64 = 65535;
+/// throughput: net.ipv4.tcp_mtu_probing with jumbo frames; 1, not 2
+/// (REFERENCE 6).
+pub const TCP_MTU_PROBING: u64 = 1;
+/// The governor the latency and throughput profiles set.
+pub const GOVERNOR: &str = "performance";
+
+/// Buffer tiers for throughput: autotuning maximum (tcp_rmem/tcp_wmem third
+/// field) and the socket-option cap (rmem_max/wmem_max), smallest first.
+const BUFFER_TIERS: &[(u64, u64, &str)] = &[
+    (16 * MB, 16 * MB, "ANCHORS: tuned network-throughput"),
+    (
+        32 * MB,
+        64 * MB,
+        "REFERENCE 6: 10G host, paths up to 100 ms",
+    ),
+    (
+        64 * MB,
+        128 * MB,
+        "REFERENCE 6: 10G up to 200 ms or 40G up to 50 ms",
+    ),
+    (128 * MB, 256 * MB, "REFERENCE 6: measurement hosts"),
+    (
+        256 * MB,
+        512 * MB,
+        "REFERENCE 6: measurement hosts, the bigger case",
+    ),
+    (
+        1024 * MB,
+        2_147_483_647,
+        "REFERENCE 6: 40/100G, buffers up to 2 GB",
+    ),
+];
+
+/// The tier for `per_stream` bytes in flight: (autotuning maximum, socket
+/// cap, source); the largest tier when none holds it.
+pub fn buffer_tier(per_stream: u64) -> (u64, u64, &'static str) {
+    BUFFER_TIERS
+        .iter()
+        .copied()
+        .find(|(tcp, _, _)| *tcp >= per_stream)
+        .or_else(|| BUFFER_TIERS.last().copied())
+        .unwrap_or((16 * MB, 16 * MB, ""))
+}
+
+/// Where haltpoll's poll window is set.
+pub const HALT_POLL_TARGET: &str = "/sys/module/haltpoll/parameters/guest_halt_poll_ns";
+/// The target of "no governor can be set here" (no cpufreq, a namespace).
+pub const CPUFREQ_TARGET: &str = "/sys/devices/system/cpu/cpufreq";
+
+/// `/proc/sys/net/core/rmem_max` for `net.core.rmem_max`.
+pub fn sysctl_target(name: &str) -> String {
+    format!("/proc/sys/{}", name.replace('.', "/"))
+}
+
+/// `net.core.rmem_max` for `/proc/sys/net/core/rmem_max`; `None` for a
+/// target that is not a sysctl.
+pub fn sysctl_name(target: &str) -> Option<String> {
+    target
+        .strip_prefix("/proc/sys/")
+        .map(|rest| rest.replace('/', "."))
+}
+
+pub fn irq_affinity_target(irq: u32) -> String {
+    format!("/proc/irq/{irq}/smp_affinity_list")
+}
+
+/// The queues directory of an interface: the target of "per-queue settings
+/// wait" in `http`.
+pub fn queues_target(iface: &str) -> String {
+    format!("/sys/class/net/{iface}/queues")
+}
+
+/// A file of one RX queue: `rps_cpus`, `rps_flow_cnt`.
+pub fn rx_queue_target(iface: &str, queue: u32, file: &str) -> String {
+    format!("/sys/class/net/{iface}/queues/rx-{queue}/{file}")
+}
+
+/// A file of one TX queue: `xps_cpus`.
+pub fn tx_queue_target(iface: &str, queue: u32, file: &str) -> String {
+    format!("/sys/class/net/{iface}/queues/tx-{queue}/{file}")
+}
+
+/// A driver setting: `ethtool:eth0:rings.rx` (keys in [`crate::nic::setting`]).
+pub fn driver_target(iface: &str, key: &str) -> String {
+    format!("ethtool:{iface}:{key}")
+}
+
+pub fn qdisc_root_target(iface: &str) -> String {
+    format!("qdisc:{iface}:root")
+}
+
+pub fn governor_target(cpu: u32) -> String {
+    format!("/sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_governor")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sysctl_names_and_paths_round_trip() {
+        let path = sysctl_target("net.ipv4.tcp_rmem");
+        assert_eq!(path, "/proc/sys/net/ipv4/tcp_rmem");
+        assert_eq!(sysctl_name(&path).as_deref(), Some("net.ipv4.tcp_rmem"));
+        assert_eq!(sysctl_name("ethtool:eth0:rings.rx"), None);
+    }
+
+    #[test]
+    fn buffer_tiers_hold_the_bdp() {
+        // 10 Gbit/s x 50 ms = 62.5 MB in flight -> 64 MiB, cap 128 MiB.
+        assert_eq!(buffer_tier(62_500_000).0, 64 << 20);
+        assert_eq!(buffer_tier(62_500_000).1, 128 << 20);
+        assert_eq!(buffer_tier(1).0, 16 << 20);
+        // Beyond the largest tier: the largest.
+        assert_eq!(buffer_tier(4 << 30).1, 2_147_483_647);
+    }
+}
