@@ -156,8 +156,24 @@ pub fn attach(findings: &mut [Finding], plans: &Plans) {
         let Some(profile) = f.profile.and_then(profile_named) else {
             continue;
         };
-        if plans.get(profile).is_none() {
+        let Some(plan) = plans.get(profile) else {
             continue;
+        };
+        // An interface the plan does not select by default (virtual, or
+        // down): it has no changes, and the fix says how to include it.
+        let mut outside: Vec<&str> = f
+            .scope
+            .iter()
+            .filter_map(|t| target_interface(t))
+            .filter(|i| !plan.interfaces.iter().any(|p| p == i))
+            .collect();
+        outside.dedup();
+        for iface in outside {
+            f.fix.push_str(&format!(
+                " nettune plan --profile {} does not tune {iface} unless named (by default it \
+                 tunes the physical interfaces that are up): add --iface {iface}.",
+                profile.name()
+            ));
         }
         let planned = plans.planned(profile, &f.scope);
         f.changes = planned
@@ -177,6 +193,16 @@ pub fn attach(findings: &mut [Finding], plans: &Plans) {
             f.profile = None;
         }
     }
+}
+
+/// The interface of a per-interface plan target: `/sys/class/net/IF/...`,
+/// `ethtool:IF:KEY`, `qdisc:IF:root`.
+fn target_interface(target: &str) -> Option<&str> {
+    let rest = target
+        .strip_prefix("/sys/class/net/")
+        .or_else(|| target.strip_prefix("ethtool:"))
+        .or_else(|| target.strip_prefix("qdisc:"))?;
+    rest.split(['/', ':']).next().filter(|i| !i.is_empty())
 }
 
 /// "nettune plan --profile pps leaves net.core.rmem_max alone: REASON."
@@ -276,5 +302,36 @@ mod tests {
         );
         assert_eq!(findings[1].profile, Some("pps"));
         assert_eq!(findings[1].fix, "Advice.");
+    }
+
+    #[test]
+    fn an_interface_the_plan_does_not_select_is_named_with_how_to_add_it() {
+        // Judged with --all, a virtual interface: the plan tunes physical
+        // ones only unless named.
+        let mut host = vm_2cpu_single_queue();
+        host.interfaces[0].physical = false;
+        let ctx = Context {
+            all_interfaces: true,
+            ..Context::new(&host)
+        };
+        let findings = crate::doctor::diagnose(&ctx);
+        let rps = findings
+            .iter()
+            .find(|f| f.id == "rps.off")
+            .expect("rps.off with --all");
+        // Only the host-wide part of the fix is planned.
+        let targets: Vec<&str> = rps.changes.iter().map(|c| c.target.as_str()).collect();
+        assert_eq!(targets, ["/proc/sys/net/core/rps_sock_flow_entries"]);
+        assert!(
+            rps.fix.contains("does not tune eth0 unless named") && rps.fix.contains("--iface eth0"),
+            "{}",
+            rps.fix
+        );
+        assert_eq!(target_interface("ethtool:eth0:rings.rx"), Some("eth0"));
+        assert_eq!(
+            target_interface("/sys/class/net/ens1f0/queues/rx-0/rps_cpus"),
+            Some("ens1f0")
+        );
+        assert_eq!(target_interface("/proc/irq/74/smp_affinity_list"), None);
     }
 }

@@ -7,6 +7,7 @@ mod apply_netns;
 mod bench_udp;
 mod common;
 mod doctor;
+mod doctor_plan;
 mod inspect;
 mod nic;
 mod nic_set;

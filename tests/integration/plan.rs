@@ -364,6 +364,40 @@ fn throughput_buffers_follow_bandwidth_times_rtt() {
 }
 
 #[test]
+fn throughput_leaves_no_buffer_limit_contradicting_another() {
+    // A host tuned by hand: tcp_rmem's maximum 1 GiB above a 4 MiB
+    // rmem_max, tcp_wmem out of order, receive autotuning off.
+    let mut host = host("two-socket-smt-8q");
+    for (name, value) in [
+        ("net.ipv4.tcp_rmem", "4096 131072 1073741824"),
+        ("net.core.rmem_max", "4194304"),
+        ("net.ipv4.tcp_wmem", "4096 67108864 33554432"),
+        ("net.ipv4.tcp_moderate_rcvbuf", "0"),
+    ] {
+        host.sysctls.insert(name.to_string(), value.to_string());
+    }
+    // 1 Gbit/s x 50 ms: the smallest tier, below what is already set.
+    let plan = plan_with(&host, Profile::Throughput, |o| {
+        o.bandwidth_bits = Some(1_000_000_000);
+        o.rtt_us = Some(50_000);
+    });
+    // The bigger autotuning maximum is kept and the socket cap follows it.
+    assert_eq!(sysctl_to(&plan, "net.ipv4.tcp_rmem"), None);
+    assert_eq!(sysctl_to(&plan, "net.core.rmem_max"), Some("1073741824"));
+    // The triple is put in order, its maximum kept.
+    assert_eq!(
+        sysctl_to(&plan, "net.ipv4.tcp_wmem"),
+        Some("4096 33554432 67108864")
+    );
+    let wmem_max: u64 = sysctl_to(&plan, "net.core.wmem_max")
+        .expect("wmem_max")
+        .parse()
+        .expect("number");
+    assert!(wmem_max >= 67108864, "{wmem_max}");
+    assert_eq!(sysctl_to(&plan, "net.ipv4.tcp_moderate_rcvbuf"), Some("1"));
+}
+
+#[test]
 fn throughput_on_the_smt_host_sets_rings_coalescing_and_fq() {
     let host = host("two-socket-smt-8q");
     let plan = plan_with(&host, Profile::Throughput, |o| o.streams = Some(4));
@@ -450,6 +484,17 @@ fn baseline_restores_kernel_defaults() {
         sysctl_to(&plan, "net.ipv4.tcp_congestion_control"),
         Some("cubic")
     );
+    // TCP options turned off by hand come back on.
+    let mut off = host.clone();
+    for name in [
+        "net.ipv4.tcp_window_scaling",
+        "net.ipv4.tcp_sack",
+        "net.ipv4.tcp_timestamps",
+    ] {
+        off.sysctls.insert(name.to_string(), "0".to_string());
+        let plan = plan_with(&off, Profile::Baseline, |_| {});
+        assert_eq!(sysctl_to(&plan, name), Some("1"), "{name}");
+    }
     // Nothing the kernel has no default for: IRQs, drivers, qdiscs.
     assert!(plan
         .changes

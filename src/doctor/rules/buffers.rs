@@ -507,6 +507,10 @@ mod tests {
             "{}",
             f.fix
         );
+        // baseline restores them (and says it restores the rest too).
+        assert_eq!(f.profile, Some("baseline"));
+        assert_eq!(f.changes.len(), 2, "{:?}", f.changes);
+        assert!(f.fix.contains("every other kernel default"), "{}", f.fix);
 
         let mut host = two_socket_smt_8q();
         set_sysctl(&mut host, "net.ipv4.tcp_timestamps", "0");

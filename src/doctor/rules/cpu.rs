@@ -243,18 +243,36 @@ mod tests {
             Severity::Warn,
             &["powersave (intel_pstate) on CPUs 0-31", "C6 (133 us)"],
         );
-        assert!(f.fix.contains("cpuidle/{state3}/disable"), "{}", f.fix);
-        assert!(f.fix.contains("performance"), "{}", f.fix);
+        // The governor is planned (latency, on the network CPUs); idle
+        // states are left to the operator, and the fix says so.
+        assert!(
+            f.fix.contains("performance to") && f.fix.contains("network CPUs 0-31"),
+            "{}",
+            f.fix
+        );
+        assert!(
+            f.fix.contains("cpuidle/{state3}/disable by hand"),
+            "{}",
+            f.fix
+        );
+        assert_eq!(f.profile, Some("latency"));
+        assert_eq!(f.changes.len(), 32, "{:?}", f.changes);
 
-        // Deep states alone are a note.
+        // Deep states alone are a note, and no profile changes them.
         let mut host = two_socket_smt_8q();
         host.cpuidle.states[3].disabled = false;
-        assert_fires(
+        let f = assert_fires(
             &diagnose(&host),
             "cpu.idle-latency",
             Severity::Info,
             &["C6 (133 us)"],
         );
+        assert!(
+            f.fix.contains("nettune leaves idle states alone"),
+            "{}",
+            f.fix
+        );
+        assert_eq!((f.profile, f.changes.len()), (None, 0));
     }
 
     #[test]

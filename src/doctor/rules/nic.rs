@@ -508,9 +508,9 @@ fn qdisc(ctx: &Context, plans: &Plans, out: &mut Vec<Finding>) {
     let default_step = if default == Some("fq") {
         String::new()
     } else {
-        " net.core.default_qdisc only sets the qdisc of devices and queues created later, and \
-         nettune leaves it alone (writing fq there fails where sch_fq is missing): set it by \
-         hand (sysctl -w net.core.default_qdisc=fq) for interfaces nettune does not tune."
+        " nettune leaves net.core.default_qdisc alone (it only sets the qdisc of devices \
+         created later, and writing fq fails where sch_fq is missing); for other interfaces, \
+         by hand: sysctl -w net.core.default_qdisc=fq."
             .to_string()
     };
     out.push(Finding {
@@ -520,10 +520,9 @@ fn qdisc(ctx: &Context, plans: &Plans, out: &mut Vec<Finding>) {
         evidence: format!("{}{default_text}", seen.join("; ")),
         why: WHY_QDISC.to_string(),
         fix: format!(
-            "{}: fq paces each flow.{default_step} fq needs sch_fq: where the kernel lacks it \
-             (\"Specified qdisc kind is unknown\"; modprobe sch_fq, or CONFIG_NET_SCH_FQ), \
-             nettune apply reports the change refused and applies the rest; fq_codel, where \
-             present, gives fairness without pacing.",
+            "{}: fq paces each flow.{default_step} Without sch_fq (\"Specified qdisc kind is \
+             unknown\": modprobe sch_fq, or CONFIG_NET_SCH_FQ) apply reports the root change \
+             refused; fq_codel gives fairness without pacing.",
             steps.join("; ")
         ),
         profile: Some(Profile::Throughput.name()),

@@ -239,14 +239,43 @@ fn qdisc_fires_for_fifo_roots_and_mq_over_fifo() {
         f.fix
     );
 
+    assert_eq!(f.profile, Some("throughput"));
+
+    // mq over pfifo_fast: the throughput plan puts fq with a per-flow cap
+    // at the root, and the fix names that.
     let mut host = two_socket_smt_8q();
     set_sysctl(&mut host, "net.core.default_qdisc", "pfifo_fast");
-    assert_fires(
+    let f = assert_fires(
         &diagnose(&host),
         "qdisc.no-fair-queue",
         Severity::Warn,
         &["eth0 root mq over pfifo_fast"],
     );
+    let planned = &f.changes[0];
+    assert!(planned.to.starts_with("fq maxrate "), "{planned:?}");
+    assert!(
+        f.fix
+            .contains(&format!("tc qdisc replace dev eth0 root {}", planned.to)),
+        "{}",
+        f.fix
+    );
+
+    // A FIFO root set up by hand (handle 1:): the plan leaves it alone, the
+    // fix says why and what to do by hand, and names no profile.
+    let mut host = vm_2cpu_single_queue();
+    iface(&mut host, "eth0").root_qdisc = Probe::Value(Qdisc {
+        kind: "pfifo".into(),
+        handle: "1:".into(),
+    });
+    let f = the(&diagnose(&host), "qdisc.no-fair-queue");
+    assert!(f.fix.contains("root fq (by hand)"), "{}", f.fix);
+    assert!(
+        f.fix
+            .contains("leaves qdisc:eth0:root alone: root qdisc pfifo 1: was set up by hand"),
+        "{}",
+        f.fix
+    );
+    assert_eq!((f.profile, f.changes.len()), (None, 0));
 }
 
 #[test]
