@@ -139,7 +139,7 @@ impl<'p> Planned<'p> {
             .find(|c| sysctl_name(&c.target).as_deref() == Some(name))
     }
 
-    /// `the pps profile`, for sentences.
+    /// "nettune plan --profile pps", for sentences.
     pub fn by(&self) -> String {
         format!("nettune plan --profile {}", self.profile.name())
     }
