@@ -18,7 +18,7 @@ use super::mmsg::Batch;
 use super::SinkArgs;
 use crate::bench::pin::{pin_current_thread, Pinning};
 use crate::bench::report::{
-    self, format_rate, print_line, Interval, IntervalMeter, LiveCounter, Progress,
+    self, format_rate, plural, print_line, Interval, IntervalMeter, LiveCounter, Progress,
 };
 use crate::bench::stop::{self, Ended};
 use crate::error::Status;
@@ -177,14 +177,6 @@ pub fn run(args: &SinkArgs) -> anyhow::Result<Status> {
         print_text(&report)?;
     }
     Ok(Status::Clean)
-}
-
-fn plural(n: usize) -> &'static str {
-    if n == 1 {
-        ""
-    } else {
-        "s"
-    }
 }
 
 /// Open the sink's sockets: one, or `count` SO_REUSEPORT sockets on the same
