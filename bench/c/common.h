@@ -83,7 +83,7 @@ static void on_alarm(int sig) {
 /* Print a line per second from the counters until `seconds` have passed. */
 static void report_loop(struct counter *counters, int threads, double seconds) {
     unsigned long long last_p = 0, last_b = 0;
-    struct timespec start, now;
+    struct timespec start;
     clock_gettime(CLOCK_MONOTONIC, &start);
     for (int second = 1;; second++) {
         struct timespec tick = {.tv_sec = start.tv_sec + second, .tv_nsec = start.tv_nsec};
@@ -106,6 +106,5 @@ static void report_loop(struct counter *counters, int threads, double seconds) {
         last_p = p;
         last_b = b;
     }
-    (void)now;
     atomic_store(&stop, 1);
 }

@@ -32,6 +32,15 @@ pub fn per_second(packets: u64, bytes: u64, secs: f64) -> (f64, f64) {
     (packets as f64 / secs, bytes as f64 / secs)
 }
 
+/// "s" for counts other than one: `format!("{n} thread{}", plural(n))`.
+pub fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
 /// Print a final report as pretty JSON on stdout, with a trailing newline.
 pub fn print_json<T: Serialize>(report: &T) -> anyhow::Result<()> {
     let mut out = io::stdout().lock();

@@ -17,7 +17,7 @@ use super::wire::Header;
 use super::FloodArgs;
 use crate::bench::pin::{pin_current_thread, Pinning};
 use crate::bench::report::{
-    self, format_rate, print_line, Interval, IntervalMeter, LiveCounter, Progress,
+    self, format_rate, plural, print_line, Interval, IntervalMeter, LiveCounter, Progress,
 };
 use crate::bench::stop::{self, Ended};
 use crate::error::Status;
@@ -188,14 +188,6 @@ pub fn run(args: &FloodArgs) -> anyhow::Result<Status> {
         );
     }
     Ok(Status::Clean)
-}
-
-fn plural(n: usize) -> &'static str {
-    if n == 1 {
-        ""
-    } else {
-        "s"
-    }
 }
 
 /// Split `--rate` over the threads (the first ones take the remainder).

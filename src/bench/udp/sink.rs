@@ -18,7 +18,7 @@ use super::mmsg::Batch;
 use super::SinkArgs;
 use crate::bench::pin::{pin_current_thread, Pinning};
 use crate::bench::report::{
-    self, format_rate, print_line, Interval, IntervalMeter, LiveCounter, Progress,
+    self, format_rate, plural, print_line, Interval, IntervalMeter, LiveCounter, Progress,
 };
 use crate::bench::stop::{self, Ended};
 use crate::error::Status;
@@ -177,14 +177,6 @@ pub fn run(args: &SinkArgs) -> anyhow::Result<Status> {
         print_text(&report)?;
     }
     Ok(Status::Clean)
-}
-
-fn plural(n: usize) -> &'static str {
-    if n == 1 {
-        ""
-    } else {
-        "s"
-    }
 }
 
 /// Open the sink's sockets: one, or `count` SO_REUSEPORT sockets on the same
@@ -548,4 +540,57 @@ fn where_lost(s: &SequenceSummary, k: &KernelDelta, rcvbuf: &RcvBuf) -> String {
         );
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary(received: u64, lost: u64) -> SequenceSummary {
+        SequenceSummary {
+            senders: 1,
+            flows: 1,
+            received,
+            lost,
+            ..SequenceSummary::default()
+        }
+    }
+
+    fn kernel(rcvbuf_errors: i64, softnet_dropped: u64) -> KernelDelta {
+        KernelDelta {
+            udp_rcvbuf_errors: Some(rcvbuf_errors),
+            udp_mem_errors: Some(0),
+            softnet_dropped: Some(softnet_dropped),
+            ..KernelDelta::default()
+        }
+    }
+
+    const RCVBUF: RcvBuf = RcvBuf {
+        requested: None,
+        granted: 212_992,
+        forced: false,
+    };
+
+    #[test]
+    fn where_names_the_socket_buffer_and_the_rest() {
+        let text = where_lost(&summary(900, 100), &kernel(60, 0), &RCVBUF);
+        assert!(text.starts_with("100 lost by sequence"), "{text}");
+        assert!(text.contains("60 dropped by full socket buffers"), "{text}");
+        assert!(text.contains("from 212992 bytes"), "{text}");
+        assert!(
+            text.contains("40 never reached this host's UDP layer"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn where_explains_counters_above_the_sequence_loss() {
+        let text = where_lost(&summary(900, 10), &kernel(0, 25), &RCVBUF);
+        assert!(text.contains("25 in full CPU backlogs"), "{text}");
+        assert!(text.contains("exceed the sequence loss"), "{text}");
+        assert_eq!(
+            where_lost(&summary(5, 0), &kernel(0, 0), &RCVBUF),
+            "no packet lost"
+        );
+    }
 }
