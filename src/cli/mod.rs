@@ -109,8 +109,39 @@ pub struct CaptureArgs {
     pub json: bool,
 }
 
+/// Parse the command line. Usage errors are one line on stderr naming the
+/// bad value, exit status 2; `--help` and `--version` print and exit 0.
 pub fn parse() -> Cli {
-    Cli::parse()
+    use clap::error::ErrorKind;
+    match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => match err.kind() {
+            ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => err.exit(),
+            _ => {
+                let text = err.render().to_string();
+                let first = text
+                    .lines()
+                    .find(|l| !l.trim().is_empty())
+                    .unwrap_or("invalid arguments");
+                let first = first.strip_prefix("error: ").unwrap_or(first);
+                // Keep clap's hints ("[possible values: ...]", "tip: ...") on the same line.
+                let hints: Vec<&str> = text
+                    .lines()
+                    .map(str::trim)
+                    .filter(|l| l.starts_with("[possible values") || l.starts_with("tip:"))
+                    .collect();
+                let hints = if hints.is_empty() {
+                    String::new()
+                } else {
+                    format!("; {}", hints.join("; "))
+                };
+                eprintln!("nettune: {first}{hints} (see --help)");
+                std::process::exit(i32::from(crate::error::EXIT_ERROR));
+            }
+        },
+    }
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<Status> {
