@@ -27,26 +27,7 @@ fn link_names() -> (String, String) {
 fn veth_namespace(tag: &str) -> (Netns, String, String) {
     let ns = Netns::new(tag);
     let (a, b) = link_names();
-    ns.ip(&[
-        "link",
-        "add",
-        &a,
-        "numrxqueues",
-        "4",
-        "numtxqueues",
-        "4",
-        "type",
-        "veth",
-        "peer",
-        "name",
-        &b,
-        "numrxqueues",
-        "1",
-        "numtxqueues",
-        "4",
-    ]);
-    ns.ip(&["link", "set", &a, "up"]);
-    ns.ip(&["link", "set", &b, "up"]);
+    ns.veth(&a, (4, 4), &b, (1, 4));
     (ns, a, b)
 }
 

@@ -99,6 +99,33 @@ impl Netns {
         sh(&full);
     }
 
+    /// Add a veth pair `a`/`b` inside the namespace with the given RX/TX
+    /// queue counts on each end, and bring both up.
+    pub fn veth(&self, a: &str, a_queues: (u32, u32), b: &str, b_queues: (u32, u32)) {
+        let (arx, atx) = (a_queues.0.to_string(), a_queues.1.to_string());
+        let (brx, btx) = (b_queues.0.to_string(), b_queues.1.to_string());
+        self.ip(&[
+            "link",
+            "add",
+            a,
+            "numrxqueues",
+            &arx,
+            "numtxqueues",
+            &atx,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            b,
+            "numrxqueues",
+            &brx,
+            "numtxqueues",
+            &btx,
+        ]);
+        self.ip(&["link", "set", a, "up"]);
+        self.ip(&["link", "set", b, "up"]);
+    }
+
     /// Run `f` on a thread inside the namespace; sockets it opens belong there.
     pub fn inside<T: Send>(&self, f: impl FnOnce() -> T + Send) -> T {
         let path = format!("/run/netns/{}", self.name);

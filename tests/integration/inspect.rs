@@ -367,26 +367,7 @@ fn netns_with_a_four_queue_veth() {
         return;
     }
     let ns = Netns::new("insp");
-    ns.ip(&[
-        "link",
-        "add",
-        "ntva",
-        "numrxqueues",
-        "4",
-        "numtxqueues",
-        "4",
-        "type",
-        "veth",
-        "peer",
-        "name",
-        "ntvb",
-        "numrxqueues",
-        "4",
-        "numtxqueues",
-        "4",
-    ]);
-    ns.ip(&["link", "set", "ntva", "up"]);
-    ns.ip(&["link", "set", "ntvb", "up"]);
+    ns.veth("ntva", (4, 4), "ntvb", (4, 4));
     ns.exec(&[
         "sh",
         "-c",

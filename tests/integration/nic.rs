@@ -46,26 +46,7 @@ fn veth_with_four_queues_answers_from_inside_its_netns() {
     }
     let netns = Netns::new("nic");
     let (a, b) = (unique("nta"), unique("ntb"));
-    netns.ip(&[
-        "link",
-        "add",
-        &a,
-        "numrxqueues",
-        "4",
-        "numtxqueues",
-        "4",
-        "type",
-        "veth",
-        "peer",
-        "name",
-        &b,
-        "numrxqueues",
-        "4",
-        "numtxqueues",
-        "4",
-    ]);
-    netns.ip(&["link", "set", &a, "up"]);
-    netns.ip(&["link", "set", &b, "up"]);
+    netns.veth(&a, (4, 4), &b, (4, 4));
 
     // A qdisc with a handle of its own on the peer, as `tc` would set one.
     sh(&[

@@ -35,26 +35,7 @@ fn veth_setters_change_refuse_and_restore() {
     let ns = Netns::new("set");
     let a = format!("sa{}", std::process::id());
     let b = format!("sb{}", std::process::id());
-    ns.ip(&[
-        "link",
-        "add",
-        &a,
-        "numrxqueues",
-        "4",
-        "numtxqueues",
-        "4",
-        "type",
-        "veth",
-        "peer",
-        "name",
-        &b,
-        "numrxqueues",
-        "4",
-        "numtxqueues",
-        "4",
-    ]);
-    ns.ip(&["link", "set", &a, "up"]);
-    ns.ip(&["link", "set", &b, "up"]);
+    ns.veth(&a, (4, 4), &b, (4, 4));
 
     inside(&ns, || {
         // Channels: 4 -> 2 -> 4.
