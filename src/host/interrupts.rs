@@ -53,6 +53,20 @@ pub fn read(root: &Root) -> Result<Interrupts, KernelError> {
 }
 
 pub fn parse(text: &str) -> Result<Interrupts, ParseError> {
+    let (cpus, lines) = split_cpu_header(text)?;
+    let mut out = Vec::new();
+    for (n, line) in lines {
+        out.push(parse_line(line, n, cpus.len())?);
+    }
+    Ok(Interrupts { cpus, lines: out })
+}
+
+/// The CPU ids of the `CPU0 CPU1 ...` header that /proc/interrupts and
+/// /proc/softirqs share, and the non-blank lines after it with their
+/// 1-based line numbers.
+pub(crate) fn split_cpu_header(
+    text: &str,
+) -> Result<(Vec<u32>, impl Iterator<Item = (usize, &str)>), ParseError> {
     let mut lines = text
         .lines()
         .enumerate()
@@ -63,16 +77,10 @@ pub fn parse(text: &str) -> Result<Interrupts, ParseError> {
             "empty file, expected a 'CPU0 CPU1 ...' header",
         ));
     };
-    let cpus = parse_cpu_header(header, header_n)?;
-    let mut out = Vec::new();
-    for (n, line) in lines {
-        out.push(parse_line(line, n, cpus.len())?);
-    }
-    Ok(Interrupts { cpus, lines: out })
+    Ok((parse_cpu_header(header, header_n)?, lines))
 }
 
-/// The `CPU0 CPU1 ...` header shared by /proc/interrupts and /proc/softirqs.
-pub(crate) fn parse_cpu_header(line: &str, n: usize) -> Result<Vec<u32>, ParseError> {
+fn parse_cpu_header(line: &str, n: usize) -> Result<Vec<u32>, ParseError> {
     line.split_whitespace()
         .map(|field| {
             field

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::interrupts::parse_cpu_header;
+use super::interrupts::split_cpu_header;
 use super::{CpuSoftirqs, Root};
 use crate::error::{KernelError, ParseError};
 
@@ -53,17 +53,7 @@ pub fn read(root: &Root) -> Result<Softirqs, KernelError> {
 /// Every row must have one count per CPU, and NET_RX and NET_TX (present
 /// since 2.6.31) must be there: without them the file is truncated.
 pub fn parse(text: &str) -> Result<Softirqs, ParseError> {
-    let mut lines = text
-        .lines()
-        .enumerate()
-        .map(|(n, line)| (n + 1, line))
-        .filter(|(_, line)| !line.trim().is_empty());
-    let Some((header_n, header)) = lines.next() else {
-        return Err(ParseError::new(
-            "empty file, expected a 'CPU0 CPU1 ...' header",
-        ));
-    };
-    let cpus = parse_cpu_header(header, header_n)?;
+    let (cpus, lines) = split_cpu_header(text)?;
     let mut rows = BTreeMap::new();
     for (n, line) in lines {
         let Some((name, counts)) = line.split_once(':') else {
