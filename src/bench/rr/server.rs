@@ -1,0 +1,502 @@
+//! `bench rr-server`: one event loop per thread, each with its own
+//! SO_REUSEPORT TCP listener and UDP socket on the same port, so the kernel
+//! spreads connections and flows over the threads by hash.
+
+use std::collections::HashMap;
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use serde::Serialize;
+
+use super::conn::{self, would_block};
+use super::wire::{Hello, HELLO_LEN};
+use super::ServerArgs;
+use crate::bench::event::{Epoll, Interest, Ready};
+use crate::bench::pin::{pin_current_thread, Pinning};
+use crate::bench::report;
+use crate::bench::stop::{self, Ended};
+use crate::error::Status;
+use crate::host::Root;
+
+const LISTENER: u64 = 0;
+const UDP: u64 = 1;
+/// Connection `i` of a thread has token `FIRST_CONN + i`.
+const FIRST_CONN: u64 = 2;
+/// How often an idle loop looks at the stop flag.
+const IDLE_WAIT: Duration = Duration::from_millis(50);
+/// Work per readiness before going back to epoll, so one busy socket
+/// cannot starve the others.
+const BUDGET: usize = 64;
+/// Flows remembered per thread; when full the table starts over (a client
+/// resends its hello on a second timeout, so a forgotten flow recovers).
+const MAX_FLOWS: usize = 65_536;
+/// Bytes read or written per system call.
+const CHUNK: usize = 64 * 1024;
+/// Runs "until Ctrl-C" are this long.
+const FOREVER: Duration = Duration::from_secs(100 * 365 * 86_400);
+
+/// What one server thread did.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ThreadReport {
+    pub thread: usize,
+    pub cpu: Option<u32>,
+    pub tcp_connections: u64,
+    pub tcp_transactions: u64,
+    /// Connections closed for a bad hello.
+    pub tcp_bad_hellos: u64,
+    pub udp_flows: u64,
+    pub udp_transactions: u64,
+    /// Requests dropped on purpose (`--drop-every`).
+    pub udp_dropped: u64,
+    /// Datagrams from a source that never sent a hello (or was forgotten).
+    pub udp_unknown: u64,
+    /// Replies the kernel would not take (socket buffer full).
+    pub udp_send_errors: u64,
+}
+
+impl ThreadReport {
+    fn add(&mut self, o: &ThreadReport) {
+        self.tcp_connections += o.tcp_connections;
+        self.tcp_transactions += o.tcp_transactions;
+        self.tcp_bad_hellos += o.tcp_bad_hellos;
+        self.udp_flows += o.udp_flows;
+        self.udp_transactions += o.udp_transactions;
+        self.udp_dropped += o.udp_dropped;
+        self.udp_unknown += o.udp_unknown;
+        self.udp_send_errors += o.udp_send_errors;
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ServerReport {
+    pub command: &'static str,
+    pub bind: SocketAddr,
+    pub threads: usize,
+    pub ended: &'static str,
+    pub duration_s: f64,
+    pub drop_every: Option<u64>,
+    /// Sums over the threads (`thread` and `cpu` meaningless here).
+    pub total: ThreadReport,
+    pub per_thread: Vec<ThreadReport>,
+}
+
+/// One thread's sockets.
+struct Sockets {
+    listener: TcpListener,
+    udp: UdpSocket,
+}
+
+pub fn run(args: &ServerArgs) -> anyhow::Result<Status> {
+    let root = Root::live();
+    let pinning = Pinning::resolve(args.pin.as_deref(), &root)?;
+    let threads = args.threads as usize;
+    // Unknown client count: allow as many descriptors as the hard limit.
+    conn::ensure_descriptors(conn::hard_descriptor_limit())?;
+    let (bound, sockets) = open_all(args.bind, threads)?;
+    // The first stdout line is the address alone, for scripts and tests.
+    {
+        let mut out = io::stdout().lock();
+        writeln!(out, "{bound}")?;
+        out.flush()?;
+    }
+    eprintln!(
+        "rr-server: answering TCP and UDP on {bound} with {threads} thread{}{}",
+        if threads == 1 { "" } else { "s" },
+        match pinning.cpus() {
+            [] => String::new(),
+            cpus => format!(" pinned to CPUs {}", crate::host::cpuset::format_list(cpus)),
+        }
+    );
+
+    stop::catch_ctrl_c()?;
+    let stop_flag = AtomicBool::new(false);
+    let start = Instant::now();
+    let duration = args.duration.unwrap_or(FOREVER);
+    let (ended, elapsed, results) = std::thread::scope(|scope| {
+        let handles: Vec<_> = sockets
+            .into_iter()
+            .enumerate()
+            .map(|(i, sockets)| {
+                let plan = Plan {
+                    thread: i,
+                    cpu: pinning.cpu_for(i),
+                    drop_every: args.drop_every,
+                };
+                let stop_flag = &stop_flag;
+                scope.spawn(move || serve(sockets, &plan, stop_flag))
+            })
+            .collect();
+        let (ended, elapsed) = stop::run_ticking(start, duration, &stop_flag, |_| {});
+        let results: Vec<anyhow::Result<ThreadReport>> = handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a server thread panicked")))
+            })
+            .collect();
+        (ended, elapsed, results)
+    });
+    let per_thread = results.into_iter().collect::<anyhow::Result<Vec<_>>>()?;
+    let mut total = ThreadReport::default();
+    for t in &per_thread {
+        total.add(t);
+    }
+    let report = ServerReport {
+        command: "rr-server",
+        bind: bound,
+        threads,
+        ended: match ended {
+            Ended::Duration => "duration",
+            Ended::Interrupted => "interrupted",
+        },
+        duration_s: elapsed.as_secs_f64(),
+        drop_every: args.drop_every,
+        total,
+        per_thread,
+    };
+    if args.json {
+        report::print_json(&report)?;
+    } else {
+        print_text(&report)?;
+    }
+    Ok(Status::Clean)
+}
+
+/// Open every thread's listener and UDP socket on one port. With port 0
+/// the first listener picks it; if UDP has that port taken, try again.
+fn open_all(bind: SocketAddr, threads: usize) -> anyhow::Result<(SocketAddr, Vec<Sockets>)> {
+    const TRIES: usize = 20;
+    for _ in 0..TRIES {
+        match open_on(bind, threads) {
+            Err(e) if bind.port() == 0 && conn::is_in_use(&e) => continue,
+            other => return other,
+        }
+    }
+    anyhow::bail!(
+        "--bind '{bind}': found no port free for both TCP and UDP in {TRIES} tries; give one"
+    )
+}
+
+fn open_on(bind: SocketAddr, threads: usize) -> anyhow::Result<(SocketAddr, Vec<Sockets>)> {
+    let first = conn::listener(bind)?;
+    let bound = first
+        .local_addr()
+        .context("cannot read the bound address")?;
+    let mut all = vec![Sockets {
+        listener: first,
+        udp: conn::udp_socket(bound)?,
+    }];
+    for _ in 1..threads {
+        all.push(Sockets {
+            listener: conn::listener(bound)?,
+            udp: conn::udp_socket(bound)?,
+        });
+    }
+    Ok((bound, all))
+}
+
+struct Plan {
+    thread: usize,
+    cpu: Option<u32>,
+    drop_every: Option<u64>,
+}
+
+/// A TCP connection's progress.
+struct Conn {
+    stream: TcpStream,
+    /// The sizes, once the hello is complete.
+    hello: Option<Hello>,
+    hello_buf: [u8; HELLO_LEN],
+    hello_got: usize,
+    /// Bytes of the current (incomplete) request received so far.
+    in_request: u64,
+    /// Reply bytes due but not yet written.
+    owed: u64,
+    /// Registered for EPOLLOUT (a reply did not fit the send buffer).
+    writing: bool,
+}
+
+enum After {
+    Keep,
+    Close,
+}
+
+/// One thread's event loop state.
+struct Worker<'a> {
+    plan: &'a Plan,
+    poll: Epoll,
+    conns: Vec<Option<Conn>>,
+    free: Vec<usize>,
+    flows: HashMap<SocketAddr, u32>,
+    buf: Vec<u8>,
+    zeros: Vec<u8>,
+    report: ThreadReport,
+}
+
+fn serve(sockets: Sockets, plan: &Plan, stop: &AtomicBool) -> anyhow::Result<ThreadReport> {
+    if let Some(cpu) = plan.cpu {
+        pin_current_thread(cpu)?;
+    }
+    let mut w = Worker {
+        plan,
+        poll: Epoll::new(256).context("cannot create an epoll instance")?,
+        conns: Vec::new(),
+        free: Vec::new(),
+        flows: HashMap::new(),
+        buf: vec![0; CHUNK.max(super::wire::MAX_UDP_SIZE + 1)],
+        zeros: vec![0; CHUNK.max(super::wire::MAX_UDP_SIZE)],
+        report: ThreadReport {
+            thread: plan.thread,
+            cpu: plan.cpu,
+            ..ThreadReport::default()
+        },
+    };
+    w.poll
+        .add(sockets.listener.as_raw_fd(), LISTENER, Interest::READ)
+        .context("epoll_ctl(listener)")?;
+    w.poll
+        .add(sockets.udp.as_raw_fd(), UDP, Interest::READ)
+        .context("epoll_ctl(udp)")?;
+    while !stop.load(Ordering::Relaxed) {
+        let ready = w.poll.wait(Some(IDLE_WAIT)).context("epoll_wait")?;
+        for event in ready {
+            match event.token {
+                LISTENER => w.accept(&sockets.listener)?,
+                UDP => w.answer_udp(&sockets.udp)?,
+                token => w.on_conn(token, event),
+            }
+        }
+    }
+    Ok(w.report)
+}
+
+impl Worker<'_> {
+    fn accept(&mut self, listener: &TcpListener) -> anyhow::Result<()> {
+        for _ in 0..BUDGET {
+            let stream = match listener.accept() {
+                Ok((stream, _)) => stream,
+                Err(e) if would_block(&e) => return Ok(()),
+                // The client gave up before we accepted: nothing to do.
+                Err(e) if e.kind() == io::ErrorKind::ConnectionAborted => continue,
+                Err(e) => {
+                    return Err(e)
+                        .context("accept failed (out of file descriptors? raise `ulimit -n`)")
+                }
+            };
+            stream.set_nonblocking(true).context("O_NONBLOCK")?;
+            stream.set_nodelay(true).context("TCP_NODELAY")?;
+            let slot = self.free.pop().unwrap_or_else(|| {
+                self.conns.push(None);
+                self.conns.len() - 1
+            });
+            self.poll
+                .add(stream.as_raw_fd(), FIRST_CONN + slot as u64, Interest::READ)
+                .context("epoll_ctl(connection)")?;
+            self.conns[slot] = Some(Conn {
+                stream,
+                hello: None,
+                hello_buf: [0; HELLO_LEN],
+                hello_got: 0,
+                in_request: 0,
+                owed: 0,
+                writing: false,
+            });
+            self.report.tcp_connections += 1;
+        }
+        Ok(())
+    }
+
+    fn on_conn(&mut self, token: u64, event: Ready) {
+        let slot = (token - FIRST_CONN) as usize;
+        let Some(Some(conn)) = self.conns.get_mut(slot) else {
+            return;
+        };
+        let mut after = After::Keep;
+        if event.readable || event.hangup {
+            after = read_requests(conn, &mut self.buf, &mut self.report);
+        }
+        if let After::Keep = after {
+            after = write_replies(conn, &self.zeros, &self.poll, token);
+        }
+        if let After::Close = after {
+            // Closing the descriptor removes it from the epoll set.
+            self.conns[slot] = None;
+            self.free.push(slot);
+        }
+    }
+
+    /// Answer queued datagrams: hellos register a flow and are echoed;
+    /// requests from known flows get a reply carrying their sequence bytes.
+    fn answer_udp(&mut self, socket: &UdpSocket) -> anyhow::Result<()> {
+        for _ in 0..BUDGET {
+            let (n, peer) = match socket.recv_from(&mut self.buf) {
+                Ok(got) => got,
+                Err(e) if would_block(&e) => return Ok(()),
+                Err(e) => return Err(e).context("UDP recvfrom failed"),
+            };
+            let datagram = &self.buf[..n];
+            if let Some(hello) = Hello::decode(datagram) {
+                if self.flows.len() >= MAX_FLOWS && !self.flows.contains_key(&peer) {
+                    self.flows.clear();
+                }
+                if self.flows.insert(peer, hello.reply).is_none() {
+                    self.report.udp_flows += 1;
+                }
+                self.send_udp(socket, n, peer, true);
+                continue;
+            }
+            let Some(&reply) = self.flows.get(&peer) else {
+                self.report.udp_unknown += 1;
+                continue;
+            };
+            self.report.udp_transactions += 1;
+            if let Some(every) = self.plan.drop_every {
+                if self.report.udp_transactions % every == 0 {
+                    self.report.udp_transactions -= 1;
+                    self.report.udp_dropped += 1;
+                    continue;
+                }
+            }
+            let reply = reply as usize;
+            let width = n.min(reply).min(4);
+            self.zeros[..width].copy_from_slice(&self.buf[..width]);
+            self.send_udp(socket, reply, peer, false);
+            self.zeros[..width].fill(0);
+        }
+        Ok(())
+    }
+
+    /// Send `len` bytes of the receive buffer (a hello echo) or of the
+    /// reply buffer to `peer`; a full socket buffer drops it (the client
+    /// resends), anything else is counted the same way.
+    fn send_udp(&mut self, socket: &UdpSocket, len: usize, peer: SocketAddr, echo: bool) {
+        let data = if echo {
+            &self.buf[..len]
+        } else {
+            &self.zeros[..len]
+        };
+        if socket.send_to(data, peer).is_err() {
+            self.report.udp_send_errors += 1;
+        }
+    }
+}
+
+/// Read what the connection has: first the hello, then requests, each
+/// complete one owing a reply. One read per readiness (level-triggered:
+/// epoll reports again if more is queued).
+fn read_requests(conn: &mut Conn, buf: &mut [u8], report: &mut ThreadReport) -> After {
+    let n = match conn.stream.read(&mut buf[..CHUNK]) {
+        Ok(0) => return After::Close,
+        Ok(n) => n,
+        Err(e) if would_block(&e) => return After::Keep,
+        Err(_) => return After::Close,
+    };
+    let mut data = &buf[..n];
+    let hello = match conn.hello {
+        Some(hello) => hello,
+        None => {
+            let take = data.len().min(HELLO_LEN - conn.hello_got);
+            conn.hello_buf[conn.hello_got..conn.hello_got + take].copy_from_slice(&data[..take]);
+            conn.hello_got += take;
+            data = &data[take..];
+            if conn.hello_got < HELLO_LEN {
+                return After::Keep;
+            }
+            let Some(hello) = Hello::decode(&conn.hello_buf) else {
+                report.tcp_bad_hellos += 1;
+                return After::Close;
+            };
+            // 16 bytes into an empty send buffer: one write takes them.
+            if conn.stream.write(&conn.hello_buf).ok() != Some(HELLO_LEN) {
+                return After::Close;
+            }
+            conn.hello = Some(hello);
+            hello
+        }
+    };
+    let request = u64::from(hello.request);
+    conn.in_request += data.len() as u64;
+    let complete = conn.in_request / request;
+    conn.in_request %= request;
+    conn.owed += complete * u64::from(hello.reply);
+    report.tcp_transactions += complete;
+    After::Keep
+}
+
+/// Write owed reply bytes until done or the send buffer is full; watch for
+/// EPOLLOUT only while something is left.
+fn write_replies(conn: &mut Conn, zeros: &[u8], poll: &Epoll, token: u64) -> After {
+    while conn.owed > 0 {
+        let len = conn.owed.min(zeros.len() as u64) as usize;
+        match conn.stream.write(&zeros[..len]) {
+            Ok(n) => conn.owed -= n as u64,
+            Err(e) if would_block(&e) => break,
+            Err(_) => return After::Close,
+        }
+    }
+    let want_write = conn.owed > 0;
+    if want_write != conn.writing {
+        let interest = if want_write {
+            Interest::READ_WRITE
+        } else {
+            Interest::READ
+        };
+        if poll
+            .modify(conn.stream.as_raw_fd(), token, interest)
+            .is_err()
+        {
+            return After::Close;
+        }
+        conn.writing = want_write;
+    }
+    After::Keep
+}
+
+fn print_text(r: &ServerReport) -> anyhow::Result<()> {
+    let mut out = io::stdout().lock();
+    let t = &r.total;
+    writeln!(
+        out,
+        "rr-server: {:.3} s{}: TCP {} connections, {} transactions; UDP {} flows, {} transactions{}",
+        r.duration_s,
+        if r.ended == "interrupted" {
+            ", stopped by Ctrl-C"
+        } else {
+            ""
+        },
+        t.tcp_connections,
+        t.tcp_transactions,
+        t.udp_flows,
+        t.udp_transactions,
+        match r.drop_every {
+            Some(n) => format!(", {} dropped on purpose (every {n}th)", t.udp_dropped),
+            None => String::new(),
+        }
+    )?;
+    if t.udp_unknown + t.udp_send_errors + t.tcp_bad_hellos > 0 {
+        writeln!(
+            out,
+            "rr-server: {} datagrams from unknown flows, {} UDP send errors, {} bad TCP hellos",
+            t.udp_unknown, t.udp_send_errors, t.tcp_bad_hellos
+        )?;
+    }
+    if r.per_thread.len() > 1 {
+        for th in &r.per_thread {
+            writeln!(
+                out,
+                "thread {:<2} cpu {:<4} TCP {} connections {} transactions; UDP {} flows {} transactions",
+                th.thread,
+                th.cpu.map_or("-".to_string(), |c| c.to_string()),
+                th.tcp_connections,
+                th.tcp_transactions,
+                th.udp_flows,
+                th.udp_transactions
+            )?;
+        }
+    }
+    Ok(())
+}
