@@ -34,6 +34,9 @@ const BUDGET: usize = 64;
 /// Flows remembered per thread; when full the table starts over (a client
 /// resends its hello on a second timeout, so a forgotten flow recovers).
 const MAX_FLOWS: usize = 65_536;
+/// A UDP flow idle this long (up to twice) is forgotten, so a thread whose
+/// earlier clients are gone serves the next lone client the fast way.
+const FLOW_IDLE: Duration = Duration::from_secs(2);
 /// Bytes read or written per system call.
 const CHUNK: usize = 64 * 1024;
 /// A thread with a single client blocks in its read for at most this
@@ -210,6 +213,12 @@ struct Plan {
     drop_every: Option<u64>,
 }
 
+/// A UDP flow: its reply size, and the epoch it was last heard from.
+struct Flow {
+    reply: u32,
+    seen: u64,
+}
+
 /// A TCP connection's progress.
 struct Conn {
     stream: TcpStream,
@@ -238,7 +247,11 @@ struct Worker<'a> {
     poll: Epoll,
     conns: Vec<Option<Conn>>,
     free: Vec<usize>,
-    flows: HashMap<SocketAddr, u32>,
+    flows: HashMap<SocketAddr, Flow>,
+    /// Advances every [`FLOW_IDLE`]; a flow not seen in the last one or two
+    /// is forgotten (its client is gone, or resends its hello).
+    epoch: u64,
+    next_sweep: Instant,
     /// UDP requests received, answered or not (for `--drop-every`).
     udp_requests: u64,
     buf: Vec<u8>,
@@ -256,6 +269,8 @@ fn serve(sockets: Sockets, plan: &Plan, stop: &AtomicBool) -> anyhow::Result<Thr
         conns: Vec::new(),
         free: Vec::new(),
         flows: HashMap::new(),
+        epoch: 0,
+        next_sweep: Instant::now() + FLOW_IDLE,
         udp_requests: 0,
         buf: vec![0; CHUNK.max(super::wire::MAX_UDP_SIZE + 1)],
         zeros: vec![0; CHUNK.max(super::wire::MAX_UDP_SIZE)],
@@ -271,11 +286,17 @@ fn serve(sockets: Sockets, plan: &Plan, stop: &AtomicBool) -> anyhow::Result<Thr
     w.poll
         .add(sockets.udp.as_raw_fd(), UDP, Interest::READ)
         .context("epoll_ctl(udp)")?;
+    // Only in effect while the socket blocks (serving one flow alone).
     sockets
         .udp
         .set_read_timeout(Some(ALONE_WAIT))
         .context("SO_RCVTIMEO")?;
+    sockets
+        .udp
+        .set_write_timeout(Some(ALONE_WAIT))
+        .context("SO_SNDTIMEO")?;
     while !stop.load(Ordering::Relaxed) {
+        w.forget_idle_flows();
         w.serve_alone(&sockets.udp)?;
         let ready = w.poll.wait(Some(IDLE_WAIT)).context("epoll_wait")?;
         for event in ready {
@@ -290,6 +311,17 @@ fn serve(sockets: Sockets, plan: &Plan, stop: &AtomicBool) -> anyhow::Result<Thr
 }
 
 impl Worker<'_> {
+    fn forget_idle_flows(&mut self) {
+        let now = Instant::now();
+        if now < self.next_sweep {
+            return;
+        }
+        self.next_sweep = now + FLOW_IDLE;
+        self.epoch += 1;
+        let recent = self.epoch - 1;
+        self.flows.retain(|_, flow| flow.seen >= recent);
+    }
+
     /// With a single client on this thread (one connection and no UDP
     /// flow, or one flow and no connection), serve it with blocking reads:
     /// one system call fewer per transaction than epoll_wait + read, as
@@ -420,16 +452,22 @@ impl Worker<'_> {
                 if self.flows.len() >= MAX_FLOWS && !self.flows.contains_key(&peer) {
                     self.flows.clear();
                 }
-                if self.flows.insert(peer, hello.reply).is_none() {
+                let flow = Flow {
+                    reply: hello.reply,
+                    seen: self.epoch,
+                };
+                if self.flows.insert(peer, flow).is_none() {
                     self.report.udp_flows += 1;
                 }
                 self.send_udp(socket, n, peer, true);
                 continue;
             }
-            let Some(&reply) = self.flows.get(&peer) else {
+            let Some(flow) = self.flows.get_mut(&peer) else {
                 self.report.udp_unknown += 1;
                 continue;
             };
+            flow.seen = self.epoch;
+            let reply = flow.reply;
             self.udp_requests += 1;
             if let Some(every) = self.plan.drop_every {
                 if self.udp_requests % every == 0 {
