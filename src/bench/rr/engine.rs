@@ -176,9 +176,14 @@ fn drive(
     let mut wait = all.on_tick(Instant::now(), counts);
     while !phase.stop.load(Ordering::Relaxed) && all.alive() > 0 {
         if !measuring && phase.measuring.load(Ordering::Relaxed) {
-            // Warm-up over: count from here.
+            // Warm-up over: count from here. A connection lost in the
+            // warm-up stays reported.
             measuring = true;
-            *counts = Counts::default();
+            *counts = Counts {
+                closed: counts.closed,
+                first_error: counts.first_error.take(),
+                ..Counts::default()
+            };
         }
         if all.alive() == 1 && all.blocking() {
             // One instance: a blocking call with a timeout on its socket

@@ -615,3 +615,91 @@ fn print_text(r: &ServerReport) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    /// A connected pair on loopback: (client side, server side blocking
+    /// with a timeout, so one read sees what one write sent).
+    fn pair() -> (TcpStream, Conn) {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let client = TcpStream::connect(listener.local_addr().expect("addr")).expect("connect");
+        let (server, _) = listener.accept().expect("accept");
+        server
+            .set_read_timeout(Some(Duration::from_secs(2)))
+            .expect("timeout");
+        let conn = Conn {
+            stream: server,
+            hello: None,
+            hello_buf: [0; HELLO_LEN],
+            hello_got: 0,
+            in_request: 0,
+            owed: 0,
+            writing: false,
+        };
+        (client, conn)
+    }
+
+    #[test]
+    fn split_and_merged_requests_are_counted_by_bytes() {
+        let (mut client, mut conn) = pair();
+        let mut buf = vec![0u8; CHUNK];
+        let mut report = ThreadReport::default();
+        let hello = Hello {
+            request: 3,
+            reply: 5,
+        }
+        .encode();
+        // The hello split in two, its second part carrying 2 requests and
+        // a third of the next.
+        client.write_all(&hello[..10]).expect("write");
+        assert!(matches!(
+            read_requests(&mut conn, &mut buf, &mut report),
+            After::Keep
+        ));
+        assert_eq!(conn.hello, None);
+        let mut rest = hello[10..].to_vec();
+        rest.extend_from_slice(&[0; 7]);
+        client.write_all(&rest).expect("write");
+        assert!(matches!(
+            read_requests(&mut conn, &mut buf, &mut report),
+            After::Keep
+        ));
+        assert_eq!(conn.hello.map(|h| (h.request, h.reply)), Some((3, 5)));
+        assert_eq!(
+            (report.tcp_transactions, conn.owed, conn.in_request),
+            (2, 10, 1)
+        );
+        let mut echo = [0u8; HELLO_LEN];
+        client.read_exact(&mut echo).expect("echo");
+        assert_eq!(echo, hello);
+        // The rest of the third request completes it.
+        client.write_all(&[0; 2]).expect("write");
+        read_requests(&mut conn, &mut buf, &mut report);
+        assert_eq!(
+            (report.tcp_transactions, conn.owed, conn.in_request),
+            (3, 15, 0)
+        );
+    }
+
+    #[test]
+    fn a_bad_hello_or_a_closed_peer_closes_the_connection() {
+        let (mut client, mut conn) = pair();
+        let mut buf = vec![0u8; CHUNK];
+        let mut report = ThreadReport::default();
+        client.write_all(b"GET / HTTP/1.1\r\n\r\n").expect("write");
+        assert!(matches!(
+            read_requests(&mut conn, &mut buf, &mut report),
+            After::Close
+        ));
+        assert_eq!(report.tcp_bad_hellos, 1);
+        let (client, mut conn) = pair();
+        drop(client);
+        assert!(matches!(
+            read_requests(&mut conn, &mut buf, &mut report),
+            After::Close
+        ));
+    }
+}
