@@ -10,12 +10,14 @@
 # Message size 14 bytes both ways (sockperf's minimum). Rounds alternate the
 # tools; the median of ROUNDS is reported. Traffic stays on loopback and in
 # this script's namespaces; only processes this script started are killed.
-# Env: SECS (per run, default 5), ROUNDS (default 3), N (default 100).
+# Env: SECS (per run, default 5), ROUNDS (default 3), N (default 100),
+# PARTS (default ab: which comparisons to run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${SECS:-5}
 rounds=${ROUNDS:-3}
 many=${N:-100}
+parts=${PARTS:-ab}
 size=14
 
 command -v sockperf >/dev/null || { apt-get update; apt-get install -y sockperf; }
@@ -139,6 +141,7 @@ median() { tr ' ' '\n' | grep . | sort -n | awk '{ a[NR] = $1 } END { print a[in
 
 echo "machine: $(nproc) CPUs, $(uname -r), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg); $secs s per run, $rounds rounds, median shown"
+if [[ $parts == *a* ]]; then
 echo
 echo "(a) one instance, $size-byte request and reply, transactions/s"
 printf '%-5s %-4s %-11s %10s %10s %7s   %s\n' where prot "srv/cli CPU" sockperf nettune ratio "all rounds (sockperf | nettune)"
@@ -158,6 +161,8 @@ for where in lo veth; do
         done
     done
 done
+
+fi
 
 # (b): CPU of the client side from the shell's `times` (user and system
 # time of the waited-for children) over the wall time of the client side.
@@ -187,10 +192,11 @@ sockperf_many() { # proto -> "rate cpu_s wall_s"
     echo "$(sockperf_rate "$work"/many.*) $(cpu_of_times "$work/times") $(( (t1 - t0) / 1000000 ))"
 }
 
-nettune_many() { # proto -> "rate cpu_s wall_s"
+nettune_many() { # proto [server threads] -> "rate cpu_s wall_s"
     local spid addr t0 t1
     rm -f "$work/srv.out"
-    "$bin" bench rr-server --bind 127.0.0.1:0 --duration "$life" >"$work/srv.out" 2>/dev/null &
+    "$bin" bench rr-server --bind 127.0.0.1:0 --threads "${2:-1}" --duration "$life" \
+        >"$work/srv.out" 2>/dev/null &
     spid=$!; pids+=("$spid")
     addr=$(wait_for_address "$work/srv.out")
     t0=$(date +%s%N)
@@ -202,25 +208,33 @@ nettune_many() { # proto -> "rate cpu_s wall_s"
     echo "$(json_rate "$work/rr.json") $(cpu_of_times "$work/times") $(( (t1 - t0) / 1000000 ))"
 }
 
+if [[ $parts == *b* ]]; then
 where=lo
 place
 echo
 echo "(b) $many concurrent instances on loopback, unpinned, $size-byte request and reply"
 echo "    client CPU = user+sys of the client processes / their wall time (100% = one CPU)"
-printf '%-4s %-9s %10s %9s %12s\n' prot tool trans/s "cli CPU%" "CPU us/tr"
+echo "    nettune-s2: the same client against rr-server --threads 2 (SO_REUSEPORT; sockperf's"
+echo "    server serves one port from one thread)"
+printf '%-4s %-10s %10s %9s %12s\n' prot tool trans/s "cli CPU%" "CPU us/tr"
 for proto in tcp udp; do
-    for tool in sockperf nettune; do
+    for tool in sockperf nettune nettune-s2; do
         rates=""; line=""
         for _ in $(seq "$rounds"); do
-            set -- $(${tool}_many "$proto")
+            case $tool in
+                sockperf) set -- $(sockperf_many "$proto") ;;
+                nettune) set -- $(nettune_many "$proto" 1) ;;
+                nettune-s2) set -- $(nettune_many "$proto" 2) ;;
+            esac
             rates+="$1 "
             line+="$(awk -v r="$1" -v c="$2" -v w="$3" 'BEGIN { printf "%d/%.0f%%/%.1fus ", r, c * 100000 / w, (r > 0 ? c * 1e9 / w / r : 0) }')"
         done
         med=$(echo "$rates" | median)
         # The CPU figures of the median round.
         pick=$(echo "$line" | tr ' ' '\n' | grep "^$med/" | head -1)
-        printf '%-4s %-9s %10s %9s %12s   rounds: %s\n' "$proto" "$tool" "$med" \
+        printf '%-4s %-10s %10s %9s %12s   rounds: %s\n' "$proto" "$tool" "$med" \
             "$(echo "$pick" | cut -d/ -f2)" "$(echo "$pick" | cut -d/ -f3)" "$line"
     done
 done
+fi
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

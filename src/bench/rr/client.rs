@@ -28,6 +28,8 @@ use crate::host::{stat, CpuTime, Root};
 
 /// How long the server has to answer the hellos.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(1);
+/// With a warm-up, how long to wait for the first transaction at most.
+const FIRST_REPLY_WAIT: Duration = Duration::from_secs(2);
 /// UDP hellos unanswered after this are sent again (until the timeout).
 const HELLO_RESEND: Duration = Duration::from_millis(100);
 
@@ -196,25 +198,30 @@ fn measure(
     live: &[LiveCounter],
     on_interval: &mut dyn FnMut(Interval),
 ) -> anyhow::Result<Measured> {
+    // The warm-up lasts its time, and with a warm-up, until the first
+    // transaction completed (a first packet lost costs TCP a 200 ms+
+    // retransmission), but no longer than FIRST_REPLY_WAIT.
     let warm_start = Instant::now();
-    while warm_start.elapsed() < args.warmup {
+    let any_done = || live.iter().any(|l| l.read().0 > 0);
+    loop {
+        let elapsed = warm_start.elapsed();
+        let warm = elapsed >= args.warmup;
+        if warm && (args.warmup.is_zero() || any_done()) {
+            break;
+        }
+        if warm && elapsed >= args.warmup.max(FIRST_REPLY_WAIT) {
+            anyhow::bail!(
+                "--to '{}': no transaction completed in the first {:.1} s; \
+                 is the server overloaded, or is something dropping {} traffic?",
+                args.to,
+                elapsed.as_secs_f64(),
+                args.proto.name()
+            );
+        }
         if stop::interrupted() {
             anyhow::bail!("interrupted during the warm-up: nothing was measured");
         }
-        std::thread::sleep(
-            args.warmup
-                .saturating_sub(warm_start.elapsed())
-                .min(Duration::from_millis(20)),
-        );
-    }
-    if !args.warmup.is_zero() && live.iter().all(|l| l.read().0 == 0) {
-        anyhow::bail!(
-            "--to '{}': no transaction completed during the {:.1} s warm-up; \
-             is the server overloaded, or is something dropping {} traffic?",
-            args.to,
-            args.warmup.as_secs_f64(),
-            args.proto.name()
-        );
+        std::thread::sleep(Duration::from_millis(5));
     }
     let cpu_before = read_stat(root);
     let usage_before = rusage()?;

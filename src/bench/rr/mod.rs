@@ -94,7 +94,8 @@ pub struct ClientArgs {
     /// Seconds measured (fractions allowed); Ctrl-C stops early with a report.
     #[arg(long, value_name = "S", default_value = "10", value_parser = stop::parse_duration)]
     pub duration: Duration,
-    /// Seconds of traffic before the measurement starts (0 for none).
+    /// Seconds of traffic before the measurement starts (0 for none); it
+    /// also waits for the first transaction, up to 2 s.
     #[arg(long, value_name = "S", default_value = "1", value_parser = parse_warmup)]
     pub warmup: Duration,
     /// Pin thread i to the i-th CPU of this list (e.g. 1 or 0-3), wrapping.
