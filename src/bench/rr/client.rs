@@ -15,6 +15,7 @@ use serde::Serialize;
 use super::conn::{self, would_block};
 use super::engine::{self, Instances, Phase, ThreadResult};
 use super::output;
+use super::wake::{self, Blocked};
 use super::wire::{Hello, HELLO_LEN};
 use super::{ClientArgs, Proto};
 use crate::bench::cpu::CpuUsage;
@@ -112,7 +113,9 @@ pub fn run(args: &ClientArgs) -> anyhow::Result<Status> {
 
     stop::catch_ctrl_c()?;
     let phase = Phase::default();
+    wake::install()?;
     let live: Vec<LiveCounter> = (0..threads).map(|_| LiveCounter::default()).collect();
+    let blocked: Vec<Blocked> = (0..threads).map(|_| Blocked::default()).collect();
     let mut progress = Progress::new(args.json);
     let mut intervals = Vec::new();
 
@@ -126,11 +129,15 @@ pub fn run(args: &ClientArgs) -> anyhow::Result<Status> {
                     sizes: args.size,
                     resend_after: Duration::from_millis(args.resend_after),
                 };
-                let (phase, live) = (&phase, &live[i]);
-                scope.spawn(move || engine::run(instances, &plan, phase, live))
+                let (phase, live, blocked) = (&phase, &live[i], &blocked[i]);
+                scope.spawn(move || engine::run(instances, &plan, phase, live, blocked))
             })
             .collect();
-        let measured = measure(args, &root, &phase, &live, &mut |interval| {
+        let watch = Watch {
+            blocked: &blocked,
+            every: watch_every(args),
+        };
+        let measured = measure(args, &root, &phase, &live, &watch, &mut |interval| {
             let line = output::interval_line(&interval);
             if args.json {
                 progress.show(&format!("rr {line}"));
@@ -140,6 +147,7 @@ pub fn run(args: &ClientArgs) -> anyhow::Result<Status> {
             intervals.push(interval);
         });
         phase.stop.store(true, Ordering::Relaxed);
+        wake::until_finished(&blocked, || handles.iter().all(|h| h.is_finished()));
         let results: Vec<anyhow::Result<ThreadResult>> = handles
             .into_iter()
             .map(|h| {
@@ -191,11 +199,37 @@ struct Measured {
 
 /// Warm up, then measure: read /proc/stat and getrusage around the
 /// measured part, one interval per second.
+/// The main thread's watch over workers blocked in a read: how often it
+/// looks, and whom.
+struct Watch<'a> {
+    blocked: &'a [Blocked],
+    every: Duration,
+}
+
+impl Watch<'_> {
+    fn look(&self) {
+        for b in self.blocked {
+            b.wake_if_due();
+        }
+    }
+}
+
+/// UDP resends of a lone instance are as late as the watch is slow: a
+/// quarter of the timeout, 1 to 5 ms. TCP needs the watch only at the end.
+fn watch_every(args: &ClientArgs) -> Duration {
+    match args.proto {
+        Proto::Udp => (Duration::from_millis(args.resend_after) / 4)
+            .clamp(Duration::from_millis(1), Duration::from_millis(5)),
+        Proto::Tcp => Duration::from_millis(20),
+    }
+}
+
 fn measure(
     args: &ClientArgs,
     root: &Root,
     phase: &Phase,
     live: &[LiveCounter],
+    watch: &Watch,
     on_interval: &mut dyn FnMut(Interval),
 ) -> anyhow::Result<Measured> {
     // The warm-up lasts its time, and with a warm-up, until the first
@@ -221,27 +255,36 @@ fn measure(
         if stop::interrupted() {
             anyhow::bail!("interrupted during the warm-up: nothing was measured");
         }
-        std::thread::sleep(Duration::from_millis(5));
+        watch.look();
+        std::thread::sleep(watch.every.min(Duration::from_millis(5)));
     }
     let cpu_before = read_stat(root);
     let usage_before = rusage()?;
     phase.measuring.store(true, Ordering::Relaxed);
     let start = Instant::now();
     let mut last = vec![0u64; live.len()];
-    let (ended, elapsed) = stop::run_ticking(start, args.duration, &phase.stop, |second| {
-        let now: Vec<u64> = live.iter().map(|l| l.read().0).collect();
-        let per_thread: Vec<u64> = now
-            .iter()
-            .zip(&last)
-            .map(|(n, l)| n.saturating_sub(*l))
-            .collect();
-        last = now;
-        on_interval(Interval {
-            second,
-            transactions: per_thread.iter().sum(),
-            per_thread,
-        });
-    });
+    let look = || watch.look();
+    let (ended, elapsed) = stop::run_ticking_polled(
+        start,
+        args.duration,
+        &phase.stop,
+        watch.every,
+        look,
+        |second| {
+            let now: Vec<u64> = live.iter().map(|l| l.read().0).collect();
+            let per_thread: Vec<u64> = now
+                .iter()
+                .zip(&last)
+                .map(|(n, l)| n.saturating_sub(*l))
+                .collect();
+            last = now;
+            on_interval(Interval {
+                second,
+                transactions: per_thread.iter().sum(),
+                per_thread,
+            });
+        },
+    );
     let usage_after = rusage()?;
     let cpu_after = read_stat(root);
     Ok(Measured {

@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use nix::fcntl::{fcntl, FcntlArg, OFlag};
-use nix::sys::socket::{self, sockopt};
 
 use super::conn::would_block;
+use super::wake::{self, Blocked};
 use super::wire::{self, Hello, HELLO_LEN};
 use super::Sizes;
 use crate::bench::event::{Epoll, Interest, Ready};
@@ -100,6 +100,7 @@ pub fn run(
     plan: &Plan,
     phase: &Phase,
     live: &LiveCounter,
+    blocked: &Blocked,
 ) -> anyhow::Result<ThreadResult> {
     if let Some(cpu) = plan.cpu {
         pin_current_thread(cpu)?;
@@ -110,11 +111,11 @@ pub fn run(
     let per = (plan.sizes.request + plan.sizes.reply) as u64;
     match instances {
         Instances::Tcp(streams) => {
-            let mut all = TcpLoop::new(streams, plan.sizes, &poll)?;
+            let mut all = TcpLoop::new(streams, plan.sizes, &poll, blocked)?;
             drive(&mut poll, phase, live, &mut counts, &mut all, per)?;
         }
         Instances::Udp(sockets) => {
-            let mut all = UdpLoop::new(sockets, plan, &poll)?;
+            let mut all = UdpLoop::new(sockets, plan, &poll, blocked)?;
             drive(&mut poll, phase, live, &mut counts, &mut all, per)?;
         }
     }
@@ -148,18 +149,14 @@ const ONLY_INSTANCE: Ready = Ready {
     hangup: false,
 };
 
-/// Make a lone instance's socket blocking, with `timeout` on both
-/// directions so the loop still sees the stop flag and its timers.
-fn block_with_timeout(fd: &impl AsFd, timeout: Duration) -> anyhow::Result<()> {
-    let tv = nix::sys::time::TimeVal::new(
-        timeout.as_secs() as libc::time_t,
-        timeout.subsec_micros() as libc::suseconds_t,
-    );
-    socket::setsockopt(fd, sockopt::ReceiveTimeout, &tv).context("SO_RCVTIMEO")?;
-    socket::setsockopt(fd, sockopt::SendTimeout, &tv).context("SO_SNDTIMEO")?;
+/// Make a lone instance's socket blocking, with no timeout: the main
+/// thread wakes the worker when a UDP resend is due and at the end
+/// ([`wake`]).
+fn make_blocking(fd: &impl AsFd, blocked: &Blocked) -> anyhow::Result<()> {
     let flags = fcntl(fd, FcntlArg::F_GETFL).context("F_GETFL")?;
     let flags = OFlag::from_bits_truncate(flags) & !OFlag::O_NONBLOCK;
     fcntl(fd, FcntlArg::F_SETFL(flags)).context("F_SETFL")?;
+    blocked.register();
     Ok(())
 }
 
@@ -223,13 +220,20 @@ struct TcpLoop {
 }
 
 impl TcpLoop {
-    fn new(streams: Vec<TcpStream>, sizes: Sizes, poll: &Epoll) -> anyhow::Result<TcpLoop> {
+    fn new(
+        streams: Vec<TcpStream>,
+        sizes: Sizes,
+        poll: &Epoll,
+        blocked: &Blocked,
+    ) -> anyhow::Result<TcpLoop> {
         let now = Instant::now();
         let mut instances = Vec::with_capacity(streams.len());
         let blocking = streams.len() == 1;
         for (i, stream) in streams.into_iter().enumerate() {
             if blocking {
-                block_with_timeout(&stream, IDLE_WAIT)?;
+                make_blocking(&stream, blocked)?;
+                // Woken only at the end of the run.
+                blocked.until(wake::NEVER);
             } else {
                 stream.set_nonblocking(true).context("O_NONBLOCK")?;
             }
@@ -373,8 +377,9 @@ struct UdpInstance {
     resend_after: Duration,
 }
 
-struct UdpLoop {
+struct UdpLoop<'a> {
     blocking: bool,
+    blocked: &'a Blocked,
     instances: Vec<UdpInstance>,
     sizes: Sizes,
     width: usize,
@@ -388,15 +393,26 @@ struct UdpLoop {
     next_scan: Instant,
 }
 
-impl UdpLoop {
-    fn new(sockets: Vec<UdpSocket>, plan: &Plan, poll: &Epoll) -> anyhow::Result<UdpLoop> {
+impl<'a> UdpLoop<'a> {
+    fn new(
+        sockets: Vec<UdpSocket>,
+        plan: &Plan,
+        poll: &Epoll,
+        blocked: &'a Blocked,
+    ) -> anyhow::Result<UdpLoop<'a>> {
         let now = Instant::now();
-        let scan_every = (plan.resend_after / 4).min(Duration::from_millis(1));
         let blocking = sockets.len() == 1;
+        // Blocking: look at the timer whenever the read returns (the main
+        // thread interrupts it when a resend is due).
+        let scan_every = if blocking {
+            Duration::ZERO
+        } else {
+            (plan.resend_after / 4).min(Duration::from_millis(1))
+        };
         let mut instances = Vec::with_capacity(sockets.len());
         for (i, socket) in sockets.into_iter().enumerate() {
             if blocking {
-                block_with_timeout(&socket, scan_every)?;
+                make_blocking(&socket, blocked)?;
             }
             poll.add(socket.as_raw_fd(), i as u64, Interest::READ)
                 .context("epoll_ctl(udp flow)")?;
@@ -411,6 +427,7 @@ impl UdpLoop {
         let sizes = plan.sizes;
         Ok(UdpLoop {
             blocking,
+            blocked,
             instances,
             sizes,
             width: wire::seq_width(sizes.request, sizes.reply),
@@ -432,14 +449,25 @@ impl UdpLoop {
         let inst = &mut self.instances[i];
         wire::stamp(&mut self.request, inst.seq, self.width);
         inst.last_sent = Instant::now();
-        if let Err(e) = inst.socket.send(&self.request) {
-            // The timer resends; ICMP unreachable and full buffers end here.
-            counts.error("UDP send", &e);
+        if self.blocking {
+            let wait = u64::try_from(inst.resend_after.as_nanos()).unwrap_or(u64::MAX);
+            self.blocked.until(wake::now_ns().saturating_add(wait));
+        }
+        loop {
+            match inst.socket.send(&self.request) {
+                Ok(_) => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                // The timer resends; ICMP unreachable and full buffers end here.
+                Err(e) => {
+                    counts.error("UDP send", &e);
+                    break;
+                }
+            }
         }
     }
 }
 
-impl Transactions for UdpLoop {
+impl Transactions for UdpLoop<'_> {
     fn start(&mut self, _poll: &Epoll, counts: &mut Counts) {
         for i in 0..self.instances.len() {
             self.instances[i].started = Instant::now();

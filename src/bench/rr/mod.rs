@@ -17,6 +17,7 @@ mod conn;
 mod engine;
 mod output;
 mod server;
+mod wake;
 mod wire;
 
 pub use client::run as run_client;

@@ -13,6 +13,7 @@ use anyhow::Context;
 use serde::Serialize;
 
 use super::conn::{self, would_block};
+use super::wake::{self, Blocked};
 use super::wire::{Hello, HELLO_LEN};
 use super::ServerArgs;
 use crate::bench::event::{Epoll, Interest, Ready};
@@ -39,11 +40,12 @@ const MAX_FLOWS: usize = 65_536;
 const FLOW_IDLE: Duration = Duration::from_secs(2);
 /// Bytes read or written per system call.
 const CHUNK: usize = 64 * 1024;
-/// A thread with a single client blocks in its read for at most this
-/// long, and for at most this many transactions, before it looks at its
-/// other sockets and the stop flag again.
-const ALONE_WAIT: Duration = Duration::from_millis(1);
-const ALONE_ROUNDS: usize = 256;
+/// A thread serving a single client with blocking reads is woken by the
+/// main thread after this long, to look at its other sockets and the stop
+/// flag: a second client waits this long at most.
+const ALONE_SLICE: Duration = Duration::from_millis(20);
+/// How often the main thread looks for threads to wake.
+const WATCH_EVERY: Duration = Duration::from_millis(5);
 /// Runs "until Ctrl-C" are this long.
 const FOREVER: Duration = Duration::from_secs(100 * 365 * 86_400);
 
@@ -121,7 +123,9 @@ pub fn run(args: &ServerArgs) -> anyhow::Result<Status> {
     );
 
     stop::catch_ctrl_c()?;
+    wake::install()?;
     let stop_flag = AtomicBool::new(false);
+    let blocked: Vec<Blocked> = (0..threads).map(|_| Blocked::default()).collect();
     let start = Instant::now();
     let duration = args.duration.unwrap_or(FOREVER);
     let (ended, elapsed, results) = std::thread::scope(|scope| {
@@ -134,11 +138,14 @@ pub fn run(args: &ServerArgs) -> anyhow::Result<Status> {
                     cpu: pinning.cpu_for(i),
                     drop_every: args.drop_every,
                 };
-                let stop_flag = &stop_flag;
-                scope.spawn(move || serve(sockets, &plan, stop_flag))
+                let (stop_flag, blocked) = (&stop_flag, &blocked[i]);
+                scope.spawn(move || serve(sockets, &plan, stop_flag, blocked))
             })
             .collect();
-        let (ended, elapsed) = stop::run_ticking(start, duration, &stop_flag, |_| {});
+        let watch = || blocked.iter().for_each(Blocked::wake_if_due);
+        let (ended, elapsed) =
+            stop::run_ticking_polled(start, duration, &stop_flag, WATCH_EVERY, watch, |_| {});
+        wake::until_finished(&blocked, || handles.iter().all(|h| h.is_finished()));
         let results: Vec<anyhow::Result<ThreadReport>> = handles
             .into_iter()
             .map(|h| {
@@ -244,6 +251,7 @@ enum After {
 /// One thread's event loop state.
 struct Worker<'a> {
     plan: &'a Plan,
+    blocked: &'a Blocked,
     poll: Epoll,
     conns: Vec<Option<Conn>>,
     free: Vec<usize>,
@@ -259,12 +267,19 @@ struct Worker<'a> {
     report: ThreadReport,
 }
 
-fn serve(sockets: Sockets, plan: &Plan, stop: &AtomicBool) -> anyhow::Result<ThreadReport> {
+fn serve(
+    sockets: Sockets,
+    plan: &Plan,
+    stop: &AtomicBool,
+    blocked: &Blocked,
+) -> anyhow::Result<ThreadReport> {
     if let Some(cpu) = plan.cpu {
         pin_current_thread(cpu)?;
     }
+    blocked.register();
     let mut w = Worker {
         plan,
+        blocked,
         poll: Epoll::new(256).context("cannot create an epoll instance")?,
         conns: Vec::new(),
         free: Vec::new(),
@@ -286,15 +301,6 @@ fn serve(sockets: Sockets, plan: &Plan, stop: &AtomicBool) -> anyhow::Result<Thr
     w.poll
         .add(sockets.udp.as_raw_fd(), UDP, Interest::READ)
         .context("epoll_ctl(udp)")?;
-    // Only in effect while the socket blocks (serving one flow alone).
-    sockets
-        .udp
-        .set_read_timeout(Some(ALONE_WAIT))
-        .context("SO_RCVTIMEO")?;
-    sockets
-        .udp
-        .set_write_timeout(Some(ALONE_WAIT))
-        .context("SO_SNDTIMEO")?;
     while !stop.load(Ordering::Relaxed) {
         w.forget_idle_flows();
         w.serve_alone(&sockets.udp)?;
@@ -323,20 +329,26 @@ impl Worker<'_> {
     }
 
     /// With a single client on this thread (one connection and no UDP
-    /// flow, or one flow and no connection), serve it with blocking reads:
-    /// one system call fewer per transaction than epoll_wait + read, as
-    /// sockperf's server does. Bounded by [`ALONE_WAIT`] per read and
-    /// [`ALONE_ROUNDS`] transactions, so a new client waits a few ms at most.
+    /// flow, or one flow and no connection), serve it with blocking reads
+    /// and no socket timeout: one system call fewer per transaction than
+    /// epoll_wait + read, and no kernel timer per read, as sockperf's
+    /// server does. The main thread interrupts the read after
+    /// [`ALONE_SLICE`] ([`wake`]); then the loop looks at everything else.
     fn serve_alone(&mut self, udp: &UdpSocket) -> anyhow::Result<()> {
         let live = self.conns.len() - self.free.len();
+        let slice = u64::try_from(ALONE_SLICE.as_nanos()).unwrap_or(u64::MAX);
         if live == 1 && self.flows.is_empty() {
             let Some(slot) = self.conns.iter().position(Option::is_some) else {
                 return Ok(());
             };
+            self.blocked.until(wake::now_ns() + slice);
             self.serve_conn_alone(slot);
+            self.blocked.until(0);
         } else if live == 0 && self.flows.len() == 1 {
             udp.set_nonblocking(false).context("O_NONBLOCK")?;
+            self.blocked.until(wake::now_ns() + slice);
             let served = self.answer_udp(udp, true);
+            self.blocked.until(0);
             udp.set_nonblocking(true).context("O_NONBLOCK")?;
             served?;
         }
@@ -351,16 +363,16 @@ impl Worker<'_> {
         if conn.writing || conn.stream.set_nonblocking(false).is_err() {
             return;
         }
-        let mut after = After::Keep;
-        for _ in 0..ALONE_ROUNDS {
-            after = read_requests(conn, &mut self.buf, &mut self.report);
+        // Until woken (Idle), closed, or a reply that did not fit.
+        let after = loop {
+            let mut after = read_requests(conn, &mut self.buf, &mut self.report);
             if let After::Keep = after {
                 after = write_replies(conn, &self.zeros, &self.poll, token);
             }
             if !matches!(after, After::Keep) || conn.writing {
-                break;
+                break after;
             }
-        }
+        };
         if let After::Close = after {
             self.conns[slot] = None;
             self.free.push(slot);
@@ -384,13 +396,6 @@ impl Worker<'_> {
             };
             stream.set_nonblocking(true).context("O_NONBLOCK")?;
             stream.set_nodelay(true).context("TCP_NODELAY")?;
-            // Only in effect while the socket blocks (serving it alone).
-            stream
-                .set_read_timeout(Some(ALONE_WAIT))
-                .context("SO_RCVTIMEO")?;
-            stream
-                .set_write_timeout(Some(ALONE_WAIT))
-                .context("SO_SNDTIMEO")?;
             let slot = self.free.pop().unwrap_or_else(|| {
                 self.conns.push(None);
                 self.conns.len() - 1
@@ -436,7 +441,8 @@ impl Worker<'_> {
     /// `alone`: the socket blocks and this is the thread's only flow; stop
     /// when another flow appears.
     fn answer_udp(&mut self, socket: &UdpSocket, alone: bool) -> anyhow::Result<()> {
-        let budget = if alone { ALONE_ROUNDS } else { BUDGET };
+        // Alone: until woken (the read returns EINTR) or another flow comes.
+        let budget = if alone { usize::MAX } else { BUDGET };
         for _ in 0..budget {
             if alone && self.flows.len() != 1 {
                 // A second client: back to epoll.
