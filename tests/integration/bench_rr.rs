@@ -330,13 +330,21 @@ fn pinned_run_shows_its_cpu_busy_in_the_table() {
 
 /// Every 100th request dropped by the server: the run completes, the
 /// client resends, and those transactions take at least the 10 ms timeout.
+/// Both client paths: 10 instances on epoll, 1 instance in a blocking read
+/// woken by the main thread.
 #[test]
 fn udp_run_survives_a_server_dropping_every_100th_request() {
     let server = Server::start(None, &["--bind", "127.0.0.1:0", "--drop-every", "100"]);
-    let report = client(None, &server.addr, &["--proto", "udp", "--instances", "10"]);
-    check_report(&report, 10, 1);
-    assert!(u(&report, "/resends") > 0, "{report:#}");
-    assert!(f(&report, "/latency/max_us") >= 10_000.0, "{report:#}");
+    for instances in [10, 1] {
+        let report = client(
+            None,
+            &server.addr,
+            &["--proto", "udp", "--instances", &instances.to_string()],
+        );
+        check_report(&report, instances, 1);
+        assert!(u(&report, "/resends") > 0, "{report:#}");
+        assert!(f(&report, "/latency/max_us") >= 10_000.0, "{report:#}");
+    }
     let served = server.stop();
     assert!(u(&served, "/total/udp_dropped") > 0, "{served:#}");
 }
@@ -460,4 +468,44 @@ fn bad_input_exits_2_naming_the_value() {
         stderr.contains(&format!("'{held}'")) && stderr.contains("in use"),
         "{stderr}"
     );
+}
+
+/// Ctrl-C ends a run early with a full report, also when the only
+/// instance's thread sits in a blocking read.
+#[test]
+fn ctrl_c_stops_a_long_run_with_a_report() {
+    let server = Server::start(None, &["--bind", "127.0.0.1:0"]);
+    for proto in ["tcp", "udp"] {
+        let child = command(
+            None,
+            &[
+                "bench",
+                "rr",
+                "--json",
+                "--to",
+                &server.addr,
+                "--proto",
+                proto,
+                "--warmup",
+                "0.2",
+                "--duration",
+                "30",
+            ],
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+        std::thread::sleep(Duration::from_millis(1500));
+        let pid = i32::try_from(child.id()).expect("pid");
+        // SAFETY: signalling a child we started, by its PID.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+        let (code, out, err) = finish(child, LIMIT);
+        assert_eq!(code, Some(0), "{err}");
+        let report: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+        assert_eq!(report["ended"], "interrupted");
+        assert!(f(&report, "/duration_s") < 30.0, "{report:#}");
+        assert!(u(&report, "/transactions") > 0, "{report:#}");
+    }
+    server.stop();
 }
