@@ -1,10 +1,12 @@
 //! Benchmarks: load generators and servers. One module per engine; shared
 //! pieces (pinning, stop, reporting) once.
 
+pub mod cpu;
 pub mod event;
 pub mod latency;
 pub mod pin;
 pub mod report;
+pub mod rr;
 pub mod stop;
 pub mod udp;
 
@@ -18,11 +20,20 @@ pub enum BenchCommand {
     /// Send numbered UDP packets with sendmmsg, as fast as possible or at
     /// --rate, from --flows source ports per thread.
     UdpFlood(udp::FloodArgs),
+    /// Answer `bench rr` request/response transactions over TCP and UDP on
+    /// one port (prints the bound ADDR:PORT first).
+    RrServer(rr::ServerArgs),
+    /// netperf-style TCP_RR / UDP_RR: transactions/s and latency
+    /// percentiles of many concurrent request/response loops, with the
+    /// host's per-CPU time over the run.
+    Rr(rr::ClientArgs),
 }
 
 pub fn run(cmd: BenchCommand) -> anyhow::Result<Status> {
     match cmd {
         BenchCommand::UdpSink(args) => udp::run_sink(&args),
         BenchCommand::UdpFlood(args) => udp::run_flood(&args),
+        BenchCommand::RrServer(args) => rr::run_server(&args),
+        BenchCommand::Rr(args) => rr::run_client(&args),
     }
 }

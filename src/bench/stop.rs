@@ -64,8 +64,22 @@ pub fn run_ticking(
     start: Instant,
     duration: Duration,
     stop: &AtomicBool,
+    on_tick: impl FnMut(u64),
+) -> (Ended, Duration) {
+    run_ticking_polled(start, duration, stop, POLL, || {}, on_tick)
+}
+
+/// [`run_ticking`], also calling `on_poll` at least every `poll` (capped at
+/// the usual 20 ms): for a main thread that also watches its workers.
+pub fn run_ticking_polled(
+    start: Instant,
+    duration: Duration,
+    stop: &AtomicBool,
+    poll: Duration,
+    mut on_poll: impl FnMut(),
     mut on_tick: impl FnMut(u64),
 ) -> (Ended, Duration) {
+    let poll = poll.min(POLL);
     let mut next_tick = 1u64;
     let ended = loop {
         let elapsed = start.elapsed();
@@ -79,9 +93,10 @@ pub fn run_ticking(
         if interrupted() {
             break Ended::Interrupted;
         }
+        on_poll();
         let until_tick = Duration::from_secs(next_tick).saturating_sub(elapsed);
         let until_end = duration.saturating_sub(elapsed);
-        std::thread::sleep(POLL.min(until_tick).min(until_end));
+        std::thread::sleep(poll.min(until_tick).min(until_end));
     };
     stop.store(true, Ordering::Relaxed);
     (ended, start.elapsed().min(duration))

@@ -1,0 +1,202 @@
+//! Where the CPUs' time went during a benchmark: `/proc/stat` read before
+//! and after, turned into per-CPU percentages in the layout of
+//! `mpstat -P ALL` (REFERENCE section 1: the table that shows soft-interrupt
+//! work piling up on one CPU).
+//!
+//! /proc/stat counts in USER_HZ ticks (10 ms on almost every kernel), so a
+//! 1-second run gives each CPU about 100 ticks: the percentages are good to
+//! about 1 point. The columns of a row are its tick deltas divided by their
+//! own sum, so every row adds up to 100% (mpstat does the same); a counter
+//! that went backwards (iowait may, on tickless kernels) counts as 0.
+
+use std::io::{self, Write};
+
+use serde::Serialize;
+
+use crate::host::CpuTime;
+
+/// One row: a CPU, or `all` (every CPU's ticks summed, as mpstat's `all`).
+/// Guest time is inside `usr` and `nice` (the stat parser folds it in).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CpuRow {
+    /// `all` or the CPU number.
+    pub cpu: String,
+    pub usr: f64,
+    pub nice: f64,
+    pub sys: f64,
+    pub iowait: f64,
+    pub irq: f64,
+    pub soft: f64,
+    pub steal: f64,
+    pub idle: f64,
+}
+
+/// Per-CPU usage between two `/proc/stat` samples: `all` first, then each
+/// CPU present in both samples, in CPU order.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct CpuUsage {
+    pub rows: Vec<CpuRow>,
+}
+
+impl CpuUsage {
+    pub fn between(before: &[CpuTime], after: &[CpuTime]) -> CpuUsage {
+        let mut deltas: Vec<CpuTime> = after
+            .iter()
+            .filter_map(|a| {
+                let b = before.iter().find(|b| b.cpu == a.cpu)?;
+                Some(CpuTime {
+                    cpu: a.cpu,
+                    user: a.user.saturating_sub(b.user),
+                    nice: a.nice.saturating_sub(b.nice),
+                    system: a.system.saturating_sub(b.system),
+                    idle: a.idle.saturating_sub(b.idle),
+                    iowait: a.iowait.saturating_sub(b.iowait),
+                    irq: a.irq.saturating_sub(b.irq),
+                    softirq: a.softirq.saturating_sub(b.softirq),
+                    steal: a.steal.saturating_sub(b.steal),
+                })
+            })
+            .collect();
+        deltas.sort_by_key(|d| d.cpu);
+        let all = deltas.iter().fold(
+            CpuTime {
+                cpu: 0,
+                user: 0,
+                nice: 0,
+                system: 0,
+                idle: 0,
+                iowait: 0,
+                irq: 0,
+                softirq: 0,
+                steal: 0,
+            },
+            |sum, d| CpuTime {
+                cpu: 0,
+                user: sum.user + d.user,
+                nice: sum.nice + d.nice,
+                system: sum.system + d.system,
+                idle: sum.idle + d.idle,
+                iowait: sum.iowait + d.iowait,
+                irq: sum.irq + d.irq,
+                softirq: sum.softirq + d.softirq,
+                steal: sum.steal + d.steal,
+            },
+        );
+        let mut rows = vec![row("all".to_string(), &all)];
+        rows.extend(deltas.iter().map(|d| row(d.cpu.to_string(), d)));
+        CpuUsage { rows }
+    }
+
+    /// The `mpstat -P ALL` table, one line per row.
+    pub fn write_table(&self, out: &mut impl Write) -> io::Result<()> {
+        writeln!(
+            out,
+            "CPU      %usr   %nice    %sys %iowait    %irq   %soft  %steal   %idle"
+        )?;
+        for r in &self.rows {
+            writeln!(
+                out,
+                "{:<4} {:>7.2} {:>7.2} {:>7.2} {:>7.2} {:>7.2} {:>7.2} {:>7.2} {:>7.2}",
+                r.cpu, r.usr, r.nice, r.sys, r.iowait, r.irq, r.soft, r.steal, r.idle
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// Percentages of the row's own tick total; all zero when no tick passed.
+fn row(cpu: String, d: &CpuTime) -> CpuRow {
+    let total = d.total();
+    let pct = |ticks: u64| {
+        if total == 0 {
+            0.0
+        } else {
+            ticks as f64 * 100.0 / total as f64
+        }
+    };
+    CpuRow {
+        cpu,
+        usr: pct(d.user),
+        nice: pct(d.nice),
+        sys: pct(d.system),
+        iowait: pct(d.iowait),
+        irq: pct(d.irq),
+        soft: pct(d.softirq),
+        steal: pct(d.steal),
+        idle: pct(d.idle),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::stat;
+
+    // Two `cat /proc/stat` samples 2 s apart on the 2-vCPU Firecracker VM
+    // (Linux 6.18) during a loopback TCP_RR run pinned to CPU 1: CPU 1 busy
+    // with the client, server and their soft interrupts, CPU 0 mostly idle.
+    const STAT_BEFORE: &str = "cpu  13004 0 4396 101828 461 0 57 161 0 0
+cpu0 5864 0 1957 52021 34 0 7 75 0 0
+cpu1 7140 0 2439 49807 426 0 50 86 0 0
+intr 198357 0 0 0 0
+ctxt 333216
+";
+    const STAT_AFTER: &str = "cpu  13074 0 4546 102012 462 0 99 163 0 0
+cpu0 5874 0 1967 52201 35 0 7 76 0 0
+cpu1 7200 0 2579 49811 427 0 92 87 0 0
+intr 201357 0 0 0 0
+ctxt 733216
+";
+
+    #[test]
+    fn rows_sum_to_100_and_show_where_soft_irq_ran() {
+        let before = stat::parse(STAT_BEFORE).expect("before");
+        let after = stat::parse(STAT_AFTER).expect("after");
+        let usage = CpuUsage::between(&before, &after);
+        let cpus: Vec<&str> = usage.rows.iter().map(|r| r.cpu.as_str()).collect();
+        assert_eq!(cpus, ["all", "0", "1"]);
+        for r in &usage.rows {
+            let sum = r.usr + r.nice + r.sys + r.iowait + r.irq + r.soft + r.steal + r.idle;
+            assert!((sum - 100.0).abs() < 1e-9, "{r:?} sums to {sum}");
+        }
+        // cpu1: 60 user, 140 sys, 4 idle, 1 iowait, 42 softirq, 1 steal = 248 ticks.
+        let cpu1 = &usage.rows[2];
+        assert!((cpu1.soft - 42.0 * 100.0 / 248.0).abs() < 1e-9, "{cpu1:?}");
+        assert!((cpu1.idle - 4.0 * 100.0 / 248.0).abs() < 1e-9);
+        assert_eq!(usage.rows[1].soft, 0.0);
+        // all: 70 user of 70+150+184+2+42+2 = 450 ticks.
+        assert!((usage.rows[0].usr - 70.0 * 100.0 / 450.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn backwards_counters_and_vanished_cpus_do_not_break_rows() {
+        let before = stat::parse(STAT_AFTER).expect("after");
+        // iowait went backwards on cpu0; cpu1 went offline.
+        let after = stat::parse("cpu0 5884 0 1967 52291 30 0 7 76 0 0\n").expect("one cpu");
+        let usage = CpuUsage::between(&before, &after);
+        assert_eq!(usage.rows.len(), 2);
+        assert_eq!(usage.rows[1].iowait, 0.0);
+        assert!(
+            (usage.rows[1].usr - 10.0).abs() < 1e-9,
+            "{:?}",
+            usage.rows[1]
+        );
+        let idle = CpuUsage::between(&before, &before);
+        assert!(idle.rows.iter().all(|r| r.idle == 0.0 && r.usr == 0.0));
+    }
+
+    #[test]
+    fn table_has_the_mpstat_columns() {
+        let before = stat::parse(STAT_BEFORE).expect("before");
+        let after = stat::parse(STAT_AFTER).expect("after");
+        let mut out = Vec::new();
+        CpuUsage::between(&before, &after)
+            .write_table(&mut out)
+            .expect("write");
+        let text = String::from_utf8(out).expect("utf8");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 4);
+        assert!(lines[0].starts_with("CPU      %usr"), "{text}");
+        assert!(lines[3].starts_with("1      24.19"), "{text}");
+    }
+}

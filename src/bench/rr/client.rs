@@ -1,0 +1,582 @@
+//! `bench rr`: open the instances (connections or flows) and greet the
+//! server, spread them over pinned threads, warm up, measure, and report
+//! transactions/s, latency percentiles, this process's CPU time and the
+//! host's per-CPU time over the measured part.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use serde::Serialize;
+
+use super::conn::{self, would_block};
+use super::engine::{self, Instances, Phase, ThreadResult};
+use super::output;
+use super::wake::{self, Blocked};
+use super::wire::{Hello, HELLO_LEN};
+use super::{ClientArgs, Proto};
+use crate::bench::cpu::CpuUsage;
+use crate::bench::event::{Epoll, Interest};
+use crate::bench::latency::{Latency, LatencySummary};
+use crate::bench::pin::Pinning;
+use crate::bench::report::{self, LiveCounter, Progress};
+use crate::bench::stop::{self, Ended};
+use crate::error::Status;
+use crate::host::{stat, CpuTime, Root};
+
+/// How long the server has to answer the hellos.
+const HELLO_TIMEOUT: Duration = Duration::from_secs(1);
+/// With a warm-up, how long to wait for the first transaction at most.
+const FIRST_REPLY_WAIT: Duration = Duration::from_secs(2);
+/// UDP hellos unanswered after this are sent again (until the timeout).
+const HELLO_RESEND: Duration = Duration::from_millis(100);
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ThreadReport {
+    pub thread: usize,
+    pub cpu: Option<u32>,
+    pub instances: usize,
+    pub transactions: u64,
+    pub transactions_per_sec: f64,
+}
+
+/// One second of the measured run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Interval {
+    pub second: u64,
+    pub transactions: u64,
+    /// Per thread (index = thread).
+    pub per_thread: Vec<u64>,
+}
+
+/// This process's CPU time over the measured run (getrusage).
+#[derive(Debug, Clone, Serialize)]
+pub struct ClientCpu {
+    pub user_s: f64,
+    pub sys_s: f64,
+    /// (user + sys) / run time: 100 = one CPU kept busy.
+    pub percent_of_one_cpu: f64,
+    /// The same over every online CPU: the share of the host's capacity.
+    pub percent_of_all_cpus: f64,
+    pub online_cpus: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RrReport {
+    pub command: &'static str,
+    pub to: SocketAddr,
+    pub proto: Proto,
+    pub request_bytes: usize,
+    pub reply_bytes: usize,
+    pub instances: usize,
+    pub threads: usize,
+    /// `--pin` CPUs (thread i on the i-th, wrapping); empty when unpinned.
+    pub pin: Vec<u32>,
+    pub warmup_s: f64,
+    pub ended: &'static str,
+    /// The measured time (warm-up excluded).
+    pub duration_s: f64,
+    pub transactions: u64,
+    pub transactions_per_sec: f64,
+    /// From the request's first send to its reply, microseconds.
+    pub latency: LatencySummary,
+    /// UDP: requests sent again after a timeout.
+    pub resends: u64,
+    /// UDP: replies to an already answered request (ignored).
+    pub late_replies: u64,
+    /// UDP: datagrams of the wrong size (ignored).
+    pub bad_replies: u64,
+    /// Send/receive errors, and TCP connections closed during the run.
+    pub errors: u64,
+    pub closed_connections: u64,
+    pub first_error: Option<String>,
+    pub client_cpu: ClientCpu,
+    /// The host's per-CPU time over the measured run (mpstat -P ALL
+    /// layout); null if /proc/stat could not be read.
+    pub host_cpu: Option<CpuUsage>,
+    pub per_thread: Vec<ThreadReport>,
+    pub intervals: Vec<Interval>,
+}
+
+pub fn run(args: &ClientArgs) -> anyhow::Result<Status> {
+    args.size.check_for(args.proto)?;
+    let root = Root::live();
+    let pinning = Pinning::resolve(args.pin.as_deref(), &root)?;
+    let instances = args.instances as usize;
+    let threads = (args.threads as usize).min(instances);
+    conn::ensure_descriptors(instances as u64 + 64)?;
+    let per_thread = open_instances(args, threads)?;
+    eprintln!("{}", output::header(args, threads, &pinning));
+
+    stop::catch_ctrl_c()?;
+    let phase = Phase::default();
+    wake::install()?;
+    let live: Vec<LiveCounter> = (0..threads).map(|_| LiveCounter::default()).collect();
+    let blocked: Vec<Blocked> = (0..threads).map(|_| Blocked::default()).collect();
+    let mut progress = Progress::new(args.json);
+    let mut intervals = Vec::new();
+
+    let outcome = std::thread::scope(|scope| {
+        let handles: Vec<_> = per_thread
+            .into_iter()
+            .enumerate()
+            .map(|(i, instances)| {
+                let plan = engine::Plan {
+                    cpu: pinning.cpu_for(i),
+                    sizes: args.size,
+                    resend_after: Duration::from_millis(args.resend_after),
+                };
+                let (phase, live, blocked) = (&phase, &live[i], &blocked[i]);
+                scope.spawn(move || engine::run(instances, &plan, phase, live, blocked))
+            })
+            .collect();
+        let watch = Watch {
+            blocked: &blocked,
+            every: watch_every(args),
+        };
+        let measured = measure(args, &root, &phase, &live, &watch, &mut |interval| {
+            let line = output::interval_line(&interval);
+            if args.json {
+                progress.show(&format!("rr {line}"));
+            } else {
+                let _ = report::print_line(&mut progress, &line);
+            }
+            intervals.push(interval);
+        });
+        phase.stop.store(true, Ordering::Relaxed);
+        wake::until_finished(&blocked, || handles.iter().all(|h| h.is_finished()));
+        let results: Vec<anyhow::Result<ThreadResult>> = handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a client thread panicked")))
+            })
+            .collect();
+        (measured, results)
+    });
+    progress.clear();
+    let (measured, results) = outcome;
+    let results = results.into_iter().collect::<anyhow::Result<Vec<_>>>()?;
+    let measured = measured?;
+    let report = build_report(args, threads, &pinning, measured, results, intervals);
+    if args.json {
+        report::print_json(&report)?;
+    } else {
+        output::print_text(&report)?;
+    }
+    if report.transactions == 0 {
+        anyhow::bail!(
+            "--to '{}': no transaction completed in {:.1} s ({}); is the server overloaded or gone?",
+            args.to,
+            report.duration_s,
+            report.first_error.as_deref().unwrap_or("no error seen")
+        );
+    }
+    if report.closed_connections > 0 {
+        anyhow::bail!(
+            "--to '{}': {} of {} connections were closed during the run (first: {}); \
+             the figures above cover the rest",
+            args.to,
+            report.closed_connections,
+            instances,
+            report.first_error.as_deref().unwrap_or("closed")
+        );
+    }
+    Ok(Status::Clean)
+}
+
+/// What the main thread saw of the measured part.
+struct Measured {
+    ended: Ended,
+    elapsed: Duration,
+    cpu_before: Option<Vec<CpuTime>>,
+    cpu_after: Option<Vec<CpuTime>>,
+    usage: (Duration, Duration),
+}
+
+/// Warm up, then measure: read /proc/stat and getrusage around the
+/// measured part, one interval per second.
+/// The main thread's watch over workers blocked in a read: how often it
+/// looks, and whom.
+struct Watch<'a> {
+    blocked: &'a [Blocked],
+    every: Duration,
+}
+
+impl Watch<'_> {
+    fn look(&self) {
+        for b in self.blocked {
+            b.wake_if_due();
+        }
+    }
+}
+
+/// UDP resends of a lone instance are as late as the watch is slow: a
+/// quarter of the timeout, 1 to 5 ms. TCP needs the watch only at the end.
+fn watch_every(args: &ClientArgs) -> Duration {
+    match args.proto {
+        Proto::Udp => (Duration::from_millis(args.resend_after) / 4)
+            .clamp(Duration::from_millis(1), Duration::from_millis(5)),
+        Proto::Tcp => Duration::from_millis(20),
+    }
+}
+
+fn measure(
+    args: &ClientArgs,
+    root: &Root,
+    phase: &Phase,
+    live: &[LiveCounter],
+    watch: &Watch,
+    on_interval: &mut dyn FnMut(Interval),
+) -> anyhow::Result<Measured> {
+    // The warm-up lasts its time, and with a warm-up, until the first
+    // transaction completed (a first packet lost costs TCP a 200 ms+
+    // retransmission), but no longer than FIRST_REPLY_WAIT.
+    let warm_start = Instant::now();
+    let any_done = || live.iter().any(|l| l.read().0 > 0);
+    loop {
+        let elapsed = warm_start.elapsed();
+        let warm = elapsed >= args.warmup;
+        if warm && (args.warmup.is_zero() || any_done()) {
+            break;
+        }
+        if warm && elapsed >= args.warmup.max(FIRST_REPLY_WAIT) {
+            anyhow::bail!(
+                "--to '{}': no transaction completed in the first {:.1} s; \
+                 is the server overloaded, or is something dropping {} traffic?",
+                args.to,
+                elapsed.as_secs_f64(),
+                args.proto.name()
+            );
+        }
+        if stop::interrupted() {
+            anyhow::bail!("interrupted during the warm-up: nothing was measured");
+        }
+        watch.look();
+        std::thread::sleep(watch.every.min(Duration::from_millis(5)));
+    }
+    let cpu_before = read_stat(root);
+    let usage_before = rusage()?;
+    phase.measuring.store(true, Ordering::Relaxed);
+    let start = Instant::now();
+    let mut last = vec![0u64; live.len()];
+    let look = || watch.look();
+    let (ended, elapsed) = stop::run_ticking_polled(
+        start,
+        args.duration,
+        &phase.stop,
+        watch.every,
+        look,
+        |second| {
+            let now: Vec<u64> = live.iter().map(|l| l.read().0).collect();
+            let per_thread: Vec<u64> = now
+                .iter()
+                .zip(&last)
+                .map(|(n, l)| n.saturating_sub(*l))
+                .collect();
+            last = now;
+            on_interval(Interval {
+                second,
+                transactions: per_thread.iter().sum(),
+                per_thread,
+            });
+        },
+    );
+    let usage_after = rusage()?;
+    let cpu_after = read_stat(root);
+    Ok(Measured {
+        ended,
+        elapsed,
+        cpu_before,
+        cpu_after,
+        usage: (
+            usage_after.0.saturating_sub(usage_before.0),
+            usage_after.1.saturating_sub(usage_before.1),
+        ),
+    })
+}
+
+fn read_stat(root: &Root) -> Option<Vec<CpuTime>> {
+    stat::read(root)
+        .map_err(|e| eprintln!("rr: warning: {e}; no per-CPU table"))
+        .ok()
+}
+
+/// This process's (user, system) CPU time so far.
+fn rusage() -> anyhow::Result<(Duration, Duration)> {
+    // SAFETY: rusage is plain data, valid all-zero; getrusage fills it.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid pointer to a rusage struct.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+        return Err(std::io::Error::last_os_error()).context("getrusage failed");
+    }
+    let time = |t: libc::timeval| {
+        Duration::from_secs(t.tv_sec.max(0) as u64) + Duration::from_micros(t.tv_usec.max(0) as u64)
+    };
+    Ok((time(usage.ru_utime), time(usage.ru_stime)))
+}
+
+/// Open every instance and greet the server on each, then deal them out:
+/// instance i to thread i mod `threads`.
+fn open_instances(args: &ClientArgs, threads: usize) -> anyhow::Result<Vec<Instances>> {
+    let count = args.instances as usize;
+    let hello = Hello {
+        request: args.size.request as u32,
+        reply: args.size.reply as u32,
+    };
+    match args.proto {
+        Proto::Tcp => {
+            let mut streams = Vec::with_capacity(count);
+            for _ in 0..count {
+                let mut stream = conn::connect_tcp(args.to)?;
+                stream
+                    .write_all(&hello.encode())
+                    .with_context(|| format!("--to '{}': cannot send the hello", args.to))?;
+                streams.push(stream);
+            }
+            for stream in &mut streams {
+                await_tcp_echo(stream, &hello, args.to)?;
+            }
+            Ok(deal(streams, threads)
+                .into_iter()
+                .map(Instances::Tcp)
+                .collect())
+        }
+        Proto::Udp => {
+            let flows = (0..count)
+                .map(|_| conn::udp_flow(args.to))
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            udp_handshake(&flows, &hello, args.to)?;
+            Ok(deal(flows, threads)
+                .into_iter()
+                .map(Instances::Udp)
+                .collect())
+        }
+    }
+}
+
+fn deal<T>(items: Vec<T>, threads: usize) -> Vec<Vec<T>> {
+    let mut out: Vec<Vec<T>> = (0..threads).map(|_| Vec::new()).collect();
+    for (i, item) in items.into_iter().enumerate() {
+        out[i % threads].push(item);
+    }
+    out
+}
+
+fn not_rr_server(to: SocketAddr, what: &str) -> anyhow::Error {
+    anyhow::anyhow!(
+        "--to '{to}': {what}; is it `nettune bench rr-server`? (start one with --bind {to})"
+    )
+}
+
+fn await_tcp_echo(stream: &mut TcpStream, hello: &Hello, to: SocketAddr) -> anyhow::Result<()> {
+    stream
+        .set_read_timeout(Some(HELLO_TIMEOUT))
+        .context("SO_RCVTIMEO")?;
+    let mut echo = [0u8; HELLO_LEN];
+    match stream.read_exact(&mut echo) {
+        Ok(()) if Hello::decode(&echo) == Some(*hello) => Ok(()),
+        Ok(()) => Err(not_rr_server(
+            to,
+            "the answer to the TCP hello is not an rr hello",
+        )),
+        Err(e) if would_block(&e) || e.kind() == std::io::ErrorKind::TimedOut => Err(
+            not_rr_server(to, "connected, but no answer to the TCP hello within 1 s"),
+        ),
+        Err(e) => Err(not_rr_server(
+            to,
+            &format!("the connection failed during the hello ({e})"),
+        )),
+    }
+}
+
+/// Send the hello on every flow and wait for each echo, resending to the
+/// silent ones every 100 ms, for at most 1 s.
+fn udp_handshake(flows: &[UdpSocket], hello: &Hello, to: SocketAddr) -> anyhow::Result<()> {
+    let bytes = hello.encode();
+    let mut poll = Epoll::new(flows.len().min(1024)).context("epoll")?;
+    let mut answered = vec![false; flows.len()];
+    let mut left = flows.len();
+    for (i, flow) in flows.iter().enumerate() {
+        poll.add(flow.as_raw_fd(), i as u64, Interest::READ)
+            .context("epoll_ctl(udp flow)")?;
+    }
+    let refused = |e: &std::io::Error| {
+        anyhow::anyhow!(
+            "--to '{to}': UDP port unreachable ({e}): nothing listens there; \
+             start `nettune bench rr-server --bind {to}` first"
+        )
+    };
+    let start = Instant::now();
+    let mut buf = [0u8; HELLO_LEN + 1];
+    while left > 0 {
+        let round = Instant::now();
+        for (flow, _) in flows.iter().zip(&answered).filter(|(_, a)| !**a) {
+            match flow.send(&bytes) {
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                    return Err(refused(&e))
+                }
+                Err(e) if would_block(&e) => {}
+                Err(e) => return Err(e).with_context(|| format!("--to '{to}': UDP send")),
+            }
+        }
+        while left > 0 && round.elapsed() < HELLO_RESEND {
+            let wait = HELLO_RESEND.saturating_sub(round.elapsed());
+            for event in poll.wait(Some(wait)).context("epoll_wait")? {
+                let i = event.token as usize;
+                loop {
+                    match flows[i].recv(&mut buf) {
+                        Ok(n) if Hello::decode(&buf[..n]) == Some(*hello) => {
+                            if !answered[i] {
+                                answered[i] = true;
+                                left -= 1;
+                            }
+                        }
+                        Ok(_) => {
+                            return Err(not_rr_server(
+                                to,
+                                "the answer to the UDP hello is not an rr hello",
+                            ))
+                        }
+                        Err(e) if would_block(&e) => break,
+                        Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                            return Err(refused(&e))
+                        }
+                        Err(e) => {
+                            return Err(e).with_context(|| format!("--to '{to}': UDP receive"))
+                        }
+                    }
+                }
+            }
+        }
+        if left > 0 && start.elapsed() >= HELLO_TIMEOUT {
+            anyhow::bail!(
+                "--to '{to}': no answer to the UDP hello within 1 s on {left} of {} flows; \
+                 is `nettune bench rr-server` running there, and is UDP let through?",
+                flows.len()
+            );
+        }
+    }
+    Ok(())
+}
+
+fn build_report(
+    args: &ClientArgs,
+    threads: usize,
+    pinning: &Pinning,
+    m: Measured,
+    results: Vec<ThreadResult>,
+    intervals: Vec<Interval>,
+) -> RrReport {
+    let secs = m.elapsed.as_secs_f64();
+    let rate = |n: u64| report::per_second(n, 0, secs).0;
+    let mut latency = Latency::new();
+    let (mut resends, mut late, mut bad, mut errors, mut closed) = (0, 0, 0, 0, 0);
+    let mut first_error = None;
+    let per_thread: Vec<ThreadReport> = results
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let c = r.counts;
+            latency.merge(&c.latency);
+            resends += c.resends;
+            late += c.late_replies;
+            bad += c.bad_replies;
+            errors += c.errors;
+            closed += c.closed;
+            if first_error.is_none() {
+                first_error = c.first_error;
+            }
+            ThreadReport {
+                thread: i,
+                cpu: r.cpu,
+                instances: r.instances,
+                transactions: c.transactions,
+                transactions_per_sec: rate(c.transactions),
+            }
+        })
+        .collect();
+    let transactions = per_thread.iter().map(|t| t.transactions).sum();
+    let host_cpu = match (&m.cpu_before, &m.cpu_after) {
+        (Some(before), Some(after)) => Some(CpuUsage::between(before, after)),
+        _ => None,
+    };
+    let online_cpus = host_cpu
+        .as_ref()
+        .map(|u| u.rows.len().saturating_sub(1))
+        .filter(|n| *n > 0)
+        .or_else(|| std::thread::available_parallelism().ok().map(usize::from))
+        .unwrap_or(1);
+    let (user, sys) = m.usage;
+    let busy = (user + sys).as_secs_f64();
+    let one_cpu = if secs > 0.0 { busy * 100.0 / secs } else { 0.0 };
+    RrReport {
+        command: "rr",
+        to: args.to,
+        proto: args.proto,
+        request_bytes: args.size.request,
+        reply_bytes: args.size.reply,
+        instances: args.instances as usize,
+        threads,
+        pin: pinning.cpus().to_vec(),
+        warmup_s: args.warmup.as_secs_f64(),
+        ended: match m.ended {
+            Ended::Duration => "duration",
+            Ended::Interrupted => "interrupted",
+        },
+        duration_s: secs,
+        transactions,
+        transactions_per_sec: rate(transactions),
+        latency: latency.summary(),
+        resends,
+        late_replies: late,
+        bad_replies: bad,
+        errors,
+        closed_connections: closed,
+        first_error,
+        client_cpu: ClientCpu {
+            user_s: user.as_secs_f64(),
+            sys_s: sys.as_secs_f64(),
+            percent_of_one_cpu: one_cpu,
+            percent_of_all_cpus: one_cpu / online_cpus as f64,
+            online_cpus,
+        },
+        host_cpu,
+        per_thread,
+        intervals,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn instances_are_dealt_round_robin() {
+        let dealt = deal((0..5).collect(), 2);
+        assert_eq!(dealt, vec![vec![0, 2, 4], vec![1, 3]]);
+    }
+
+    #[test]
+    fn a_silent_udp_port_is_an_error_within_a_second() {
+        // A socket that never answers: the hello times out.
+        let silent = UdpSocket::bind("127.0.0.1:0").expect("bind");
+        let to = silent.local_addr().expect("addr");
+        let flow = conn::udp_flow(to).expect("flow");
+        let hello = Hello {
+            request: 1,
+            reply: 1,
+        };
+        let started = Instant::now();
+        let err = udp_handshake(&[flow], &hello, to).expect_err("no echo");
+        assert!(started.elapsed() < Duration::from_secs(3));
+        assert!(
+            err.to_string().contains("no answer to the UDP hello"),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,107 @@
+//! What `bench rr` prints as text: a header, one line per second, and the
+//! final report with the mpstat-style per-CPU table.
+
+use std::io::{self, Write};
+
+use super::client::{Interval, RrReport};
+use super::ClientArgs;
+use crate::bench::pin::Pinning;
+use crate::host::cpuset;
+
+fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        format!("{n} {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}
+
+/// `rr: tcp to 127.0.0.1:9000, 100 instances on 2 threads (CPUs 0-1), ...`
+pub fn header(args: &ClientArgs, threads: usize, pinning: &Pinning) -> String {
+    format!(
+        "rr: {} to {}, {} on {}{}, {}-byte requests, {}-byte replies; {:.1} s warm-up, {:.1} s measured",
+        args.proto.name(),
+        args.to,
+        plural(args.instances as usize, "instance"),
+        plural(threads, "thread"),
+        match pinning.cpus() {
+            [] => String::new(),
+            cpus => format!(" (CPUs {})", cpuset::format_list(cpus)),
+        },
+        args.size.request,
+        args.size.reply,
+        args.warmup.as_secs_f64(),
+        args.duration.as_secs_f64()
+    )
+}
+
+/// `3 s: 64123 transactions/s  threads: 32001 32122`
+pub fn interval_line(i: &Interval) -> String {
+    let mut line = format!("{:>3} s: {:>9} transactions/s", i.second, i.transactions);
+    if i.per_thread.len() > 1 {
+        line.push_str("  threads:");
+        for n in &i.per_thread {
+            line.push_str(&format!(" {n}"));
+        }
+    }
+    line
+}
+
+pub fn print_text(r: &RrReport) -> io::Result<()> {
+    let mut out = io::stdout().lock();
+    writeln!(
+        out,
+        "transactions  {} in {:.3} s = {:.1} transactions/s{}",
+        r.transactions,
+        r.duration_s,
+        r.transactions_per_sec,
+        if r.ended == "interrupted" {
+            " (stopped by Ctrl-C)"
+        } else {
+            ""
+        }
+    )?;
+    let l = &r.latency;
+    writeln!(
+        out,
+        "latency us    p50 {:.1}  p90 {:.1}  p99 {:.1}  p99.9 {:.1}  p99.99 {:.1}  max {:.1}  (mean {:.1}, min {:.1})",
+        l.p50_us, l.p90_us, l.p99_us, l.p999_us, l.p9999_us, l.max_us, l.mean_us, l.min_us
+    )?;
+    let c = &r.client_cpu;
+    writeln!(
+        out,
+        "client CPU    user {:.2} s + sys {:.2} s = {:.1}% of one CPU ({:.1}% of {} CPUs)",
+        c.user_s, c.sys_s, c.percent_of_one_cpu, c.percent_of_all_cpus, c.online_cpus
+    )?;
+    if r.resends + r.late_replies + r.bad_replies + r.errors > 0 {
+        writeln!(
+            out,
+            "udp/errors    {} resends, {} late replies, {} bad replies, {} errors{}",
+            r.resends,
+            r.late_replies,
+            r.bad_replies,
+            r.errors,
+            r.first_error
+                .as_deref()
+                .map(|e| format!(" (first: {e})"))
+                .unwrap_or_default()
+        )?;
+    }
+    if r.per_thread.len() > 1 {
+        for t in &r.per_thread {
+            writeln!(
+                out,
+                "thread {:<3}    cpu {:<3} {} instances {:.1} transactions/s",
+                t.thread,
+                t.cpu.map_or("-".to_string(), |c| c.to_string()),
+                t.instances,
+                t.transactions_per_sec
+            )?;
+        }
+    }
+    if let Some(usage) = &r.host_cpu {
+        writeln!(out, "host CPUs over the measured run (/proc/stat):")?;
+        usage.write_table(&mut out)?;
+    }
+    Ok(())
+}

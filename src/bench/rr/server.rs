@@ -1,0 +1,711 @@
+//! `bench rr-server`: one event loop per thread, each with its own
+//! SO_REUSEPORT TCP listener and UDP socket on the same port, so the kernel
+//! spreads connections and flows over the threads by hash.
+
+use std::collections::HashMap;
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use serde::Serialize;
+
+use super::conn::{self, would_block};
+use super::wake::{self, Blocked};
+use super::wire::{Hello, HELLO_LEN};
+use super::ServerArgs;
+use crate::bench::event::{Epoll, Interest, Ready};
+use crate::bench::pin::{pin_current_thread, Pinning};
+use crate::bench::report;
+use crate::bench::stop::{self, Ended};
+use crate::error::Status;
+use crate::host::Root;
+
+const LISTENER: u64 = 0;
+const UDP: u64 = 1;
+/// Connection `i` of a thread has token `FIRST_CONN + i`.
+const FIRST_CONN: u64 = 2;
+/// How often an idle loop looks at the stop flag.
+const IDLE_WAIT: Duration = Duration::from_millis(50);
+/// Work per readiness before going back to epoll, so one busy socket
+/// cannot starve the others.
+const BUDGET: usize = 64;
+/// Flows remembered per thread; when full the table starts over (a client
+/// resends its hello on a second timeout, so a forgotten flow recovers).
+const MAX_FLOWS: usize = 65_536;
+/// A UDP flow idle this long (up to twice) is forgotten, so a thread whose
+/// earlier clients are gone serves the next lone client the fast way.
+const FLOW_IDLE: Duration = Duration::from_secs(2);
+/// Bytes read or written per system call.
+const CHUNK: usize = 64 * 1024;
+/// A thread serving a single client with blocking reads is woken by the
+/// main thread after this long, to look at its other sockets and the stop
+/// flag: a second client waits this long at most.
+const ALONE_SLICE: Duration = Duration::from_millis(20);
+/// How often the main thread looks for threads to wake.
+const WATCH_EVERY: Duration = Duration::from_millis(5);
+/// Runs "until Ctrl-C" are this long.
+const FOREVER: Duration = Duration::from_secs(100 * 365 * 86_400);
+
+/// What one server thread did.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ThreadReport {
+    pub thread: usize,
+    pub cpu: Option<u32>,
+    pub tcp_connections: u64,
+    pub tcp_transactions: u64,
+    /// Connections closed for a bad hello.
+    pub tcp_bad_hellos: u64,
+    pub udp_flows: u64,
+    pub udp_transactions: u64,
+    /// Requests dropped on purpose (`--drop-every`).
+    pub udp_dropped: u64,
+    /// Datagrams from a source that never sent a hello (or was forgotten).
+    pub udp_unknown: u64,
+    /// Replies the kernel would not take (socket buffer full).
+    pub udp_send_errors: u64,
+}
+
+impl ThreadReport {
+    fn add(&mut self, o: &ThreadReport) {
+        self.tcp_connections += o.tcp_connections;
+        self.tcp_transactions += o.tcp_transactions;
+        self.tcp_bad_hellos += o.tcp_bad_hellos;
+        self.udp_flows += o.udp_flows;
+        self.udp_transactions += o.udp_transactions;
+        self.udp_dropped += o.udp_dropped;
+        self.udp_unknown += o.udp_unknown;
+        self.udp_send_errors += o.udp_send_errors;
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ServerReport {
+    pub command: &'static str,
+    pub bind: SocketAddr,
+    pub threads: usize,
+    pub ended: &'static str,
+    pub duration_s: f64,
+    pub drop_every: Option<u64>,
+    /// Sums over the threads (`thread` and `cpu` meaningless here).
+    pub total: ThreadReport,
+    pub per_thread: Vec<ThreadReport>,
+}
+
+/// One thread's sockets.
+struct Sockets {
+    listener: TcpListener,
+    udp: UdpSocket,
+}
+
+pub fn run(args: &ServerArgs) -> anyhow::Result<Status> {
+    let root = Root::live();
+    let pinning = Pinning::resolve(args.pin.as_deref(), &root)?;
+    let threads = args.threads as usize;
+    // Unknown client count: allow as many descriptors as the hard limit.
+    conn::ensure_descriptors(conn::hard_descriptor_limit())?;
+    let (bound, sockets) = open_all(args.bind, threads)?;
+    // The first stdout line is the address alone, for scripts and tests.
+    {
+        let mut out = io::stdout().lock();
+        writeln!(out, "{bound}")?;
+        out.flush()?;
+    }
+    eprintln!(
+        "rr-server: answering TCP and UDP on {bound} with {threads} thread{}{}",
+        if threads == 1 { "" } else { "s" },
+        match pinning.cpus() {
+            [] => String::new(),
+            cpus => format!(" pinned to CPUs {}", crate::host::cpuset::format_list(cpus)),
+        }
+    );
+
+    stop::catch_ctrl_c()?;
+    wake::install()?;
+    let stop_flag = AtomicBool::new(false);
+    let blocked: Vec<Blocked> = (0..threads).map(|_| Blocked::default()).collect();
+    let start = Instant::now();
+    let duration = args.duration.unwrap_or(FOREVER);
+    let (ended, elapsed, results) = std::thread::scope(|scope| {
+        let handles: Vec<_> = sockets
+            .into_iter()
+            .enumerate()
+            .map(|(i, sockets)| {
+                let plan = Plan {
+                    thread: i,
+                    cpu: pinning.cpu_for(i),
+                    drop_every: args.drop_every,
+                };
+                let (stop_flag, blocked) = (&stop_flag, &blocked[i]);
+                scope.spawn(move || serve(sockets, &plan, stop_flag, blocked))
+            })
+            .collect();
+        let watch = || blocked.iter().for_each(Blocked::wake_if_due);
+        let (ended, elapsed) =
+            stop::run_ticking_polled(start, duration, &stop_flag, WATCH_EVERY, watch, |_| {});
+        wake::until_finished(&blocked, || handles.iter().all(|h| h.is_finished()));
+        let results: Vec<anyhow::Result<ThreadReport>> = handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a server thread panicked")))
+            })
+            .collect();
+        (ended, elapsed, results)
+    });
+    let per_thread = results.into_iter().collect::<anyhow::Result<Vec<_>>>()?;
+    let mut total = ThreadReport::default();
+    for t in &per_thread {
+        total.add(t);
+    }
+    let report = ServerReport {
+        command: "rr-server",
+        bind: bound,
+        threads,
+        ended: match ended {
+            Ended::Duration => "duration",
+            Ended::Interrupted => "interrupted",
+        },
+        duration_s: elapsed.as_secs_f64(),
+        drop_every: args.drop_every,
+        total,
+        per_thread,
+    };
+    if args.json {
+        report::print_json(&report)?;
+    } else {
+        print_text(&report)?;
+    }
+    Ok(Status::Clean)
+}
+
+/// Open every thread's listener and UDP socket on one port. With port 0
+/// the first listener picks it; if UDP has that port taken, try again.
+fn open_all(bind: SocketAddr, threads: usize) -> anyhow::Result<(SocketAddr, Vec<Sockets>)> {
+    const TRIES: usize = 20;
+    for _ in 0..TRIES {
+        match open_on(bind, threads) {
+            Err(e) if bind.port() == 0 && conn::is_in_use(&e) => continue,
+            other => return other,
+        }
+    }
+    anyhow::bail!(
+        "--bind '{bind}': found no port free for both TCP and UDP in {TRIES} tries; give one"
+    )
+}
+
+fn open_on(bind: SocketAddr, threads: usize) -> anyhow::Result<(SocketAddr, Vec<Sockets>)> {
+    let first = conn::listener(bind)?;
+    let bound = first
+        .local_addr()
+        .context("cannot read the bound address")?;
+    let mut all = vec![Sockets {
+        listener: first,
+        udp: conn::udp_socket(bound)?,
+    }];
+    for _ in 1..threads {
+        all.push(Sockets {
+            listener: conn::listener(bound)?,
+            udp: conn::udp_socket(bound)?,
+        });
+    }
+    Ok((bound, all))
+}
+
+struct Plan {
+    thread: usize,
+    cpu: Option<u32>,
+    drop_every: Option<u64>,
+}
+
+/// A UDP flow: its reply size, and the epoch it was last heard from.
+struct Flow {
+    reply: u32,
+    seen: u64,
+}
+
+/// A TCP connection's progress.
+struct Conn {
+    stream: TcpStream,
+    /// The sizes, once the hello is complete.
+    hello: Option<Hello>,
+    hello_buf: [u8; HELLO_LEN],
+    hello_got: usize,
+    /// Bytes of the current (incomplete) request received so far.
+    in_request: u64,
+    /// Reply bytes due but not yet written.
+    owed: u64,
+    /// Registered for EPOLLOUT (a reply did not fit the send buffer).
+    writing: bool,
+}
+
+enum After {
+    Keep,
+    /// Nothing to read (in a blocking read: the timeout passed).
+    Idle,
+    Close,
+}
+
+/// One thread's event loop state.
+struct Worker<'a> {
+    plan: &'a Plan,
+    blocked: &'a Blocked,
+    poll: Epoll,
+    conns: Vec<Option<Conn>>,
+    free: Vec<usize>,
+    flows: HashMap<SocketAddr, Flow>,
+    /// Advances every [`FLOW_IDLE`]; a flow not seen in the last one or two
+    /// is forgotten (its client is gone, or resends its hello).
+    epoch: u64,
+    next_sweep: Instant,
+    /// UDP requests received, answered or not (for `--drop-every`).
+    udp_requests: u64,
+    buf: Vec<u8>,
+    zeros: Vec<u8>,
+    report: ThreadReport,
+}
+
+fn serve(
+    sockets: Sockets,
+    plan: &Plan,
+    stop: &AtomicBool,
+    blocked: &Blocked,
+) -> anyhow::Result<ThreadReport> {
+    if let Some(cpu) = plan.cpu {
+        pin_current_thread(cpu)?;
+    }
+    blocked.register();
+    let mut w = Worker {
+        plan,
+        blocked,
+        poll: Epoll::new(256).context("cannot create an epoll instance")?,
+        conns: Vec::new(),
+        free: Vec::new(),
+        flows: HashMap::new(),
+        epoch: 0,
+        next_sweep: Instant::now() + FLOW_IDLE,
+        udp_requests: 0,
+        buf: vec![0; CHUNK.max(super::wire::MAX_UDP_SIZE + 1)],
+        zeros: vec![0; CHUNK.max(super::wire::MAX_UDP_SIZE)],
+        report: ThreadReport {
+            thread: plan.thread,
+            cpu: plan.cpu,
+            ..ThreadReport::default()
+        },
+    };
+    w.poll
+        .add(sockets.listener.as_raw_fd(), LISTENER, Interest::READ)
+        .context("epoll_ctl(listener)")?;
+    w.poll
+        .add(sockets.udp.as_raw_fd(), UDP, Interest::READ)
+        .context("epoll_ctl(udp)")?;
+    while !stop.load(Ordering::Relaxed) {
+        w.forget_idle_flows();
+        w.serve_alone(&sockets.udp)?;
+        let ready = w.poll.wait(Some(IDLE_WAIT)).context("epoll_wait")?;
+        for event in ready {
+            match event.token {
+                LISTENER => w.accept(&sockets.listener)?,
+                UDP => w.answer_udp(&sockets.udp, false)?,
+                token => w.on_conn(token, event),
+            }
+        }
+    }
+    Ok(w.report)
+}
+
+impl Worker<'_> {
+    fn forget_idle_flows(&mut self) {
+        let now = Instant::now();
+        if now < self.next_sweep {
+            return;
+        }
+        self.next_sweep = now + FLOW_IDLE;
+        self.epoch += 1;
+        let recent = self.epoch - 1;
+        self.flows.retain(|_, flow| flow.seen >= recent);
+    }
+
+    /// With a single client on this thread (one connection and no UDP
+    /// flow, or one flow and no connection), serve it with blocking reads
+    /// and no socket timeout: one system call fewer per transaction than
+    /// epoll_wait + read, and no kernel timer per read, as sockperf's
+    /// server does. The main thread interrupts the read after
+    /// [`ALONE_SLICE`] ([`wake`]); then the loop looks at everything else.
+    fn serve_alone(&mut self, udp: &UdpSocket) -> anyhow::Result<()> {
+        let live = self.conns.len() - self.free.len();
+        let slice = u64::try_from(ALONE_SLICE.as_nanos()).unwrap_or(u64::MAX);
+        if live == 1 && self.flows.is_empty() {
+            let Some(slot) = self.conns.iter().position(Option::is_some) else {
+                return Ok(());
+            };
+            self.blocked.until(wake::now_ns() + slice);
+            self.serve_conn_alone(slot);
+            self.blocked.until(0);
+        } else if live == 0 && self.flows.len() == 1 {
+            udp.set_nonblocking(false).context("O_NONBLOCK")?;
+            self.blocked.until(wake::now_ns() + slice);
+            let served = self.answer_udp(udp, true);
+            self.blocked.until(0);
+            udp.set_nonblocking(true).context("O_NONBLOCK")?;
+            served?;
+        }
+        Ok(())
+    }
+
+    fn serve_conn_alone(&mut self, slot: usize) {
+        let token = FIRST_CONN + slot as u64;
+        let Some(Some(conn)) = self.conns.get_mut(slot) else {
+            return;
+        };
+        if conn.writing || conn.stream.set_nonblocking(false).is_err() {
+            return;
+        }
+        // Until woken (Idle), closed, or a reply that did not fit.
+        let after = loop {
+            let mut after = read_requests(conn, &mut self.buf, &mut self.report);
+            if let After::Keep = after {
+                after = write_replies(conn, &self.zeros, &self.poll, token);
+            }
+            if !matches!(after, After::Keep) || conn.writing {
+                break after;
+            }
+        };
+        if let After::Close = after {
+            self.conns[slot] = None;
+            self.free.push(slot);
+        } else if conn.stream.set_nonblocking(true).is_err() {
+            self.conns[slot] = None;
+            self.free.push(slot);
+        }
+    }
+
+    fn accept(&mut self, listener: &TcpListener) -> anyhow::Result<()> {
+        for _ in 0..BUDGET {
+            let stream = match listener.accept() {
+                Ok((stream, _)) => stream,
+                Err(e) if would_block(&e) => return Ok(()),
+                // The client gave up before we accepted: nothing to do.
+                Err(e) if e.kind() == io::ErrorKind::ConnectionAborted => continue,
+                Err(e) => {
+                    return Err(e)
+                        .context("accept failed (out of file descriptors? raise `ulimit -n`)")
+                }
+            };
+            stream.set_nonblocking(true).context("O_NONBLOCK")?;
+            stream.set_nodelay(true).context("TCP_NODELAY")?;
+            let slot = self.free.pop().unwrap_or_else(|| {
+                self.conns.push(None);
+                self.conns.len() - 1
+            });
+            self.poll
+                .add(stream.as_raw_fd(), FIRST_CONN + slot as u64, Interest::READ)
+                .context("epoll_ctl(connection)")?;
+            self.conns[slot] = Some(Conn {
+                stream,
+                hello: None,
+                hello_buf: [0; HELLO_LEN],
+                hello_got: 0,
+                in_request: 0,
+                owed: 0,
+                writing: false,
+            });
+            self.report.tcp_connections += 1;
+        }
+        Ok(())
+    }
+
+    fn on_conn(&mut self, token: u64, event: Ready) {
+        let slot = (token - FIRST_CONN) as usize;
+        let Some(Some(conn)) = self.conns.get_mut(slot) else {
+            return;
+        };
+        let mut after = After::Keep;
+        if event.readable || event.hangup {
+            after = read_requests(conn, &mut self.buf, &mut self.report);
+        }
+        if !matches!(after, After::Close) {
+            after = write_replies(conn, &self.zeros, &self.poll, token);
+        }
+        if let After::Close = after {
+            // Closing the descriptor removes it from the epoll set.
+            self.conns[slot] = None;
+            self.free.push(slot);
+        }
+    }
+
+    /// Answer queued datagrams: hellos register a flow and are echoed;
+    /// requests from known flows get a reply carrying their sequence bytes.
+    /// `alone`: the socket blocks and this is the thread's only flow; stop
+    /// when another flow appears.
+    fn answer_udp(&mut self, socket: &UdpSocket, alone: bool) -> anyhow::Result<()> {
+        // Alone: until woken (the read returns EINTR) or another flow comes.
+        let budget = if alone { usize::MAX } else { BUDGET };
+        for _ in 0..budget {
+            if alone && self.flows.len() != 1 {
+                // A second client: back to epoll.
+                return Ok(());
+            }
+            let (n, peer) = match socket.recv_from(&mut self.buf) {
+                Ok(got) => got,
+                Err(e) if would_block(&e) => return Ok(()),
+                Err(e) => return Err(e).context("UDP recvfrom failed"),
+            };
+            let datagram = &self.buf[..n];
+            if let Some(hello) = Hello::decode(datagram) {
+                if self.flows.len() >= MAX_FLOWS && !self.flows.contains_key(&peer) {
+                    self.flows.clear();
+                }
+                let flow = Flow {
+                    reply: hello.reply,
+                    seen: self.epoch,
+                };
+                if self.flows.insert(peer, flow).is_none() {
+                    self.report.udp_flows += 1;
+                }
+                self.send_udp(socket, n, peer, true);
+                continue;
+            }
+            let Some(flow) = self.flows.get_mut(&peer) else {
+                self.report.udp_unknown += 1;
+                continue;
+            };
+            flow.seen = self.epoch;
+            let reply = flow.reply;
+            self.udp_requests += 1;
+            if let Some(every) = self.plan.drop_every {
+                if self.udp_requests % every == 0 {
+                    self.report.udp_dropped += 1;
+                    continue;
+                }
+            }
+            self.report.udp_transactions += 1;
+            let reply = reply as usize;
+            let width = n.min(reply).min(4);
+            self.zeros[..width].copy_from_slice(&self.buf[..width]);
+            self.send_udp(socket, reply, peer, false);
+            self.zeros[..width].fill(0);
+        }
+        Ok(())
+    }
+
+    /// Send `len` bytes of the receive buffer (a hello echo) or of the
+    /// reply buffer to `peer`; a full socket buffer drops it (the client
+    /// resends), anything else is counted the same way.
+    fn send_udp(&mut self, socket: &UdpSocket, len: usize, peer: SocketAddr, echo: bool) {
+        let data = if echo {
+            &self.buf[..len]
+        } else {
+            &self.zeros[..len]
+        };
+        if socket.send_to(data, peer).is_err() {
+            self.report.udp_send_errors += 1;
+        }
+    }
+}
+
+/// Read what the connection has: first the hello, then requests, each
+/// complete one owing a reply. One read per readiness (level-triggered:
+/// epoll reports again if more is queued).
+fn read_requests(conn: &mut Conn, buf: &mut [u8], report: &mut ThreadReport) -> After {
+    let n = match conn.stream.read(&mut buf[..CHUNK]) {
+        Ok(0) => return After::Close,
+        Ok(n) => n,
+        Err(e) if would_block(&e) => return After::Idle,
+        Err(_) => return After::Close,
+    };
+    let mut data = &buf[..n];
+    let hello = match conn.hello {
+        Some(hello) => hello,
+        None => {
+            let take = data.len().min(HELLO_LEN - conn.hello_got);
+            conn.hello_buf[conn.hello_got..conn.hello_got + take].copy_from_slice(&data[..take]);
+            conn.hello_got += take;
+            data = &data[take..];
+            if conn.hello_got < HELLO_LEN {
+                return After::Keep;
+            }
+            let Some(hello) = Hello::decode(&conn.hello_buf) else {
+                report.tcp_bad_hellos += 1;
+                return After::Close;
+            };
+            // 16 bytes into an empty send buffer: one write takes them.
+            if conn.stream.write(&conn.hello_buf).ok() != Some(HELLO_LEN) {
+                return After::Close;
+            }
+            conn.hello = Some(hello);
+            hello
+        }
+    };
+    let request = u64::from(hello.request);
+    conn.in_request += data.len() as u64;
+    let complete = conn.in_request / request;
+    conn.in_request %= request;
+    conn.owed += complete * u64::from(hello.reply);
+    report.tcp_transactions += complete;
+    After::Keep
+}
+
+/// Write owed reply bytes until done or the send buffer is full; watch for
+/// EPOLLOUT only while something is left.
+fn write_replies(conn: &mut Conn, zeros: &[u8], poll: &Epoll, token: u64) -> After {
+    while conn.owed > 0 {
+        let len = conn.owed.min(zeros.len() as u64) as usize;
+        match conn.stream.write(&zeros[..len]) {
+            Ok(n) => conn.owed -= n as u64,
+            Err(e) if would_block(&e) => break,
+            Err(_) => return After::Close,
+        }
+    }
+    let want_write = conn.owed > 0;
+    if want_write != conn.writing {
+        let interest = if want_write {
+            Interest::READ_WRITE
+        } else {
+            Interest::READ
+        };
+        if poll
+            .modify(conn.stream.as_raw_fd(), token, interest)
+            .is_err()
+        {
+            return After::Close;
+        }
+        conn.writing = want_write;
+    }
+    After::Keep
+}
+
+fn print_text(r: &ServerReport) -> anyhow::Result<()> {
+    let mut out = io::stdout().lock();
+    let t = &r.total;
+    writeln!(
+        out,
+        "rr-server: {:.3} s{}: TCP {} connections, {} transactions; UDP {} flows, {} transactions{}",
+        r.duration_s,
+        if r.ended == "interrupted" {
+            ", stopped by Ctrl-C"
+        } else {
+            ""
+        },
+        t.tcp_connections,
+        t.tcp_transactions,
+        t.udp_flows,
+        t.udp_transactions,
+        match r.drop_every {
+            Some(n) => format!(", {} dropped on purpose (every {n}th)", t.udp_dropped),
+            None => String::new(),
+        }
+    )?;
+    if t.udp_unknown + t.udp_send_errors + t.tcp_bad_hellos > 0 {
+        writeln!(
+            out,
+            "rr-server: {} datagrams from unknown flows, {} UDP send errors, {} bad TCP hellos",
+            t.udp_unknown, t.udp_send_errors, t.tcp_bad_hellos
+        )?;
+    }
+    if r.per_thread.len() > 1 {
+        for th in &r.per_thread {
+            writeln!(
+                out,
+                "thread {:<2} cpu {:<4} TCP {} connections {} transactions; UDP {} flows {} transactions",
+                th.thread,
+                th.cpu.map_or("-".to_string(), |c| c.to_string()),
+                th.tcp_connections,
+                th.tcp_transactions,
+                th.udp_flows,
+                th.udp_transactions
+            )?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    /// A connected pair on loopback: (client side, server side blocking
+    /// with a timeout, so one read sees what one write sent).
+    fn pair() -> (TcpStream, Conn) {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let client = TcpStream::connect(listener.local_addr().expect("addr")).expect("connect");
+        let (server, _) = listener.accept().expect("accept");
+        server
+            .set_read_timeout(Some(Duration::from_secs(2)))
+            .expect("timeout");
+        let conn = Conn {
+            stream: server,
+            hello: None,
+            hello_buf: [0; HELLO_LEN],
+            hello_got: 0,
+            in_request: 0,
+            owed: 0,
+            writing: false,
+        };
+        (client, conn)
+    }
+
+    #[test]
+    fn split_and_merged_requests_are_counted_by_bytes() {
+        let (mut client, mut conn) = pair();
+        let mut buf = vec![0u8; CHUNK];
+        let mut report = ThreadReport::default();
+        let hello = Hello {
+            request: 3,
+            reply: 5,
+        }
+        .encode();
+        // The hello split in two, its second part carrying 2 requests and
+        // a third of the next.
+        client.write_all(&hello[..10]).expect("write");
+        assert!(matches!(
+            read_requests(&mut conn, &mut buf, &mut report),
+            After::Keep
+        ));
+        assert_eq!(conn.hello, None);
+        let mut rest = hello[10..].to_vec();
+        rest.extend_from_slice(&[0; 7]);
+        client.write_all(&rest).expect("write");
+        assert!(matches!(
+            read_requests(&mut conn, &mut buf, &mut report),
+            After::Keep
+        ));
+        assert_eq!(conn.hello.map(|h| (h.request, h.reply)), Some((3, 5)));
+        assert_eq!(
+            (report.tcp_transactions, conn.owed, conn.in_request),
+            (2, 10, 1)
+        );
+        let mut echo = [0u8; HELLO_LEN];
+        client.read_exact(&mut echo).expect("echo");
+        assert_eq!(echo, hello);
+        // The rest of the third request completes it.
+        client.write_all(&[0; 2]).expect("write");
+        read_requests(&mut conn, &mut buf, &mut report);
+        assert_eq!(
+            (report.tcp_transactions, conn.owed, conn.in_request),
+            (3, 15, 0)
+        );
+    }
+
+    #[test]
+    fn a_bad_hello_or_a_closed_peer_closes_the_connection() {
+        let (mut client, mut conn) = pair();
+        let mut buf = vec![0u8; CHUNK];
+        let mut report = ThreadReport::default();
+        client.write_all(b"GET / HTTP/1.1\r\n\r\n").expect("write");
+        assert!(matches!(
+            read_requests(&mut conn, &mut buf, &mut report),
+            After::Close
+        ));
+        assert_eq!(report.tcp_bad_hellos, 1);
+        let (client, mut conn) = pair();
+        drop(client);
+        assert!(matches!(
+            read_requests(&mut conn, &mut buf, &mut report),
+            After::Close
+        ));
+    }
+}

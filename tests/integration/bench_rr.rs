@@ -1,0 +1,511 @@
+//! `nettune bench rr-server` / `bench rr`, run as a user runs them: the
+//! server first (its first stdout line is the bound address), then clients
+//! against it, then the server stopped with Ctrl-C (SIGINT) for its own
+//! JSON report, which must agree with the clients'.
+//!
+//! Traffic goes only to loopback or into network namespaces these tests
+//! create (unique names, deleted by a Drop guard even when an assertion
+//! fails). Every process is bounded in time and killed by PID if it
+//! overruns. Runs are 1 s each after a 0.2 s warm-up: the tests check that
+//! the figures are there and consistent, never how fast this machine is.
+
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::common::{nettune, sh, skip_unless_root, unique, Netns};
+
+/// The longest any one nettune process may run here.
+const LIMIT: Duration = Duration::from_secs(20);
+
+/// `nettune ARGS`, inside `ns` when given.
+fn command(ns: Option<&Netns>, args: &[&str]) -> Command {
+    match ns {
+        Some(ns) => {
+            let mut cmd = Command::new("ip");
+            cmd.args(["netns", "exec", &ns.name, env!("CARGO_BIN_EXE_nettune")])
+                .args(args);
+            cmd
+        }
+        None => {
+            let mut cmd = nettune();
+            cmd.args(args);
+            cmd
+        }
+    }
+}
+
+/// Wait for `child` at most `limit`, killing it on overrun; returns (exit
+/// code, stdout, stderr).
+fn finish(mut child: Child, limit: Duration) -> (Option<i32>, String, String) {
+    let deadline = Instant::now() + limit;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("nettune ran past {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut stdout = String::new();
+    let mut stderr = String::new();
+    if let Some(mut out) = child.stdout.take() {
+        out.read_to_string(&mut stdout).expect("stdout");
+    }
+    if let Some(mut err) = child.stderr.take() {
+        err.read_to_string(&mut stderr).expect("stderr");
+    }
+    (status.code(), stdout, stderr)
+}
+
+/// A running rr-server, stopped by SIGINT (or killed on drop) by its PID.
+struct Server {
+    child: Option<Child>,
+    stdout: Option<BufReader<ChildStdout>>,
+    addr: String,
+}
+
+impl Server {
+    fn start(ns: Option<&Netns>, args: &[&str]) -> Server {
+        // A generous --duration as a safety net; tests stop it with SIGINT.
+        let all = [&["bench", "rr-server", "--json", "--duration", "60"], args].concat();
+        let mut child = command(ns, &all)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn rr-server");
+        let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut addr = String::new();
+        stdout.read_line(&mut addr).expect("read the address line");
+        let addr = addr.trim().to_string();
+        assert!(
+            addr.parse::<std::net::SocketAddr>().is_ok(),
+            "first line is not an address: {addr:?}"
+        );
+        Server {
+            child: Some(child),
+            stdout: Some(stdout),
+            addr,
+        }
+    }
+
+    fn port(&self) -> &str {
+        self.addr.rsplit(':').next().expect("port")
+    }
+
+    /// Ctrl-C, then the JSON report.
+    fn stop(mut self) -> Value {
+        let mut child = self.child.take().expect("running");
+        let pid = i32::try_from(child.id()).expect("pid");
+        // SAFETY: signalling a child we started, by its PID.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+        let mut rest = String::new();
+        self.stdout
+            .take()
+            .expect("stdout")
+            .read_to_string(&mut rest)
+            .expect("read the report");
+        child.stdout = None;
+        let (code, _, _) = finish(child, LIMIT);
+        assert_eq!(code, Some(0), "rr-server exit: {rest}");
+        serde_json::from_str(&rest).unwrap_or_else(|e| panic!("{e}: {rest}"))
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(child) = self.child.as_mut() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Run a client with `--json`, 0.2 s warm-up and 1 s measured; exit must be 0.
+fn client(ns: Option<&Netns>, to: &str, args: &[&str]) -> Value {
+    let all = [
+        &[
+            "bench",
+            "rr",
+            "--json",
+            "--to",
+            to,
+            "--warmup",
+            "0.2",
+            "--duration",
+            "1",
+        ],
+        args,
+    ]
+    .concat();
+    let child = command(ns, &all)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn rr");
+    let (code, stdout, stderr) = finish(child, LIMIT);
+    assert_eq!(code, Some(0), "{all:?}: {stderr}\n{stdout}");
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+}
+
+fn f(v: &Value, path: &str) -> f64 {
+    v.pointer(path)
+        .and_then(Value::as_f64)
+        .unwrap_or_else(|| panic!("{path} is not a number in {v:#}"))
+}
+
+fn u(v: &Value, path: &str) -> u64 {
+    v.pointer(path)
+        .and_then(Value::as_u64)
+        .unwrap_or_else(|| panic!("{path} is not a count in {v:#}"))
+}
+
+fn online_cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
+}
+
+/// What every report must hold, whatever the machine's speed.
+fn check_report(r: &Value, instances: u64, threads: u64) {
+    let transactions = u(r, "/transactions");
+    assert!(transactions > 0, "{r:#}");
+    assert!(f(r, "/transactions_per_sec") > 0.0);
+    assert_eq!(u(r, "/instances"), instances);
+    assert_eq!(u(r, "/latency/count"), transactions);
+    let order = [
+        "min_us", "p50_us", "p90_us", "p99_us", "p999_us", "p9999_us", "max_us",
+    ];
+    let values: Vec<f64> = order
+        .iter()
+        .map(|k| f(r, &format!("/latency/{k}")))
+        .collect();
+    assert!(values[0] > 0.0, "{:#}", r["latency"]);
+    assert!(
+        values.windows(2).all(|w| w[0] <= w[1]),
+        "percentiles out of order: {:#}",
+        r["latency"]
+    );
+    let per_thread = r["per_thread"].as_array().expect("per_thread");
+    assert_eq!(per_thread.len() as u64, threads);
+    assert_eq!(
+        per_thread
+            .iter()
+            .map(|t| u(t, "/transactions"))
+            .sum::<u64>(),
+        transactions
+    );
+    assert_eq!(
+        per_thread.iter().map(|t| u(t, "/instances")).sum::<u64>(),
+        instances
+    );
+    // One whole second measured: one interval, no more than the total.
+    let intervals = r["intervals"].as_array().expect("intervals");
+    assert_eq!(intervals.len(), 1, "{intervals:?}");
+    assert!(u(&intervals[0], "/transactions") <= transactions);
+    // The client process ran; it has at most `threads` + 1 busy threads.
+    let cpu = f(r, "/client_cpu/percent_of_one_cpu");
+    assert!(cpu > 0.0 && cpu <= 105.0 * (threads as f64 + 1.0), "{cpu}");
+    check_cpu_table(r);
+}
+
+/// `all` then one row per online CPU. Each row is its CPU's tick deltas
+/// divided by their own sum, so it adds up to 100 up to float rounding:
+/// 0.01 points of tolerance. (The 1-point resolution of 10 ms ticks over a
+/// 1 s run changes each column, not the sum.)
+fn check_cpu_table(r: &Value) {
+    let rows = r["host_cpu"]["rows"].as_array().expect("host_cpu rows");
+    assert_eq!(rows.len(), online_cpus() + 1, "{rows:?}");
+    assert_eq!(rows[0]["cpu"], "all");
+    for row in rows {
+        let sum: f64 = [
+            "usr", "nice", "sys", "iowait", "irq", "soft", "steal", "idle",
+        ]
+        .iter()
+        .map(|k| f(row, &format!("/{k}")))
+        .sum();
+        assert!((sum - 100.0).abs() < 0.01, "row sums to {sum}: {row}");
+    }
+    // `all` is the mean of the CPUs (equal tick counts per CPU): its idle
+    // lies between the least and the most idle CPU.
+    let idle: Vec<f64> = rows[1..].iter().map(|r| f(r, "/idle")).collect();
+    let all_idle = f(&rows[0], "/idle");
+    let (lo, hi) = idle
+        .iter()
+        .fold((f64::MAX, f64::MIN), |(lo, hi), v| (lo.min(*v), hi.max(*v)));
+    assert!(all_idle >= lo - 1.0 && all_idle <= hi + 1.0, "{rows:?}");
+}
+
+/// TCP and UDP, 1 and 100 instances, against one server; then the server's
+/// own count of connections and flows.
+fn matrix(server_ns: Option<&Netns>, client_ns: Option<&Netns>, to_ip: &str, bind: &str) {
+    let server = Server::start(server_ns, &["--bind", bind, "--threads", "2"]);
+    let to = format!("{to_ip}:{}", server.port());
+    let mut done = 0;
+    for proto in ["tcp", "udp"] {
+        for (instances, threads) in [(1u64, 1u64), (100, 2)] {
+            let report = client(
+                client_ns,
+                &to,
+                &[
+                    "--proto",
+                    proto,
+                    "--instances",
+                    &instances.to_string(),
+                    "--threads",
+                    &threads.to_string(),
+                ],
+            );
+            assert_eq!(report["proto"], proto);
+            check_report(&report, instances, threads);
+            done += u(&report, "/transactions");
+        }
+    }
+    let served = server.stop();
+    assert_eq!(u(&served, "/total/tcp_connections"), 101, "{served:#}");
+    // 101 flows, or 100 when one of the second client's source ports was
+    // the first client's, freed and picked again (about 0.4% of runs).
+    let flows = u(&served, "/total/udp_flows");
+    assert!((100..=101).contains(&flows), "{served:#}");
+    // The server also answered the warm-ups and the last in-flight requests.
+    let answered = u(&served, "/total/tcp_transactions") + u(&served, "/total/udp_transactions");
+    assert!(answered >= done, "server {answered} < clients {done}");
+    assert_eq!(u(&served, "/total/tcp_bad_hellos"), 0);
+}
+
+#[test]
+fn loopback_tcp_and_udp_with_1_and_100_instances() {
+    matrix(None, None, "127.0.0.1", "127.0.0.1:0");
+}
+
+#[test]
+fn veth_between_namespaces_tcp_and_udp_with_1_and_100_instances() {
+    if skip_unless_root("veth_between_namespaces_tcp_and_udp_with_1_and_100_instances") {
+        return;
+    }
+    let (client_ns, server_ns) = (Netns::new("rrc"), Netns::new("rrs"));
+    let (a, b) = (unique("rra"), unique("rrb"));
+    sh(&[
+        "ip",
+        "link",
+        "add",
+        &a,
+        "netns",
+        &client_ns.name,
+        "type",
+        "veth",
+        "peer",
+        "name",
+        &b,
+        "netns",
+        &server_ns.name,
+    ]);
+    client_ns.ip(&["addr", "add", "10.78.0.1/24", "dev", &a]);
+    server_ns.ip(&["addr", "add", "10.78.0.2/24", "dev", &b]);
+    client_ns.ip(&["link", "set", &a, "up"]);
+    server_ns.ip(&["link", "set", &b, "up"]);
+    matrix(Some(&server_ns), Some(&client_ns), "10.78.0.2", "0.0.0.0:0");
+}
+
+/// Client and server pinned to the same CPU keep it busy: that CPU's row
+/// shows little idle time, which places the table's rows on the right CPUs.
+#[test]
+fn pinned_run_shows_its_cpu_busy_in_the_table() {
+    let cpu = (online_cpus() - 1).to_string();
+    let server = Server::start(None, &["--bind", "127.0.0.1:0", "--pin", &cpu]);
+    let report = client(None, &server.addr, &["--proto", "tcp", "--pin", &cpu]);
+    check_report(&report, 1, 1);
+    assert_eq!(report["per_thread"][0]["cpu"].as_u64(), cpu.parse().ok());
+    let row = &report["host_cpu"]["rows"][online_cpus()];
+    assert_eq!(row["cpu"], cpu.as_str());
+    assert!(
+        f(row, "/idle") < 50.0,
+        "CPU {cpu} idle in a ping-pong: {row}"
+    );
+    server.stop();
+}
+
+/// Every 100th request dropped by the server: the run completes, the
+/// client resends, and those transactions take at least the 10 ms timeout.
+/// Both client paths: 10 instances on epoll, 1 instance in a blocking read
+/// woken by the main thread.
+#[test]
+fn udp_run_survives_a_server_dropping_every_100th_request() {
+    let server = Server::start(None, &["--bind", "127.0.0.1:0", "--drop-every", "100"]);
+    for instances in [10, 1] {
+        let report = client(
+            None,
+            &server.addr,
+            &["--proto", "udp", "--instances", &instances.to_string()],
+        );
+        check_report(&report, instances, 1);
+        assert!(u(&report, "/resends") > 0, "{report:#}");
+        assert!(f(&report, "/latency/max_us") >= 10_000.0, "{report:#}");
+    }
+    let served = server.stop();
+    assert!(u(&served, "/total/udp_dropped") > 0, "{served:#}");
+}
+
+#[test]
+fn text_output_has_a_line_per_second_and_the_mpstat_table() {
+    let server = Server::start(None, &["--bind", "127.0.0.1:0"]);
+    let child = command(
+        None,
+        &[
+            "bench",
+            "rr",
+            "--to",
+            &server.addr,
+            "--proto",
+            "udp",
+            "--warmup",
+            "0",
+            "--duration",
+            "1",
+        ],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("spawn");
+    let (code, out, err) = finish(child, LIMIT);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.starts_with("rr: udp to 127.0.0.1:"), "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(
+        lines[0].trim_start().starts_with("1 s:") && lines[0].ends_with("transactions/s"),
+        "{out}"
+    );
+    assert!(lines[1].starts_with("transactions  "), "{out}");
+    assert!(
+        lines.iter().any(|l| l.starts_with("latency us    p50 ")),
+        "{out}"
+    );
+    let header = lines
+        .iter()
+        .position(|l| l.starts_with("CPU      %usr   %nice    %sys"))
+        .unwrap_or_else(|| panic!("no table: {out}"));
+    assert!(lines[header + 1].starts_with("all "), "{out}");
+    assert_eq!(lines.len(), header + 2 + online_cpus(), "{out}");
+    server.stop();
+}
+
+/// Each bad input: exit 2 and a first line quoting the value.
+#[test]
+fn bad_input_exits_2_naming_the_value() {
+    // Ports just freed: nothing listens there.
+    let free_tcp = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        l.local_addr().expect("addr").to_string()
+    };
+    let free_udp = {
+        let s = std::net::UdpSocket::bind("127.0.0.1:0").expect("bind");
+        s.local_addr().expect("addr").to_string()
+    };
+    // A UDP socket that reads and never answers: not an rr-server.
+    let silent_socket = std::net::UdpSocket::bind("127.0.0.1:0").expect("bind");
+    let silent = silent_socket.local_addr().expect("addr").to_string();
+    let cases: Vec<(Vec<&str>, String)> = vec![
+        (
+            vec!["--to", &free_tcp, "--proto", "tcp"],
+            format!("'{free_tcp}': cannot connect"),
+        ),
+        (
+            vec!["--to", &free_udp, "--proto", "udp"],
+            format!("'{free_udp}': UDP port unreachable"),
+        ),
+        (
+            vec!["--to", &silent, "--proto", "udp"],
+            "no answer to the UDP hello within 1 s".into(),
+        ),
+        (
+            vec!["--to", "127.0.0.1:9", "--proto", "tcp", "--instances", "0"],
+            "'0'".into(),
+        ),
+        (
+            vec!["--to", "127.0.0.1:9", "--proto", "udp", "--size", "1,65508"],
+            "'1,65508'".into(),
+        ),
+        (
+            vec!["--to", "127.0.0.1:9", "--proto", "udp", "--pin", "999"],
+            "CPU 999 is not online".into(),
+        ),
+        (
+            vec!["--to", "127.0.0.1:0", "--proto", "udp"],
+            "port 0".into(),
+        ),
+    ];
+    for (args, expected) in cases {
+        let child = command(
+            None,
+            &[&["bench", "rr", "--duration", "1"], &args[..]].concat(),
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+        let (code, _, stderr) = finish(child, LIMIT);
+        assert_eq!(code, Some(2), "{args:?}: {stderr}");
+        let first = stderr.lines().next().unwrap_or_default();
+        assert!(first.contains(&expected), "{args:?}: {stderr}");
+    }
+    let held = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let held = held.local_addr().expect("addr").to_string();
+    let child = command(
+        None,
+        &["bench", "rr-server", "--bind", &held, "--duration", "1"],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("spawn");
+    let (code, _, stderr) = finish(child, LIMIT);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!("'{held}'")) && stderr.contains("in use"),
+        "{stderr}"
+    );
+}
+
+/// Ctrl-C ends a run early with a full report, also when the only
+/// instance's thread sits in a blocking read.
+#[test]
+fn ctrl_c_stops_a_long_run_with_a_report() {
+    let server = Server::start(None, &["--bind", "127.0.0.1:0"]);
+    for proto in ["tcp", "udp"] {
+        let child = command(
+            None,
+            &[
+                "bench",
+                "rr",
+                "--json",
+                "--to",
+                &server.addr,
+                "--proto",
+                proto,
+                "--warmup",
+                "0.2",
+                "--duration",
+                "30",
+            ],
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+        std::thread::sleep(Duration::from_millis(1500));
+        let pid = i32::try_from(child.id()).expect("pid");
+        // SAFETY: signalling a child we started, by its PID.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+        let (code, out, err) = finish(child, LIMIT);
+        assert_eq!(code, Some(0), "{err}");
+        let report: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+        assert_eq!(report["ended"], "interrupted");
+        assert!(f(&report, "/duration_s") < 30.0, "{report:#}");
+        assert!(u(&report, "/transactions") > 0, "{report:#}");
+    }
+    server.stop();
+}
