@@ -55,6 +55,23 @@ impl Latency {
         self.hist.len()
     }
 
+    /// Share of the samples (0..=1) between `low_us` and `high_us`
+    /// inclusive, e.g. wrk's "+/- Stdev" column (mean +/- one stdev).
+    pub fn share_within(&self, low_us: f64, high_us: f64) -> f64 {
+        if self.hist.is_empty() {
+            return 0.0;
+        }
+        let low_ns = (low_us * 1000.0).max(0.0) as u64;
+        let high_ns = (high_us * 1000.0).max(0.0) as u64;
+        let inside: u64 = self
+            .hist
+            .iter_recorded()
+            .filter(|v| (low_ns..=high_ns).contains(&v.value_iterated_to()))
+            .map(|v| v.count_at_value())
+            .sum();
+        inside as f64 / self.hist.len() as f64
+    }
+
     pub fn summary(&self) -> LatencySummary {
         let us = |ns: f64| ns / 1000.0;
         let q = |p: f64| us(self.hist.value_at_quantile(p) as f64);
@@ -112,6 +129,17 @@ mod tests {
         // (0.1% resolution).
         assert!((s.p50_us - 501.0).abs() / 501.0 < 0.001, "{s:?}");
         assert!((s.max_us - 200_000.0).abs() / 200_000.0 < 0.001, "{s:?}");
+    }
+
+    #[test]
+    fn share_within_counts_the_samples_in_a_band() {
+        let mut l = Latency::new();
+        for us in [100u64, 200, 300, 10_000] {
+            l.record_ns(us * 1000);
+        }
+        assert!((l.share_within(150.0, 350.0) - 0.5).abs() < 1e-9);
+        assert!((l.share_within(0.0, 1e9) - 1.0).abs() < 1e-9);
+        assert_eq!(Latency::new().share_within(0.0, 1.0), 0.0);
     }
 
     #[test]

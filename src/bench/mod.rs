@@ -2,6 +2,7 @@
 //! pieces (pinning, stop, reporting) once.
 
 pub mod event;
+pub mod http;
 pub mod latency;
 pub mod pin;
 pub mod report;
@@ -18,11 +19,20 @@ pub enum BenchCommand {
     /// Send numbered UDP packets with sendmmsg, as fast as possible or at
     /// --rate, from --flows source ports per thread.
     UdpFlood(udp::FloodArgs),
+    /// Serve TechEmpower's /plaintext and /json over HTTP/1.1 keep-alive:
+    /// one pinned event loop per CPU, SO_REUSEPORT listeners in CPU order,
+    /// CBPF locality.
+    HttpServer(http::ServerArgs),
+    /// Load an HTTP server wrk style (closed loop, or open loop at --rate
+    /// with latency corrected for coordinated omission).
+    Http(http::LoadArgs),
 }
 
 pub fn run(cmd: BenchCommand) -> anyhow::Result<Status> {
     match cmd {
         BenchCommand::UdpSink(args) => udp::run_sink(&args),
         BenchCommand::UdpFlood(args) => udp::run_flood(&args),
+        BenchCommand::HttpServer(args) => http::run_server(&args),
+        BenchCommand::Http(args) => http::run_load(&args),
     }
 }

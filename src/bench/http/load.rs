@@ -1,0 +1,755 @@
+//! `bench http`: a wrk-style load generator. Each thread runs one epoll
+//! loop over its share of keep-alive connections and keeps plain counters
+//! and its own HDR histograms, merged after join; the main thread only
+//! sleeps, reports progress, sets stop and joins.
+//!
+//! Closed loop (default): every connection keeps `--pipeline` requests in
+//! flight and sends the next as soon as a response completes. Open loop
+//! (`--rate`): each thread owns a schedule (request k is due at
+//! start + k / rate) and hands each due request to a free connection. A
+//! request that waits because every connection is busy still counts its
+//! latency from its scheduled time (corrected for coordinated omission);
+//! the latency from its actual send is kept separately.
+
+use std::collections::VecDeque;
+use std::io;
+use std::net::{SocketAddr, TcpStream};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use nix::errno::Errno;
+use nix::sys::socket::{
+    self, recv, send, sockopt, AddressFamily, MsgFlags, SockFlag, SockType, SockaddrStorage,
+};
+
+use super::output::{self, ThreadStats};
+use super::response::{Completed, ResponseReader};
+use super::{Header, LoadArgs, Target};
+use crate::bench::event::{Epoll, Interest, Ready};
+use crate::bench::latency::Latency;
+use crate::bench::pin::{pin_current_thread, Pinning};
+use crate::bench::report::{LiveCounter, Progress};
+use crate::bench::stop;
+use crate::error::Status;
+use crate::host::Root;
+
+/// Connection attempts before the run starts, and the pause between them.
+const PREFLIGHT_TRIES: u32 = 3;
+const PREFLIGHT_PAUSE: Duration = Duration::from_millis(200);
+/// Longest epoll wait: the stop flag and housekeeping are looked at least
+/// this often.
+const MAX_WAIT: Duration = Duration::from_millis(10);
+/// Req/Sec samples, timeouts and reconnections, like wrk's 100 ms records.
+const HOUSEKEEPING: Duration = Duration::from_millis(100);
+const READ_CHUNK: usize = 64 * 1024;
+
+pub fn run(args: &LoadArgs) -> anyhow::Result<Status> {
+    let threads = args.threads as usize;
+    let connections = args.connections as usize;
+    if connections < threads {
+        anyhow::bail!(
+            "-c '{connections}' is less than -t '{threads}': every thread needs at least one \
+             connection; raise -c or lower -t"
+        );
+    }
+    let rates = split_rate(args.rate, threads)?;
+    let pinning = if args.pin_cpus {
+        Pinning::all_allowed()?
+    } else {
+        Pinning::resolve(args.pin.as_deref(), &Root::live())?
+    };
+    let addr = args.url.resolve()?;
+    preflight(addr, &args.url)?;
+    let request = build_request(&args.url, &args.headers);
+    let pipeline = args.pipeline as usize;
+    let batch = request.repeat(pipeline);
+
+    if !args.json {
+        println!("{}", output::running_line(args));
+    }
+    stop::catch_ctrl_c()?;
+    let stop_flag = AtomicBool::new(false);
+    let live: Vec<LiveCounter> = (0..threads).map(|_| LiveCounter::default()).collect();
+    let mut progress = Progress::new(true);
+    let start = Instant::now();
+    let shared = Shared {
+        addr,
+        batch: &batch,
+        request_len: request.len(),
+        pipeline,
+        timeout: args.timeout,
+        record_from: start + args.warmup,
+        stop: &stop_flag,
+    };
+    let total = args.warmup.saturating_add(args.duration);
+
+    let (ended, elapsed, results) = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|i| {
+                let plan = Plan {
+                    cpu: pinning.cpu_for(i),
+                    connections: connections / threads + usize::from(i < connections % threads),
+                    rate: rates[i],
+                };
+                let (shared, live) = (&shared, &live[i]);
+                scope.spawn(move || Worker::new(shared, plan)?.run(live))
+            })
+            .collect();
+        let mut last = 0u64;
+        let (ended, elapsed) = stop::run_ticking(start, total, &stop_flag, |second| {
+            let now: u64 = live.iter().map(|l| l.read().0).sum();
+            let phase = if Duration::from_secs(second) <= args.warmup {
+                " (warm-up)"
+            } else {
+                ""
+            };
+            progress.show(&format!("http {second} s: {} req/s{phase}", now - last));
+            last = now;
+        });
+        let results: Vec<anyhow::Result<ThreadStats>> = handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a load thread panicked")))
+            })
+            .collect();
+        (ended, elapsed, results)
+    });
+    progress.clear();
+    let results = results.into_iter().collect::<anyhow::Result<Vec<_>>>()?;
+    let measured = elapsed.saturating_sub(args.warmup);
+    let report = output::build(args, ended, measured, results);
+    if args.json {
+        crate::bench::report::print_json(&report)?;
+    } else {
+        output::print_text(&report)?;
+    }
+    Ok(Status::Clean)
+}
+
+/// Split `--rate` over the threads (the first ones take the remainder).
+fn split_rate(rate: Option<u64>, threads: usize) -> anyhow::Result<Vec<Option<u64>>> {
+    let Some(rate) = rate else {
+        return Ok(vec![None; threads]);
+    };
+    let n = threads as u64;
+    if rate < n {
+        anyhow::bail!(
+            "--rate '{rate}' is below -t '{threads}': each thread sends at least 1 request/s; \
+             raise --rate or lower -t"
+        );
+    }
+    Ok((0..n)
+        .map(|i| Some(rate / n + u64::from(i < rate % n)))
+        .collect())
+}
+
+/// Try to connect before starting, so a wrong port is one clear error and
+/// not a report full of connect errors.
+fn preflight(addr: SocketAddr, url: &Target) -> anyhow::Result<()> {
+    let mut last = None;
+    for attempt in 0..PREFLIGHT_TRIES {
+        match TcpStream::connect_timeout(&addr, Duration::from_secs(2)) {
+            Ok(_) => return Ok(()),
+            Err(e) => last = Some(e),
+        }
+        if attempt + 1 < PREFLIGHT_TRIES {
+            std::thread::sleep(PREFLIGHT_PAUSE);
+        }
+    }
+    let why = match last {
+        Some(e) if e.kind() == io::ErrorKind::ConnectionRefused => "connection refused".to_string(),
+        Some(e) if e.kind() == io::ErrorKind::TimedOut => "no answer within 2 s".to_string(),
+        Some(e) => e.to_string(),
+        None => "no attempt made".to_string(),
+    };
+    anyhow::bail!(
+        "cannot connect to {addr} ('{}'): {why} ({PREFLIGHT_TRIES} tries); is a server listening there?",
+        url.text
+    )
+}
+
+/// The request every connection sends, wrk style: `GET PATH HTTP/1.1`, the
+/// Host header (unless -H gives one), then the -H headers.
+fn build_request(url: &Target, headers: &[Header]) -> Vec<u8> {
+    let mut text = format!("GET {} HTTP/1.1\r\n", url.path);
+    if !headers.iter().any(|h| h.name.eq_ignore_ascii_case("host")) {
+        text.push_str(&format!("Host: {}\r\n", url.authority));
+    }
+    for h in headers {
+        text.push_str(&format!("{}: {}\r\n", h.name, h.value));
+    }
+    text.push_str("\r\n");
+    text.into_bytes()
+}
+
+/// What every thread shares (read only).
+struct Shared<'a> {
+    addr: SocketAddr,
+    /// The request repeated `pipeline` times: any run of queued requests is
+    /// a suffix of it, so unsent output is just a byte count.
+    batch: &'a [u8],
+    request_len: usize,
+    pipeline: usize,
+    timeout: Duration,
+    /// Statistics count from here (after the warm-up).
+    record_from: Instant,
+    stop: &'a AtomicBool,
+}
+
+/// One thread's share.
+struct Plan {
+    cpu: Option<u32>,
+    connections: usize,
+    rate: Option<u64>,
+}
+
+/// The open loop's timetable: request k is due at start + k / rate.
+struct Schedule {
+    start: Instant,
+    interval_ns: f64,
+    next: u64,
+}
+
+impl Schedule {
+    fn due_at(&self, k: u64) -> Instant {
+        self.start + Duration::from_nanos((k as f64 * self.interval_ns) as u64)
+    }
+
+    /// Requests due by `now` and not yet sent.
+    fn behind(&self, now: Instant) -> u64 {
+        let elapsed = now.saturating_duration_since(self.start).as_nanos() as f64;
+        ((elapsed / self.interval_ns) as u64 + 1).saturating_sub(self.next)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Connecting,
+    Open,
+    Down { retry_at: Instant },
+}
+
+/// When a request was due and when it went out (the same in closed loop).
+#[derive(Debug, Clone, Copy)]
+struct Sent {
+    due: Instant,
+    sent: Instant,
+}
+
+struct Conn {
+    stream: Option<TcpStream>,
+    phase: Phase,
+    generation: u32,
+    reader: ResponseReader,
+    in_flight: VecDeque<Sent>,
+    /// Bytes of queued requests not yet written.
+    unsent: usize,
+    /// Registered for writability (a send did not take everything).
+    writing: bool,
+    /// Connect failures (or closes before any response) in a row.
+    failures: u32,
+    /// Open loop: in the free list.
+    listed: bool,
+    since: Instant,
+}
+
+struct Worker<'a> {
+    shared: &'a Shared<'a>,
+    epoll: Epoll,
+    conns: Vec<Conn>,
+    schedule: Option<Schedule>,
+    /// Open loop: connections that can take another request.
+    free: VecDeque<usize>,
+    scratch: Vec<u8>,
+    completed: Vec<Completed>,
+    stats: ThreadStats,
+    sampled_at: Instant,
+    sampled_requests: u64,
+}
+
+impl<'a> Worker<'a> {
+    fn new(shared: &'a Shared<'a>, plan: Plan) -> anyhow::Result<Worker<'a>> {
+        if let Some(cpu) = plan.cpu {
+            pin_current_thread(cpu)?;
+        }
+        if plan.rate.is_some() {
+            precise_timers();
+        }
+        let now = Instant::now();
+        let conns = (0..plan.connections)
+            .map(|_| Conn {
+                stream: None,
+                phase: Phase::Down { retry_at: now },
+                generation: 0,
+                reader: ResponseReader::default(),
+                in_flight: VecDeque::with_capacity(shared.pipeline),
+                unsent: 0,
+                writing: false,
+                failures: 0,
+                listed: false,
+                since: now,
+            })
+            .collect();
+        Ok(Worker {
+            shared,
+            epoll: Epoll::new(256).context("cannot create an epoll instance")?,
+            conns,
+            schedule: plan.rate.map(|rate| Schedule {
+                start: now,
+                interval_ns: 1e9 / rate as f64,
+                next: 0,
+            }),
+            free: VecDeque::with_capacity(plan.connections),
+            scratch: vec![0; READ_CHUNK],
+            completed: Vec::new(),
+            stats: ThreadStats {
+                cpu: plan.cpu,
+                connections: plan.connections,
+                uncorrected: plan.rate.map(|_| Latency::new()),
+                ..ThreadStats::default()
+            },
+            sampled_at: shared.record_from,
+            sampled_requests: 0,
+        })
+    }
+
+    fn run(mut self, live: &LiveCounter) -> anyhow::Result<ThreadStats> {
+        let now = Instant::now();
+        for i in 0..self.conns.len() {
+            self.connect(i, now);
+        }
+        let mut ready: Vec<Ready> = Vec::with_capacity(256);
+        let mut next_housekeeping = now + HOUSEKEEPING;
+        while !self.shared.stop.load(Ordering::Relaxed) {
+            let now = Instant::now();
+            self.dispatch_due(now);
+            if now >= next_housekeeping {
+                self.housekeeping(now);
+                live.publish(self.stats.requests, self.stats.bytes);
+                next_housekeeping = now + HOUSEKEEPING;
+            }
+            let timeout = self.wait_time(now, next_housekeeping);
+            self.epoll
+                .wait_into(Some(timeout), &mut ready)
+                .context("epoll wait failed")?;
+            for event in &ready {
+                self.on_event(*event);
+            }
+        }
+        if let Some(schedule) = &self.schedule {
+            self.stats.unsent_at_end = schedule.behind(Instant::now());
+        }
+        Ok(self.stats)
+    }
+
+    /// Until the next due request (open loop, a connection free), the next
+    /// housekeeping, or [`MAX_WAIT`].
+    fn wait_time(&self, now: Instant, next_housekeeping: Instant) -> Duration {
+        let mut until = next_housekeeping.min(now + MAX_WAIT);
+        if let Some(schedule) = &self.schedule {
+            if !self.free.is_empty() {
+                until = until.min(schedule.due_at(schedule.next));
+            }
+        }
+        until.saturating_duration_since(now)
+    }
+
+    fn token(&self, i: usize) -> u64 {
+        (u64::from(self.conns[i].generation) << 32) | i as u64
+    }
+
+    /// Open a fresh socket for connection `i` (non-blocking connect).
+    fn connect(&mut self, i: usize, now: Instant) {
+        let conn = &mut self.conns[i];
+        conn.generation = conn.generation.wrapping_add(1);
+        conn.stream = None;
+        conn.reader = ResponseReader::default();
+        conn.in_flight.clear();
+        conn.unsent = 0;
+        conn.writing = false;
+        conn.since = now;
+        let token = self.token(i);
+        let started = start_connect(self.shared.addr).and_then(|(stream, done)| {
+            let interest = if done {
+                Interest::READ
+            } else {
+                Interest::READ_WRITE
+            };
+            self.epoll.add(stream.as_raw_fd(), token, interest)?;
+            Ok((stream, done))
+        });
+        match started {
+            Ok((stream, done)) => {
+                let conn = &mut self.conns[i];
+                conn.stream = Some(stream);
+                conn.phase = Phase::Connecting;
+                if done {
+                    self.opened(i, now);
+                }
+            }
+            Err(_) => {
+                self.stats.errors.connect += 1;
+                self.fail(i, now);
+            }
+        }
+    }
+
+    /// Take connection `i` down; it reconnects after a back-off that grows
+    /// with failures in a row (none after a clean close).
+    fn fail(&mut self, i: usize, now: Instant) {
+        let conn = &mut self.conns[i];
+        conn.failures = conn.failures.saturating_add(1);
+        self.down(i, now);
+    }
+
+    fn down(&mut self, i: usize, now: Instant) {
+        let conn = &mut self.conns[i];
+        // Dropping the stream closes it and removes it from epoll.
+        conn.stream = None;
+        conn.in_flight.clear();
+        conn.unsent = 0;
+        let backoff = match conn.failures {
+            0 => Duration::ZERO,
+            n => Duration::from_millis(10u64 << (n - 1).min(7)).min(Duration::from_secs(1)),
+        };
+        conn.phase = Phase::Down {
+            retry_at: now + backoff,
+        };
+        if backoff.is_zero() && !self.shared.stop.load(Ordering::Relaxed) {
+            self.connect(i, now);
+        }
+    }
+
+    fn opened(&mut self, i: usize, now: Instant) {
+        let token = self.token(i);
+        let conn = &mut self.conns[i];
+        conn.phase = Phase::Open;
+        conn.since = now;
+        let Some(stream) = &conn.stream else { return };
+        conn.writing = false;
+        if self
+            .epoll
+            .modify(stream.as_raw_fd(), token, Interest::READ)
+            .is_err()
+        {
+            self.stats.errors.connect += 1;
+            self.fail(i, now);
+            return;
+        }
+        if self.schedule.is_some() {
+            self.make_free(i);
+        } else {
+            for _ in 0..self.shared.pipeline {
+                self.queue(i, now, now);
+            }
+            self.flush(i, now);
+        }
+    }
+
+    fn queue(&mut self, i: usize, due: Instant, sent: Instant) {
+        let conn = &mut self.conns[i];
+        conn.in_flight.push_back(Sent { due, sent });
+        conn.unsent += self.shared.request_len;
+    }
+
+    fn make_free(&mut self, i: usize) {
+        let conn = &mut self.conns[i];
+        if !conn.listed && conn.phase == Phase::Open && conn.in_flight.len() < self.shared.pipeline
+        {
+            conn.listed = true;
+            self.free.push_back(i);
+        }
+    }
+
+    /// Open loop: hand every due request to a free connection.
+    fn dispatch_due(&mut self, now: Instant) {
+        loop {
+            let Some(schedule) = &self.schedule else {
+                return;
+            };
+            let due = schedule.due_at(schedule.next);
+            if due > now {
+                return;
+            }
+            let Some(i) = self.pop_free() else { return };
+            if let Some(schedule) = &mut self.schedule {
+                schedule.next += 1;
+            }
+            self.queue(i, due, now);
+            self.flush(i, now);
+            self.make_free(i);
+        }
+    }
+
+    fn pop_free(&mut self) -> Option<usize> {
+        while let Some(i) = self.free.pop_front() {
+            let conn = &mut self.conns[i];
+            conn.listed = false;
+            if conn.phase == Phase::Open && conn.in_flight.len() < self.shared.pipeline {
+                return Some(i);
+            }
+        }
+        None
+    }
+
+    /// Write queued requests; a full socket waits for writability.
+    fn flush(&mut self, i: usize, now: Instant) {
+        let token = self.token(i);
+        let conn = &mut self.conns[i];
+        let Some(stream) = &conn.stream else { return };
+        let fd = stream.as_raw_fd();
+        while conn.unsent > 0 {
+            let from = self.shared.batch.len() - conn.unsent;
+            match send(fd, &self.shared.batch[from..], MsgFlags::MSG_NOSIGNAL) {
+                Ok(n) => conn.unsent -= n,
+                Err(Errno::EINTR) => continue,
+                Err(Errno::EAGAIN) => break,
+                Err(_) => {
+                    self.stats.errors.write += 1;
+                    self.fail(i, now);
+                    return;
+                }
+            }
+        }
+        let want_write = conn.unsent > 0;
+        if want_write != conn.writing {
+            let interest = if want_write {
+                Interest::READ_WRITE
+            } else {
+                Interest::READ
+            };
+            if self.epoll.modify(fd, token, interest).is_ok() {
+                conn.writing = want_write;
+            }
+        }
+    }
+
+    fn on_event(&mut self, event: Ready) {
+        let i = (event.token & 0xffff_ffff) as usize;
+        if self.conns.get(i).map(|c| c.generation) != Some((event.token >> 32) as u32) {
+            return; // for a socket closed earlier in this batch
+        }
+        let now = Instant::now();
+        match self.conns[i].phase {
+            Phase::Connecting if event.writable || event.hangup => {
+                let ok = self.conns[i]
+                    .stream
+                    .as_ref()
+                    .is_some_and(|s| matches!(socket::getsockopt(s, sockopt::SocketError), Ok(0)));
+                if ok {
+                    self.opened(i, now);
+                } else {
+                    self.stats.errors.connect += 1;
+                    self.fail(i, now);
+                }
+            }
+            Phase::Open => {
+                if event.writable {
+                    self.flush(i, now);
+                }
+                if (event.readable || event.hangup) && self.conns[i].phase == Phase::Open {
+                    self.on_readable(i);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Read once; complete responses free their requests' slots.
+    fn on_readable(&mut self, i: usize) {
+        let Some(stream) = &self.conns[i].stream else {
+            return;
+        };
+        let received = recv(stream.as_raw_fd(), &mut self.scratch, MsgFlags::empty());
+        let now = Instant::now();
+        let n = match received {
+            Ok(0) => {
+                let conn = &self.conns[i];
+                if conn.in_flight.is_empty() && conn.reader.idle() {
+                    self.down(i, now); // the server closed an idle connection
+                } else {
+                    self.stats.errors.read += 1;
+                    self.fail(i, now);
+                }
+                return;
+            }
+            Ok(n) => n,
+            Err(Errno::EAGAIN) | Err(Errno::EINTR) => return,
+            Err(_) => {
+                self.stats.errors.read += 1;
+                self.fail(i, now);
+                return;
+            }
+        };
+        let recording = now >= self.shared.record_from;
+        if recording {
+            self.stats.bytes += n as u64;
+        }
+        self.completed.clear();
+        let conn = &mut self.conns[i];
+        let fed = conn.reader.feed(&self.scratch[..n], &mut self.completed);
+        let mut close = false;
+        for done in &self.completed {
+            let Some(sent) = conn.in_flight.pop_front() else {
+                self.stats
+                    .errors
+                    .note_protocol("more responses than requests");
+                self.fail(i, now);
+                return;
+            };
+            if recording {
+                self.stats.requests += 1;
+                self.stats.statuses.count(done.status);
+                self.stats
+                    .latency
+                    .record(now.saturating_duration_since(sent.due));
+                if let Some(uncorrected) = &mut self.stats.uncorrected {
+                    uncorrected.record(now.saturating_duration_since(sent.sent));
+                }
+            }
+            close |= done.close;
+        }
+        if !self.completed.is_empty() {
+            conn.failures = 0;
+        }
+        if let Err(why) = fed {
+            self.stats.errors.note_protocol(&why);
+            self.fail(i, now);
+            return;
+        }
+        if close {
+            // Requests pipelined behind a closing response are dropped.
+            self.down(i, now);
+            return;
+        }
+        if self.schedule.is_some() {
+            self.make_free(i);
+        } else if !self.shared.stop.load(Ordering::Relaxed) {
+            for _ in 0..self.completed.len() {
+                self.queue(i, now, now);
+            }
+            self.flush(i, now);
+        }
+    }
+
+    /// Every 100 ms: a Req/Sec sample, timeouts, reconnections.
+    fn housekeeping(&mut self, now: Instant) {
+        if now >= self.shared.record_from {
+            let dt = now.saturating_duration_since(self.sampled_at).as_secs_f64();
+            if dt > 0.0 && self.sampled_at >= self.shared.record_from {
+                let done = self.stats.requests - self.sampled_requests;
+                self.stats.rate_samples.push(done as f64 / dt);
+            }
+            self.sampled_at = now;
+            self.sampled_requests = self.stats.requests;
+        }
+        for i in 0..self.conns.len() {
+            let conn = &self.conns[i];
+            match conn.phase {
+                Phase::Open => {
+                    if conn.in_flight.front().is_some_and(|s| {
+                        now.saturating_duration_since(s.sent) >= self.shared.timeout
+                    }) {
+                        self.stats.errors.timeout += conn.in_flight.len() as u64;
+                        self.down(i, now);
+                    }
+                }
+                Phase::Connecting => {
+                    if now.saturating_duration_since(conn.since) >= self.shared.timeout {
+                        self.stats.errors.connect += 1;
+                        self.fail(i, now);
+                    }
+                }
+                Phase::Down { retry_at } => {
+                    if retry_at <= now {
+                        self.connect(i, now);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A non-blocking TCP socket with its connect started; true when it
+/// connected at once.
+fn start_connect(addr: SocketAddr) -> io::Result<(TcpStream, bool)> {
+    let family = if addr.is_ipv4() {
+        AddressFamily::Inet
+    } else {
+        AddressFamily::Inet6
+    };
+    let fd: OwnedFd = socket::socket(
+        family,
+        SockType::Stream,
+        SockFlag::SOCK_NONBLOCK | SockFlag::SOCK_CLOEXEC,
+        None,
+    )?;
+    socket::setsockopt(&fd, sockopt::TcpNoDelay, &true)?;
+    let done = match socket::connect(fd.as_raw_fd(), &SockaddrStorage::from(addr)) {
+        Ok(()) => true,
+        Err(Errno::EINPROGRESS) => false,
+        Err(e) => return Err(e.into()),
+    };
+    Ok((TcpStream::from(fd), done))
+}
+
+/// Wake-ups as close to the schedule as the kernel allows (the default
+/// 50 us timer slack would delay every paced send).
+fn precise_timers() {
+    // SAFETY: PR_SET_TIMERSLACK takes a plain integer and affects only the
+    // calling thread; failure just leaves the default slack.
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rate_split_keeps_the_total() {
+        let split = split_rate(Some(10), 3).expect("split");
+        assert_eq!(split, vec![Some(4), Some(3), Some(3)]);
+        assert!(split_rate(Some(1), 2)
+            .expect_err("below threads")
+            .to_string()
+            .contains("'1'"));
+        assert_eq!(split_rate(None, 2).expect("none"), vec![None, None]);
+    }
+
+    #[test]
+    fn request_is_what_wrk_sends() {
+        let url = super::super::url::parse("http://127.0.0.1:8080/json").expect("url");
+        assert_eq!(
+            build_request(&url, &[]),
+            b"GET /json HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n"
+        );
+        let host = Header {
+            name: "Host".into(),
+            value: "server.tld".into(),
+        };
+        assert_eq!(
+            build_request(&url, &[host]),
+            b"GET /json HTTP/1.1\r\nHost: server.tld\r\n\r\n"
+        );
+    }
+
+    #[test]
+    fn schedule_counts_what_is_due() {
+        let start = Instant::now();
+        let mut s = Schedule {
+            start,
+            interval_ns: 1e6, // 1000 req/s
+            next: 0,
+        };
+        assert_eq!(s.behind(start), 1, "request 0 is due at once");
+        assert_eq!(s.behind(start + Duration::from_micros(10_500)), 11);
+        s.next = 11;
+        assert_eq!(s.behind(start + Duration::from_micros(10_500)), 0);
+        assert_eq!(s.due_at(11), start + Duration::from_millis(11));
+    }
+}
