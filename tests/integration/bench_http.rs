@@ -357,6 +357,22 @@ fn malformed_and_oversized_requests_are_refused_and_closed() {
 }
 
 #[test]
+fn idle_connections_are_closed_after_the_idle_timeout() {
+    let server = Server::start(&["--threads", "1", "--idle-timeout", "1"]);
+    let mut idle = TcpStream::connect(&server.addr).expect("connect");
+    let started = Instant::now();
+    let rest = read_to_close(&mut idle);
+    let waited = started.elapsed();
+    assert!(rest.is_empty(), "{rest}");
+    assert!(
+        waited >= Duration::from_millis(900) && waited < Duration::from_secs(4),
+        "closed after {waited:?}"
+    );
+    let served = server.stop();
+    assert_eq!(u(&served, "/per_thread/0/idle_closed"), 1, "{served:#}");
+}
+
+#[test]
 fn date_header_changes_after_a_second() {
     let server = Server::start(&["--threads", "1"]);
     let mut stream = TcpStream::connect(&server.addr).expect("connect");

@@ -60,6 +60,12 @@ pub struct ServerArgs {
     /// polling also needs a NIC with NAPI; loopback has none).
     #[arg(long, value_name = "USECS", value_parser = clap::value_parser!(u32).range(1..=i32::MAX as i64))]
     pub busy_poll: Option<u32>,
+    /// epoll timeout in microseconds while traffic flows (default: 100
+    /// when busy polling can engage, with --busy-poll or
+    /// net.core.busy_poll; else 10000, since short waits then only add
+    /// timer wake-ups).
+    #[arg(long, value_name = "USECS", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub wait_us: Option<u32>,
     /// Close connections idle this long.
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = stop::parse_duration)]
     pub idle_timeout: Duration,

@@ -24,7 +24,9 @@ use nix::sys::socket::{
 };
 use serde::Serialize;
 
-use super::event_loop::{EpollLoop, EventLoop, LoopOptions, ThreadCounts};
+use super::event_loop::{
+    EpollLoop, EventLoop, LoopOptions, ThreadCounts, BUSY_POLL_WAIT, LONG_WAIT,
+};
 use super::{Locality, ServerArgs};
 use crate::bench::pin::{pin_current_thread, Pinning};
 use crate::bench::report::{self, LiveCounter, Progress};
@@ -83,9 +85,15 @@ pub fn run(args: &ServerArgs) -> anyhow::Result<Status> {
         }
         Locality::None => None,
     };
+    let wait = match args.wait_us {
+        Some(us) => Duration::from_micros(u64::from(us)),
+        None if busy_polling(args.busy_poll, &root) => BUSY_POLL_WAIT,
+        None => LONG_WAIT,
+    };
     let options = LoopOptions {
         busy_poll: args.busy_poll,
         idle_timeout: args.idle_timeout,
+        wait,
     };
 
     stop::catch_ctrl_c()?;
@@ -147,10 +155,13 @@ pub fn run(args: &ServerArgs) -> anyhow::Result<Status> {
                 format!("CPUs {}", cpuset::format_list(pinning.cpus()))
             };
             println!(
-                "http-server: listening on {addr} ({threads} thread{}, {pin}, locality {}, busy poll {})",
+                "http-server: listening on {addr} ({threads} thread{}, {pin}, locality {}, \
+                 SO_BUSY_POLL {}, epoll wait {} us)",
                 if threads == 1 { "" } else { "s" },
                 locality_name(locality),
-                args.busy_poll.map_or("off".to_string(), |us| format!("{us} us")),
+                args.busy_poll
+                    .map_or("off".to_string(), |us| format!("{us} us")),
+                wait.as_micros(),
             );
         }
         gate.open(failure.is_none());
@@ -302,6 +313,17 @@ fn open_listener(addr: SocketAddr, busy_poll: Option<u32>) -> anyhow::Result<Tcp
     socket::bind(fd.as_raw_fd(), &SockaddrStorage::from(addr)).map_err(|e| bind_error(addr, e))?;
     socket::listen(&fd, Backlog::MAXCONN).context("cannot listen")?;
     Ok(TcpListener::from(fd))
+}
+
+/// Whether busy polling can engage while epoll waits: asked for with
+/// --busy-poll, or on for every socket (net.core.busy_poll).
+fn busy_polling(busy_poll: Option<u32>, root: &Root) -> bool {
+    busy_poll.is_some()
+        || root
+            .read("/proc/sys/net/core/busy_poll")
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .is_some_and(|us| us > 0)
 }
 
 /// SO_BUSY_POLL: how long a read may busy-poll the device queue.
