@@ -45,6 +45,7 @@ cleanup() {
 trap cleanup EXIT
 results=$work/results.csv
 : >"$results"
+: >"$work/server.log"
 
 free_port() {
     python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
@@ -93,8 +94,8 @@ stop_nginx() {
     wait "$nginx_pid" 2>/dev/null || true
 }
 
-start_nettune() {
-    "$bin" bench http-server --bind 127.0.0.1:0 --threads $THREADS --pin 0-1 >"$work/server.out" 2>&1 &
+start_nettune() { # extra server options
+    "$bin" bench http-server --bind 127.0.0.1:0 --threads $THREADS --pin 0-1 "$@" >"$work/server.out" 2>&1 &
     server_pid=$!
     pids+=("$server_pid")
     for _ in $(seq 100); do
@@ -104,21 +105,23 @@ start_nettune() {
     done
     [ -n "$server_addr" ] || { cat "$work/server.out" >&2; exit 1; }
 }
-stop_nettune() {
+stop_nettune() { # label for its per-thread lines
     kill -INT "$server_pid"
     wait "$server_pid" 2>/dev/null || true
-    tail -n +2 "$work/server.out" >>"$work/server.log"
+    { grep '^thread' "$work/server.out" || true; } | sed "s/^/  $1 /" >>"$work/server.log"
 }
 
-# wrk's "99%  1.18ms" in microseconds.
-wrk_p99_us() {
-    awk '$1 == "99%" { v = $2; u = 1
+# A wrk time ("1.18ms", "950.00us", "1.20s") in microseconds.
+to_us() {
+    awk -v v="$1" 'BEGIN { u = 1
         if (v ~ /us$/) u = 1; else if (v ~ /ms$/) u = 1000; else if (v ~ /s$/) u = 1000000
-        sub(/[a-z]+$/, "", v); printf "%.1f", v * u }' "$1"
+        sub(/[a-z]+$/, "", v); printf "%.1f", v * u }'
 }
+wrk_p99_us() { to_us "$(awk '$1 == "99%" { print $2 }' "$1")"; }
+wrk_avg_us() { to_us "$(awk '$1 == "Latency" { print $2; exit }' "$1")"; }
 wrk_rps() { awk '/^Requests\/sec/ { printf "%.0f", $2 }' "$1"; }
 
-record() { echo "$1,$2,$3,$4,$5" >>"$results"; } # part,what,run,rps,p99_us
+record() { echo "$1,$2,$3,$4,$5,${6:-}" >>"$results"; } # part,what,run,rps,p99_us,avg_us
 
 wrk_pinned() { # part what run url
     local half=$((CONNS / THREADS))
@@ -132,34 +135,42 @@ wrk_pinned() { # part what run url
 }
 wrk_plain() { # part what run url
     wrk -t$THREADS -c"$CONNS" -d"$DURATION" --latency "$4" >"$work/w.out"
-    record "$1" "$2" "$3" "$(wrk_rps "$work/w.out")" "$(wrk_p99_us "$work/w.out")"
+    record "$1" "$2" "$3" "$(wrk_rps "$work/w.out")" "$(wrk_p99_us "$work/w.out")" "$(wrk_avg_us "$work/w.out")"
 }
 nettune_load() { # part what run url
     "$bin" bench http "$4" -t $THREADS -c "$CONNS" -d "$DURATION" --json >"$work/n.json"
     local figures
-    figures=$(python3 -c 'import json, sys; r = json.load(open(sys.argv[1]))
-print("%.0f %.1f" % (r["requests_per_s"], r["latency"]["p99_us"]))' "$work/n.json")
-    record "$1" "$2" "$3" "${figures% *}" "${figures#* }"
+    python3 -c 'import json, sys
+r = json.load(open(sys.argv[1]))
+part, what, run = sys.argv[2:5]
+print("%s,%s,%s,%.0f,%.1f,%.1f" % (part, what, run, r["requests_per_s"], r["latency"]["p99_us"], r["latency"]["mean_us"]))
+c = r.get("latency_wrk_corrected")
+if c:
+    print("%s,%s-wrk-corrected,%s,%.0f,%.1f,%.1f" % (part, what, run, r["requests_per_s"], c["p99_us"], c["mean_us"]))
+' "$work/n.json" "$1" "$2" "$3" >>"$results"
 }
 
 echo "machine: $(nproc) CPUs, $(uname -r), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
 echo "nginx $(nginx -v 2>&1 | sed 's/.*nginx\///'), wrk $(wrk -v 2>&1 | head -1 | awk '{print $2}'); $RUNS runs of ${DURATION}s, -t$THREADS -c$CONNS; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 
-# (a) servers, alternating which goes first.
+# (a) servers, rotating which goes first. nettune-hash is nettune with
+# --locality none: CBPF steers by the CPU that handles a connection's first
+# packet, which for unpinned wrk threads on loopback is wherever the thread
+# happened to run when it connected.
+servers=(nginx nettune nettune-hash)
 for run in $(seq "$RUNS"); do
-    order="nginx nettune"
-    [ $((run % 2)) -eq 0 ] && order="nettune nginx"
-    for server in $order; do
-        if [ "$server" = nginx ]; then
-            start_nginx
-            url="http://127.0.0.1:$nginx_port/plaintext"
-        else
-            start_nettune
-            url="http://$server_addr/plaintext"
+    for k in 0 1 2; do
+        server=${servers[$(((run + k) % 3))]}
+        case $server in
+            nginx) start_nginx; url="http://127.0.0.1:$nginx_port/plaintext" ;;
+            nettune) start_nettune; url="http://$server_addr/plaintext" ;;
+            nettune-hash) start_nettune --locality none; url="http://$server_addr/plaintext" ;;
+        esac
+        if [ "$server" != nettune-hash ]; then
+            wrk_pinned a "$server/wrk-pinned" "$run" "$url"
         fi
-        wrk_pinned a "$server/wrk-pinned" "$run" "$url"
         wrk_plain a "$server/wrk-unpinned" "$run" "$url"
-        if [ "$server" = nginx ]; then stop_nginx; else stop_nettune; fi
+        if [ "$server" = nginx ]; then stop_nginx; else stop_nettune "$server run $run:"; fi
     done
 done
 
@@ -178,9 +189,9 @@ done
 stop_nginx
 
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "per-thread requests of the nettune server (CBPF balance):"
-grep '^thread' "$work/server.log" | sed 's/^/  /'
-python3 - "$results" <<'EOF'
+echo "per-thread requests of the nettune servers (CBPF or hash balance), each run:"
+cat "$work/server.log"
+python3 - "$results" "$CONNS" <<'EOF'
 import csv, statistics, sys
 rows = list(csv.reader(open(sys.argv[1])))
 def series(part, what, col):
@@ -193,12 +204,21 @@ def show(part, what):
     print(line)
     return statistics.median(rps), (statistics.median(p99) if p99 else None)
 print("(a) servers, driven by wrk")
-for driver in ("wrk-pinned", "wrk-unpinned"):
+for driver, servers in (("wrk-pinned", ["nettune"]), ("wrk-unpinned", ["nettune", "nettune-hash"])):
     n, _ = show("a", f"nginx/{driver}")
-    t, _ = show("a", f"nettune/{driver}")
-    print(f"  ratio nettune/nginx ({driver}): {t / n:.2f}x (goal >= 1.30)")
+    for server in servers:
+        t, _ = show("a", f"{server}/{driver}")
+        print(f"  ratio {server}/nginx ({driver}): {t / n:.2f}x (goal >= 1.30)")
 print("(b) load generators, driving nginx")
 w, wp = show("b", "wrk")
 t, tp = show("b", "nettune")
-print(f"  ratio req/s nettune/wrk: {t / w:.2f} (goal >= 1.00); p99 nettune/wrk: {tp / wp:.2f} (goal 0.90-1.10)")
+_, cp = show("b", "nettune-wrk-corrected")
+print(f"  ratio req/s nettune/wrk: {t / w:.2f} (goal >= 1.00)")
+print(f"  ratio p99 nettune/wrk: measured {tp / wp:.2f}; corrected afterwards as wrk corrects its own: {cp / wp:.2f} (goal 0.90-1.10)")
+# Little's law: in a closed loop each connection has one request out at a
+# time, so the mean latency cannot exceed connections / (requests/s).
+conns = int(sys.argv[2])
+for what in ("wrk", "nettune", "nettune-wrk-corrected"):
+    checks = [float(r[5]) / (conns / float(r[3]) * 1e6) for r in rows if r[0] == "b" and r[1] == what and r[5]]
+    print(f"  {what:22} mean latency / (connections / req/s): " + ", ".join(f"{c:.2f}" for c in checks) + " (a closed loop cannot exceed 1.00)")
 EOF

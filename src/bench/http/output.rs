@@ -199,6 +199,13 @@ pub struct LoadReport {
     pub latency: LatencyReport,
     /// Open loop only: from each actual send.
     pub latency_uncorrected: Option<LatencyReport>,
+    /// Closed loop only: `latency` corrected after the fact the way wrk
+    /// corrects its own (every sample longer than the expected interval,
+    /// connections / requests per second, also counts for the requests
+    /// that would have been sent meanwhile), for comparing with wrk.
+    pub latency_wrk_corrected: Option<LatencyReport>,
+    /// The expected interval of that correction, microseconds.
+    pub wrk_interval_us: Option<f64>,
     pub requests_per_s_per_thread: SampleStats,
     pub status_codes: BTreeMap<String, u64>,
     /// Responses outside 200-299.
@@ -234,13 +241,17 @@ pub fn build(
     let requests: u64 = results.iter().map(|r| r.requests).sum();
     let bytes: u64 = results.iter().map(|r| r.bytes).sum();
     let status_codes = statuses.codes();
+    let connections: usize = results.iter().map(|r| r.connections).sum();
+    let wrk_interval = (args.rate.is_none() && requests > 0 && secs > 0.0)
+        .then(|| Duration::from_secs_f64(secs * connections as f64 / requests as f64));
+    let wrk_corrected = wrk_interval.and_then(|i| latency.corrected(i));
     let ok: u64 = statuses.counts[100..200].iter().sum();
     let per_s = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
     LoadReport {
         command: "http",
         url: args.url.text.clone(),
         threads: results.len(),
-        connections: results.iter().map(|r| r.connections).sum(),
+        connections,
         pipeline: args.pipeline,
         mode: if args.rate.is_some() {
             "open"
@@ -260,6 +271,11 @@ pub fn build(
         bytes_per_s: per_s(bytes),
         latency: LatencyReport::from(&latency),
         latency_uncorrected: uncorrected.as_ref().map(LatencyReport::from),
+        latency_wrk_corrected: wrk_corrected.as_ref().map(LatencyReport::from),
+        wrk_interval_us: wrk_corrected
+            .as_ref()
+            .and(wrk_interval)
+            .map(|i| i.as_secs_f64() * 1e6),
         requests_per_s_per_thread: SampleStats::of(&samples),
         status_codes,
         non_2xx: requests.saturating_sub(ok),
@@ -335,6 +351,13 @@ pub fn text(r: &LoadReport) -> String {
     ));
     t.push_str("  Latency Distribution\n");
     t.push_str(&distribution(&r.latency.summary));
+    if let (Some(c), Some(interval)) = (&r.latency_wrk_corrected, r.wrk_interval_us) {
+        t.push_str(&format!(
+            "  Latency Distribution, corrected afterwards as wrk does (interval {})\n",
+            format_time_us(interval)
+        ));
+        t.push_str(&distribution(&c.summary));
+    }
     if let Some(u) = &r.latency_uncorrected {
         t.push_str("  Uncorrected Latency (from actual send times)\n");
         t.push_str(&latency_row("Latency", u));
