@@ -22,6 +22,7 @@ mod response;
 mod server;
 mod session;
 mod url;
+mod worker;
 
 pub use load::run as run_load;
 pub use server::run as run_server;
