@@ -247,7 +247,19 @@ fn loopback_closed_loop_counts_every_response() {
     let _serial = measuring();
     let server = Server::start(&["--threads", "2"]);
     let report = load_json(
-        &[&server.url("/plaintext"), "-t", "2", "-c", "8", "-d", "1"],
+        // A 10 s timeout: no request of a healthy loopback run is that slow,
+        // even on a loaded machine, so any error here is a real one.
+        &[
+            &server.url("/plaintext"),
+            "-t",
+            "2",
+            "-c",
+            "8",
+            "-d",
+            "1",
+            "-T",
+            "10s",
+        ],
         Duration::from_secs(20),
     );
     let served = server.stop();
