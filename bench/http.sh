@@ -10,10 +10,13 @@
 # and the spread (min-max) of each figure and the ratio of the medians.
 #
 # CPUs (2 vCPUs: generator and server share them):
-#  - nettune http-server: --threads 2 --pin 0-1 (listener i on CPU i, CBPF).
+#  - nettune http-server: --threads 2 --pin 0-1 (listener i on CPU i, CBPF;
+#    threads under SCHED_BATCH, its default).
 #  - nginx: worker_processes 2, worker_cpu_affinity 01 10, listen ... reuseport
 #    (a listener per worker: the same layout without the CBPF program),
-#    access_log off, keepalive_requests unlimited, like nettune.
+#    access_log off, keepalive_requests unlimited, like nettune; under
+#    SCHED_BATCH (chrt -b) like nettune, and once per run as stock
+#    SCHED_OTHER ("nginx-other").
 #  - wrk in (a), "pinned": two `wrk -t1 -c$((CONNS/2))`, under taskset -c 0 and
 #    -c 1 (twrk's --pin-cpus, which stock wrk lacks); "unpinned": one
 #    `wrk -t2 -c$CONNS`, threads placed by the scheduler.
@@ -61,7 +64,8 @@ wait_port() { # port: until something accepts, at most 5 s
 }
 
 nginx_port=$(free_port)
-start_nginx() {
+start_nginx() { # [policy: batch (default) or other]
+    local policy=${1:-batch}
     mkdir -p "$work/nginx/tmp"
     cat >"$work/nginx/nginx.conf" <<EOF
 worker_processes $THREADS;
@@ -84,7 +88,8 @@ http {
     }
 }
 EOF
-    nginx -c "$work/nginx/nginx.conf" -p "$work/nginx" -e "$work/nginx/error.log" &
+    # chrt execs nginx (same PID); the workers inherit the policy.
+    chrt --"$policy" 0 nginx -c "$work/nginx/nginx.conf" -p "$work/nginx" -e "$work/nginx/error.log" &
     nginx_pid=$!
     pids+=("$nginx_pid")
     wait_port "$nginx_port"
@@ -153,24 +158,32 @@ if c:
 echo "machine: $(nproc) CPUs, $(uname -r), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
 echo "nginx $(nginx -v 2>&1 | sed 's/.*nginx\///'), wrk $(wrk -v 2>&1 | head -1 | awk '{print $2}'); $RUNS runs of ${DURATION}s, -t$THREADS -c$CONNS; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 
-# (a) servers, rotating which goes first. nettune-hash is nettune with
+# (a) servers, rotating which goes first. nginx runs under SCHED_BATCH
+# (chrt -b), the policy nettune's server threads use by default;
+# nginx-other is stock SCHED_OTHER. nettune-hash is nettune with
 # --locality none: CBPF steers by the CPU that handles a connection's first
 # packet, which for unpinned wrk threads on loopback is wherever the thread
 # happened to run when it connected.
-servers=(nginx nettune nettune-hash)
+servers=(nginx nettune nginx-other nettune-hash)
 for run in $(seq "$RUNS"); do
-    for k in 0 1 2; do
-        server=${servers[$(((run + k) % 3))]}
+    for k in 0 1 2 3; do
+        server=${servers[$(((run + k) % 4))]}
         case $server in
-            nginx) start_nginx; url="http://127.0.0.1:$nginx_port/plaintext" ;;
+            nginx) start_nginx batch; url="http://127.0.0.1:$nginx_port/plaintext" ;;
+            nginx-other) start_nginx other; url="http://127.0.0.1:$nginx_port/plaintext" ;;
             nettune) start_nettune; url="http://$server_addr/plaintext" ;;
             nettune-hash) start_nettune --locality none; url="http://$server_addr/plaintext" ;;
         esac
         if [ "$server" != nettune-hash ]; then
             wrk_pinned a "$server/wrk-pinned" "$run" "$url"
         fi
-        wrk_plain a "$server/wrk-unpinned" "$run" "$url"
-        if [ "$server" = nginx ]; then stop_nginx; else stop_nettune "$server run $run:"; fi
+        if [ "$server" != nginx-other ]; then
+            wrk_plain a "$server/wrk-unpinned" "$run" "$url"
+        fi
+        case $server in
+            nginx*) stop_nginx ;;
+            *) stop_nettune "$server run $run:" ;;
+        esac
     done
 done
 
@@ -206,9 +219,13 @@ def show(part, what):
 print("(a) servers, driven by wrk")
 for driver, servers in (("wrk-pinned", ["nettune"]), ("wrk-unpinned", ["nettune", "nettune-hash"])):
     n, _ = show("a", f"nginx/{driver}")
+    if driver == "wrk-pinned":
+        o, _ = show("a", "nginx-other/wrk-pinned")
     for server in servers:
         t, _ = show("a", f"{server}/{driver}")
         print(f"  ratio {server}/nginx ({driver}): {t / n:.2f}x (goal >= 1.30)")
+    if driver == "wrk-pinned":
+        print(f"  ratio nettune/nginx-other (wrk-pinned): {t / o:.2f}x")
 print("(b) load generators, driving nginx")
 w, wp = show("b", "wrk")
 t, tp = show("b", "nettune")

@@ -38,6 +38,16 @@ pub enum Locality {
     None,
 }
 
+/// The server threads' scheduling policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Sched {
+    /// SCHED_BATCH: woken server threads do not preempt the running thread,
+    /// so work arrives and is answered in larger batches.
+    Batch,
+    /// SCHED_OTHER, the default policy.
+    Normal,
+}
+
 /// Serve `/plaintext` and `/json` the TechEmpower way until stopped.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ServerArgs {
@@ -67,6 +77,9 @@ pub struct ServerArgs {
     /// timer wake-ups).
     #[arg(long, value_name = "USECS", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub wait_us: Option<u32>,
+    /// Scheduling policy of the server threads.
+    #[arg(long, value_enum, default_value = "batch")]
+    pub sched: Sched,
     /// Close connections idle this long.
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = stop::parse_duration)]
     pub idle_timeout: Duration,
