@@ -106,21 +106,32 @@ impl Epoll {
     /// registrations. EINTR returns an empty list (the caller checks its
     /// stop flag).
     pub fn wait(&mut self, timeout: Option<Duration>) -> io::Result<Vec<Ready>> {
+        let mut ready = Vec::new();
+        self.wait_into(timeout, &mut ready)?;
+        Ok(ready)
+    }
+
+    /// [`Epoll::wait`] into a list the caller keeps (cleared first), so a
+    /// hot loop does not allocate on every wait.
+    pub fn wait_into(
+        &mut self,
+        timeout: Option<Duration>,
+        ready: &mut Vec<Ready>,
+    ) -> io::Result<()> {
         let n = self.wait_raw(timeout)?;
-        Ok(self.events[..n]
-            .iter()
-            .map(|e| {
-                let bits = e.events;
-                Ready {
-                    token: e.u64,
-                    readable: bits & (libc::EPOLLIN as u32) != 0,
-                    writable: bits & (libc::EPOLLOUT as u32) != 0,
-                    hangup: bits
-                        & (libc::EPOLLHUP as u32 | libc::EPOLLERR as u32 | libc::EPOLLRDHUP as u32)
-                        != 0,
-                }
-            })
-            .collect())
+        ready.clear();
+        ready.extend(self.events[..n].iter().map(|e| {
+            let bits = e.events;
+            Ready {
+                token: e.u64,
+                readable: bits & (libc::EPOLLIN as u32) != 0,
+                writable: bits & (libc::EPOLLOUT as u32) != 0,
+                hangup: bits
+                    & (libc::EPOLLHUP as u32 | libc::EPOLLERR as u32 | libc::EPOLLRDHUP as u32)
+                    != 0,
+            }
+        }));
+        Ok(())
     }
 
     fn wait_raw(&mut self, timeout: Option<Duration>) -> io::Result<usize> {

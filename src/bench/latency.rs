@@ -55,6 +55,44 @@ impl Latency {
         self.hist.len()
     }
 
+    /// wrk's after-the-fact coordinated-omission correction: each sample
+    /// longer than `expected_interval` also stands for the requests that
+    /// would have been sent while it waited (v - i, v - 2i, ... down to i).
+    /// `None` when that would mean more than 100 million extra records.
+    pub fn corrected(&self, expected_interval: Duration) -> Option<Latency> {
+        let interval = u64::try_from(expected_interval.as_nanos())
+            .unwrap_or(MAX_NS)
+            .max(1);
+        let work: u64 = self
+            .hist
+            .iter_recorded()
+            .map(|v| v.value_iterated_to() / interval)
+            .fold(0u64, u64::saturating_add);
+        if work > 100_000_000 {
+            return None;
+        }
+        Some(Latency {
+            hist: self.hist.clone_correct(interval),
+        })
+    }
+
+    /// Share of the samples (0..=1) between `low_us` and `high_us`
+    /// inclusive, e.g. wrk's "+/- Stdev" column (mean +/- one stdev).
+    pub fn share_within(&self, low_us: f64, high_us: f64) -> f64 {
+        if self.hist.is_empty() {
+            return 0.0;
+        }
+        let low_ns = (low_us * 1000.0).max(0.0) as u64;
+        let high_ns = (high_us * 1000.0).max(0.0) as u64;
+        let inside: u64 = self
+            .hist
+            .iter_recorded()
+            .filter(|v| (low_ns..=high_ns).contains(&v.value_iterated_to()))
+            .map(|v| v.count_at_value())
+            .sum();
+        inside as f64 / self.hist.len() as f64
+    }
+
     pub fn summary(&self) -> LatencySummary {
         let us = |ns: f64| ns / 1000.0;
         let q = |p: f64| us(self.hist.value_at_quantile(p) as f64);
@@ -112,6 +150,41 @@ mod tests {
         // (0.1% resolution).
         assert!((s.p50_us - 501.0).abs() / 501.0 < 0.001, "{s:?}");
         assert!((s.max_us - 200_000.0).abs() / 200_000.0 < 0.001, "{s:?}");
+    }
+
+    #[test]
+    fn share_within_counts_the_samples_in_a_band() {
+        let mut l = Latency::new();
+        for us in [100u64, 200, 300, 10_000] {
+            l.record_ns(us * 1000);
+        }
+        assert!((l.share_within(150.0, 350.0) - 0.5).abs() < 1e-9);
+        assert!((l.share_within(0.0, 1e9) - 1.0).abs() < 1e-9);
+        assert_eq!(Latency::new().share_within(0.0, 1.0), 0.0);
+    }
+
+    #[test]
+    fn after_the_fact_correction_fills_in_the_missed_samples() {
+        let mut l = Latency::new();
+        for _ in 0..98 {
+            l.record(Duration::from_millis(1));
+        }
+        // One 10 ms stall with requests expected every 1 ms: 9 more samples
+        // (9, 8, ... 1 ms).
+        l.record(Duration::from_millis(10));
+        let c = l.corrected(Duration::from_millis(1)).expect("small");
+        assert_eq!(c.count(), 99 + 9);
+        // Mean (99 x 1 + 2 + ... + 10 ms) / 108 against (98 + 10) / 99.
+        assert!(
+            (c.summary().mean_us - 1416.7).abs() < 5.0,
+            "{:?}",
+            c.summary()
+        );
+        l.record(Duration::from_secs(1));
+        assert!(
+            l.corrected(Duration::from_nanos(1)).is_none(),
+            "a billion extra records"
+        );
     }
 
     #[test]

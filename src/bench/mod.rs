@@ -3,6 +3,7 @@
 
 pub mod cpu;
 pub mod event;
+pub mod http;
 pub mod latency;
 pub mod pin;
 pub mod report;
@@ -27,6 +28,13 @@ pub enum BenchCommand {
     /// percentiles of many concurrent request/response loops, with the
     /// host's per-CPU time over the run.
     Rr(rr::ClientArgs),
+    /// Serve TechEmpower's /plaintext and /json over HTTP/1.1 keep-alive:
+    /// one pinned event loop per CPU, SO_REUSEPORT listeners in CPU order,
+    /// CBPF locality.
+    HttpServer(http::ServerArgs),
+    /// Load an HTTP server wrk style (closed loop, or open loop at --rate
+    /// with latency corrected for coordinated omission).
+    Http(http::LoadArgs),
 }
 
 pub fn run(cmd: BenchCommand) -> anyhow::Result<Status> {
@@ -35,5 +43,7 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<Status> {
         BenchCommand::UdpFlood(args) => udp::run_flood(&args),
         BenchCommand::RrServer(args) => rr::run_server(&args),
         BenchCommand::Rr(args) => rr::run_client(&args),
+        BenchCommand::HttpServer(args) => http::run_server(&args),
+        BenchCommand::Http(args) => http::run_load(&args),
     }
 }

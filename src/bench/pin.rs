@@ -41,6 +41,14 @@ impl Pinning {
         Ok(Pinning { cpus })
     }
 
+    /// Every CPU this process may run on, in order: twrk's `--pin-cpus`
+    /// (thread i on the i-th of them, wrapping).
+    pub fn all_allowed() -> anyhow::Result<Pinning> {
+        Ok(Pinning {
+            cpus: allowed_cpus()?,
+        })
+    }
+
     /// The CPU for thread `index`, if pinning.
     pub fn cpu_for(&self, index: usize) -> Option<u32> {
         if self.cpus.is_empty() {

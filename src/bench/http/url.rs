@@ -1,0 +1,157 @@
+//! The load generator's URL: `http://HOST[:PORT][/PATH][?QUERY]`, checked
+//! when the command line is read; the host is resolved when the run starts.
+
+use std::net::{SocketAddr, ToSocketAddrs};
+
+/// A parsed `http://` URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// As the user typed it, for the report.
+    pub text: String,
+    /// The host without brackets (`127.0.0.1`, `::1`, `localhost`).
+    pub host: String,
+    pub port: u16,
+    /// The `Host` header value: the host as written, with the port when the
+    /// URL gave one.
+    pub authority: String,
+    /// Path and query, at least `/`.
+    pub path: String,
+}
+
+impl Target {
+    /// The first address the host resolves to.
+    pub fn resolve(&self) -> anyhow::Result<SocketAddr> {
+        let mut addrs = (self.host.as_str(), self.port)
+            .to_socket_addrs()
+            .map_err(|e| {
+                anyhow::anyhow!(
+                    "cannot resolve '{}' from '{}': {e}; check the host name",
+                    self.host,
+                    self.text
+                )
+            })?;
+        addrs.next().ok_or_else(|| {
+            anyhow::anyhow!("'{}' resolves to no address ('{}')", self.host, self.text)
+        })
+    }
+}
+
+/// Parse an `http://` URL; say plainly what is wrong (https is refused).
+pub fn parse(text: &str) -> Result<Target, String> {
+    let trimmed = text.trim();
+    let Some((scheme, rest)) = trimmed.split_once("://") else {
+        return Err(format!(
+            "'{text}' is not a URL: give http://HOST[:PORT]/PATH, e.g. http://127.0.0.1:8080/plaintext"
+        ));
+    };
+    if scheme.eq_ignore_ascii_case("https") {
+        return Err(format!(
+            "'{text}': https is not supported (no TLS in this load generator); use an http:// URL"
+        ));
+    }
+    if !scheme.eq_ignore_ascii_case("http") {
+        return Err(format!(
+            "'{text}': scheme '{scheme}' is not supported; use an http:// URL"
+        ));
+    }
+    let rest = rest.split('#').next().unwrap_or_default();
+    let split = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, path) = rest.split_at(split);
+    let path = match path {
+        "" => "/".to_string(),
+        p if p.starts_with('?') => format!("/{p}"),
+        p => p.to_string(),
+    };
+    if path.bytes().any(|b| b.is_ascii_control() || b == b' ') {
+        return Err(format!(
+            "'{text}': the path holds spaces or control characters; percent-encode them"
+        ));
+    }
+    if authority.contains('@') {
+        return Err(format!(
+            "'{text}': user names in URLs are not supported; send credentials with -H"
+        ));
+    }
+    let (host, port) = split_host_port(authority).map_err(|why| format!("'{text}': {why}"))?;
+    Ok(Target {
+        text: trimmed.to_string(),
+        host,
+        port,
+        authority: authority.to_string(),
+        path,
+    })
+}
+
+/// `host`, `host:port`, `[v6]`, `[v6]:port`; port 80 when absent.
+fn split_host_port(authority: &str) -> Result<(String, u16), String> {
+    let (host, port) = if let Some(bracketed) = authority.strip_prefix('[') {
+        let Some((host, after)) = bracketed.split_once(']') else {
+            return Err("an IPv6 address needs its closing ']'".to_string());
+        };
+        match after {
+            "" => (host, None),
+            p if p.starts_with(':') => (host, Some(&p[1..])),
+            _ => return Err(format!("'{after}' after ']' is not a :PORT")),
+        }
+    } else {
+        match authority.rsplit_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (authority, None),
+        }
+    };
+    if host.is_empty() {
+        return Err("no host".to_string());
+    }
+    if host.contains(':') && !authority.starts_with('[') {
+        return Err("an IPv6 address goes in brackets: http://[::1]:8080/".to_string());
+    }
+    let port = match port {
+        None => 80,
+        Some(p) => p
+            .parse::<u16>()
+            .ok()
+            .filter(|&p| p != 0)
+            .ok_or_else(|| format!("port '{p}' is not a number from 1 to 65535"))?,
+    };
+    Ok((host.to_string(), port))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_articles_url_and_its_parts() {
+        let t = parse("http://172.31.12.71:8080/json").expect("url");
+        assert_eq!(t.host, "172.31.12.71");
+        assert_eq!(t.port, 8080);
+        assert_eq!(t.authority, "172.31.12.71:8080");
+        assert_eq!(t.path, "/json");
+        let t = parse("http://localhost").expect("no path");
+        assert_eq!((t.port, t.path.as_str()), (80, "/"));
+        let t = parse("http://[::1]:9000?x=1#frag").expect("v6");
+        assert_eq!((t.host.as_str(), t.port), ("::1", 9000));
+        assert_eq!(t.path, "/?x=1");
+    }
+
+    #[test]
+    fn refuses_what_it_cannot_do() {
+        assert!(parse("https://127.0.0.1/")
+            .expect_err("tls")
+            .contains("https is not supported"));
+        assert!(parse("127.0.0.1:8080")
+            .expect_err("no scheme")
+            .contains("not a URL"));
+        assert!(parse("ftp://h/").expect_err("ftp").contains("'ftp'"));
+        assert!(parse("http://h:99999/")
+            .expect_err("port")
+            .contains("'99999'"));
+        assert!(parse("http://h:0/").is_err());
+        assert!(parse("http:///x").expect_err("host").contains("no host"));
+        assert!(parse("http://::1/")
+            .expect_err("brackets")
+            .contains("brackets"));
+        assert!(parse("http://u@h/").is_err());
+        assert!(parse("http://h/a b").is_err());
+    }
+}

@@ -1,0 +1,579 @@
+//! `nettune bench http-server` and `bench http`, run as a user runs them:
+//! the server first (its first stdout line gives the bound address), then
+//! the load generator or a raw client against it, reports read as JSON.
+//!
+//! All traffic stays on loopback. Every process is bounded in time and
+//! killed by its PID if it overruns or the test fails. The measuring tests
+//! run one at a time (a lock): two load runs side by side on two CPUs would
+//! starve each other.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_nettune");
+
+static MEASURING: Mutex<()> = Mutex::new(());
+
+fn measuring() -> std::sync::MutexGuard<'static, ()> {
+    MEASURING
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// A `bench http-server` child, killed by its PID on drop.
+struct Server {
+    child: Child,
+    stdout: BufReader<ChildStdout>,
+    addr: String,
+}
+
+impl Server {
+    fn start(extra: &[&str]) -> Server {
+        let mut child = Command::new(BIN)
+            .args(["bench", "http-server", "--bind", "127.0.0.1:0", "--json"])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn nettune");
+        let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut first = String::new();
+        stdout.read_line(&mut first).expect("read stdout");
+        let addr = first
+            .split("listening on ")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .unwrap_or_else(|| {
+                let _ = child.kill();
+                let mut err = String::new();
+                if let Some(mut e) = child.stderr.take() {
+                    let _ = e.read_to_string(&mut err);
+                }
+                panic!("no address in {first:?}; stderr: {err}")
+            })
+            .to_string();
+        Server {
+            child,
+            stdout,
+            addr,
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    /// Ctrl-C (SIGINT to our own child), then its JSON report.
+    fn stop(mut self) -> Value {
+        let pid = i32::try_from(self.child.id()).expect("pid");
+        // SAFETY: kill has no memory preconditions; the PID is our child's.
+        unsafe { libc::kill(pid, libc::SIGINT) };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let status = loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                break status;
+            }
+            assert!(Instant::now() < deadline, "the server ignored Ctrl-C");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert!(status.success(), "server exit {status:?}");
+        let mut rest = String::new();
+        self.stdout.read_to_string(&mut rest).expect("stdout");
+        serde_json::from_str(&rest).unwrap_or_else(|e| panic!("{e}: {rest}"))
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Run nettune to its end within `limit` (killed on overrun): exit code,
+/// stdout, stderr.
+fn run_bounded(args: &[&str], limit: Duration) -> (i32, String, String) {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn nettune");
+    let mut stdout = child.stdout.take().expect("stdout");
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stdout.read_to_string(&mut text);
+        text
+    });
+    let deadline = Instant::now() + limit;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("nettune {args:?} ran past {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut stderr = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        let _ = e.read_to_string(&mut stderr);
+    }
+    let stdout = reader.join().expect("reader");
+    (status.code().unwrap_or(-1), stdout, stderr)
+}
+
+fn load_json(args: &[&str], limit: Duration) -> Value {
+    let full = [&["bench", "http", "--json"], args].concat();
+    let (code, stdout, stderr) = run_bounded(&full, limit);
+    assert_eq!(code, 0, "nettune {full:?}: {stderr}\n{stdout}");
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+}
+
+fn f(v: &Value, path: &str) -> f64 {
+    v.pointer(path)
+        .and_then(Value::as_f64)
+        .unwrap_or_else(|| panic!("{path} is not a number in {v:#}"))
+}
+
+fn u(v: &Value, path: &str) -> u64 {
+    v.pointer(path)
+        .and_then(Value::as_u64)
+        .unwrap_or_else(|| panic!("{path} is not a count in {v:#}"))
+}
+
+/// min <= p50 <= p90 <= p99 <= p99.9 <= p99.99 <= max, all positive.
+fn assert_ordered(latency: &Value) {
+    let names = [
+        "min_us", "p50_us", "p90_us", "p99_us", "p999_us", "p9999_us", "max_us",
+    ];
+    let values: Vec<f64> = names.iter().map(|n| f(latency, &format!("/{n}"))).collect();
+    assert!(values[0] > 0.0, "{latency:#}");
+    assert!(
+        values.windows(2).all(|w| w[0] <= w[1]),
+        "percentiles out of order: {latency:#}"
+    );
+}
+
+/// One raw HTTP response: status code, headers (lower-case names), body.
+struct Response {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Response {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Read `n` Content-Length-framed responses from `stream`.
+fn read_responses(stream: &mut TcpStream, n: usize) -> Vec<Response> {
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    let mut buf = Vec::new();
+    let mut out = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while out.len() < n {
+        if let Some(end) = find(&buf, b"\r\n\r\n") {
+            let head = String::from_utf8(buf[..end].to_vec()).expect("ascii head");
+            let mut lines = head.split("\r\n");
+            let status_line = lines.next().expect("status line");
+            let status = status_line
+                .split(' ')
+                .nth(1)
+                .and_then(|s| s.parse().ok())
+                .unwrap_or_else(|| panic!("bad status line {status_line:?}"));
+            let headers: Vec<(String, String)> = lines
+                .filter_map(|l| l.split_once(':'))
+                .map(|(k, v)| (k.to_ascii_lowercase(), v.trim().to_string()))
+                .collect();
+            let len: usize = headers
+                .iter()
+                .find(|(k, _)| k == "content-length")
+                .and_then(|(_, v)| v.parse().ok())
+                .expect("content-length");
+            if buf.len() >= end + 4 + len {
+                let body = String::from_utf8(buf[end + 4..end + 4 + len].to_vec()).expect("body");
+                buf.drain(..end + 4 + len);
+                out.push(Response {
+                    status,
+                    headers,
+                    body,
+                });
+                continue;
+            }
+        }
+        let got = stream.read(&mut chunk).expect("read a response");
+        assert!(got > 0, "closed after {} of {n} responses", out.len());
+        buf.extend_from_slice(&chunk[..got]);
+    }
+    out
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// Read until the server closes (bounded by a read timeout).
+fn read_to_close(stream: &mut TcpStream) -> String {
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    let mut all = Vec::new();
+    stream
+        .read_to_end(&mut all)
+        .expect("the server should close the connection");
+    String::from_utf8_lossy(&all).into_owned()
+}
+
+#[test]
+fn loopback_closed_loop_counts_every_response() {
+    let _serial = measuring();
+    let server = Server::start(&["--threads", "2"]);
+    let report = load_json(
+        // A 10 s timeout: no request of a healthy loopback run is that slow,
+        // even on a loaded machine, so any error here is a real one.
+        &[
+            &server.url("/plaintext"),
+            "-t",
+            "2",
+            "-c",
+            "8",
+            "-d",
+            "1",
+            "-T",
+            "10s",
+        ],
+        Duration::from_secs(20),
+    );
+    let served = server.stop();
+    let requests = u(&report, "/requests");
+    assert!(requests > 100, "{report:#}");
+    assert!(f(&report, "/requests_per_s") > 0.0);
+    assert_eq!(report["mode"], "closed");
+    assert_ordered(&report["latency"]);
+    assert_eq!(u(&report, "/latency/count"), requests);
+    assert_eq!(u(&report, "/status_codes/200"), requests);
+    assert_eq!(u(&report, "/non_2xx"), 0);
+    for e in ["connect", "read", "write", "timeout", "protocol"] {
+        assert_eq!(u(&report, &format!("/errors/{e}")), 0, "{report:#}");
+    }
+    // Each plaintext response is at least its 13-byte body plus headers.
+    assert!(u(&report, "/bytes_read") > requests * 100);
+    assert!(report["latency_uncorrected"].is_null());
+    assert!(f(&report, "/requests_per_s_per_thread/mean") > 0.0);
+    // The server answered at least every response counted, and saw the
+    // 8 connections (plus the generator's pre-flight check).
+    assert!(u(&served, "/requests") >= requests, "{served:#}");
+    assert_eq!(u(&served, "/connections"), 9, "{served:#}");
+    assert_eq!(served["per_thread"].as_array().map(Vec::len), Some(2));
+}
+
+#[test]
+fn loopback_open_loop_holds_the_rate_and_corrects_upwards() {
+    let _serial = measuring();
+    let server = Server::start(&["--threads", "1"]);
+    let report = load_json(
+        &[
+            &server.url("/json"),
+            "-t",
+            "2",
+            "-c",
+            "4",
+            "-d",
+            "1500ms",
+            "-D",
+            "0.5",
+            "--rate",
+            "2000",
+        ],
+        Duration::from_secs(20),
+    );
+    drop(server);
+    let requests = u(&report, "/requests");
+    // 2000 req/s for 1.5 s after the warm-up, paced by schedule.
+    assert!((2000..=3300).contains(&requests), "{report:#}");
+    assert_eq!(report["mode"], "open");
+    assert_ordered(&report["latency"]);
+    assert_ordered(&report["latency_uncorrected"]);
+    // Every request's latency from its scheduled time is at least that
+    // from its actual send, so every percentile is too.
+    for p in ["p50_us", "p90_us", "p99_us", "p9999_us", "max_us"] {
+        let corrected = f(&report, &format!("/latency/{p}"));
+        let uncorrected = f(&report, &format!("/latency_uncorrected/{p}"));
+        assert!(uncorrected <= corrected, "{p}: {uncorrected} > {corrected}");
+    }
+}
+
+#[test]
+fn sixteen_pipelined_requests_get_sixteen_answers_in_order() {
+    let server = Server::start(&["--threads", "1"]);
+    let paths = ["/plaintext", "/json", "/missing", "/json?x=1"];
+    let mut requests = String::new();
+    for i in 0..16 {
+        requests.push_str(&format!("GET {} HTTP/1.1\r\nHost: t\r\n\r\n", paths[i % 4]));
+    }
+    let mut stream = TcpStream::connect(&server.addr).expect("connect");
+    stream.write_all(requests.as_bytes()).expect("one write");
+    let responses = read_responses(&mut stream, 16);
+    for (i, r) in responses.iter().enumerate() {
+        let (status, body) = match paths[i % 4] {
+            "/plaintext" => (200, "Hello, World!"),
+            "/missing" => (404, "Not Found"),
+            _ => (200, r#"{"message":"Hello, World!"}"#),
+        };
+        assert_eq!((r.status, r.body.as_str()), (status, body), "response {i}");
+    }
+    // Keep-alive: the same connection still answers.
+    stream
+        .write_all(b"GET /plaintext HTTP/1.1\r\nHost: t\r\n\r\n")
+        .expect("write");
+    assert_eq!(read_responses(&mut stream, 1)[0].status, 200);
+}
+
+#[test]
+fn malformed_and_oversized_requests_are_refused_and_closed() {
+    let server = Server::start(&["--threads", "1"]);
+    let mut stream = TcpStream::connect(&server.addr).expect("connect");
+    stream
+        .write_all(b"GET /plaintext HTTP/1.1\r\nHost: t\r\n\r\nTHIS IS NOT HTTP\r\n\r\n")
+        .expect("write");
+    let answer = read_to_close(&mut stream);
+    assert!(answer.starts_with("HTTP/1.1 200 OK\r\n"), "{answer}");
+    let second = answer.find("HTTP/1.1 400 Bad Request\r\n");
+    assert!(second.is_some(), "{answer}");
+    assert!(answer.contains("Connection: close\r\n"), "{answer}");
+
+    let mut stream = TcpStream::connect(&server.addr).expect("connect");
+    let mut big = b"GET /plaintext HTTP/1.1\r\nHost: t\r\nX-Filler: ".to_vec();
+    big.extend(std::iter::repeat_n(b'a', 9000));
+    stream.write_all(&big).expect("write");
+    let answer = read_to_close(&mut stream);
+    assert!(answer.starts_with("HTTP/1.1 431 "), "{answer}");
+}
+
+#[test]
+fn idle_connections_are_closed_after_the_idle_timeout() {
+    let server = Server::start(&["--threads", "1", "--idle-timeout", "1"]);
+    let mut idle = TcpStream::connect(&server.addr).expect("connect");
+    let started = Instant::now();
+    let rest = read_to_close(&mut idle);
+    let waited = started.elapsed();
+    assert!(rest.is_empty(), "{rest}");
+    assert!(
+        waited >= Duration::from_millis(900) && waited < Duration::from_secs(4),
+        "closed after {waited:?}"
+    );
+    let served = server.stop();
+    assert_eq!(u(&served, "/per_thread/0/idle_closed"), 1, "{served:#}");
+}
+
+#[test]
+fn date_header_changes_after_a_second() {
+    let server = Server::start(&["--threads", "1"]);
+    let mut stream = TcpStream::connect(&server.addr).expect("connect");
+    let mut get = || {
+        stream
+            .write_all(b"GET /plaintext HTTP/1.1\r\nHost: t\r\n\r\n")
+            .expect("write");
+        read_responses(&mut stream, 1).remove(0)
+    };
+    let first = get();
+    assert_eq!(first.header("server"), Some("nettune"));
+    assert_eq!(first.header("content-type"), Some("text/plain"));
+    assert_eq!(first.header("content-length"), Some("13"));
+    let date = first.header("date").expect("date").to_string();
+    // IMF-fixdate: "Sun, 06 Nov 1994 08:49:37 GMT".
+    assert_eq!(date.len(), 29, "{date}");
+    assert!(
+        date.ends_with(" GMT") && date.as_bytes()[3] == b',',
+        "{date}"
+    );
+    // Sleep past the next whole second, then ask again on the same connection.
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).expect("clock");
+    std::thread::sleep(Duration::from_millis(1100 - u64::from(now.subsec_millis())));
+    let later = get();
+    let later_date = later.header("date").expect("date");
+    assert_ne!(later_date, date, "the Date header did not change");
+}
+
+/// A tiny HTTP server for the coordinated-omission test: one thread per
+/// connection, answers every request, and stalls once for `stall` when
+/// `after` has passed since its first request.
+fn stalling_server(after: Duration, stall: Duration) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr").to_string();
+    static FIRST: OnceLock<Instant> = OnceLock::new();
+    static STALLED: AtomicBool = AtomicBool::new(false);
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            std::thread::spawn(move || {
+                let _ = stream.set_nodelay(true);
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 4096];
+                while let Ok(n @ 1..) = stream.read(&mut chunk) {
+                    buf.extend_from_slice(&chunk[..n]);
+                    let mut answers = 0;
+                    while let Some(end) = find(&buf, b"\r\n\r\n") {
+                        buf.drain(..end + 4);
+                        answers += 1;
+                    }
+                    if answers == 0 {
+                        continue;
+                    }
+                    let first = *FIRST.get_or_init(Instant::now);
+                    if first.elapsed() >= after && !STALLED.swap(true, Ordering::SeqCst) {
+                        std::thread::sleep(stall);
+                    }
+                    let reply = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".repeat(answers);
+                    if stream.write_all(reply.as_bytes()).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+#[test]
+fn open_loop_corrected_tail_shows_a_stall_the_uncorrected_one_hides() {
+    let _serial = measuring();
+    // One connection, so while the server stalls exactly one request is in
+    // flight: its own latency is the only uncorrected sample near 200 ms.
+    // The requests scheduled during the stall wait (up to 200 ms) before
+    // they can be sent: the corrected latency counts that wait.
+    // 5000 req/s for 4.5 s measured is ~22,000 samples, so p99.99 (the top
+    // ~2) leaves out one stalled sample but not the ~250 scheduled in the
+    // first 50 ms of the stall (all over 150 ms).
+    let addr = stalling_server(Duration::from_secs(2), Duration::from_millis(200));
+    let report = load_json(
+        &[
+            &format!("http://{addr}/"),
+            "-t",
+            "1",
+            "-c",
+            "1",
+            "-R",
+            "5000",
+            "-d",
+            "4.5",
+            "-D",
+            "0.5",
+        ],
+        Duration::from_secs(30),
+    );
+    let requests = u(&report, "/requests");
+    assert!(
+        requests > 10_001,
+        "too few samples to judge p99.99: {report:#}"
+    );
+    let corrected = f(&report, "/latency/p9999_us");
+    let uncorrected = f(&report, "/latency_uncorrected/p9999_us");
+    let uncorrected_max = f(&report, "/latency_uncorrected/max_us");
+    assert!(
+        uncorrected_max >= 150_000.0,
+        "the stalled request itself took {uncorrected_max} us: did the server stall?"
+    );
+    assert!(
+        corrected >= 150_000.0,
+        "corrected p99.99 {corrected} us hides the stall"
+    );
+    assert!(
+        uncorrected < 100_000.0,
+        "uncorrected p99.99 {uncorrected} us shows the stall: one sample should not"
+    );
+}
+
+#[test]
+fn cbpf_steers_each_connection_to_the_listener_of_its_cpu() {
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
+    if online.trim() == "0" {
+        eprintln!("SKIPPED cbpf steering: needs two CPUs");
+        return;
+    }
+    let _serial = measuring();
+    let server = Server::start(&["--threads", "2", "--pin", "0,1"]);
+    // Load thread i runs on CPU i; loopback handles its SYNs on that CPU,
+    // so the program sends its connections to listener i (server thread i).
+    let report = load_json(
+        &[
+            &server.url("/plaintext"),
+            "-t",
+            "2",
+            "-c",
+            "6",
+            "--pin",
+            "0,1",
+            "-d",
+            "0.5",
+        ],
+        Duration::from_secs(20),
+    );
+    let served = server.stop();
+    assert!(u(&report, "/requests") > 0);
+    assert_eq!(served["locality"], "cbpf");
+    for thread in 0..2 {
+        let connections = u(&served, &format!("/per_thread/{thread}/connections"));
+        // 3 from the load thread on this CPU, maybe the unpinned pre-flight.
+        assert!(
+            (3..=4).contains(&connections),
+            "server thread {thread}: {connections} connections\n{served:#}"
+        );
+    }
+}
+
+#[test]
+fn bad_input_is_refused_with_exit_status_2() {
+    let refused = {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        listener.local_addr().expect("addr").to_string()
+        // Dropped here: nothing listens on that port any more.
+    };
+    let refused_url = format!("http://{refused}/");
+    let cases: [(&[&str], &str); 6] = [
+        (&["bench", "http", "not a url"], "not a URL"),
+        (
+            &["bench", "http", "https://127.0.0.1:1/"],
+            "https is not supported",
+        ),
+        (
+            &["bench", "http", &refused_url, "-d", "1"],
+            "connection refused",
+        ),
+        (
+            &["bench", "http", "http://127.0.0.1:1/", "-t", "4", "-c", "2"],
+            "-c '2' is less than -t '4'",
+        ),
+        (
+            &["bench", "http", "http://127.0.0.1:1/", "-d", "soon"],
+            "'soon'",
+        ),
+        (
+            &["bench", "http-server", "--bind", "localhost"],
+            "'localhost'",
+        ),
+    ];
+    for (args, expected) in cases {
+        let (code, _, stderr) = run_bounded(args, Duration::from_secs(15));
+        assert_eq!(code, 2, "{args:?}: {stderr}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+    }
+}
