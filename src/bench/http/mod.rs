@@ -64,7 +64,8 @@ pub struct ServerArgs {
     #[arg(long, value_name = "CPUS")]
     pub pin: Option<String>,
     /// Connection steering: cbpf (default with --pin) or none (default
-    /// without).
+    /// without). cbpf follows the CPU that handles a connection's first
+    /// packet; for unpinned clients on this host prefer none.
     #[arg(long, value_enum)]
     pub locality: Option<Locality>,
     /// SO_BUSY_POLL microseconds on the listeners and connections (busy
