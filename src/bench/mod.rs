@@ -1,6 +1,7 @@
 //! Benchmarks: load generators and servers. One module per engine; shared
 //! pieces (pinning, stop, reporting) once.
 
+pub mod addr;
 pub mod cpu;
 pub mod event;
 pub mod http;

@@ -12,6 +12,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use crate::bench::addr::parse_bind;
 use crate::bench::stop;
 
 mod date;
@@ -146,12 +147,6 @@ pub struct LoadArgs {
 pub struct Header {
     pub name: String,
     pub value: String,
-}
-
-fn parse_bind(text: &str) -> Result<SocketAddr, String> {
-    text.trim().parse().map_err(|_| {
-        format!("'{text}' is not a numeric ADDR:PORT (e.g. 127.0.0.1:8080 or [::1]:8080)")
-    })
 }
 
 fn parse_warmup(text: &str) -> Result<Duration, String> {

@@ -9,6 +9,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use crate::bench::addr::{parse_bind, parse_destination};
 use crate::bench::stop;
 
 mod flood;
@@ -29,7 +30,7 @@ pub const MAX_PAYLOAD: usize = 65_507;
 pub struct SinkArgs {
     /// Address and port to receive on (port 0: any free port). The first
     /// line on stderr says which: `udp-sink: listening on ADDR:PORT ...`.
-    #[arg(long, value_name = "ADDR:PORT", value_parser = parse_addr)]
+    #[arg(long, value_name = "ADDR:PORT", value_parser = parse_bind)]
     pub bind: SocketAddr,
     /// Receiving threads.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
@@ -90,22 +91,6 @@ pub struct FloodArgs {
     pub json: bool,
 }
 
-fn parse_addr(text: &str) -> Result<SocketAddr, String> {
-    text.trim().parse().map_err(|_| {
-        format!("'{text}' is not a numeric ADDR:PORT (e.g. 127.0.0.1:9000 or [::1]:9000)")
-    })
-}
-
-fn parse_destination(text: &str) -> Result<SocketAddr, String> {
-    let addr = parse_addr(text)?;
-    if addr.port() == 0 {
-        return Err(format!(
-            "'{text}' has port 0, which nothing can listen on; give the sink's port"
-        ));
-    }
-    Ok(addr)
-}
-
 fn parse_size(text: &str) -> Result<usize, String> {
     let size: usize = text
         .trim()
@@ -137,20 +122,5 @@ mod tests {
             .contains("'65508'"));
         assert!(parse_size("15").expect_err("too small").contains("16-byte"));
         assert!(parse_size("x").is_err());
-    }
-
-    #[test]
-    fn addresses_are_numeric_with_a_port() {
-        assert_eq!(
-            parse_addr("[::1]:9000").expect("v6").to_string(),
-            "[::1]:9000"
-        );
-        assert!(parse_addr("localhost:9000")
-            .expect_err("name")
-            .contains("'localhost:9000'"));
-        assert!(parse_addr("127.0.0.1").is_err());
-        assert!(parse_destination("127.0.0.1:0")
-            .expect_err("port 0")
-            .contains("port 0"));
     }
 }
