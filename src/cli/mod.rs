@@ -39,9 +39,6 @@ pub enum Command {
     /// Examples: `nettune doctor`, `nettune doctor --interval 5 --json`,
     /// `nettune doctor --bandwidth 10gbit --rtt 50ms`, `nettune doctor --root ./capture`.
     Doctor(crate::doctor::DoctorArgs),
-    /// Copy the files nettune reads from this host (and its driver settings)
-    /// into DIR, for `--root DIR` elsewhere: a bug report, a diagnosis offline.
-    Capture(CaptureArgs),
     /// Show what a tuning profile would change, with a reason for every value.
     ///
     /// Prints a diff (current -> new) grouped by interface and kernel, and the
@@ -91,8 +88,12 @@ pub enum Command {
     ///   nettune history --json
     #[command(verbatim_doc_comment)]
     History(HistoryArgs),
-    /// Built-in load generators and servers: measure packets per second,
-    /// loss and where it happens.
+    /// Copy the files nettune reads from this host (and its driver settings)
+    /// into DIR, for `--root DIR` elsewhere: a bug report, a diagnosis offline.
+    Capture(CaptureArgs),
+    /// Built-in load generators and servers: UDP packets per second with
+    /// loss, TCP/UDP request/response, HTTP; latency percentiles and where
+    /// the packets and CPU time went.
     #[command(subcommand)]
     Bench(crate::bench::BenchCommand),
 }
