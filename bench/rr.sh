@@ -201,7 +201,7 @@ nettune_many() { # proto [server threads] -> "rate cpu_s wall_s"
     addr=$(wait_for_address "$work/srv.out")
     t0=$(date +%s%N)
     bash -c '"$0" bench rr --to "$1" --proto "$2" --size '"$size"' --instances '"$many"' \
-        --threads 2 --warmup 0.5 --duration '"$secs"' --json >"$3" 2>/dev/null; times' \
+        --threads 1 --warmup 0.5 --duration '"$secs"' --json >"$3" 2>/dev/null; times' \
         "$bin" "$addr" "$1" "$work/rr.json" >"$work/times"
     t1=$(date +%s%N)
     stop_server "$spid"
@@ -214,6 +214,7 @@ place
 echo
 echo "(b) $many concurrent instances on loopback, unpinned, $size-byte request and reply"
 echo "    client CPU = user+sys of the client processes / their wall time (100% = one CPU)"
+echo "    nettune: one client thread (the default) against rr-server with one thread;"
 echo "    nettune-s2: the same client against rr-server --threads 2 (SO_REUSEPORT; sockperf's"
 echo "    server serves one port from one thread)"
 printf '%-4s %-10s %10s %9s %12s\n' prot tool trans/s "cli CPU%" "CPU us/tr"

@@ -481,7 +481,8 @@ impl Transactions for UdpLoop<'_> {
             return;
         }
         // A few datagrams per readiness: a late reply may queue before the
-        // one awaited.
+        // one awaited. After a completion the next reply cannot be there
+        // yet: epoll says when (a blocking lone instance just waits for it).
         for _ in 0..4 {
             let inst = &mut self.instances[i];
             let n = match inst.socket.recv(&mut self.scratch) {
@@ -510,6 +511,9 @@ impl Transactions for UdpLoop<'_> {
             inst.resend_after = self.first_resend_after;
             inst.started = Instant::now();
             self.send(i, counts);
+            if !self.blocking {
+                return;
+            }
         }
     }
 
