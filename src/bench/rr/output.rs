@@ -3,7 +3,8 @@
 
 use std::io::{self, Write};
 
-use super::client::{Interval, RrReport};
+use super::client::RrReport;
+use super::measure::Interval;
 use super::ClientArgs;
 use crate::bench::pin::Pinning;
 use crate::host::cpuset;

@@ -128,33 +128,51 @@ pub fn run(args: &ServerArgs) -> anyhow::Result<Status> {
     let blocked: Vec<Blocked> = (0..threads).map(|_| Blocked::default()).collect();
     let start = Instant::now();
     let duration = args.duration.unwrap_or(FOREVER);
-    let (ended, elapsed, results) = std::thread::scope(|scope| {
-        let handles: Vec<_> = sockets
-            .into_iter()
-            .enumerate()
-            .map(|(i, sockets)| {
-                let plan = Plan {
-                    thread: i,
-                    cpu: pinning.cpu_for(i),
-                    drop_every: args.drop_every,
-                };
-                let (stop_flag, blocked) = (&stop_flag, &blocked[i]);
-                scope.spawn(move || serve(sockets, &plan, stop_flag, blocked))
-            })
-            .collect();
-        let watch = || blocked.iter().for_each(Blocked::wake_if_due);
-        let (ended, elapsed) =
-            stop::run_ticking_polled(start, duration, &stop_flag, WATCH_EVERY, watch, |_| {});
-        wake::until_finished(&blocked, || handles.iter().all(|h| h.is_finished()));
-        let results: Vec<anyhow::Result<ThreadReport>> = handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a server thread panicked")))
-            })
-            .collect();
-        (ended, elapsed, results)
-    });
+    let plan = |i: usize| Plan {
+        thread: i,
+        cpu: pinning.cpu_for(i),
+        drop_every: args.drop_every,
+    };
+    let (ended, elapsed, results) = if threads == 1 {
+        // One thread does everything, so the process has one thread
+        // ([`wake::Alarm`] says why); SIGALRM bounds each blocking read.
+        let alarm = wake::Alarm::every(ALONE_SLICE)?;
+        let over = || stop::interrupted() || start.elapsed() >= duration;
+        let mut sockets = sockets;
+        let sockets = sockets.pop().context("no socket to serve")?;
+        let result = serve(sockets, &plan(0), &over, &blocked[0]);
+        drop(alarm);
+        let ended = if stop::interrupted() {
+            Ended::Interrupted
+        } else {
+            Ended::Duration
+        };
+        (ended, start.elapsed().min(duration), vec![result])
+    } else {
+        let over = || stop_flag.load(Ordering::Relaxed);
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = sockets
+                .into_iter()
+                .enumerate()
+                .map(|(i, sockets)| {
+                    let (plan, over, blocked) = (plan(i), &over, &blocked[i]);
+                    scope.spawn(move || serve(sockets, &plan, over, blocked))
+                })
+                .collect();
+            let watch = || blocked.iter().for_each(Blocked::wake_if_due);
+            let (ended, elapsed) =
+                stop::run_ticking_polled(start, duration, &stop_flag, WATCH_EVERY, watch, |_| {});
+            wake::until_finished(&blocked, || handles.iter().all(|h| h.is_finished()));
+            let results: Vec<anyhow::Result<ThreadReport>> = handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(anyhow::anyhow!("a server thread panicked")))
+                })
+                .collect();
+            (ended, elapsed, results)
+        })
+    };
     let per_thread = results.into_iter().collect::<anyhow::Result<Vec<_>>>()?;
     let mut total = ThreadReport::default();
     for t in &per_thread {
@@ -270,7 +288,7 @@ struct Worker<'a> {
 fn serve(
     sockets: Sockets,
     plan: &Plan,
-    stop: &AtomicBool,
+    over: &(dyn Fn() -> bool + Sync),
     blocked: &Blocked,
 ) -> anyhow::Result<ThreadReport> {
     if let Some(cpu) = plan.cpu {
@@ -301,7 +319,7 @@ fn serve(
     w.poll
         .add(sockets.udp.as_raw_fd(), UDP, Interest::READ)
         .context("epoll_ctl(udp)")?;
-    while !stop.load(Ordering::Relaxed) {
+    while !over() {
         w.forget_idle_flows();
         w.serve_alone(&sockets.udp)?;
         let ready = w.poll.wait(Some(IDLE_WAIT)).context("epoll_wait")?;
