@@ -218,17 +218,15 @@ echo "    thread (the default): on 2 CPUs, client and server then take one CPU e
 printf '%-4s %-10s %10s %9s %12s\n' prot tool trans/s "cli CPU%" "CPU us/tr"
 for proto in tcp udp; do
     for tool in sockperf nettune; do
-        rates=""; line=""
+        line=""
         for _ in $(seq "$rounds"); do
             set -- $(${tool}_many "$proto")
-            rates+="$1 "
             line+="$(awk -v r="$1" -v c="$2" -v w="$3" 'BEGIN { printf "%d/%.0f%%/%.1fus ", r, c * 100000 / w, (r > 0 ? c * 1e9 / w / r : 0) }')"
         done
-        med=$(echo "$rates" | median)
-        # The CPU figures of the median round.
-        pick=$(echo "$line" | tr ' ' '\n' | grep "^$med/" | head -1)
-        printf '%-4s %-10s %10s %9s %12s   rounds: %s\n' "$proto" "$tool" "$med" \
-            "$(echo "$pick" | cut -d/ -f2)" "$(echo "$pick" | cut -d/ -f3)" "$line"
+        # Medians of each column over the rounds.
+        col() { echo "$line" | tr ' ' '\n' | grep . | cut -d/ -f"$1" | tr -dc '0-9.\n' | median; }
+        printf '%-4s %-10s %10s %8s%% %10sus   rounds: %s\n' "$proto" "$tool" "$(col 1)" "$(col 2)" \
+            "$(col 3)" "$line"
     done
 done
 fi

@@ -194,7 +194,7 @@ pub fn run(args: &ServerArgs) -> anyhow::Result<Status> {
     if args.json {
         report::print_json(&report)?;
     } else {
-        print_text(&report)?;
+        super::output::print_server_text(&report)?;
     }
     Ok(Status::Clean)
 }
@@ -593,51 +593,6 @@ fn write_replies(conn: &mut Conn, zeros: &[u8], poll: &Epoll, token: u64) -> Aft
         conn.writing = want_write;
     }
     After::Keep
-}
-
-fn print_text(r: &ServerReport) -> anyhow::Result<()> {
-    let mut out = io::stdout().lock();
-    let t = &r.total;
-    writeln!(
-        out,
-        "rr-server: {:.3} s{}: TCP {} connections, {} transactions; UDP {} flows, {} transactions{}",
-        r.duration_s,
-        if r.ended == "interrupted" {
-            ", stopped by Ctrl-C"
-        } else {
-            ""
-        },
-        t.tcp_connections,
-        t.tcp_transactions,
-        t.udp_flows,
-        t.udp_transactions,
-        match r.drop_every {
-            Some(n) => format!(", {} dropped on purpose (every {n}th)", t.udp_dropped),
-            None => String::new(),
-        }
-    )?;
-    if t.udp_unknown + t.udp_send_errors + t.tcp_bad_hellos > 0 {
-        writeln!(
-            out,
-            "rr-server: {} datagrams from unknown flows, {} UDP send errors, {} bad TCP hellos",
-            t.udp_unknown, t.udp_send_errors, t.tcp_bad_hellos
-        )?;
-    }
-    if r.per_thread.len() > 1 {
-        for th in &r.per_thread {
-            writeln!(
-                out,
-                "thread {:<2} cpu {:<4} TCP {} connections {} transactions; UDP {} flows {} transactions",
-                th.thread,
-                th.cpu.map_or("-".to_string(), |c| c.to_string()),
-                th.tcp_connections,
-                th.tcp_transactions,
-                th.udp_flows,
-                th.udp_transactions
-            )?;
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]
