@@ -192,16 +192,15 @@ sockperf_many() { # proto -> "rate cpu_s wall_s"
     echo "$(sockperf_rate "$work"/many.*) $(cpu_of_times "$work/times") $(( (t1 - t0) / 1000000 ))"
 }
 
-nettune_many() { # proto [server threads] -> "rate cpu_s wall_s"
+nettune_many() { # proto -> "rate cpu_s wall_s"
     local spid addr t0 t1
     rm -f "$work/srv.out"
-    "$bin" bench rr-server --bind 127.0.0.1:0 --threads "${2:-1}" --duration "$life" \
-        >"$work/srv.out" 2>/dev/null &
+    "$bin" bench rr-server --bind 127.0.0.1:0 --duration "$life" >"$work/srv.out" 2>/dev/null &
     spid=$!; pids+=("$spid")
     addr=$(wait_for_address "$work/srv.out")
     t0=$(date +%s%N)
     bash -c '"$0" bench rr --to "$1" --proto "$2" --size '"$size"' --instances '"$many"' \
-        --threads 2 --warmup 0.5 --duration '"$secs"' --json >"$3" 2>/dev/null; times' \
+        --threads 1 --warmup 0.5 --duration '"$secs"' --json >"$3" 2>/dev/null; times' \
         "$bin" "$addr" "$1" "$work/rr.json" >"$work/times"
     t1=$(date +%s%N)
     stop_server "$spid"
@@ -214,26 +213,20 @@ place
 echo
 echo "(b) $many concurrent instances on loopback, unpinned, $size-byte request and reply"
 echo "    client CPU = user+sys of the client processes / their wall time (100% = one CPU)"
-echo "    nettune-s2: the same client against rr-server --threads 2 (SO_REUSEPORT; sockperf's"
-echo "    server serves one port from one thread)"
+echo "    servers: sockperf sr with epoll, rr-server with one thread; nettune with one client"
+echo "    thread (the default): on 2 CPUs, client and server then take one CPU each"
 printf '%-4s %-10s %10s %9s %12s\n' prot tool trans/s "cli CPU%" "CPU us/tr"
 for proto in tcp udp; do
-    for tool in sockperf nettune nettune-s2; do
-        rates=""; line=""
+    for tool in sockperf nettune; do
+        line=""
         for _ in $(seq "$rounds"); do
-            case $tool in
-                sockperf) set -- $(sockperf_many "$proto") ;;
-                nettune) set -- $(nettune_many "$proto" 1) ;;
-                nettune-s2) set -- $(nettune_many "$proto" 2) ;;
-            esac
-            rates+="$1 "
+            set -- $(${tool}_many "$proto")
             line+="$(awk -v r="$1" -v c="$2" -v w="$3" 'BEGIN { printf "%d/%.0f%%/%.1fus ", r, c * 100000 / w, (r > 0 ? c * 1e9 / w / r : 0) }')"
         done
-        med=$(echo "$rates" | median)
-        # The CPU figures of the median round.
-        pick=$(echo "$line" | tr ' ' '\n' | grep "^$med/" | head -1)
-        printf '%-4s %-10s %10s %9s %12s   rounds: %s\n' "$proto" "$tool" "$med" \
-            "$(echo "$pick" | cut -d/ -f2)" "$(echo "$pick" | cut -d/ -f3)" "$line"
+        # Medians of each column over the rounds.
+        col() { echo "$line" | tr ' ' '\n' | grep . | cut -d/ -f"$1" | tr -dc '0-9.\n' | median; }
+        printf '%-4s %-10s %10s %8s%% %10sus   rounds: %s\n' "$proto" "$tool" "$(col 1)" "$(col 2)" \
+            "$(col 3)" "$line"
     done
 done
 fi

@@ -6,7 +6,6 @@
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::os::fd::AsRawFd;
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -14,6 +13,7 @@ use serde::Serialize;
 
 use super::conn::{self, would_block};
 use super::engine::{self, Instances, Phase, ThreadResult};
+use super::measure::{self, Conductor, Interval, Measured};
 use super::output;
 use super::wake::{self, Blocked};
 use super::wire::{Hello, HELLO_LEN};
@@ -25,12 +25,10 @@ use crate::bench::pin::Pinning;
 use crate::bench::report::{self, LiveCounter, Progress};
 use crate::bench::stop::{self, Ended};
 use crate::error::Status;
-use crate::host::{stat, CpuTime, Root};
+use crate::host::Root;
 
 /// How long the server has to answer the hellos.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(1);
-/// With a warm-up, how long to wait for the first transaction at most.
-const FIRST_REPLY_WAIT: Duration = Duration::from_secs(2);
 /// UDP hellos unanswered after this are sent again (until the timeout).
 const HELLO_RESEND: Duration = Duration::from_millis(100);
 
@@ -41,15 +39,6 @@ pub struct ThreadReport {
     pub instances: usize,
     pub transactions: u64,
     pub transactions_per_sec: f64,
-}
-
-/// One second of the measured run.
-#[derive(Debug, Clone, Serialize)]
-pub struct Interval {
-    pub second: u64,
-    pub transactions: u64,
-    /// Per thread (index = thread).
-    pub per_thread: Vec<u64>,
 }
 
 /// This process's CPU time over the measured run (getrusage).
@@ -112,56 +101,85 @@ pub fn run(args: &ClientArgs) -> anyhow::Result<Status> {
     eprintln!("{}", output::header(args, threads, &pinning));
 
     stop::catch_ctrl_c()?;
-    let phase = Phase::default();
     wake::install()?;
+    let phase = Phase::default();
     let live: Vec<LiveCounter> = (0..threads).map(|_| LiveCounter::default()).collect();
     let blocked: Vec<Blocked> = (0..threads).map(|_| Blocked::default()).collect();
+    let every = measure::pulse_every(args);
     let mut progress = Progress::new(args.json);
-    let mut intervals = Vec::new();
-
-    let outcome = std::thread::scope(|scope| {
-        let handles: Vec<_> = per_thread
-            .into_iter()
-            .enumerate()
-            .map(|(i, instances)| {
-                let plan = engine::Plan {
-                    cpu: pinning.cpu_for(i),
-                    sizes: args.size,
-                    resend_after: Duration::from_millis(args.resend_after),
-                };
-                let (phase, live, blocked) = (&phase, &live[i], &blocked[i]);
-                scope.spawn(move || engine::run(instances, &plan, phase, live, blocked))
-            })
-            .collect();
-        let watch = Watch {
-            blocked: &blocked,
-            every: watch_every(args),
-        };
-        let measured = measure(args, &root, &phase, &live, &watch, &mut |interval| {
-            let line = output::interval_line(&interval);
-            if args.json {
-                progress.show(&format!("rr {line}"));
-            } else {
-                let _ = report::print_line(&mut progress, &line);
+    let mut show = |interval: &Interval| {
+        let line = output::interval_line(interval);
+        if args.json {
+            progress.show(&format!("rr {line}"));
+        } else {
+            // A closed stdout ends nothing here; the final report says so.
+            let _ = report::print_line(&mut progress, &line);
+        }
+    };
+    let mut conductor = Conductor::new(args, &root, &phase, &live, &mut show);
+    let plan = |i: usize| engine::Plan {
+        cpu: pinning.cpu_for(i),
+        sizes: args.size,
+        resend_after: Duration::from_millis(args.resend_after),
+    };
+    let results: Vec<anyhow::Result<ThreadResult>> = if threads == 1 {
+        // One thread does everything, so the process has one thread
+        // ([`wake::Alarm`] says why); SIGALRM paces the timeline.
+        let alarm = wake::Alarm::every(every)?;
+        let mut pulse = || {
+            if wake::alarmed() {
+                conductor.pulse();
             }
-            intervals.push(interval);
-        });
-        phase.stop.store(true, Ordering::Relaxed);
-        wake::until_finished(&blocked, || handles.iter().all(|h| h.is_finished()));
-        let results: Vec<anyhow::Result<ThreadResult>> = handles
+        };
+        let instances = per_thread
             .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a client thread panicked")))
-            })
-            .collect();
-        (measured, results)
-    });
+            .next()
+            .context("no instance to run")?;
+        let result = engine::run(
+            instances,
+            &plan(0),
+            &phase,
+            &live[0],
+            &blocked[0],
+            &mut pulse,
+        );
+        drop(alarm);
+        // All instances gone early (connections closed): finish the timeline.
+        while conductor.pulse() {
+            std::thread::sleep(conductor.next_due(every));
+        }
+        vec![result]
+    } else {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = per_thread
+                .into_iter()
+                .enumerate()
+                .map(|(i, instances)| {
+                    let (plan, phase, live, blocked) = (plan(i), &phase, &live[i], &blocked[i]);
+                    scope.spawn(move || {
+                        engine::run(instances, &plan, phase, live, blocked, &mut || {})
+                    })
+                })
+                .collect();
+            while conductor.pulse() {
+                blocked.iter().for_each(Blocked::wake_if_due);
+                std::thread::sleep(conductor.next_due(every));
+            }
+            wake::until_finished(&blocked, || handles.iter().all(|h| h.is_finished()));
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(anyhow::anyhow!("a client thread panicked")))
+                })
+                .collect()
+        })
+    };
+    let measured = conductor.finish();
     progress.clear();
-    let (measured, results) = outcome;
     let results = results.into_iter().collect::<anyhow::Result<Vec<_>>>()?;
     let measured = measured?;
-    let report = build_report(args, threads, &pinning, measured, results, intervals);
+    let report = build_report(args, threads, &pinning, measured, results);
     if args.json {
         report::print_json(&report)?;
     } else {
@@ -186,137 +204,6 @@ pub fn run(args: &ClientArgs) -> anyhow::Result<Status> {
         );
     }
     Ok(Status::Clean)
-}
-
-/// What the main thread saw of the measured part.
-struct Measured {
-    ended: Ended,
-    elapsed: Duration,
-    cpu_before: Option<Vec<CpuTime>>,
-    cpu_after: Option<Vec<CpuTime>>,
-    usage: (Duration, Duration),
-}
-
-/// Warm up, then measure: read /proc/stat and getrusage around the
-/// measured part, one interval per second.
-/// The main thread's watch over workers blocked in a read: how often it
-/// looks, and whom.
-struct Watch<'a> {
-    blocked: &'a [Blocked],
-    every: Duration,
-}
-
-impl Watch<'_> {
-    fn look(&self) {
-        for b in self.blocked {
-            b.wake_if_due();
-        }
-    }
-}
-
-/// UDP resends of a lone instance are as late as the watch is slow: a
-/// quarter of the timeout, 1 to 5 ms. TCP needs the watch only at the end.
-fn watch_every(args: &ClientArgs) -> Duration {
-    match args.proto {
-        Proto::Udp => (Duration::from_millis(args.resend_after) / 4)
-            .clamp(Duration::from_millis(1), Duration::from_millis(5)),
-        Proto::Tcp => Duration::from_millis(20),
-    }
-}
-
-fn measure(
-    args: &ClientArgs,
-    root: &Root,
-    phase: &Phase,
-    live: &[LiveCounter],
-    watch: &Watch,
-    on_interval: &mut dyn FnMut(Interval),
-) -> anyhow::Result<Measured> {
-    // The warm-up lasts its time, and with a warm-up, until the first
-    // transaction completed (a first packet lost costs TCP a 200 ms+
-    // retransmission), but no longer than FIRST_REPLY_WAIT.
-    let warm_start = Instant::now();
-    let any_done = || live.iter().any(|l| l.read().0 > 0);
-    loop {
-        let elapsed = warm_start.elapsed();
-        let warm = elapsed >= args.warmup;
-        if warm && (args.warmup.is_zero() || any_done()) {
-            break;
-        }
-        if warm && elapsed >= args.warmup.max(FIRST_REPLY_WAIT) {
-            anyhow::bail!(
-                "--to '{}': no transaction completed in the first {:.1} s; \
-                 is the server overloaded, or is something dropping {} traffic?",
-                args.to,
-                elapsed.as_secs_f64(),
-                args.proto.name()
-            );
-        }
-        if stop::interrupted() {
-            anyhow::bail!("interrupted during the warm-up: nothing was measured");
-        }
-        watch.look();
-        std::thread::sleep(watch.every.min(Duration::from_millis(5)));
-    }
-    let cpu_before = read_stat(root);
-    let usage_before = rusage()?;
-    phase.measuring.store(true, Ordering::Relaxed);
-    let start = Instant::now();
-    let mut last = vec![0u64; live.len()];
-    let look = || watch.look();
-    let (ended, elapsed) = stop::run_ticking_polled(
-        start,
-        args.duration,
-        &phase.stop,
-        watch.every,
-        look,
-        |second| {
-            let now: Vec<u64> = live.iter().map(|l| l.read().0).collect();
-            let per_thread: Vec<u64> = now
-                .iter()
-                .zip(&last)
-                .map(|(n, l)| n.saturating_sub(*l))
-                .collect();
-            last = now;
-            on_interval(Interval {
-                second,
-                transactions: per_thread.iter().sum(),
-                per_thread,
-            });
-        },
-    );
-    let usage_after = rusage()?;
-    let cpu_after = read_stat(root);
-    Ok(Measured {
-        ended,
-        elapsed,
-        cpu_before,
-        cpu_after,
-        usage: (
-            usage_after.0.saturating_sub(usage_before.0),
-            usage_after.1.saturating_sub(usage_before.1),
-        ),
-    })
-}
-
-fn read_stat(root: &Root) -> Option<Vec<CpuTime>> {
-    stat::read(root)
-        .map_err(|e| eprintln!("rr: warning: {e}; no per-CPU table"))
-        .ok()
-}
-
-/// This process's (user, system) CPU time so far.
-fn rusage() -> anyhow::Result<(Duration, Duration)> {
-    // SAFETY: rusage is plain data, valid all-zero; getrusage fills it.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: a valid pointer to a rusage struct.
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
-        return Err(std::io::Error::last_os_error()).context("getrusage failed");
-    }
-    let time = |t: libc::timeval| {
-        Duration::from_secs(t.tv_sec.max(0) as u64) + Duration::from_micros(t.tv_usec.max(0) as u64)
-    };
-    Ok((time(usage.ru_utime), time(usage.ru_stime)))
 }
 
 /// Open every instance and greet the server on each, then deal them out:
@@ -470,7 +357,6 @@ fn build_report(
     pinning: &Pinning,
     m: Measured,
     results: Vec<ThreadResult>,
-    intervals: Vec<Interval>,
 ) -> RrReport {
     let secs = m.elapsed.as_secs_f64();
     let rate = |n: u64| report::per_second(n, 0, secs).0;
@@ -547,7 +433,7 @@ fn build_report(
         },
         host_cpu,
         per_thread,
-        intervals,
+        intervals: m.intervals,
     }
 }
 

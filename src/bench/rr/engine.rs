@@ -95,12 +95,15 @@ pub struct ThreadResult {
 
 /// Run one thread until `phase.stop`. Transactions before
 /// `phase.measuring` only warm up: the counts start over when it is set.
+/// `pulse` is called after every round (after the counts are published):
+/// the whole timeline when this thread is the process's only one.
 pub fn run(
     instances: Instances,
     plan: &Plan,
     phase: &Phase,
     live: &LiveCounter,
     blocked: &Blocked,
+    pulse: &mut dyn FnMut(),
 ) -> anyhow::Result<ThreadResult> {
     if let Some(cpu) = plan.cpu {
         pin_current_thread(cpu)?;
@@ -112,11 +115,11 @@ pub fn run(
     match instances {
         Instances::Tcp(streams) => {
             let mut all = TcpLoop::new(streams, plan.sizes, &poll, blocked)?;
-            drive(&mut poll, phase, live, &mut counts, &mut all, per)?;
+            drive(&mut poll, phase, live, &mut counts, &mut all, per, pulse)?;
         }
         Instances::Udp(sockets) => {
             let mut all = UdpLoop::new(sockets, plan, &poll, blocked)?;
-            drive(&mut poll, phase, live, &mut counts, &mut all, per)?;
+            drive(&mut poll, phase, live, &mut counts, &mut all, per, pulse)?;
         }
     }
     Ok(ThreadResult {
@@ -149,9 +152,8 @@ const ONLY_INSTANCE: Ready = Ready {
     hangup: false,
 };
 
-/// Make a lone instance's socket blocking, with no timeout: the main
-/// thread wakes the worker when a UDP resend is due and at the end
-/// ([`wake`]).
+/// Make a lone instance's socket blocking, with no timeout: a signal
+/// interrupts the read when a UDP resend is due and at the end ([`wake`]).
 fn make_blocking(fd: &impl AsFd, blocked: &Blocked) -> anyhow::Result<()> {
     let flags = fcntl(fd, FcntlArg::F_GETFL).context("F_GETFL")?;
     let flags = OFlag::from_bits_truncate(flags) & !OFlag::O_NONBLOCK;
@@ -167,6 +169,7 @@ fn drive(
     counts: &mut Counts,
     all: &mut impl Transactions,
     bytes_per_transaction: u64,
+    pulse: &mut dyn FnMut(),
 ) -> anyhow::Result<()> {
     let mut measuring = false;
     all.start(poll, counts);
@@ -196,6 +199,7 @@ fn drive(
             counts.transactions,
             counts.transactions * bytes_per_transaction,
         );
+        pulse();
     }
     Ok(())
 }
@@ -481,7 +485,8 @@ impl Transactions for UdpLoop<'_> {
             return;
         }
         // A few datagrams per readiness: a late reply may queue before the
-        // one awaited.
+        // one awaited. After a completion the next reply cannot be there
+        // yet: epoll says when (a blocking lone instance just waits for it).
         for _ in 0..4 {
             let inst = &mut self.instances[i];
             let n = match inst.socket.recv(&mut self.scratch) {
@@ -510,6 +515,9 @@ impl Transactions for UdpLoop<'_> {
             inst.resend_after = self.first_resend_after;
             inst.started = Instant::now();
             self.send(i, counts);
+            if !self.blocking {
+                return;
+            }
         }
     }
 

@@ -15,6 +15,7 @@ use crate::bench::stop;
 mod client;
 mod conn;
 mod engine;
+mod measure;
 mod output;
 mod server;
 mod wake;

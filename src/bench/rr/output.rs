@@ -1,9 +1,12 @@
 //! What `bench rr` prints as text: a header, one line per second, and the
-//! final report with the mpstat-style per-CPU table.
+//! final report with the mpstat-style per-CPU table; and the rr-server's
+//! final report.
 
 use std::io::{self, Write};
 
-use super::client::{Interval, RrReport};
+use super::client::RrReport;
+use super::measure::Interval;
+use super::server::ServerReport;
 use super::ClientArgs;
 use crate::bench::pin::Pinning;
 use crate::host::cpuset;
@@ -102,6 +105,52 @@ pub fn print_text(r: &RrReport) -> io::Result<()> {
     if let Some(usage) = &r.host_cpu {
         writeln!(out, "host CPUs over the measured run (/proc/stat):")?;
         usage.write_table(&mut out)?;
+    }
+    Ok(())
+}
+
+/// The rr-server's final report as text.
+pub fn print_server_text(r: &ServerReport) -> io::Result<()> {
+    let mut out = io::stdout().lock();
+    let t = &r.total;
+    writeln!(
+        out,
+        "rr-server: {:.3} s{}: TCP {} connections, {} transactions; UDP {} flows, {} transactions{}",
+        r.duration_s,
+        if r.ended == "interrupted" {
+            ", stopped by Ctrl-C"
+        } else {
+            ""
+        },
+        t.tcp_connections,
+        t.tcp_transactions,
+        t.udp_flows,
+        t.udp_transactions,
+        match r.drop_every {
+            Some(n) => format!(", {} dropped on purpose (every {n}th)", t.udp_dropped),
+            None => String::new(),
+        }
+    )?;
+    if t.udp_unknown + t.udp_send_errors + t.tcp_bad_hellos > 0 {
+        writeln!(
+            out,
+            "rr-server: {} datagrams from unknown flows, {} UDP send errors, {} bad TCP hellos",
+            t.udp_unknown, t.udp_send_errors, t.tcp_bad_hellos
+        )?;
+    }
+    if r.per_thread.len() > 1 {
+        for th in &r.per_thread {
+            writeln!(
+                out,
+                "thread {:<2} cpu {:<4} TCP {} connections {} transactions; UDP {} flows {} transactions",
+                th.thread,
+                th.cpu.map_or("-".to_string(), |c| c.to_string()),
+                th.tcp_connections,
+                th.tcp_transactions,
+                th.udp_flows,
+                th.udp_transactions
+            )?;
+        }
     }
     Ok(())
 }

@@ -128,33 +128,51 @@ pub fn run(args: &ServerArgs) -> anyhow::Result<Status> {
     let blocked: Vec<Blocked> = (0..threads).map(|_| Blocked::default()).collect();
     let start = Instant::now();
     let duration = args.duration.unwrap_or(FOREVER);
-    let (ended, elapsed, results) = std::thread::scope(|scope| {
-        let handles: Vec<_> = sockets
-            .into_iter()
-            .enumerate()
-            .map(|(i, sockets)| {
-                let plan = Plan {
-                    thread: i,
-                    cpu: pinning.cpu_for(i),
-                    drop_every: args.drop_every,
-                };
-                let (stop_flag, blocked) = (&stop_flag, &blocked[i]);
-                scope.spawn(move || serve(sockets, &plan, stop_flag, blocked))
-            })
-            .collect();
-        let watch = || blocked.iter().for_each(Blocked::wake_if_due);
-        let (ended, elapsed) =
-            stop::run_ticking_polled(start, duration, &stop_flag, WATCH_EVERY, watch, |_| {});
-        wake::until_finished(&blocked, || handles.iter().all(|h| h.is_finished()));
-        let results: Vec<anyhow::Result<ThreadReport>> = handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a server thread panicked")))
-            })
-            .collect();
-        (ended, elapsed, results)
-    });
+    let plan = |i: usize| Plan {
+        thread: i,
+        cpu: pinning.cpu_for(i),
+        drop_every: args.drop_every,
+    };
+    let (ended, elapsed, results) = if threads == 1 {
+        // One thread does everything, so the process has one thread
+        // ([`wake::Alarm`] says why); SIGALRM bounds each blocking read.
+        let alarm = wake::Alarm::every(ALONE_SLICE)?;
+        let over = || stop::interrupted() || start.elapsed() >= duration;
+        let mut sockets = sockets;
+        let sockets = sockets.pop().context("no socket to serve")?;
+        let result = serve(sockets, &plan(0), &over, &blocked[0]);
+        drop(alarm);
+        let ended = if stop::interrupted() {
+            Ended::Interrupted
+        } else {
+            Ended::Duration
+        };
+        (ended, start.elapsed().min(duration), vec![result])
+    } else {
+        let over = || stop_flag.load(Ordering::Relaxed);
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = sockets
+                .into_iter()
+                .enumerate()
+                .map(|(i, sockets)| {
+                    let (plan, over, blocked) = (plan(i), &over, &blocked[i]);
+                    scope.spawn(move || serve(sockets, &plan, over, blocked))
+                })
+                .collect();
+            let watch = || blocked.iter().for_each(Blocked::wake_if_due);
+            let (ended, elapsed) =
+                stop::run_ticking_polled(start, duration, &stop_flag, WATCH_EVERY, watch, |_| {});
+            wake::until_finished(&blocked, || handles.iter().all(|h| h.is_finished()));
+            let results: Vec<anyhow::Result<ThreadReport>> = handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(anyhow::anyhow!("a server thread panicked")))
+                })
+                .collect();
+            (ended, elapsed, results)
+        })
+    };
     let per_thread = results.into_iter().collect::<anyhow::Result<Vec<_>>>()?;
     let mut total = ThreadReport::default();
     for t in &per_thread {
@@ -176,7 +194,7 @@ pub fn run(args: &ServerArgs) -> anyhow::Result<Status> {
     if args.json {
         report::print_json(&report)?;
     } else {
-        print_text(&report)?;
+        super::output::print_server_text(&report)?;
     }
     Ok(Status::Clean)
 }
@@ -270,7 +288,7 @@ struct Worker<'a> {
 fn serve(
     sockets: Sockets,
     plan: &Plan,
-    stop: &AtomicBool,
+    over: &(dyn Fn() -> bool + Sync),
     blocked: &Blocked,
 ) -> anyhow::Result<ThreadReport> {
     if let Some(cpu) = plan.cpu {
@@ -301,7 +319,7 @@ fn serve(
     w.poll
         .add(sockets.udp.as_raw_fd(), UDP, Interest::READ)
         .context("epoll_ctl(udp)")?;
-    while !stop.load(Ordering::Relaxed) {
+    while !over() {
         w.forget_idle_flows();
         w.serve_alone(&sockets.udp)?;
         let ready = w.poll.wait(Some(IDLE_WAIT)).context("epoll_wait")?;
@@ -575,51 +593,6 @@ fn write_replies(conn: &mut Conn, zeros: &[u8], poll: &Epoll, token: u64) -> Aft
         conn.writing = want_write;
     }
     After::Keep
-}
-
-fn print_text(r: &ServerReport) -> anyhow::Result<()> {
-    let mut out = io::stdout().lock();
-    let t = &r.total;
-    writeln!(
-        out,
-        "rr-server: {:.3} s{}: TCP {} connections, {} transactions; UDP {} flows, {} transactions{}",
-        r.duration_s,
-        if r.ended == "interrupted" {
-            ", stopped by Ctrl-C"
-        } else {
-            ""
-        },
-        t.tcp_connections,
-        t.tcp_transactions,
-        t.udp_flows,
-        t.udp_transactions,
-        match r.drop_every {
-            Some(n) => format!(", {} dropped on purpose (every {n}th)", t.udp_dropped),
-            None => String::new(),
-        }
-    )?;
-    if t.udp_unknown + t.udp_send_errors + t.tcp_bad_hellos > 0 {
-        writeln!(
-            out,
-            "rr-server: {} datagrams from unknown flows, {} UDP send errors, {} bad TCP hellos",
-            t.udp_unknown, t.udp_send_errors, t.tcp_bad_hellos
-        )?;
-    }
-    if r.per_thread.len() > 1 {
-        for th in &r.per_thread {
-            writeln!(
-                out,
-                "thread {:<2} cpu {:<4} TCP {} connections {} transactions; UDP {} flows {} transactions",
-                th.thread,
-                th.cpu.map_or("-".to_string(), |c| c.to_string()),
-                th.tcp_connections,
-                th.tcp_transactions,
-                th.udp_flows,
-                th.udp_transactions
-            )?;
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]
