@@ -10,6 +10,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use crate::bench::addr::{parse_bind, parse_destination};
 use crate::bench::stop;
 
 mod client;
@@ -29,7 +30,7 @@ pub use server::run as run_server;
 pub struct ServerArgs {
     /// Address and port to answer on, TCP and UDP alike (port 0: any free
     /// port). The first line on stdout is the bound ADDR:PORT.
-    #[arg(long, value_name = "ADDR:PORT", value_parser = parse_addr)]
+    #[arg(long, value_name = "ADDR:PORT", value_parser = parse_bind)]
     pub bind: SocketAddr,
     /// Event-loop threads, each with its own SO_REUSEPORT TCP listener and
     /// UDP socket.
@@ -110,22 +111,6 @@ pub struct ClientArgs {
     /// Print the final report as JSON on stdout (see docs/bench-rr.md).
     #[arg(long)]
     pub json: bool,
-}
-
-fn parse_addr(text: &str) -> Result<SocketAddr, String> {
-    text.trim().parse().map_err(|_| {
-        format!("'{text}' is not a numeric ADDR:PORT (e.g. 127.0.0.1:9000 or [::1]:9000)")
-    })
-}
-
-fn parse_destination(text: &str) -> Result<SocketAddr, String> {
-    let addr = parse_addr(text)?;
-    if addr.port() == 0 {
-        return Err(format!(
-            "'{text}' has port 0; give the port rr-server printed"
-        ));
-    }
-    Ok(addr)
 }
 
 /// `REQ[,RESP]`: positive byte counts up to the TCP bound; the UDP bound
