@@ -51,9 +51,19 @@ pub fn listener(addr: SocketAddr) -> anyhow::Result<TcpListener> {
     Ok(TcpListener::from(fd))
 }
 
-/// A non-blocking UDP socket with SO_REUSEPORT on `addr`.
+/// Receive buffer the server asks for on each UDP socket: requests of
+/// thousands of flows arrive in bursts, and the default (212992 bytes,
+/// about 270 small datagrams) drops some, which the clients see as resends.
+const UDP_RCVBUF: usize = 4 << 20;
+
+/// A non-blocking UDP socket with SO_REUSEPORT on `addr`, with a large
+/// receive buffer (forced as root; else as large as net.core.rmem_max
+/// allows: best effort, the default still works).
 pub fn udp_socket(addr: SocketAddr) -> anyhow::Result<UdpSocket> {
     let fd = new_socket(addr, SockType::Datagram)?;
+    if socket::setsockopt(&fd, sockopt::RcvBufForce, &UDP_RCVBUF).is_err() {
+        let _ = socket::setsockopt(&fd, sockopt::RcvBuf, &UDP_RCVBUF);
+    }
     socket::bind(fd.as_raw_fd(), &SockaddrStorage::from(addr))
         .map_err(|e| bind_error("udp", addr, e))?;
     Ok(UdpSocket::from(fd))

@@ -379,6 +379,52 @@ struct UdpInstance {
     started: Instant,
     last_sent: Instant,
     resend_after: Duration,
+    /// The current request was sent more than once.
+    resent: bool,
+}
+
+/// The resend timeout, computed as TCP computes its RTO (RFC 6298): a
+/// smoothed round trip plus four times its variation, from replies to
+/// requests sent once (Karn), never below `--resend-after`. With many
+/// instances the round trip grows with the queue (instances / rate): a
+/// fixed 10 ms would then resend requests that are merely waiting.
+#[derive(Debug)]
+struct ResendTimer {
+    floor: Duration,
+    /// Smoothed round trip and its mean deviation, ns; None before the first.
+    srtt: Option<f64>,
+    rttvar: f64,
+}
+
+impl ResendTimer {
+    fn new(floor: Duration) -> ResendTimer {
+        ResendTimer {
+            floor,
+            srtt: None,
+            rttvar: 0.0,
+        }
+    }
+
+    fn sample(&mut self, rtt: Duration) {
+        let r = rtt.as_nanos() as f64;
+        match self.srtt {
+            None => {
+                self.srtt = Some(r);
+                self.rttvar = r / 2.0;
+            }
+            Some(srtt) => {
+                self.rttvar = 0.75 * self.rttvar + 0.25 * (srtt - r).abs();
+                self.srtt = Some(0.875 * srtt + 0.125 * r);
+            }
+        }
+    }
+
+    fn timeout(&self) -> Duration {
+        let estimate = self.srtt.map_or(Duration::ZERO, |srtt| {
+            Duration::from_nanos((srtt + 4.0 * self.rttvar) as u64)
+        });
+        estimate.max(self.floor).min(MAX_RESEND_AFTER)
+    }
 }
 
 struct UdpLoop<'a> {
@@ -390,7 +436,7 @@ struct UdpLoop<'a> {
     hello: [u8; HELLO_LEN],
     request: Vec<u8>,
     scratch: Vec<u8>,
-    first_resend_after: Duration,
+    timer: ResendTimer,
     /// How often timers are checked: a quarter of the first timeout, at
     /// most 1 ms, so a resend is at most that late.
     scan_every: Duration,
@@ -426,6 +472,7 @@ impl<'a> UdpLoop<'a> {
                 started: now,
                 last_sent: now,
                 resend_after: plan.resend_after,
+                resent: false,
             });
         }
         let sizes = plan.sizes;
@@ -443,7 +490,7 @@ impl<'a> UdpLoop<'a> {
             request: vec![0; sizes.request],
             // One byte more than a reply, to see an oversized one.
             scratch: vec![0; sizes.reply.max(HELLO_LEN) + 1],
-            first_resend_after: plan.resend_after,
+            timer: ResendTimer::new(plan.resend_after),
             scan_every,
             next_scan: now + scan_every,
         })
@@ -509,10 +556,15 @@ impl Transactions for UdpLoop<'_> {
                 counts.late_replies += 1;
                 continue;
             }
-            counts.latency.record(inst.started.elapsed());
+            let rtt = inst.started.elapsed();
+            counts.latency.record(rtt);
             counts.transactions += 1;
+            if !inst.resent {
+                self.timer.sample(rtt);
+            }
             inst.seq = inst.seq.wrapping_add(1);
-            inst.resend_after = self.first_resend_after;
+            inst.resend_after = self.timer.timeout();
+            inst.resent = false;
             inst.started = Instant::now();
             self.send(i, counts);
             if !self.blocking {
@@ -531,9 +583,10 @@ impl Transactions for UdpLoop<'_> {
                 }
                 // A second timeout of the same request: the server may
                 // have forgotten the flow (restarted); say hello again.
-                if inst.resend_after > self.first_resend_after {
+                if inst.resent {
                     let _ = inst.socket.send(&self.hello);
                 }
+                inst.resent = true;
                 inst.resend_after = (inst.resend_after * 2).min(MAX_RESEND_AFTER);
                 counts.resends += 1;
                 self.send(i, counts);
@@ -548,5 +601,33 @@ impl Transactions for UdpLoop<'_> {
 
     fn blocking(&self) -> bool {
         self.blocking
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resend_timeout_follows_the_round_trip_above_the_floor() {
+        let ms = Duration::from_millis;
+        let mut timer = ResendTimer::new(ms(10));
+        assert_eq!(timer.timeout(), ms(10), "no sample yet: the floor");
+        // Fast replies (20 us) keep the floor.
+        for _ in 0..50 {
+            timer.sample(Duration::from_micros(20));
+        }
+        assert_eq!(timer.timeout(), ms(10));
+        // A queue of 1500 instances at 200k/s: 7.5 ms round trips, varying.
+        for i in 0..200 {
+            timer.sample(ms(5 + (i % 6)));
+        }
+        let t = timer.timeout();
+        assert!(t > ms(10) && t < ms(30), "{t:?}");
+        // Never past the 1 s ceiling.
+        for _ in 0..50 {
+            timer.sample(Duration::from_secs(5));
+        }
+        assert_eq!(timer.timeout(), MAX_RESEND_AFTER);
     }
 }

@@ -104,7 +104,8 @@ pub struct ClientArgs {
     /// Pin thread i to the i-th CPU of this list (e.g. 1 or 0-3), wrapping.
     #[arg(long, value_name = "CPUS")]
     pub pin: Option<String>,
-    /// UDP: resend a request unanswered after this many milliseconds
+    /// UDP: the least wait before an unanswered request is sent again; the
+    /// timeout follows the measured round trip above it, as TCP's RTO does
     /// (doubling per further timeout of the same request, up to 1 s).
     #[arg(long, value_name = "MS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=10_000))]
     pub resend_after: u64,
