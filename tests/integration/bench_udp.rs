@@ -10,72 +10,13 @@
 
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, ChildStderr, Command, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::common::{ip, is_root, measuring, unique, Netns};
+
 const BIN: &str = env!("CARGO_BIN_EXE_nettune");
-
-/// Serializes the measuring tests of this file.
-static MEASURING: Mutex<()> = Mutex::new(());
-
-fn measuring() -> std::sync::MutexGuard<'static, ()> {
-    MEASURING
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() == 0 }
-}
-
-/// A network namespace with loopback up, deleted on drop.
-struct Netns {
-    name: String,
-}
-
-static COUNTER: AtomicU32 = AtomicU32::new(0);
-
-fn unique(prefix: &str) -> String {
-    format!(
-        "{prefix}{}x{}",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    )
-}
-
-fn ip(args: &[&str]) {
-    let out = Command::new("ip").args(args).output().expect("run ip");
-    assert!(
-        out.status.success(),
-        "ip {}: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-impl Netns {
-    fn new() -> Netns {
-        let ns = Netns {
-            name: unique("ntbu"),
-        };
-        ip(&["netns", "add", &ns.name]);
-        ip(&["-n", &ns.name, "link", "set", "lo", "up"]);
-        ns
-    }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        // Deleting the namespace also deletes the veth end inside it.
-        let _ = Command::new("ip")
-            .args(["netns", "del", &self.name])
-            .status();
-    }
-}
 
 /// `nettune ARGS`, inside `ns` when given.
 fn nettune(ns: Option<&Netns>, args: &[&str]) -> Command {
@@ -269,7 +210,7 @@ fn veth_between_namespaces_carries_a_paced_flood_whole() {
         return;
     }
     let _serial = measuring();
-    let (tx, rx) = (Netns::new(), Netns::new());
+    let (tx, rx) = (Netns::new("bu"), Netns::new("bu"));
     let (a, b) = (unique("nta"), unique("ntb"));
     // Fixed MACs (private to these namespaces) so the sender can hold a
     // permanent neighbour entry: no packet waits on ARP.
@@ -338,7 +279,7 @@ fn tiny_rcvbuf_loss_is_seen_by_sequence_and_kernel_alike() {
         return;
     }
     let _serial = measuring();
-    let ns = Netns::new();
+    let ns = Netns::new("bu");
     let (sink, flood) = sink_and_flood(
         Some(&ns),
         &[

@@ -82,6 +82,7 @@ impl Netns {
             COUNTER.fetch_add(1, Ordering::SeqCst)
         );
         sh(&["ip", "netns", "add", &name]);
+        sh(&["ip", "-n", &name, "link", "set", "lo", "up"]);
         Netns { name }
     }
 
@@ -158,6 +159,22 @@ impl Drop for Netns {
             .args(["netns", "del", &self.name])
             .status();
     }
+}
+
+/// `ip ARGS`, asserting success.
+pub fn ip(args: &[&str]) {
+    let mut full = vec!["ip"];
+    full.extend_from_slice(args);
+    sh(&full);
+}
+
+/// Serializes the tests that measure rates (all files): on two CPUs a
+/// full-speed run next to a paced one would starve it.
+pub fn measuring() -> std::sync::MutexGuard<'static, ()> {
+    static MEASURING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    MEASURING
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Run a helper command, panicking with its output on failure; returns stdout.
