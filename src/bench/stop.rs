@@ -121,6 +121,21 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(secs))
 }
 
+/// Join every worker of a scope, in order; a panicked worker becomes an
+/// error naming `what` ("a sending thread panicked") instead of a panic here.
+pub fn join_all<T>(
+    handles: Vec<std::thread::ScopedJoinHandle<'_, anyhow::Result<T>>>,
+    what: &str,
+) -> Vec<anyhow::Result<T>> {
+    handles
+        .into_iter()
+        .map(|h| {
+            h.join()
+                .unwrap_or_else(|_| Err(anyhow::anyhow!("a {what} thread panicked")))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -95,36 +95,14 @@ impl Drop for Server {
 /// Run nettune to its end within `limit` (killed on overrun): exit code,
 /// stdout, stderr.
 fn run_bounded(args: &[&str], limit: Duration) -> (i32, String, String) {
-    let mut child = Command::new(BIN)
+    let child = Command::new(BIN)
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn nettune");
-    let mut stdout = child.stdout.take().expect("stdout");
-    let reader = std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = stdout.read_to_string(&mut text);
-        text
-    });
-    let deadline = Instant::now() + limit;
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("nettune {args:?} ran past {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let mut stderr = String::new();
-    if let Some(mut e) = child.stderr.take() {
-        let _ = e.read_to_string(&mut stderr);
-    }
-    let stdout = reader.join().expect("reader");
-    (status.code().unwrap_or(-1), stdout, stderr)
+    let (code, stdout, stderr) = crate::common::finish_bounded(child, limit);
+    (code.unwrap_or(-1), stdout, stderr)
 }
 
 fn load_json(args: &[&str], limit: Duration) -> Value {

@@ -11,7 +11,7 @@
 
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, ChildStdout, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -37,30 +37,8 @@ fn command(ns: Option<&Netns>, args: &[&str]) -> Command {
     }
 }
 
-/// Wait for `child` at most `limit`, killing it on overrun; returns (exit
-/// code, stdout, stderr).
-fn finish(mut child: Child, limit: Duration) -> (Option<i32>, String, String) {
-    let deadline = Instant::now() + limit;
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("nettune ran past {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let mut stdout = String::new();
-    let mut stderr = String::new();
-    if let Some(mut out) = child.stdout.take() {
-        out.read_to_string(&mut stdout).expect("stdout");
-    }
-    if let Some(mut err) = child.stderr.take() {
-        err.read_to_string(&mut stderr).expect("stderr");
-    }
-    (status.code(), stdout, stderr)
+fn finish(child: Child, limit: Duration) -> (Option<i32>, String, String) {
+    crate::common::finish_bounded(child, limit)
 }
 
 /// A running rr-server, stopped by SIGINT (or killed on drop) by its PID.

@@ -161,6 +161,44 @@ impl Drop for Netns {
     }
 }
 
+/// Wait for `child` at most `limit`, killing it (by its PID) on overrun:
+/// exit code, stdout, stderr. Both pipes are drained while it runs, so a
+/// chatty child cannot block on a full pipe.
+pub fn finish_bounded(
+    mut child: std::process::Child,
+    limit: std::time::Duration,
+) -> (Option<i32>, String, String) {
+    use std::io::Read;
+    fn drain(pipe: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<String> {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_string(&mut text);
+            }
+            text
+        })
+    }
+    let stdout = drain(child.stdout.take());
+    let stderr = drain(child.stderr.take());
+    let deadline = std::time::Instant::now() + limit;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("nettune ran past {limit:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    (
+        status.code(),
+        stdout.join().expect("stdout reader"),
+        stderr.join().expect("stderr reader"),
+    )
+}
+
 /// `ip ARGS`, asserting success.
 pub fn ip(args: &[&str]) {
     let mut full = vec!["ip"];

@@ -93,13 +93,7 @@ pub fn run(args: &LoadArgs) -> anyhow::Result<Status> {
             progress.show(&format!("http {second} s: {} req/s{phase}", now - last));
             last = now;
         });
-        let results: Vec<anyhow::Result<ThreadStats>> = handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a load thread panicked")))
-            })
-            .collect();
+        let results: Vec<anyhow::Result<ThreadStats>> = stop::join_all(handles, "load");
         (ended, elapsed, results)
     });
     progress.clear();

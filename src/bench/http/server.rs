@@ -192,13 +192,7 @@ pub fn run(args: &ServerArgs) -> anyhow::Result<Status> {
             stop_flag.store(true, std::sync::atomic::Ordering::Relaxed);
             (Ended::Interrupted, Duration::ZERO)
         };
-        let results: Vec<anyhow::Result<ThreadCounts>> = handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a server thread panicked")))
-            })
-            .collect();
+        let results: Vec<anyhow::Result<ThreadCounts>> = stop::join_all(handles, "server");
         match failure {
             Some(e) => Err(e),
             None => Ok((bound, ended, elapsed, results)),

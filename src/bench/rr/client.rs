@@ -166,13 +166,7 @@ pub fn run(args: &ClientArgs) -> anyhow::Result<Status> {
                 std::thread::sleep(conductor.next_due(every));
             }
             wake::until_finished(&blocked, || handles.iter().all(|h| h.is_finished()));
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| Err(anyhow::anyhow!("a client thread panicked")))
-                })
-                .collect()
+            stop::join_all(handles, "client")
         })
     };
     let measured = conductor.finish();

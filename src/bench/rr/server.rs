@@ -163,13 +163,7 @@ pub fn run(args: &ServerArgs) -> anyhow::Result<Status> {
             let (ended, elapsed) =
                 stop::run_ticking_polled(start, duration, &stop_flag, WATCH_EVERY, watch, |_| {});
             wake::until_finished(&blocked, || handles.iter().all(|h| h.is_finished()));
-            let results: Vec<anyhow::Result<ThreadReport>> = handles
-                .into_iter()
-                .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| Err(anyhow::anyhow!("a server thread panicked")))
-                })
-                .collect();
+            let results: Vec<anyhow::Result<ThreadReport>> = stop::join_all(handles, "server");
             (ended, elapsed, results)
         })
     };

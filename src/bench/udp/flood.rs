@@ -163,13 +163,7 @@ pub fn run(args: &FloodArgs) -> anyhow::Result<Status> {
                 let _ = print_line(&mut progress, &line);
             }
         });
-        let results: Vec<anyhow::Result<ThreadResult>> = handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a sending thread panicked")))
-            })
-            .collect();
+        let results: Vec<anyhow::Result<ThreadResult>> = stop::join_all(handles, "sending");
         (ended, elapsed, results)
     });
     progress.clear();

@@ -148,13 +148,7 @@ pub fn run(args: &SinkArgs) -> anyhow::Result<Status> {
                 let _ = print_line(&mut progress, &line);
             }
         });
-        let results: Vec<anyhow::Result<ThreadResult>> = handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a receiving thread panicked")))
-            })
-            .collect();
+        let results: Vec<anyhow::Result<ThreadResult>> = stop::join_all(handles, "receiving");
         (ended, elapsed, results)
     });
     progress.clear();
