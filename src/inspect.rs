@@ -1,64 +1,12 @@
-//! `nettune inspect`: print the host model, compact for people (one line per
-//! queue, CPU sets as ranges) or whole as JSON.
+//! The human form of the host model that `nettune inspect` prints: compact
+//! (one line per queue, CPU sets as ranges); `--json` prints the model whole.
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
 
-use crate::error::Status;
-use crate::host::cpuset::format_list;
-use crate::host::{self, Host, Interface, Probe, Selection, VectorRole};
-use crate::nic::DriverSettings;
-
-#[derive(Debug, clap::Args)]
-pub struct InspectArgs {
-    /// Print the host model as JSON (schema: docs/json-schema.md).
-    #[arg(long)]
-    pub json: bool,
-    /// Include the loopback interface.
-    #[arg(long)]
-    pub all: bool,
-    /// Show only this interface.
-    #[arg(long, value_name = "NAME")]
-    pub iface: Option<String>,
-    #[command(flatten)]
-    pub target: Target,
-}
-
-/// Which host to read: live (default), a named network namespace, or a
-/// captured tree.
-#[derive(Debug, Clone, Default, clap::Args)]
-pub struct Target {
-    /// Read a captured or fixture tree (DIR/proc, DIR/sys) instead of this host.
-    #[arg(long, value_name = "DIR")]
-    pub root: Option<PathBuf>,
-    /// Look inside a named network namespace (as `ip netns exec NAME` would).
-    #[arg(long, value_name = "NAME")]
-    pub netns: Option<String>,
-}
-
-pub fn run(args: InspectArgs) -> anyhow::Result<Status> {
-    let selection = Selection {
-        all: args.all,
-        iface: args.iface,
-    };
-    let host = host::read_target(
-        args.target.root.as_deref(),
-        args.target.netns.as_deref(),
-        &selection,
-    )?;
-    let text = if args.json {
-        serde_json::to_string_pretty(&host)? + "\n"
-    } else {
-        // Asking for one interface means wanting its detail even when down.
-        render(&host, selection_is_one(&host))
-    };
-    crate::output::print(&text)?;
-    Ok(Status::Clean)
-}
-
-fn selection_is_one(host: &Host) -> bool {
-    host.interfaces.len() == 1
-}
+use crate::base::cpuset::format_list;
+use crate::base::driver::DriverSettings;
+use crate::base::Probe;
+use crate::host::{self, Host, Interface, VectorRole};
 
 /// `-` for an empty set or missing value: keeps columns readable.
 fn cpus(set: &[u32]) -> String {

@@ -5,6 +5,7 @@
 //! model; `bench` measures. Kernel I/O stays at the edges (`host::Root`, `nic`).
 
 pub mod apply;
+pub mod base;
 pub mod bench;
 pub mod cli;
 pub mod doctor;
@@ -14,4 +15,3 @@ pub mod inspect;
 pub mod nic;
 pub mod output;
 pub mod plan;
-pub mod units;

@@ -7,19 +7,14 @@
 //! nothing: it is reported as [`WriteError::Refused`] and apply records it
 //! as skipped. Any other error is a failure that undoes the apply.
 
-use std::io;
-use std::os::unix::fs::PermissionsExt as _;
-
-use crate::host::{Probe, Root};
+use crate::base::driver::setting::current_text;
+use crate::base::driver::DriverSetting;
+use crate::base::driver::{Ethtool, EthtoolSet, Netlink, Qdisc, QdiscSet, QdiscSpec, SetError};
+use crate::base::units::parse_rate;
+use crate::base::{Probe, Root};
 use crate::nic::live::{LiveEthtool, LiveNetlink};
 use crate::nic::recorded::{DriverFile, Recorded, RecordedWriter};
-use crate::nic::setting::current_text;
-use crate::nic::{
-    DriverSetting, Ethtool, EthtoolSet, Netlink, Qdisc, QdiscSet, QdiscSpec, SetError,
-};
 use crate::plan::compare::same_value;
-use crate::plan::{Plan, Skipped};
-use crate::units::parse_rate;
 
 /// A planned target, parsed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,7 +80,7 @@ impl Backend {
         }
         Ok(match DriverFile::load(&self.root)? {
             Some(file) => Box::new(Recorded::from(file)),
-            None => Box::new(crate::nic::NoDriverData),
+            None => Box::new(crate::base::driver::NoDriverData),
         })
     }
 
@@ -95,7 +90,7 @@ impl Backend {
         }
         Ok(match DriverFile::load(&self.root)? {
             Some(file) => Box::new(Recorded::from(file)),
-            None => Box::new(crate::nic::NoDriverData),
+            None => Box::new(crate::base::driver::NoDriverData),
         })
     }
 
@@ -275,55 +270,6 @@ fn classify_qdisc(kind: &str, e: &SetError) -> WriteError {
         ));
     }
     WriteError::Failed(e.to_string())
-}
-
-/// Move changes that cannot be written into `skipped` before anything is
-/// written: kernel files without a write bit (read-only sysctls, a
-/// namespace's mirrored values), and governors the CPU does not offer.
-pub fn preflight(plan: &mut Plan, root: &Root) {
-    let mut kept = Vec::new();
-    for change in std::mem::take(&mut plan.changes) {
-        match unwritable(root, &change.target, &change.to) {
-            Some(reason) => plan.skipped.push(Skipped {
-                target: change.target,
-                reason,
-                group: change.group,
-            }),
-            None => kept.push(change),
-        }
-    }
-    plan.changes = kept;
-}
-
-fn unwritable(root: &Root, target: &str, value: &str) -> Option<String> {
-    if !target.starts_with('/') {
-        return None;
-    }
-    let meta = match std::fs::metadata(root.real_path(target)) {
-        Ok(meta) => meta,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            return Some("the file does not exist (any more)".to_string())
-        }
-        Err(_) => return None,
-    };
-    if meta.is_file() && meta.permissions().mode() & 0o222 == 0 {
-        return Some(format!(
-            "read-only here (mode {:o}): the kernel does not let it be written in this namespace or on this system",
-            meta.permissions().mode() & 0o777
-        ));
-    }
-    if let Some(dir) = target.strip_suffix("/scaling_governor") {
-        let offered = root
-            .read_value(&format!("{dir}/scaling_available_governors"))
-            .ok()
-            .flatten()?;
-        if !offered.split_whitespace().any(|g| g == value) {
-            return Some(format!(
-                "governor '{value}' is not offered (scaling_available_governors: {offered})"
-            ));
-        }
-    }
-    None
 }
 
 #[cfg(test)]

@@ -10,8 +10,8 @@ use anyhow::Context;
 use nix::sched::{sched_getaffinity, sched_setaffinity, CpuSet};
 use nix::unistd::Pid;
 
-use crate::host::cpuset;
-use crate::host::Root;
+use crate::base::cpuset;
+use crate::base::Root;
 
 /// The CPUs benchmark threads are pinned to; empty means not pinned.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -102,25 +102,6 @@ pub fn run_ticking_polled(
     (ended, start.elapsed().min(duration))
 }
 
-/// Parse a duration the way wrk takes them: seconds as a plain number
-/// (fractions allowed) or with a unit, `500ms`, `5s`, `1m`, `2h`.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let trimmed = text.trim();
-    let (number, unit_secs) = [("ms", 0.001), ("s", 1.0), ("m", 60.0), ("h", 3600.0)]
-        .iter()
-        .find_map(|(unit, secs)| trimmed.strip_suffix(unit).map(|n| (n, *secs)))
-        .unwrap_or((trimmed, 1.0));
-    let secs = number.parse::<f64>().map_err(|_| {
-        format!("'{text}' is not a duration: give seconds (10, 1.5) or 500ms, 5s, 1m, 2h")
-    })? * unit_secs;
-    if !secs.is_finite() || secs <= 0.0 || secs > 86_400.0 * 365.0 {
-        return Err(format!(
-            "'{text}' is out of range: give more than 0 (e.g. 10, 1.5 or 5s)"
-        ));
-    }
-    Ok(Duration::from_secs_f64(secs))
-}
-
 /// Join every worker of a scope, in order; a panicked worker becomes an
 /// error naming `what` ("a sending thread panicked") instead of a panic here.
 pub fn join_all<T>(
@@ -139,27 +120,6 @@ pub fn join_all<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations_accept_fractions_and_refuse_zero() {
-        assert_eq!(parse_duration("10"), Ok(Duration::from_secs(10)));
-        assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
-        assert!(parse_duration("0").expect_err("zero").contains("'0'"));
-        assert!(parse_duration("-1").is_err());
-        assert!(parse_duration("ten").expect_err("word").contains("'ten'"));
-        assert!(parse_duration("inf").is_err());
-    }
-
-    #[test]
-    fn durations_take_wrk_units() {
-        assert_eq!(parse_duration("5s"), Ok(Duration::from_secs(5)));
-        assert_eq!(parse_duration("1m"), Ok(Duration::from_secs(60)));
-        assert_eq!(parse_duration("2h"), Ok(Duration::from_secs(7200)));
-        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
-        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
-        assert!(parse_duration("5x").expect_err("unit").contains("'5x'"));
-        assert!(parse_duration("s").is_err());
-    }
 
     #[test]
     fn ticks_each_whole_second_then_sets_stop() {

@@ -5,10 +5,17 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
-use crate::apply::{ApplyArgs, HistoryArgs, RollbackArgs};
 use crate::error::Status;
-use crate::inspect::InspectArgs;
-use crate::plan::PlanArgs;
+
+pub mod apply;
+pub mod doctor;
+pub mod inspect;
+pub mod plan;
+
+use apply::{ApplyArgs, HistoryArgs, RollbackArgs};
+use doctor::DoctorArgs;
+use inspect::InspectArgs;
+use plan::PlanArgs;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -38,7 +45,7 @@ pub enum Command {
     ///
     /// Examples: `nettune doctor`, `nettune doctor --interval 5 --json`,
     /// `nettune doctor --bandwidth 10gbit --rtt 50ms`, `nettune doctor --root ./capture`.
-    Doctor(crate::doctor::DoctorArgs),
+    Doctor(DoctorArgs),
     /// Show what a tuning profile would change, with a reason for every value.
     ///
     /// Prints a diff (current -> new) grouped by interface and kernel, and the
@@ -98,6 +105,18 @@ pub enum Command {
     Bench(crate::bench::BenchCommand),
 }
 
+/// Which host to read: live (default), a named network namespace, or a
+/// captured tree.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct HostArgs {
+    /// Read a captured or fixture tree (DIR/proc, DIR/sys) instead of this host.
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+    /// Look inside a named network namespace (as `ip netns exec NAME` would).
+    #[arg(long, value_name = "NAME")]
+    pub netns: Option<String>,
+}
+
 #[derive(Debug, clap::Args)]
 pub struct CaptureArgs {
     /// New (or empty) directory to write the capture into.
@@ -147,13 +166,13 @@ pub fn parse() -> Cli {
 
 pub fn run(cli: Cli) -> anyhow::Result<Status> {
     match cli.command {
-        Command::Inspect(args) => crate::inspect::run(args),
-        Command::Doctor(args) => crate::doctor::run(args),
+        Command::Inspect(args) => inspect::run(args),
+        Command::Doctor(args) => doctor::run(args),
         Command::Capture(args) => capture(args),
-        Command::Plan(args) => crate::plan::cli::run(args),
-        Command::Apply(args) => crate::apply::run_apply(args),
-        Command::Rollback(args) => crate::apply::run_rollback(args),
-        Command::History(args) => crate::apply::run_history(args),
+        Command::Plan(args) => plan::run(args),
+        Command::Apply(args) => apply::run_apply(args),
+        Command::Rollback(args) => apply::run_rollback(args),
+        Command::History(args) => apply::run_history(args),
         Command::Bench(cmd) => crate::bench::run(cmd),
     }
 }

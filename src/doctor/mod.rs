@@ -6,7 +6,6 @@
 //! data is never a finding. The rule ids in [`RULE_IDS`] are a contract:
 //! users silence findings by id and scripts match on them.
 
-mod cli;
 mod planned;
 mod render;
 mod rules;
@@ -18,7 +17,6 @@ use serde::Serialize;
 
 use crate::host::{Counters, Host};
 
-pub use cli::{run, DoctorArgs};
 pub use planned::{PlannedChange, Plans};
 pub use render::{render_json, render_text, Report, Summary};
 
@@ -218,8 +216,9 @@ mod tests {
     /// and nothing fires that is not in RULE_IDS.
     #[test]
     fn every_rule_fires_on_a_host_with_every_problem() {
-        use crate::host::{PacketSocket, Probe};
-        use crate::nic::FlowHash;
+        use crate::base::driver::FlowHash;
+        use crate::base::Probe;
+        use crate::host::PacketSocket;
         use testkit::*;
 
         let mut host = two_socket_smt_8q();

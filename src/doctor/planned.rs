@@ -10,7 +10,8 @@ use std::cell::OnceCell;
 use serde::Serialize;
 
 use super::{Context, Finding};
-use crate::host::{Host, Root};
+use crate::base::Root;
+use crate::host::Host;
 use crate::plan::values::sysctl_name;
 use crate::plan::{plan, Change, Plan, PlanOptions, Profile, Skipped};
 
@@ -87,7 +88,7 @@ impl<'a> Plans<'a> {
             .get_or_init(|| {
                 let mut planned = plan(self.host, &self.options(profile)).ok()?;
                 if let Some(root) = self.root {
-                    crate::apply::preflight(&mut planned, root);
+                    crate::plan::preflight::preflight(&mut planned, root);
                 }
                 Some(planned)
             })

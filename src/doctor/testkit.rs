@@ -10,9 +10,10 @@
 use std::collections::BTreeMap;
 
 use super::{Context, Finding, Rates, Severity};
+use crate::base::driver::{Channels, Coalesce, DriverSettings, FlowHash, Qdisc, QueueStats, Rings};
+use crate::base::Probe;
 use crate::host::softnet::SoftnetCpu;
 use crate::host::*;
-use crate::nic::{Channels, Coalesce, DriverSettings, FlowHash, Qdisc, QueueStats, Rings};
 
 pub fn vm_2cpu_single_queue() -> Host {
     let vulnerabilities = [

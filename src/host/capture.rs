@@ -16,8 +16,8 @@ use anyhow::Context as _;
 use serde::Serialize;
 
 use super::read::{read_host, Selection, Sources};
-use super::root::Access;
-use super::Root;
+use crate::base::root::Access;
+use crate::base::Root;
 use crate::nic::live::{LiveEthtool, LiveNetlink};
 use crate::nic::recorded::DriverFile;
 

@@ -15,7 +15,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::Root;
+use crate::base::Root;
 use crate::error::{KernelError, ParseError};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -743,7 +743,7 @@ ERR:          0
         let online = root
             .read("/sys/devices/system/cpu/online")
             .expect("online CPUs");
-        let online = crate::host::cpuset::parse_list(online.trim()).expect("CPU list");
+        let online = crate::base::cpuset::parse_list(online.trim()).expect("CPU list");
         assert_eq!(ints.cpus, online);
         assert!(ints
             .lines

@@ -2,21 +2,16 @@
 //! `read(&Root)` ties it to its path), and `Host::read`, which assembles the
 //! host model from them.
 
-pub mod cpuset;
 pub mod interrupts;
 pub mod irqname;
 pub mod model;
 pub mod packet;
-pub mod probe;
-pub mod root;
 pub mod snmp;
 pub mod softirqs;
 pub mod softnet;
 pub mod stat;
 
 pub use model::*;
-pub use probe::{Missing, Probe};
-pub use root::Root;
 
 pub mod capture;
 pub mod netns;
@@ -25,6 +20,8 @@ pub mod read;
 pub use read::{read_counters, read_host, Selection, Sources};
 
 use std::path::Path;
+
+use crate::base::Root;
 
 /// The `Root` for `--root DIR`, or the live host.
 pub fn open_root(root: Option<&Path>) -> anyhow::Result<Root> {
@@ -49,7 +46,7 @@ pub fn read_target(
         netns::enter(name)?;
     }
     let root = open_root(root)?;
-    let (ethtool, netlink) = read::driver_sources(&root)?;
+    let (ethtool, netlink) = crate::nic::sources(&root)?;
     let sources = Sources {
         root: &root,
         ethtool: ethtool.as_ref(),

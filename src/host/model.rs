@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::softnet::SoftnetCpu;
-use super::Probe;
-use crate::nic::{DriverSettings, Qdisc};
+use crate::base::driver::{DriverSettings, Qdisc};
+use crate::base::Probe;
 
 /// Bumped when a field changes meaning or is removed (not when one is added).
 pub const SCHEMA_VERSION: u32 = 1;

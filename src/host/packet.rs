@@ -7,7 +7,8 @@
 //! ffff8f2a4c1e3000 3      3    0003   2     1 0      0      24817
 //! ```
 
-use super::{PacketSocket, Root};
+use super::PacketSocket;
+use crate::base::Root;
 use crate::error::{KernelError, ParseError};
 
 pub fn read(root: &Root) -> Result<Vec<PacketSocket>, KernelError> {

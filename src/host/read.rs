@@ -5,13 +5,14 @@ use std::collections::BTreeMap;
 
 use anyhow::Context as _;
 
-use super::cpuset::{parse_list, parse_mask};
 use super::irqname::{self, IrqOwner};
 use super::model::*;
 use super::snmp::Counters as SnmpCounters;
-use super::{interrupts, packet, softirqs, softnet, stat, Root};
+use super::{interrupts, packet, softirqs, softnet, stat};
+use crate::base::cpuset::{parse_list, parse_mask};
+use crate::base::driver::{Ethtool, Netlink};
+use crate::base::Root;
 use crate::error::KernelError;
-use crate::nic::{Ethtool, Netlink};
 
 /// The sysctls nettune reads: every one a technique in REFERENCE.md touches.
 pub const SYSCTLS: &[&str] = &[
@@ -547,26 +548,6 @@ fn read_queues(
         });
     }
     Ok((rx, tx))
-}
-
-/// Driver data for a root: live traits, the capture's driver file, or unknown.
-pub fn driver_sources(root: &Root) -> anyhow::Result<(Box<dyn Ethtool>, Box<dyn Netlink>)> {
-    if root.is_live() {
-        return Ok((
-            Box::new(crate::nic::live::LiveEthtool),
-            Box::new(crate::nic::live::LiveNetlink),
-        ));
-    }
-    match crate::nic::recorded::DriverFile::load(root)? {
-        Some(file) => {
-            let recorded = crate::nic::recorded::Recorded::from(file);
-            Ok((Box::new(recorded.clone()), Box::new(recorded)))
-        }
-        None => Ok((
-            Box::new(crate::nic::NoDriverData),
-            Box::new(crate::nic::NoDriverData),
-        )),
-    }
 }
 
 #[cfg(test)]

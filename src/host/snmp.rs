@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::Root;
+use crate::base::Root;
 use crate::error::{KernelError, ParseError};
 
 /// Counters by protocol tag (`Udp`, `Tcp`, `TcpExt`, ...) and counter name.

@@ -13,7 +13,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::interrupts::split_cpu_header;
-use super::{CpuSoftirqs, Root};
+use super::CpuSoftirqs;
+use crate::base::Root;
 use crate::error::{KernelError, ParseError};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -8,7 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::Root;
+use crate::base::Root;
 use crate::error::{KernelError, ParseError};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -9,7 +9,8 @@
 //! missing trailing columns read as 0; fewer than 4 is a broken line. Guest
 //! time is already inside user and nice, so it is not kept.
 
-use super::{CpuTime, Root};
+use super::CpuTime;
+use crate::base::Root;
 use crate::error::{KernelError, ParseError};
 
 pub fn read(root: &Root) -> Result<Vec<CpuTime>, KernelError> {

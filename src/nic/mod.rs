@@ -1,212 +1,28 @@
 //! Driver settings (the kernel's ethtool interface) and link-level netlink
-//! (qdiscs), each behind one small trait so that a recorded answer can stand
-//! in for a driver this machine lacks.
+//! (qdiscs): the implementations of the traits in [`crate::base::driver`].
 //!
-//! - [`Ethtool`]: channels, rings, coalescing, features, RSS, flow hash, stats.
-//! - [`Netlink`]: the root qdisc of an interface.
-//! - [`EthtoolSet`] and [`QdiscSet`]: change one driver setting, replace or
-//!   reset the root qdisc (what `apply` and `rollback` write).
-//!
-//! Implementations: `live` talks to the running kernel; `recorded` answers
-//! from (and writes to) the `nettune/driver.json` file of a captured tree.
+//! `live` talks to the running kernel (the SIOCETHTOOL ioctl, rtnetlink);
+//! `recorded` answers from (and writes to) the `nettune/driver.json` file of
+//! a captured tree, so a recorded answer can stand in for a driver this
+//! machine lacks. [`sources`] picks one for a `Root`.
 
-use std::collections::BTreeMap;
-
-use serde::{Deserialize, Serialize};
-
-use crate::host::Probe;
+use crate::base::driver::{Ethtool, Netlink, NoDriverData};
+use crate::base::Root;
 
 pub mod live;
 pub mod recorded;
-pub mod setting;
 
-pub use setting::{ChannelKind, DriverSetting};
-
-/// Read driver settings of one interface. Never fails: what a driver does
-/// not support is `Probe::NOT_SUPPORTED` field by field.
-pub trait Ethtool {
-    fn query(&self, iface: &str) -> DriverSettings;
-}
-
-/// Read link-level state over rtnetlink.
-pub trait Netlink {
-    fn root_qdisc(&self, iface: &str) -> Probe<Qdisc>;
-}
-
-/// Change one driver setting, as `ethtool -G/-C/-N/-L/-K` does: the other
-/// fields of the same group keep their current values.
-pub trait EthtoolSet {
-    fn set(&self, iface: &str, setting: &DriverSetting) -> Result<(), SetError>;
-}
-
-/// Change the root qdisc of an interface.
-pub trait QdiscSet {
-    /// `tc qdisc replace dev IFACE root KIND [maxrate RATE]`.
-    fn replace_root(&self, iface: &str, spec: &QdiscSpec) -> Result<(), SetError>;
-    /// `tc qdisc del dev IFACE root`: the kernel attaches its default root
-    /// qdisc again. `default` is the one it had (a recorded file cannot know
-    /// what the kernel would pick, so the caller names it).
-    fn reset_root(&self, iface: &str, default: &Qdisc) -> Result<(), SetError>;
-}
-
-/// A root qdisc to install.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct QdiscSpec {
-    pub kind: String,
-    /// fq's `maxrate` (TCA_FQ_FLOW_MAX_RATE) in bytes per second.
-    pub maxrate_bytes: Option<u32>,
-}
-
-/// A refused or failed change: the errno (kept so that callers can tell
-/// "the kernel will not do this" from a failure) and the kernel's words.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub struct SetError {
-    pub errno: i32,
-    pub message: String,
-}
-
-impl SetError {
-    pub fn from_errno(errno: i32) -> SetError {
-        SetError {
-            errno,
-            message: std::io::Error::from_raw_os_error(errno).to_string(),
+/// Driver data for a root: the live kernel, the capture's driver file, or
+/// "unknown" for a tree without one.
+pub fn sources(root: &Root) -> anyhow::Result<(Box<dyn Ethtool>, Box<dyn Netlink>)> {
+    if root.is_live() {
+        return Ok((Box::new(live::LiveEthtool), Box::new(live::LiveNetlink)));
+    }
+    match recorded::DriverFile::load(root)? {
+        Some(file) => {
+            let recorded = recorded::Recorded::from(file);
+            Ok((Box::new(recorded.clone()), Box::new(recorded)))
         }
-    }
-
-    /// With the kernel's own explanation (netlink extended ack).
-    pub fn with_detail(errno: i32, detail: &str) -> SetError {
-        let mut err = SetError::from_errno(errno);
-        if !detail.is_empty() {
-            err.message = format!("{} ({})", detail.trim_end_matches('.'), err.message);
-        }
-        err
-    }
-}
-
-/// Everything the ethtool interface tells about one interface.
-/// Fields missing from a recorded file read as unknown.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct DriverSettings {
-    pub info: Probe<DriverInfo>,
-    pub channels: Probe<Channels>,
-    pub rings: Probe<Rings>,
-    pub coalesce: Probe<Coalesce>,
-    /// Offload features by the kernel's name (`rx-gro`, `rx-gro-hw`,
-    /// `rx-lro`, `rx-ntuple-filter`, `rx-hashing`, ...). Features that
-    /// `ethtool -k` shows under an older name are also listed under that
-    /// name: `generic-receive-offload` (= `rx-gro`), `large-receive-offload`,
-    /// `ntuple-filters`, `receive-hashing`, `rx-checksumming`,
-    /// `generic-segmentation-offload`, `rx-vlan-offload`, `tx-vlan-offload`.
-    pub features: Probe<BTreeMap<String, Feature>>,
-    /// RSS indirection table: entry i names the RX queue for hash bucket i.
-    pub rss_indirection: Probe<Vec<u32>>,
-    /// rx-flow-hash fields by flow type: `tcp4`, `udp4`, `tcp6`, `udp6`
-    /// (a live query always names all four).
-    pub rx_flow_hash: BTreeMap<String, Probe<FlowHash>>,
-    /// Per-queue counters from the driver's statistics (ethtool -S), rx
-    /// queues then tx queues, each by index. Not supported when the driver
-    /// has no statistics or none of them per queue.
-    pub queue_stats: Probe<Vec<QueueStats>>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DriverInfo {
-    pub driver: String,
-    pub version: String,
-    pub firmware_version: String,
-    pub bus_info: String,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Channels {
-    pub rx: u32,
-    pub tx: u32,
-    pub other: u32,
-    pub combined: u32,
-    pub max_rx: u32,
-    pub max_tx: u32,
-    pub max_other: u32,
-    pub max_combined: u32,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Rings {
-    pub rx: u32,
-    pub rx_max: u32,
-    pub rx_mini: u32,
-    pub rx_mini_max: u32,
-    pub rx_jumbo: u32,
-    pub rx_jumbo_max: u32,
-    pub tx: u32,
-    pub tx_max: u32,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Coalesce {
-    pub rx_usecs: u32,
-    pub rx_frames: u32,
-    pub tx_usecs: u32,
-    pub tx_frames: u32,
-    pub adaptive_rx: bool,
-    pub adaptive_tx: bool,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Feature {
-    /// On now.
-    pub active: bool,
-    /// The driver lets it be changed.
-    pub changeable: bool,
-}
-
-/// Which header fields a flow type's RSS hash covers.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FlowHash {
-    /// Field names: `l2_dst`, `vlan`, `l3_proto`, `ip_src`, `ip_dst`,
-    /// `l4_src_port`, `l4_dst_port`; `discard` when the NIC drops the flow
-    /// type. Empty: the NIC does not hash this flow type (ethtool: "None").
-    pub fields: Vec<String>,
-}
-
-impl FlowHash {
-    /// True when the hash uses addresses only: all flows between two hosts
-    /// land on one queue (REFERENCE section 3).
-    pub fn ips_only(&self) -> bool {
-        let has = |f: &str| self.fields.iter().any(|x| x == f);
-        !has("l4_src_port") && !has("l4_dst_port")
-    }
-}
-
-/// Counters of one driver queue, as the driver names them without the
-/// queue prefix (`packets`, `bytes`, `drops`, ...).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct QueueStats {
-    /// `rx` or `tx`.
-    pub direction: String,
-    pub index: u32,
-    pub counters: BTreeMap<String, u64>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Qdisc {
-    pub kind: String,
-    /// `8001:` style handle.
-    pub handle: String,
-}
-
-/// Answers "unknown" to everything: an offline tree without driver data.
-pub struct NoDriverData;
-
-impl Ethtool for NoDriverData {
-    fn query(&self, _iface: &str) -> DriverSettings {
-        DriverSettings::default()
-    }
-}
-
-impl Netlink for NoDriverData {
-    fn root_qdisc(&self, _iface: &str) -> Probe<Qdisc> {
-        Probe::UNKNOWN
+        None => Ok((Box::new(NoDriverData), Box::new(NoDriverData))),
     }
 }

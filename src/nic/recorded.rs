@@ -12,11 +12,11 @@ use serde::{Deserialize, Serialize};
 
 use serde_json::Value;
 
-use crate::host::{Probe, Root};
-use crate::nic::{
-    ChannelKind, DriverSetting, DriverSettings, Ethtool, EthtoolSet, Netlink, Qdisc, QdiscSet,
-    QdiscSpec, SetError,
+use crate::base::driver::{ChannelKind, DriverSetting};
+use crate::base::driver::{
+    DriverSettings, Ethtool, EthtoolSet, Netlink, Qdisc, QdiscSet, QdiscSpec, SetError,
 };
+use crate::base::{Probe, Root};
 
 /// Bumped when a field changes meaning or is removed.
 pub const DRIVER_FILE_VERSION: u32 = 1;
@@ -321,7 +321,7 @@ impl QdiscSet for RecordedWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::nic::{Channels, Feature, FlowHash, QueueStats};
+    use crate::base::driver::{Channels, Feature, FlowHash, QueueStats};
 
     /// The example in docs/driver-file.md: a two-port ixgbe host.
     fn documented_example() -> DriverFile {

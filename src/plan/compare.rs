@@ -4,8 +4,8 @@
 //! Plan uses it to leave satisfied settings alone; apply to check each
 //! write by reading it back.
 
-use crate::host::cpuset::{parse_list, parse_mask};
-use crate::nic::setting::parse_flow_hash;
+use crate::base::cpuset::{parse_list, parse_mask};
+use crate::base::driver::setting::parse_flow_hash;
 
 /// How a target's text is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

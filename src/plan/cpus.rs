@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use anyhow::bail;
 
-use crate::host::cpuset::format_list;
+use crate::base::cpuset::format_list;
 use crate::host::{Host, Interface};
 
 /// The CPUs network work may use: `--cpus` (every one online), or by

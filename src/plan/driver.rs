@@ -2,10 +2,12 @@
 
 use super::values::{driver_target, qdisc_root_target};
 use super::{Draft, PlanOptions, Profile};
-use crate::host::{Interface, Probe};
-use crate::nic::setting::current_text;
-use crate::nic::{ChannelKind, DriverSetting, FlowHash};
-use crate::units::format_tc_rate as format_rate;
+use crate::base::driver::setting::current_text;
+use crate::base::driver::FlowHash;
+use crate::base::driver::{ChannelKind, DriverSetting};
+use crate::base::units::format_tc_rate as format_rate;
+use crate::base::Probe;
+use crate::host::Interface;
 
 /// fq at the root caps each flow at this share of the link when no
 /// `--pace` is given: 8gbit on a 10G host (REFERENCE 6).
@@ -131,7 +133,7 @@ fn want(d: &mut Draft, iface: &Interface, setting: DriverSetting, reason: &str) 
 fn skip_missing(d: &mut Draft, iface: &Interface, key: &str, probe: Probe<String>) {
     let driver = iface.driver.as_deref().unwrap_or("the driver");
     let reason = match probe {
-        Probe::Missing(crate::host::Missing::NotSupported) => {
+        Probe::Missing(crate::base::Missing::NotSupported) => {
             format!("{driver} does not support this setting on {}", iface.name)
         }
         _ => "unknown: no driver data (a capture without nettune/driver.json, or the query failed)"

@@ -8,8 +8,8 @@ use super::values::{
     PPS_RMEM_DEFAULT, PPS_RMEM_MAX, PPS_UDP_RMEM_MIN, RFS_ENTRIES, TCP_MTU_PROBING,
 };
 use super::{Draft, PlanOptions, Profile, KERNEL_GROUP};
+use crate::base::units::{format_bytes, format_rate, format_time};
 use crate::host::{Host, Interface};
-use crate::units::{format_bytes, format_rate, format_time};
 
 /// Visible inside a network namespace but read-only: they mirror the host's.
 const READ_ONLY_IN_NETNS: &[&str] = &[

@@ -6,14 +6,14 @@
 //! Targets: the absolute kernel path of file-backed settings
 //! (`/proc/irq/74/smp_affinity_list`, `/proc/sys/net/core/rmem_max`), and
 //! stable names for the rest: `ethtool:IFACE:KEY` (keys in
-//! [`crate::nic::setting`]) and `qdisc:IFACE:root`. Profiles and the reason
+//! [`crate::base::driver::setting`]) and `qdisc:IFACE:root`. Profiles and the reason
 //! for every value: docs/profiles.md.
 
-pub mod cli;
 pub mod compare;
 mod cpus;
 mod driver;
 mod kernel;
+pub mod preflight;
 mod queues;
 pub mod render;
 pub mod values;
@@ -21,8 +21,6 @@ pub mod values;
 use serde::{Deserialize, Serialize};
 
 use crate::host::{Host, Interface};
-
-pub use cli::{PlanArgs, TuneArgs};
 
 /// What the host is tuned for. docs/profiles.md gives every value's reason.
 #[derive(

@@ -8,7 +8,7 @@ use super::driver::channels_change;
 use super::kernel::rfs_entries;
 use super::values::{irq_affinity_target, queues_target, rx_queue_target, tx_queue_target};
 use super::{Draft, PlanOptions, Profile};
-use crate::host::cpuset::{format_list, format_mask};
+use crate::base::cpuset::{format_list, format_mask};
 use crate::host::{Host, Interface, VectorRole};
 
 pub(super) fn plan_queues(

@@ -5,8 +5,8 @@
 use std::fmt::Write as _;
 
 use super::{Change, Plan, KERNEL_GROUP};
-use crate::host::cpuset::format_list;
-use crate::nic::DriverSetting;
+use crate::base::cpuset::format_list;
+use crate::base::driver::DriverSetting;
 
 /// Where the plan was computed, for headers: "this host",
 /// "network namespace blue", "capture ./web1".

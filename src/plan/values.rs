@@ -113,7 +113,7 @@ pub fn tx_queue_target(iface: &str, queue: u32, file: &str) -> String {
     format!("/sys/class/net/{iface}/queues/tx-{queue}/{file}")
 }
 
-/// A driver setting: `ethtool:eth0:rings.rx` (keys in [`crate::nic::setting`]).
+/// A driver setting: `ethtool:eth0:rings.rx` (keys in [`crate::base::driver::setting`]).
 pub fn driver_target(iface: &str, key: &str) -> String {
     format!("ethtool:{iface}:{key}")
 }

@@ -8,7 +8,7 @@ use std::fs;
 use std::path::Path;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use nettune::host::cpuset::{parse_list, parse_mask};
+use nettune::base::cpuset::{parse_list, parse_mask};
 use serde_json::Value;
 
 use crate::common::*;

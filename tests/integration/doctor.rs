@@ -200,7 +200,7 @@ fn netns_doctor_judges_the_namespace() {
         "the host's eth0 is not in the namespace: {text}"
     );
     let cpus = std::fs::read_to_string("/sys/devices/system/cpu/online").expect("online");
-    if nettune::host::cpuset::parse_list(&cpus)
+    if nettune::base::cpuset::parse_list(&cpus)
         .expect("cpus")
         .len()
         > 1

@@ -296,7 +296,7 @@ fn live_host() {
     let cpus = host["cpus"].as_array().expect("cpus");
     assert_eq!(
         cpus.len(),
-        nettune::host::cpuset::parse_list(&online)
+        nettune::base::cpuset::parse_list(&online)
             .expect("list")
             .len()
     );

@@ -2,9 +2,9 @@
 //! test creates, the host's eth0 (read only), and an interface that does
 //! not exist. Needs root (creates namespaces); CI runs as root.
 
-use nettune::host::Probe;
+use nettune::base::driver::{DriverSettings, Ethtool, Netlink, Qdisc};
+use nettune::base::Probe;
 use nettune::nic::live::{LiveEthtool, LiveNetlink};
-use nettune::nic::{DriverSettings, Ethtool, Netlink, Qdisc};
 
 use crate::common::{sh, skip_unless_root, unique, Netns};
 

@@ -5,9 +5,10 @@
 
 use std::fs::File;
 
-use nettune::host::Probe;
+use nettune::base::driver::{ChannelKind, DriverSetting};
+use nettune::base::driver::{Ethtool, EthtoolSet, Netlink, QdiscSet, QdiscSpec};
+use nettune::base::Probe;
 use nettune::nic::live::{LiveEthtool, LiveNetlink};
-use nettune::nic::{ChannelKind, DriverSetting, Ethtool, EthtoolSet, Netlink, QdiscSet, QdiscSpec};
 use nix::sched::CloneFlags;
 
 use crate::common::*;
@@ -54,7 +55,7 @@ fn veth_setters_change_refuse_and_restore() {
         );
 
         // Features, under either name.
-        let gro = |settings: &nettune::nic::DriverSettings| {
+        let gro = |settings: &nettune::base::driver::DriverSettings| {
             settings.features.value().expect("features")["rx-gro"].active
         };
         let was = gro(&LiveEthtool.query(&a));
@@ -77,7 +78,7 @@ fn veth_setters_change_refuse_and_restore() {
             DriverSetting::AdaptiveRx(true),
             DriverSetting::FlowHash {
                 flow_type: "udp4".to_string(),
-                hash: nettune::nic::setting::parse_flow_hash("sdfn").expect("hash"),
+                hash: nettune::base::driver::setting::parse_flow_hash("sdfn").expect("hash"),
             },
         ] {
             let err = LiveEthtool.set(&a, &refused).expect_err("veth lacks it");

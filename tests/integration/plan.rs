@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use nettune::host::cpuset::{parse_list, parse_mask};
+use nettune::base::cpuset::{parse_list, parse_mask};
 use nettune::host::{read_target, Host, Selection};
 use nettune::plan::{plan, Change, Plan, PlanOptions, Profile};
 use serde_json::Value;

@@ -6,11 +6,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use nettune::host::cpuset::{format_list, format_mask, parse_list, parse_mask};
+use nettune::base::cpuset::{format_list, format_mask, parse_list, parse_mask};
+use nettune::base::driver::DriverSettings;
+use nettune::base::Probe;
 use nettune::host::{
-    Cpu, Host, Interface, IrqVector, NumaNode, Probe, RxQueue, Source, TxQueue, VectorRole,
+    Cpu, Host, Interface, IrqVector, NumaNode, RxQueue, Source, TxQueue, VectorRole,
 };
-use nettune::nic::DriverSettings;
 use nettune::plan::{plan, PlanOptions, Profile};
 use proptest::prelude::*;
 

@@ -20,11 +20,11 @@ use std::time::{Duration, Instant};
 use super::output::{self, ThreadStats};
 use super::worker::Worker;
 use super::{Header, LoadArgs, Target};
+use crate::base::Root;
 use crate::bench::pin::Pinning;
 use crate::bench::report::{LiveCounter, Progress};
 use crate::bench::stop;
 use crate::error::Status;
-use crate::host::Root;
 
 /// Connection attempts before the run starts, and the pause between them.
 const PREFLIGHT_TRIES: u32 = 3;

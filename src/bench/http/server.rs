@@ -28,11 +28,11 @@ use super::event_loop::{
     EpollLoop, EventLoop, LoopOptions, ThreadCounts, BUSY_POLL_WAIT, LONG_WAIT,
 };
 use super::{Locality, Sched, ServerArgs};
+use crate::base::{cpuset, Root};
 use crate::bench::pin::{pin_current_thread, Pinning};
 use crate::bench::report::{self, LiveCounter, Progress};
 use crate::bench::stop::{self, Ended};
 use crate::error::Status;
-use crate::host::{cpuset, Root};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct ThreadReport {

@@ -18,6 +18,7 @@ use super::output;
 use super::wake::{self, Blocked};
 use super::wire::{Hello, HELLO_LEN};
 use super::{ClientArgs, Proto};
+use crate::base::Root;
 use crate::bench::cpu::CpuUsage;
 use crate::bench::event::{Epoll, Interest};
 use crate::bench::latency::{Latency, LatencySummary};
@@ -25,7 +26,6 @@ use crate::bench::pin::Pinning;
 use crate::bench::report::{self, LiveCounter, Progress};
 use crate::bench::stop::{self, Ended};
 use crate::error::Status;
-use crate::host::Root;
 
 /// How long the server has to answer the hellos.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(1);

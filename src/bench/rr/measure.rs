@@ -12,9 +12,10 @@ use serde::Serialize;
 
 use super::engine::Phase;
 use super::{ClientArgs, Proto};
+use crate::base::Root;
 use crate::bench::report::LiveCounter;
 use crate::bench::stop::{self, Ended};
-use crate::host::{stat, CpuTime, Root};
+use crate::host::{stat, CpuTime};
 
 /// With a warm-up, how long to wait for the first transaction at most.
 const FIRST_REPLY_WAIT: Duration = Duration::from_secs(2);

@@ -11,7 +11,6 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use crate::bench::addr::{parse_bind, parse_destination};
-use crate::bench::stop;
 
 mod client;
 mod conn;
@@ -40,7 +39,7 @@ pub struct ServerArgs {
     #[arg(long, value_name = "CPUS")]
     pub pin: Option<String>,
     /// Seconds to run (fractions allowed); default until Ctrl-C.
-    #[arg(long, value_name = "S", value_parser = stop::parse_duration)]
+    #[arg(long, value_name = "S", value_parser = crate::base::units::parse_duration)]
     pub duration: Option<Duration>,
     /// Print the final report as JSON on stdout (after the address line).
     #[arg(long)]
@@ -95,11 +94,11 @@ pub struct ClientArgs {
     #[arg(long, value_name = "T", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub threads: u32,
     /// Seconds measured (fractions allowed); Ctrl-C stops early with a report.
-    #[arg(long, value_name = "S", default_value = "10", value_parser = stop::parse_duration)]
+    #[arg(long, value_name = "S", default_value = "10", value_parser = crate::base::units::parse_duration)]
     pub duration: Duration,
     /// Seconds of traffic before the measurement starts (0 for none); it
     /// also waits for the first transaction, up to 2 s.
-    #[arg(long, value_name = "S", default_value = "1", value_parser = parse_warmup)]
+    #[arg(long, value_name = "S", default_value = "1", value_parser = crate::base::units::parse_duration_or_zero)]
     pub warmup: Duration,
     /// Pin thread i to the i-th CPU of this list (e.g. 1 or 0-3), wrapping.
     #[arg(long, value_name = "CPUS")]
@@ -161,14 +160,6 @@ impl Sizes {
     }
 }
 
-/// `--warmup`: like `--duration` but 0 is allowed.
-fn parse_warmup(text: &str) -> Result<Duration, String> {
-    if text.trim().parse::<f64>() == Ok(0.0) {
-        return Ok(Duration::ZERO);
-    }
-    stop::parse_duration(text)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -208,9 +199,6 @@ mod tests {
 
     #[test]
     fn warmup_may_be_zero_but_not_negative() {
-        assert_eq!(parse_warmup("0"), Ok(Duration::ZERO));
-        assert_eq!(parse_warmup("0.5"), Ok(Duration::from_millis(500)));
-        assert!(parse_warmup("-1").is_err());
         assert!(parse_destination("127.0.0.1:0")
             .expect_err("port 0")
             .contains("port 0"));

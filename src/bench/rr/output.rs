@@ -8,8 +8,8 @@ use super::client::RrReport;
 use super::measure::Interval;
 use super::server::ServerReport;
 use super::ClientArgs;
+use crate::base::cpuset;
 use crate::bench::pin::Pinning;
-use crate::host::cpuset;
 
 fn plural(n: usize, word: &str) -> String {
     if n == 1 {

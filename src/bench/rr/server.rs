@@ -16,12 +16,12 @@ use super::conn::{self, would_block};
 use super::wake::{self, Blocked};
 use super::wire::{Hello, HELLO_LEN};
 use super::ServerArgs;
+use crate::base::Root;
 use crate::bench::event::{Epoll, Interest, Ready};
 use crate::bench::pin::{pin_current_thread, Pinning};
 use crate::bench::report;
 use crate::bench::stop::{self, Ended};
 use crate::error::Status;
-use crate::host::Root;
 
 const LISTENER: u64 = 0;
 const UDP: u64 = 1;
@@ -118,7 +118,7 @@ pub fn run(args: &ServerArgs) -> anyhow::Result<Status> {
         if threads == 1 { "" } else { "s" },
         match pinning.cpus() {
             [] => String::new(),
-            cpus => format!(" pinned to CPUs {}", crate::host::cpuset::format_list(cpus)),
+            cpus => format!(" pinned to CPUs {}", crate::base::cpuset::format_list(cpus)),
         }
     );
 

@@ -15,13 +15,13 @@ use serde::Serialize;
 use super::mmsg::Batch;
 use super::wire::Header;
 use super::FloodArgs;
+use crate::base::Root;
 use crate::bench::pin::{pin_current_thread, Pinning};
 use crate::bench::report::{
     self, format_rate, plural, print_line, Interval, IntervalMeter, LiveCounter, Progress,
 };
 use crate::bench::stop::{self, Ended};
 use crate::error::Status;
-use crate::host::Root;
 
 /// Send errors, counted and survived: a flood keeps going.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]

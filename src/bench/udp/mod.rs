@@ -10,7 +10,6 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use crate::bench::addr::{parse_bind, parse_destination};
-use crate::bench::stop;
 
 mod flood;
 mod flows;
@@ -50,7 +49,7 @@ pub struct SinkArgs {
     #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u32).range(1..=i32::MAX as i64))]
     pub rcvbuf: Option<u32>,
     /// Seconds to run (fractions allowed); Ctrl-C stops early with a report.
-    #[arg(long, value_name = "S", default_value = "10", value_parser = stop::parse_duration)]
+    #[arg(long, value_name = "S", default_value = "10", value_parser = crate::base::units::parse_duration)]
     pub duration: Duration,
     /// Print the final report as JSON on stdout (see docs/bench-udp.md).
     #[arg(long)]
@@ -84,7 +83,7 @@ pub struct FloodArgs {
     #[arg(long, value_name = "CPUS")]
     pub pin: Option<String>,
     /// Seconds to run (fractions allowed); Ctrl-C stops early with a report.
-    #[arg(long, value_name = "S", default_value = "10", value_parser = stop::parse_duration)]
+    #[arg(long, value_name = "S", default_value = "10", value_parser = crate::base::units::parse_duration)]
     pub duration: Duration,
     /// Print the final report as JSON on stdout (see docs/bench-udp.md).
     #[arg(long)]

@@ -16,6 +16,7 @@ use serde::Serialize;
 use super::flows::{self, FlowTable, SequenceSummary};
 use super::mmsg::Batch;
 use super::SinkArgs;
+use crate::base::Root;
 use crate::bench::pin::{pin_current_thread, Pinning};
 use crate::bench::report::{
     self, format_rate, plural, print_line, Interval, IntervalMeter, LiveCounter, Progress,
@@ -23,7 +24,7 @@ use crate::bench::report::{
 use crate::bench::stop::{self, Ended};
 use crate::error::Status;
 use crate::host::snmp::Counters;
-use crate::host::{softnet, Root};
+use crate::host::softnet;
 
 /// Bytes of each packet the sink copies out: the header and a little more.
 /// MSG_TRUNC still reports every packet's real length.

@@ -2,12 +2,12 @@
 //! tcp.options-off, mtu.jumbo-probing.
 
 use super::{judged_interfaces, sysctl_fields, sysctl_targets, sysctl_u64};
+use crate::base::units::{format_bytes, format_rate, format_time};
 use crate::doctor::planned::{Planned, Plans};
 use crate::doctor::{Context, Finding, Severity};
 use crate::host::Host;
 use crate::plan::values::{buffer_tier, sysctl_name, TCP_MTU_PROBING};
 use crate::plan::Profile;
-use crate::units::{format_bytes, format_rate, format_time};
 
 /// An autotuned flow whose buffer allows less than this fraction of the
 /// path's bandwidth is critical: it loses more than half the link.

@@ -2,9 +2,9 @@
 //! cpu.mitigations.
 
 use super::sentence;
+use crate::base::cpuset::format_list;
 use crate::doctor::planned::Plans;
 use crate::doctor::{Context, Finding, Severity};
-use crate::host::cpuset::format_list;
 use crate::host::Host;
 use crate::plan::values::{
     governor_target, CPUFREQ_TARGET, GOVERNOR, HALT_POLL_NS, HALT_POLL_TARGET,

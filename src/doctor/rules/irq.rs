@@ -7,10 +7,10 @@ use super::{
     irq_list, irq_of_target, judged_interfaces, queue_irq_targets, rx_queue_irqs, rx_queue_targets,
     sentence, tx_queue_targets, QueueIrq,
 };
+use crate::base::cpuset::{format_list, format_mask, parse_mask};
 use crate::doctor::planned::{Planned, Plans};
 use crate::doctor::targets::{cpu_node, eligible_cpus, rps_cpus};
 use crate::doctor::{Context, Finding, Severity};
-use crate::host::cpuset::{format_list, format_mask, parse_mask};
 use crate::host::{Host, Interface};
 use crate::plan::values::irq_affinity_target;
 use crate::plan::Profile;
@@ -87,7 +87,7 @@ fn one_cpu(
     let count = if total > 0 {
         format!(
             " ({} interrupts since boot)",
-            crate::units::format_count(total)
+            crate::base::units::format_count(total)
         )
     } else {
         String::new()

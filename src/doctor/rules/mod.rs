@@ -159,7 +159,7 @@ fn effective_current(effective: Option<&[u32]>, affinity: Option<&[u32]>) -> boo
 /// An IRQ list (`74-81`) formatted like a CPU list.
 fn irq_list(irqs: impl IntoIterator<Item = u32>) -> String {
     let irqs: Vec<u32> = irqs.into_iter().collect();
-    crate::host::cpuset::format_list(&irqs)
+    crate::base::cpuset::format_list(&irqs)
 }
 
 /// `text` with its first letter in upper case: fixes are sentences.
@@ -225,7 +225,7 @@ impl<'a> Window<'a> {
     /// "over 2 s" or "since boot", for evidence.
     fn span(&self) -> String {
         match self.seconds {
-            Some(s) => format!("over {}", crate::units::format_time(s)),
+            Some(s) => format!("over {}", crate::base::units::format_time(s)),
             None => "since boot".to_string(),
         }
     }
@@ -235,7 +235,7 @@ impl<'a> Window<'a> {
         match self.seconds {
             Some(s) => format!(
                 " ({}/s)",
-                crate::units::format_count((n as f64 / s).round() as u64)
+                crate::base::units::format_count((n as f64 / s).round() as u64)
             ),
             None => String::new(),
         }

@@ -3,15 +3,16 @@
 //! qdisc.no-fair-queue.
 
 use super::{judged_interfaces, plural, rx_queue_targets, sysctl_targets, sysctl_u64};
+use crate::base::cpuset::{format_list, format_mask, parse_mask};
+use crate::base::driver::Channels;
+use crate::base::driver::DriverSetting;
+use crate::base::units::format_count;
 use crate::doctor::planned::{Planned, Plans};
 use crate::doctor::targets::{eligible_cpus, is_first_thread, rps_cpus};
 use crate::doctor::{Context, Finding, Severity};
-use crate::host::cpuset::{format_list, format_mask, parse_mask};
 use crate::host::{Host, Interface};
-use crate::nic::{Channels, DriverSetting};
 use crate::plan::values::{driver_target, qdisc_root_target, queues_target, RFS_ENTRIES};
 use crate::plan::Profile;
-use crate::units::format_count;
 
 const RFS_SYSCTL: &str = "net.core.rps_sock_flow_entries";
 

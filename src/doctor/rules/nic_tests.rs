@@ -1,7 +1,7 @@
+use crate::base::driver::{FlowHash, Qdisc};
+use crate::base::Probe;
 use crate::doctor::testkit::*;
 use crate::doctor::Severity;
-use crate::host::Probe;
-use crate::nic::{FlowHash, Qdisc};
 
 #[test]
 fn rps_off_fires_on_the_single_queue_vm() {

@@ -2,13 +2,13 @@
 //! sock.packet-taps, netfilter.conntrack.
 
 use super::{sentence, sysctl_targets, sysctl_u64, Window};
+use crate::base::units::{format_bytes, format_count};
 use crate::doctor::planned::{Planned, Plans};
 use crate::doctor::targets::doubled;
 use crate::doctor::{Context, Finding, Severity};
 use crate::host::{Counters, Host, PacketSocket};
 use crate::plan::values::{HTTP_LISTEN_BACKLOG, PPS_RMEM_DEFAULT, PPS_RMEM_MAX, PPS_UDP_RMEM_MIN};
 use crate::plan::Profile;
-use crate::units::{format_bytes, format_count};
 
 /// UDP receive errors at this rate or more while sampling are critical:
 /// a service losing a thousand datagrams every second is losing data

@@ -3,15 +3,15 @@
 use super::{
     judged_interfaces, queue_irq_targets, rx_queue_targets, sysctl_targets, sysctl_u64, Window,
 };
+use crate::base::cpuset::format_list;
+use crate::base::units::format_count;
 use crate::doctor::planned::Plans;
 use crate::doctor::targets::{doubled, eligible_cpus};
 use crate::doctor::{Context, Finding, Severity};
-use crate::host::cpuset::format_list;
 use crate::host::softnet::SoftnetCpu;
 use crate::host::{Counters, CpuSoftirqs, CpuTime};
 use crate::plan::values::{PPS_NETDEV_BUDGET, PPS_NETDEV_MAX_BACKLOG};
 use crate::plan::Profile;
-use crate::units::format_count;
 
 /// One CPU with more than this share of all NET_RX softirqs is a hotspot
 /// (the "over half": the rest of the host together does less).

@@ -14,10 +14,10 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use nix::sys::socket::{socket, AddressFamily, SockFlag, SockType};
 
 use super::queue_stats::group_queue_stats;
-use crate::host::{Missing, Probe};
-use crate::nic::{
+use crate::base::driver::{
     Channels, Coalesce, DriverInfo, DriverSettings, Ethtool, Feature, FlowHash, QueueStats, Rings,
 };
+use crate::base::{Missing, Probe};
 
 /// Reads driver settings from the running kernel, in the calling thread's
 /// network namespace.

@@ -11,7 +11,8 @@ use super::ethtool::{
     LEGACY_FEATURE_NAMES, RXH_FIELDS,
 };
 use super::LiveEthtool;
-use crate::nic::{ChannelKind, DriverSetting, EthtoolSet, FlowHash, SetError};
+use crate::base::driver::{ChannelKind, DriverSetting};
+use crate::base::driver::{EthtoolSet, FlowHash, SetError};
 
 // Set command numbers from linux/ethtool.h.
 const ETHTOOL_SCOALESCE: u32 = 0x0f;

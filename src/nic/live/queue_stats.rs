@@ -17,7 +17,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::nic::QueueStats;
+use crate::base::driver::QueueStats;
 
 /// Group `(name, value)` statistics into per-queue counters, sorted by
 /// direction (`rx` before `tx`) and queue index. Names that are not

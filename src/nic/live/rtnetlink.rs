@@ -17,8 +17,8 @@ use nix::sys::time::{TimeVal, TimeValLike};
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 
-use crate::host::Probe;
-use crate::nic::{Netlink, Qdisc, QdiscSet, QdiscSpec, SetError};
+use crate::base::driver::{Netlink, Qdisc, QdiscSet, QdiscSpec, SetError};
+use crate::base::Probe;
 
 /// Reads qdiscs from the running kernel, in the calling thread's network
 /// namespace.

@@ -5,8 +5,8 @@
 
 use std::fmt;
 
-use crate::host::Probe;
-use crate::nic::{Channels, DriverSettings, FlowHash};
+use crate::base::driver::{Channels, DriverSettings, FlowHash};
+use crate::base::Probe;
 
 /// A driver setting with the value to give it: what one `ethtool -G/-C/-N/-L/-K`
 /// word pair sets.
@@ -282,7 +282,7 @@ pub fn current_text(key: &str, settings: &DriverSettings) -> Probe<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::nic::{Coalesce, Rings};
+    use crate::base::driver::{Coalesce, Rings};
 
     #[test]
     fn flow_hash_letters_match_ethtool() {

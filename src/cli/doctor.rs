@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 
-use super::{diagnose_with_plans, parse_ignore, render_json, render_text, Context, Plans};
-use super::{Rates, Report};
+use crate::doctor::{diagnose_with_plans, parse_ignore, render_json, render_text, Context, Plans};
+use crate::doctor::{Rates, Report};
 use crate::error::Status;
 use crate::host::{open_root, read_counters, read_target, Selection};
 
@@ -69,8 +69,8 @@ fn rule_id(text: &str) -> Result<String, String> {
 }
 
 fn interval(text: &str) -> Result<f64, String> {
-    match text.trim().parse::<f64>() {
-        Ok(secs) if (0.0..=MAX_INTERVAL_SECS).contains(&secs) => Ok(secs),
+    match crate::base::units::parse_duration_or_zero(text).map(|d| d.as_secs_f64()) {
+        Ok(secs) if secs <= MAX_INTERVAL_SECS => Ok(secs),
         _ => Err(format!(
             "'{text}' is not a number of seconds from 0 to {MAX_INTERVAL_SECS}; e.g. --interval 2, \
              or 0 to judge totals since boot"
@@ -79,11 +79,11 @@ fn interval(text: &str) -> Result<f64, String> {
 }
 
 fn rate(text: &str) -> Result<u64, String> {
-    crate::units::parse_rate(text).map_err(|e| format!("{e:#}"))
+    crate::base::units::parse_rate(text).map_err(|e| format!("{e:#}"))
 }
 
 fn time(text: &str) -> Result<Duration, String> {
-    crate::units::parse_time(text).map_err(|e| format!("{e:#}"))
+    crate::base::units::parse_time(text).map_err(|e| format!("{e:#}"))
 }
 
 /// Run `nettune doctor`.
@@ -131,7 +131,7 @@ fn sample(seconds: f64) -> anyhow::Result<Rates> {
     if io::stderr().is_terminal() {
         eprintln!(
             "sampling counters for {}...",
-            crate::units::format_time(seconds)
+            crate::base::units::format_time(seconds)
         );
     }
     let before = read_counters(&root)?;

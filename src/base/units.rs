@@ -18,6 +18,7 @@ use anyhow::bail;
 const RATE_EXAMPLE: &str = "e.g. '10gbit', '100mbit' or '2.5gbit' \
      (units: bit kbit mbit gbit tbit; kbps mbps gbps are bytes/s as in tc)";
 const TIME_EXAMPLE: &str = "e.g. '50ms', '100us' or '0.2s'";
+const DURATION_EXAMPLE: &str = "give seconds (10, 1.5) or 500ms, 5s, 1m, 2h";
 
 /// Parse a rate such as `10gbit` into bits per second.
 pub fn parse_rate(text: &str) -> anyhow::Result<u64> {
@@ -52,26 +53,68 @@ pub fn parse_rate(text: &str) -> anyhow::Result<u64> {
     Ok(bits.round() as u64)
 }
 
-/// Parse a time such as `50ms` into a duration.
-pub fn parse_time(text: &str) -> anyhow::Result<Duration> {
-    let (number, unit) = split_number(text, "time", TIME_EXAMPLE)?;
+/// How a duration without a unit is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Bare {
+    /// Seconds, as wrk and iperf3 read `-d 10` / `-t 10`.
+    Seconds,
+    /// Refused: a path's round-trip time without a unit is a guess (tc
+    /// reads it as microseconds, most people as milliseconds).
+    Refused,
+}
+
+/// The longest duration anything takes: a year.
+const MAX_DURATION_SECS: f64 = 86_400.0 * 365.0;
+
+/// The one duration parser: a non-negative decimal number and a unit
+/// (`ns`, `us`/`usec`/`µs`, `ms`/`msec`, `s`/`sec`, `m`/`min`, `h`), or a
+/// bare number when `bare` allows it. Zero only when `zero_ok`.
+fn duration(text: &str, bare: Bare, zero_ok: bool, example: &str) -> anyhow::Result<Duration> {
+    let (number, unit) = split_number(text, "duration", example)?;
     let scale = match unit.to_ascii_lowercase().as_str() {
+        "h" | "hour" | "hours" => 3600.0,
+        "m" | "min" | "mins" => 60.0,
         "s" | "sec" | "secs" => 1.0,
         "ms" | "msec" | "msecs" => 1e-3,
         "us" | "usec" | "usecs" | "µs" => 1e-6,
         "ns" | "nsec" | "nsecs" => 1e-9,
-        "" => bail!("time '{}' has no unit: {TIME_EXAMPLE}", text.trim()),
+        "" if bare == Bare::Seconds => 1.0,
+        "" => bail!("time '{}' has no unit: {example}", text.trim()),
         other => bail!(
-            "time '{}' has an unknown unit '{other}': {TIME_EXAMPLE}",
+            "duration '{}' has an unknown unit '{other}': {example}",
             text.trim()
         ),
     };
     let secs = number * scale;
-    if secs <= 0.0 {
-        bail!("time '{}' is zero: {TIME_EXAMPLE}", text.trim());
+    if secs <= 0.0 && !(zero_ok && secs == 0.0) {
+        bail!("duration '{}' is zero: {example}", text.trim());
+    }
+    if secs > MAX_DURATION_SECS {
+        bail!(
+            "duration '{}' is longer than a year: {example}",
+            text.trim()
+        );
     }
     Duration::try_from_secs_f64(secs)
-        .map_err(|_| anyhow::anyhow!("time '{}' is too large: {TIME_EXAMPLE}", text.trim()))
+        .map_err(|_| anyhow::anyhow!("duration '{}' is out of range: {example}", text.trim()))
+}
+
+/// Parse a time that must carry its unit, such as `50ms` (a path's
+/// round-trip time).
+pub fn parse_time(text: &str) -> anyhow::Result<Duration> {
+    duration(text, Bare::Refused, false, TIME_EXAMPLE)
+}
+
+/// Parse how long something runs, the way wrk and iperf3 take it: seconds
+/// as a plain number (fractions allowed) or with a unit, `500ms`, `5s`,
+/// `1m`, `2h`. Zero is refused. For clap's `value_parser`.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    duration(text, Bare::Seconds, false, DURATION_EXAMPLE).map_err(|e| format!("{e:#}"))
+}
+
+/// [`parse_duration`], with zero allowed (a warm-up of `0`: none).
+pub fn parse_duration_or_zero(text: &str) -> Result<Duration, String> {
+    duration(text, Bare::Seconds, true, DURATION_EXAMPLE).map_err(|e| format!("{e:#}"))
 }
 
 /// Split `2.5gbit` into (2.5, "gbit"): a non-negative decimal number and the
@@ -242,7 +285,7 @@ mod tests {
 
     #[test]
     fn bad_times_show_an_example() {
-        for bad in ["-5ms", "50", "5 minutes", "ms", "0ms", "1e400s"] {
+        for bad in ["-5ms", "50", "5 minutes", "ms", "0ms", "1e400s", "400d"] {
             let err = parse_time(bad).expect_err(bad).to_string();
             assert!(err.contains("50ms"), "{bad}: {err}");
         }
@@ -250,6 +293,23 @@ mod tests {
             .expect_err("negative")
             .to_string()
             .contains("negative"));
+    }
+
+    #[test]
+    fn durations_take_bare_seconds_and_wrk_units() {
+        assert_eq!(parse_duration("10"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("5s"), Ok(Duration::from_secs(5)));
+        assert_eq!(parse_duration("1m"), Ok(Duration::from_secs(60)));
+        assert_eq!(parse_duration("2h"), Ok(Duration::from_secs(7200)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration_or_zero("0"), Ok(Duration::ZERO));
+        assert_eq!(parse_duration_or_zero("0s"), Ok(Duration::ZERO));
+        for bad in ["0", "-1", "ten", "inf", "5x", "s", "2y", "9999h"] {
+            let err = parse_duration(bad).expect_err(bad);
+            assert!(err.contains(&format!("'{bad}'")), "{bad}: {err}");
+        }
+        assert!(parse_duration_or_zero("-1").is_err());
     }
 
     #[test]

@@ -1,12 +1,12 @@
 //! `nettune plan` arguments, shared with `apply` ([`TuneArgs`]).
 
+use crate::base::cpuset::parse_list;
 use crate::error::Status;
-use crate::host::cpuset::parse_list;
 use crate::host::{self, Host, Selection};
-use crate::inspect::Target;
 
-use super::{render, Plan, PlanOptions, Profile};
-use crate::units::{parse_rate, parse_time};
+use super::HostArgs;
+use crate::base::units::{parse_rate, parse_time};
+use crate::plan::{render, Plan, PlanOptions, Profile};
 
 /// What to tune and for what: shared by `plan` and `apply`.
 #[derive(Debug, Clone, clap::Args)]
@@ -37,7 +37,7 @@ pub struct TuneArgs {
     #[arg(long, value_name = "N")]
     pub streams: Option<u32>,
     #[command(flatten)]
-    pub target: Target,
+    pub target: HostArgs,
 }
 
 impl TuneArgs {
@@ -144,9 +144,9 @@ impl PlanArgs {
 pub fn resolve(tune: &TuneArgs) -> anyhow::Result<(PlanOptions, Plan)> {
     let opts = tune.options()?;
     let host = tune.read_host()?;
-    let mut plan = super::plan(&host, &opts)?;
+    let mut plan = crate::plan::plan(&host, &opts)?;
     let root = host::open_root(tune.target.root.as_deref())?;
-    crate::apply::preflight(&mut plan, &root);
+    crate::plan::preflight::preflight(&mut plan, &root);
     Ok((opts, plan))
 }
 

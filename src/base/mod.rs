@@ -1,0 +1,15 @@
+//! The shared vocabulary every stage speaks, with no dependency on any of
+//! them: the [`Root`] every kernel file is read and written through,
+//! [`Probe`] (a value or why there is none), CPU sets, units, and the
+//! driver answers ([`driver`]). `host`, `nic`, `doctor`, `plan`, `apply`
+//! and `bench` depend on `base`; `base` depends on nothing of nettune but
+//! `error`.
+
+pub mod cpuset;
+pub mod driver;
+pub mod probe;
+pub mod root;
+pub mod units;
+
+pub use probe::{Missing, Probe};
+pub use root::Root;
