@@ -2,11 +2,34 @@
 //! (`ff,00000000`: 32-bit groups, the rightmost group holds CPUs 0-31).
 //!
 //! A CPU set in the model is a sorted `Vec<u32>` of CPU ids without repeats.
+//!
+//! Every set is bounded before it is expanded: a CPU list is a range syntax,
+//! so `0-2000000000` would otherwise ask for gigabytes. Text from the kernel
+//! is bounded by [`MAX_CPUS`]; what a user types (`--cpus`, `--pin`) by the
+//! host's possible CPUs ([`parse_list_within`]).
 
 use crate::error::ParseError;
 
-/// Parse a CPU list such as `0-3,8,10-11`. Empty text is the empty set.
+/// The most CPUs any Linux configuration can have: `CONFIG_NR_CPUS` tops out
+/// at 8192 on every architecture (x86_64 with MAXSMP). A kernel file naming
+/// a CPU at or above it is malformed.
+pub const MAX_CPUS: u32 = 8192;
+
+/// Parse a CPU list such as `0-3,8,10-11` from a kernel file. Empty text is
+/// the empty set; a CPU id of [`MAX_CPUS`] or more is an error.
 pub fn parse_list(text: &str) -> Result<Vec<u32>, ParseError> {
+    parse_list_bounded(text, MAX_CPUS, "the largest CPU count Linux supports")
+}
+
+/// Parse a CPU list a user typed, allowing only CPU ids below `limit` (the
+/// host's possible CPUs: `/sys/devices/system/cpu/possible`, highest + 1).
+/// The error names the offending CPU and the limit.
+pub fn parse_list_within(text: &str, limit: u32) -> Result<Vec<u32>, ParseError> {
+    let limit = limit.min(MAX_CPUS);
+    parse_list_bounded(text, limit, "this host's possible CPUs")
+}
+
+fn parse_list_bounded(text: &str, limit: u32, what: &str) -> Result<Vec<u32>, ParseError> {
     let text = text.trim();
     let mut cpus = Vec::new();
     if text.is_empty() {
@@ -24,6 +47,12 @@ pub fn parse_list(text: &str) -> Result<Vec<u32>, ParseError> {
         if lo > hi {
             return Err(ParseError::new(format!(
                 "CPU range '{part}' in '{text}' runs backwards"
+            )));
+        }
+        if hi >= limit {
+            return Err(ParseError::new(format!(
+                "CPU {hi} in '{text}' is beyond {what} (CPUs 0-{})",
+                limit.saturating_sub(1)
             )));
         }
         cpus.extend(lo..=hi);
@@ -71,6 +100,13 @@ pub fn parse_mask(text: &str) -> Result<Vec<u32>, ParseError> {
     let text = text.trim();
     if text.is_empty() {
         return Err(ParseError::new("empty CPU mask"));
+    }
+    if text.split(',').count() > (MAX_CPUS / 32) as usize {
+        return Err(ParseError::new(format!(
+            "CPU mask '{}...' has more than {} groups: more CPUs than Linux supports ({MAX_CPUS})",
+            &text[..text.len().min(40)],
+            MAX_CPUS / 32
+        )));
     }
     let mut cpus = Vec::new();
     // Walk groups from the right: group 0 holds CPUs 0-31.
@@ -135,6 +171,29 @@ mod tests {
         let err = parse_list("0-x").expect_err("garbled");
         assert!(err.0.contains("'x'"), "{}", err.0);
         assert!(parse_list("5-2").is_err());
+    }
+
+    #[test]
+    fn lists_and_masks_are_bounded_before_they_are_expanded() {
+        let err = parse_list("0-2000000000").expect_err("huge range");
+        assert!(
+            err.0.contains("2000000000") && err.0.contains("0-8191"),
+            "{}",
+            err.0
+        );
+        assert!(parse_list("4294967295").is_err());
+        assert_eq!(parse_list("8191").expect("the last CPU"), vec![8191]);
+        let err = parse_list_within("0-3", 2).expect_err("beyond the host");
+        assert!(
+            err.0.contains("CPU 3") && err.0.contains("possible CPUs (CPUs 0-1)"),
+            "{}",
+            err.0
+        );
+        assert_eq!(parse_list_within("0-1", 2).expect("fits"), vec![0, 1]);
+        let groups = vec!["ffffffff"; 257].join(",");
+        assert!(parse_mask(&groups).is_err());
+        let groups = vec!["ffffffff"; 256].join(",");
+        assert_eq!(parse_mask(&groups).expect("8192 CPUs").len(), 8192);
     }
 
     #[test]

@@ -17,7 +17,7 @@ pub mod capture;
 pub mod netns;
 pub mod read;
 
-pub use read::{read_counters, read_host, Selection, Sources};
+pub use read::{parse_user_cpus, possible_cpus, read_counters, read_host, Selection, Sources};
 
 use std::path::Path;
 

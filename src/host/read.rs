@@ -128,6 +128,27 @@ pub fn read_counters(root: &Root) -> anyhow::Result<Counters> {
     })
 }
 
+/// The CPUs this kernel could ever bring online
+/// (`/sys/devices/system/cpu/possible`): the bound for CPU lists a user
+/// types (`--cpus`, `--pin`). Falls back to `online` on kernels without the
+/// file.
+pub fn possible_cpus(root: &Root) -> Result<Vec<u32>, KernelError> {
+    match root.parse_optional("/sys/devices/system/cpu/possible", parse_list)? {
+        Some(cpus) => Ok(cpus),
+        None => root.parse("/sys/devices/system/cpu/online", parse_list),
+    }
+}
+
+/// Parse a CPU list a user typed for `flag` (`--cpus`, `--pin`): bounded by
+/// the host's possible CPUs, so `0-2000000000` is an error naming the value
+/// and the limit instead of an allocation of gigabytes.
+pub fn parse_user_cpus(flag: &str, text: &str, root: &Root) -> anyhow::Result<Vec<u32>> {
+    let possible = possible_cpus(root)?;
+    let limit = possible.iter().max().map_or(1, |&m| m + 1);
+    crate::base::cpuset::parse_list_within(text, limit)
+        .map_err(|e| anyhow::anyhow!("{flag} '{text}': {e}; write a CPU list such as 0-3,8"))
+}
+
 /// A CPU-list file that may be absent or say `(null)` (nohz_full unset).
 fn read_cpu_list_file(root: &Root, path: &str) -> Result<Vec<u32>, KernelError> {
     match root.read_value(path)? {
