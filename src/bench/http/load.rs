@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use super::output::{self, ThreadStats};
 use super::worker::Worker;
-use super::{Header, LoadArgs, Target};
+use super::{Header, LoadArgs, Url};
 use crate::base::Root;
 use crate::bench::pin::Pinning;
 use crate::bench::report::{LiveCounter, Progress};
@@ -127,7 +127,7 @@ fn split_rate(rate: Option<u64>, threads: usize) -> anyhow::Result<Vec<Option<u6
 
 /// Try to connect before starting, so a wrong port is one clear error and
 /// not a report full of connect errors.
-fn preflight(addr: SocketAddr, url: &Target) -> anyhow::Result<()> {
+fn preflight(addr: SocketAddr, url: &Url) -> anyhow::Result<()> {
     let mut last = None;
     for attempt in 0..PREFLIGHT_TRIES {
         match TcpStream::connect_timeout(&addr, Duration::from_secs(2)) {
@@ -152,7 +152,7 @@ fn preflight(addr: SocketAddr, url: &Target) -> anyhow::Result<()> {
 
 /// The request every connection sends, wrk style: `GET PATH HTTP/1.1`, the
 /// Host header (unless -H gives one), then the -H headers.
-fn build_request(url: &Target, headers: &[Header]) -> Vec<u8> {
+fn build_request(url: &Url, headers: &[Header]) -> Vec<u8> {
     let mut text = format!("GET {} HTTP/1.1\r\n", url.path);
     if !headers.iter().any(|h| h.name.eq_ignore_ascii_case("host")) {
         text.push_str(&format!("Host: {}\r\n", url.authority));

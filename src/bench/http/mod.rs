@@ -26,7 +26,7 @@ mod worker;
 
 pub use load::run as run_load;
 pub use server::run as run_server;
-pub use url::Target;
+pub use url::Url;
 
 /// How the server steers a new connection to a listener.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -98,7 +98,7 @@ pub struct ServerArgs {
 pub struct LoadArgs {
     /// What to request: http://HOST[:PORT]/PATH (https is not supported).
     #[arg(value_name = "URL", value_parser = url::parse)]
-    pub url: Target,
+    pub url: Url,
     /// Threads, one event loop each.
     #[arg(short = 't', long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub threads: u32,

@@ -5,7 +5,7 @@ use std::net::{SocketAddr, ToSocketAddrs};
 
 /// A parsed `http://` URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Target {
+pub struct Url {
     /// As the user typed it, for the report.
     pub text: String,
     /// The host without brackets (`127.0.0.1`, `::1`, `localhost`).
@@ -18,7 +18,7 @@ pub struct Target {
     pub path: String,
 }
 
-impl Target {
+impl Url {
     /// The first address the host resolves to.
     pub fn resolve(&self) -> anyhow::Result<SocketAddr> {
         let mut addrs = (self.host.as_str(), self.port)
@@ -37,7 +37,7 @@ impl Target {
 }
 
 /// Parse an `http://` URL; say plainly what is wrong (https is refused).
-pub fn parse(text: &str) -> Result<Target, String> {
+pub fn parse(text: &str) -> Result<Url, String> {
     let trimmed = text.trim();
     let Some((scheme, rest)) = trimmed.split_once("://") else {
         return Err(format!(
@@ -73,7 +73,7 @@ pub fn parse(text: &str) -> Result<Target, String> {
         ));
     }
     let (host, port) = split_host_port(authority).map_err(|why| format!("'{text}': {why}"))?;
-    Ok(Target {
+    Ok(Url {
         text: trimmed.to_string(),
         host,
         port,
