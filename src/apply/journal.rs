@@ -13,7 +13,7 @@ use anyhow::Context as _;
 use nix::fcntl::{Flock, FlockArg};
 use serde::{Deserialize, Serialize};
 
-use crate::plan::{PlanOptions, Profile};
+use crate::plan::{PlanOptions, Profile, Target};
 
 /// Bumped when a field changes meaning or is removed.
 pub const JOURNAL_VERSION: u32 = 1;
@@ -64,7 +64,7 @@ pub enum Outcome {
 /// One change of a state, with the value to restore.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Entry {
-    pub target: String,
+    pub target: Target,
     pub group: String,
     /// The value written.
     pub to: String,
@@ -287,7 +287,7 @@ mod tests {
             netns: None,
             status: StateStatus::Applying,
             changes: vec![Entry {
-                target: "/proc/sys/net/core/rmem_max".to_string(),
+                target: Target::sysctl("net.core.rmem_max"),
                 group: "kernel".to_string(),
                 to: "16777216".to_string(),
                 reason: "test".to_string(),

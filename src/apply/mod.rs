@@ -14,7 +14,7 @@ pub mod persist;
 mod target;
 
 pub use journal::{Entry, Journal, Outcome, StateDir, StateStatus, DEFAULT_STATE_DIR};
-pub use target::{Backend, Target, WriteError};
+pub use target::{Backend, WriteError};
 
 use crate::plan::compare::same_value;
 
@@ -31,12 +31,12 @@ pub fn restore(backend: &Backend, entries: &[Entry]) -> Vec<String> {
 }
 
 fn restore_one(backend: &Backend, entry: &Entry) -> anyhow::Result<()> {
-    let target = Target::parse(&entry.target)?;
-    let current = backend.read(&target)?;
-    if same_value(&entry.target, &current, &entry.original) {
+    let target = &entry.target;
+    let current = backend.read(target)?;
+    if same_value(target, &current, &entry.original) {
         return Ok(());
     }
-    backend.write_original(&target, &entry.original)?;
-    backend.check(&target, &entry.original)?;
+    backend.write_original(target, &entry.original)?;
+    backend.check(target, &entry.original)?;
     Ok(())
 }

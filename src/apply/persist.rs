@@ -119,11 +119,8 @@ pub fn write(journal: &Journal, base: &Path) -> anyhow::Result<()> {
                 .collect()
         })
         .unwrap_or_default();
-    for e in entries
-        .iter()
-        .filter(|e| e.target.starts_with("/proc/sys/"))
-    {
-        let name = e.target["/proc/sys/".len()..].replace('/', ".");
+    for e in entries.iter().filter(|e| e.target.sysctl_name().is_some()) {
+        let name = e.target.sysctl_name().unwrap_or_default().to_string();
         match lines.iter_mut().find(|(k, _)| *k == name) {
             Some(line) => line.1 = e.to.clone(),
             None => lines.push((name, e.to.clone())),
@@ -151,10 +148,7 @@ pub fn write(journal: &Journal, base: &Path) -> anyhow::Result<()> {
         journal.id,
         journal.profile.name()
     ));
-    for e in entries
-        .iter()
-        .filter(|e| !e.target.starts_with("/proc/sys/"))
-    {
+    for e in entries.iter().filter(|e| e.target.sysctl_name().is_none()) {
         let cmd = command(&Change {
             target: e.target.clone(),
             from: String::new(),

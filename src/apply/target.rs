@@ -15,45 +15,7 @@ use crate::base::{Probe, Root};
 use crate::nic::live::{LiveEthtool, LiveNetlink};
 use crate::nic::recorded::{DriverFile, Recorded, RecordedWriter};
 use crate::plan::compare::same_value;
-
-/// A planned target, parsed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Target {
-    /// A /proc or /sys file, by its kernel path.
-    File(String),
-    /// `ethtool:IFACE:KEY`.
-    Driver { iface: String, key: String },
-    /// `qdisc:IFACE:root`.
-    Qdisc { iface: String },
-}
-
-impl Target {
-    pub fn parse(text: &str) -> anyhow::Result<Target> {
-        if text.starts_with("/proc/") || text.starts_with("/sys/") {
-            return Ok(Target::File(text.to_string()));
-        }
-        let parts: Vec<&str> = text.splitn(3, ':').collect();
-        match parts[..] {
-            ["ethtool", iface, key] if !iface.is_empty() => Ok(Target::Driver {
-                iface: iface.to_string(),
-                key: key.to_string(),
-            }),
-            ["qdisc", iface, "root"] if !iface.is_empty() => Ok(Target::Qdisc {
-                iface: iface.to_string(),
-            }),
-            _ => anyhow::bail!("'{text}' is not a target nettune writes"),
-        }
-    }
-
-    /// The target as plan and the journal write it.
-    pub fn text(&self) -> String {
-        match self {
-            Target::File(path) => path.clone(),
-            Target::Driver { iface, key } => format!("ethtool:{iface}:{key}"),
-            Target::Qdisc { iface } => format!("qdisc:{iface}:root"),
-        }
-    }
-}
+use crate::plan::Target;
 
 #[derive(Debug, thiserror::Error)]
 pub enum WriteError {
@@ -114,8 +76,10 @@ impl Backend {
     /// included, so that writing it back restores the same bytes); a driver
     /// setting's value text; a qdisc as `KIND HANDLE` (`mq 0:`).
     pub fn read(&self, target: &Target) -> anyhow::Result<String> {
+        if let Some(path) = target.path() {
+            return Ok(self.root.read(&path)?);
+        }
         match target {
-            Target::File(path) => Ok(self.root.read(path)?),
             Target::Driver { iface, key } => {
                 match current_text(key, &self.ethtool()?.query(iface)) {
                     Probe::Value(v) => Ok(v),
@@ -125,39 +89,46 @@ impl Backend {
                     ),
                 }
             }
-            Target::Qdisc { iface } => match self.netlink()?.root_qdisc(iface) {
+            Target::RootQdisc { iface } => match self.netlink()?.root_qdisc(iface) {
                 Probe::Value(q) => Ok(format!("{} {}", q.kind, q.handle)),
                 _ => anyhow::bail!("cannot read the root qdisc of '{iface}'"),
             },
+            _ => anyhow::bail!("{target} is a scope, not a setting: nothing to read"),
         }
     }
 
     /// Write a planned value (`to` of a change).
     pub fn write(&self, target: &Target, value: &str) -> Result<(), WriteError> {
-        match target {
+        if let Some(path) = target.path() {
             // As `echo VALUE > FILE` writes it.
-            Target::File(path) => self.write_file(path, &format!("{value}\n")),
+            return self.write_file(&path, &format!("{value}\n"));
+        }
+        match target {
             Target::Driver { iface, key } => {
                 let setting = DriverSetting::parse(key, value).map_err(WriteError::Failed)?;
                 self.ethtool_set()
                     .set(iface, &setting)
                     .map_err(|e| classify_driver(target, &e))
             }
-            Target::Qdisc { iface } => {
+            Target::RootQdisc { iface } => {
                 let spec = parse_qdisc(value).map_err(WriteError::Failed)?;
                 self.qdisc_set()
                     .replace_root(iface, &spec)
                     .map_err(|e| classify_qdisc(&spec.kind, &e))
             }
+            _ => Err(WriteError::Failed(format!(
+                "{target} is a scope, not a setting: nothing to write"
+            ))),
         }
     }
 
     /// Put back a value read by [`Backend::read`].
     pub fn write_original(&self, target: &Target, original: &str) -> Result<(), WriteError> {
+        if let Some(path) = target.path() {
+            return self.write_file(&path, original);
+        }
         match target {
-            Target::File(path) => self.write_file(path, original),
-            Target::Driver { .. } => self.write(target, original.trim()),
-            Target::Qdisc { iface } => {
+            Target::RootQdisc { iface } => {
                 let mut words = original.split_whitespace();
                 let kind = words.next().unwrap_or_default().to_string();
                 let handle = words.next().unwrap_or("0:").to_string();
@@ -175,6 +146,7 @@ impl Backend {
                 };
                 result.map_err(|e| WriteError::Failed(e.to_string()))
             }
+            _ => self.write(target, original.trim()),
         }
     }
 
@@ -193,7 +165,7 @@ impl Backend {
         let back = self
             .read(target)
             .map_err(|e| WriteError::Failed(format!("{e:#}")))?;
-        if same_value(&target.text(), &back, value) {
+        if same_value(target, &back, value) {
             Ok(())
         } else {
             Err(WriteError::Failed(format!(
@@ -275,29 +247,6 @@ fn classify_qdisc(kind: &str, e: &SetError) -> WriteError {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn targets_parse_by_kind() {
-        assert_eq!(
-            Target::parse("/proc/irq/74/smp_affinity_list").expect("file"),
-            Target::File("/proc/irq/74/smp_affinity_list".to_string())
-        );
-        assert_eq!(
-            Target::parse("ethtool:eth0:rings.rx").expect("driver"),
-            Target::Driver {
-                iface: "eth0".to_string(),
-                key: "rings.rx".to_string()
-            }
-        );
-        assert_eq!(
-            Target::parse("qdisc:eth0:root").expect("qdisc"),
-            Target::Qdisc {
-                iface: "eth0".to_string()
-            }
-        );
-        assert!(Target::parse("/etc/passwd").is_err());
-        assert!(Target::parse("qdisc::root").is_err());
-    }
 
     #[test]
     fn qdisc_text_becomes_a_spec() {

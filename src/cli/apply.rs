@@ -8,7 +8,7 @@ use anyhow::Context as _;
 use crate::apply::journal::{
     self, Entry, Journal, Outcome, StateDir, StateStatus, DEFAULT_STATE_DIR,
 };
-use crate::apply::{persist, restore, Backend, Target, WriteError};
+use crate::apply::{persist, restore, Backend, WriteError};
 use crate::cli::plan::{print, resolve, Format, TuneArgs};
 use crate::error::Status;
 use crate::host;
@@ -123,9 +123,8 @@ pub fn run_apply(args: ApplyArgs) -> anyhow::Result<Status> {
     // Original values, read now (not from the model): exactly what to restore.
     let mut changes = Vec::new();
     for change in &plan.changes {
-        let target = Target::parse(&change.target)?;
         let original = backend
-            .read(&target)
+            .read(&change.target)
             .with_context(|| format!("reading {} before any change", change.target))?;
         if same_value(&change.target, &original, &change.to) {
             continue;
@@ -174,10 +173,10 @@ pub fn run_apply(args: ApplyArgs) -> anyhow::Result<Status> {
             unsafe { libc::raise(libc::SIGKILL) };
         }
         let entry = &journal.changes[i];
-        let target = Target::parse(&entry.target)?;
+        let target = &entry.target;
         let result = backend
-            .write(&target, &entry.to)
-            .and_then(|()| backend.check(&target, &entry.to));
+            .write(target, &entry.to)
+            .and_then(|()| backend.check(target, &entry.to));
         match result {
             Ok(()) => journal.changes[i].outcome = Outcome::Changed,
             Err(WriteError::Refused(why)) => journal.changes[i].outcome = Outcome::Refused(why),

@@ -66,7 +66,7 @@ pub struct Finding {
     /// The plan targets that carry this finding's fix (filled by the rule,
     /// read by [`planned::attach`]).
     #[serde(skip)]
-    pub(crate) scope: Vec<String>,
+    pub(crate) scope: Vec<crate::plan::Target>,
 }
 
 /// Counters sampled twice, `seconds` apart (`doctor --interval`).

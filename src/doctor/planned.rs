@@ -12,14 +12,13 @@ use serde::Serialize;
 use super::{Context, Finding};
 use crate::base::Root;
 use crate::host::Host;
-use crate::plan::values::sysctl_name;
-use crate::plan::{plan, Change, Plan, PlanOptions, Profile, Skipped};
+use crate::plan::{plan, Change, Plan, PlanOptions, Profile, Skipped, Target};
 
 /// A plan change on a finding: `target`, `from`, `to` exactly as
 /// `nettune plan --json` prints them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PlannedChange {
-    pub target: String,
+    pub target: Target,
     pub from: String,
     pub to: String,
 }
@@ -96,9 +95,9 @@ impl<'a> Plans<'a> {
     }
 
     /// What `profile` does to `scope` (exact targets).
-    pub fn planned(&self, profile: Profile, scope: &[String]) -> Planned<'_> {
+    pub fn planned(&self, profile: Profile, scope: &[Target]) -> Planned<'_> {
         let plan = self.get(profile);
-        let within = |target: &str| scope.iter().any(|s| s == target);
+        let within = |target: &Target| scope.contains(target);
         Planned {
             profile,
             changes: plan
@@ -124,12 +123,12 @@ pub struct Planned<'p> {
 }
 
 impl<'p> Planned<'p> {
-    pub fn change(&self, target: &str) -> Option<&'p Change> {
-        self.changes.iter().copied().find(|c| c.target == target)
+    pub fn change(&self, target: &Target) -> Option<&'p Change> {
+        self.changes.iter().copied().find(|c| &c.target == target)
     }
 
-    pub fn is_skipped(&self, target: &str) -> bool {
-        self.skipped.iter().any(|s| s.target == target)
+    pub fn is_skipped(&self, target: &Target) -> bool {
+        self.skipped.iter().any(|s| &s.target == target)
     }
 
     /// The change to sysctl `name` (`net.core.rmem_max`).
@@ -137,7 +136,7 @@ impl<'p> Planned<'p> {
         self.changes
             .iter()
             .copied()
-            .find(|c| sysctl_name(&c.target).as_deref() == Some(name))
+            .find(|c| c.target.sysctl_name() == Some(name))
     }
 
     /// "nettune plan --profile pps", for sentences.
@@ -165,7 +164,7 @@ pub fn attach(findings: &mut [Finding], plans: &Plans) {
         let mut outside: Vec<&str> = f
             .scope
             .iter()
-            .filter_map(|t| target_interface(t))
+            .filter_map(Target::iface)
             .filter(|i| !plan.interfaces.iter().any(|p| p == i))
             .collect();
         outside.dedup();
@@ -196,22 +195,15 @@ pub fn attach(findings: &mut [Finding], plans: &Plans) {
     }
 }
 
-/// The interface of a per-interface plan target: `/sys/class/net/IF/...`,
-/// `ethtool:IF:KEY`, `qdisc:IF:root`.
-fn target_interface(target: &str) -> Option<&str> {
-    let rest = target
-        .strip_prefix("/sys/class/net/")
-        .or_else(|| target.strip_prefix("ethtool:"))
-        .or_else(|| target.strip_prefix("qdisc:"))?;
-    rest.split(['/', ':']).next().filter(|i| !i.is_empty())
-}
-
 /// "nettune plan --profile pps leaves net.core.rmem_max alone: REASON."
 /// once per reason.
 fn left_alone(planned: &Planned) -> Vec<String> {
     let mut reasons: Vec<(&str, Vec<String>)> = Vec::new();
     for s in &planned.skipped {
-        let name = sysctl_name(&s.target).unwrap_or_else(|| s.target.clone());
+        let name = s
+            .target
+            .sysctl_name()
+            .map_or_else(|| s.target.to_string(), str::to_string);
         match reasons.iter_mut().find(|(r, _)| *r == s.reason) {
             Some((_, names)) => names.push(name),
             None => reasons.push((&s.reason, vec![name])),
@@ -274,7 +266,7 @@ mod tests {
             fix: "Advice.".to_string(),
             profile: Some("pps"),
             changes: Vec::new(),
-            scope: scope.iter().map(|s| s.to_string()).collect(),
+            scope: scope.iter().map(|s| s.parse().expect("target")).collect(),
         };
         let mut findings = vec![
             finding(&["/proc/sys/net/core/netdev_max_backlog"]),
@@ -296,7 +288,7 @@ mod tests {
         assert_eq!(
             findings[1].changes,
             vec![PlannedChange {
-                target: "/proc/sys/net/ipv4/udp_rmem_min".to_string(),
+                target: Target::sysctl("net.ipv4.udp_rmem_min"),
                 from: "4096".to_string(),
                 to: "65536".to_string(),
             }]
@@ -321,18 +313,24 @@ mod tests {
             .find(|f| f.id == "rps.off")
             .expect("rps.off with --all");
         // Only the host-wide part of the fix is planned.
-        let targets: Vec<&str> = rps.changes.iter().map(|c| c.target.as_str()).collect();
+        let targets: Vec<String> = rps.changes.iter().map(|c| c.target.to_string()).collect();
         assert_eq!(targets, ["/proc/sys/net/core/rps_sock_flow_entries"]);
         assert!(
             rps.fix.contains("does not tune eth0 unless named") && rps.fix.contains("--iface eth0"),
             "{}",
             rps.fix
         );
-        assert_eq!(target_interface("ethtool:eth0:rings.rx"), Some("eth0"));
+        let iface = |t: &str| {
+            t.parse::<Target>()
+                .expect("target")
+                .iface()
+                .map(str::to_string)
+        };
+        assert_eq!(iface("ethtool:eth0:rings.rx").as_deref(), Some("eth0"));
         assert_eq!(
-            target_interface("/sys/class/net/ens1f0/queues/rx-0/rps_cpus"),
+            iface("/sys/class/net/ens1f0/queues/rx-0/rps_cpus").as_deref(),
             Some("ens1f0")
         );
-        assert_eq!(target_interface("/proc/irq/74/smp_affinity_list"), None);
+        assert_eq!(iface("/proc/irq/74/smp_affinity_list"), None);
     }
 }

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use super::{Finding, PlannedChange, Severity};
 use crate::error::Status;
-use crate::plan::values::sysctl_name;
+use crate::plan::Target;
 
 /// Width the text review wraps to.
 const WIDTH: usize = 88;
@@ -169,44 +169,33 @@ fn plan_line(profile: &str, changes: &[PlannedChange]) -> String {
 /// A target split around its number: `/proc/irq/74/smp_affinity_list` is
 /// ("IRQ ", 74, ""), `.../eth0/queues/rx-3/rps_cpus` ("eth0 rx-", 3,
 /// " rps_cpus"); targets without a number are (short name, None, "").
-fn short_target(target: &str) -> (String, Option<u32>, String) {
+fn short_target(target: &Target) -> (String, Option<u32>, String) {
     let plain = |name: String| (name, None, String::new());
-    if let Some(name) = sysctl_name(target) {
-        return plain(name.rsplit('.').next().unwrap_or(&name).to_string());
-    }
-    if let Some(irq) = target
-        .strip_prefix("/proc/irq/")
-        .and_then(|r| r.strip_suffix("/smp_affinity_list"))
-        .and_then(|n| n.parse().ok())
-    {
-        return (IRQ_PREFIX.to_string(), Some(irq), String::new());
-    }
-    if let Some((cpu, file)) = target
-        .strip_prefix("/sys/devices/system/cpu/cpu")
-        .and_then(|r| r.split_once('/'))
-    {
-        if let Ok(cpu) = cpu.parse() {
-            let file = file.rsplit('/').next().unwrap_or(file);
-            return ("cpu".to_string(), Some(cpu), format!(" {file}"));
+    match target {
+        Target::Sysctl(name) => plain(name.rsplit('.').next().unwrap_or(name).to_string()),
+        Target::IrqAffinity(irq) => (IRQ_PREFIX.to_string(), Some(*irq), String::new()),
+        Target::Governor(cpu) => (
+            "cpu".to_string(),
+            Some(*cpu),
+            " scaling_governor".to_string(),
+        ),
+        Target::RxQueue { iface, queue, file } => (
+            format!("{iface} rx-"),
+            Some(*queue),
+            format!(" {}", file.name()),
+        ),
+        Target::TxQueue { iface, queue, file } => (
+            format!("{iface} tx-"),
+            Some(*queue),
+            format!(" {}", file.name()),
+        ),
+        Target::Driver { iface, key } => plain(format!("{iface} {key}")),
+        Target::RootQdisc { iface } => plain(format!("{iface} root qdisc")),
+        other => {
+            let text = other.to_string();
+            plain(text.rsplit('/').next().unwrap_or(&text).to_string())
         }
     }
-    if let Some(rest) = target.strip_prefix("/sys/class/net/") {
-        if let [iface, "queues", queue, file] = rest.split('/').collect::<Vec<_>>()[..] {
-            if let Some((dir, Ok(n))) = queue.split_once('-').map(|(d, n)| (d, n.parse())) {
-                return (format!("{iface} {dir}-"), Some(n), format!(" {file}"));
-            }
-        }
-    }
-    if let Some(rest) = target.strip_prefix("ethtool:") {
-        return plain(rest.replacen(':', " ", 1));
-    }
-    if let Some(iface) = target
-        .strip_prefix("qdisc:")
-        .and_then(|r| r.strip_suffix(":root"))
-    {
-        return plain(format!("{iface} root qdisc"));
-    }
-    plain(target.rsplit('/').next().unwrap_or(target).to_string())
 }
 
 /// Changes as short items, runs of neighbours folded: "IRQ 120..127 0-31
@@ -409,7 +398,7 @@ mod tests {
 
     fn change(target: &str, from: &str, to: &str) -> PlannedChange {
         PlannedChange {
-            target: target.to_string(),
+            target: target.parse().expect("target"),
             from: from.to_string(),
             to: to.to_string(),
         }

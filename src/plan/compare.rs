@@ -4,6 +4,7 @@
 //! Plan uses it to leave satisfied settings alone; apply to check each
 //! write by reading it back.
 
+use super::target::Target;
 use crate::base::cpuset::{parse_list, parse_mask};
 use crate::base::driver::setting::parse_flow_hash;
 
@@ -17,23 +18,19 @@ enum Form {
     QdiscKind,
 }
 
-fn form(target: &str) -> Form {
-    let file = target.rsplit('/').next().unwrap_or(target);
-    if target.starts_with("qdisc:") {
-        Form::QdiscKind
-    } else if target.starts_with("ethtool:") && target.contains(":rx-flow-hash.") {
-        Form::FlowHash
-    } else if file.ends_with("_list") {
-        Form::CpuList
-    } else if matches!(file, "rps_cpus" | "xps_cpus" | "xps_rxqs" | "smp_affinity") {
-        Form::CpuMask
-    } else {
-        Form::Words
+fn form(target: &Target) -> Form {
+    match target {
+        Target::RootQdisc { .. } => Form::QdiscKind,
+        Target::Driver { key, .. } if key.starts_with("rx-flow-hash.") => Form::FlowHash,
+        Target::IrqAffinity(_) => Form::CpuList,
+        Target::RxQueue { file, .. } if file.name() == "rps_cpus" => Form::CpuMask,
+        Target::TxQueue { .. } => Form::CpuMask,
+        _ => Form::Words,
     }
 }
 
 /// Whether `a` and `b`, both texts of `target`, mean the same value.
-pub fn same_value(target: &str, a: &str, b: &str) -> bool {
+pub fn same_value(target: &Target, a: &str, b: &str) -> bool {
     match form(target) {
         Form::CpuList => match (parse_list(a), parse_list(b)) {
             (Ok(x), Ok(y)) => x == y,
@@ -62,12 +59,16 @@ fn words(s: &str) -> Vec<&str> {
 mod tests {
     use super::*;
 
+    fn t(text: &str) -> Target {
+        text.parse().expect("target")
+    }
+
     #[test]
     fn cpu_sets_compare_as_sets() {
-        let irq = "/proc/irq/74/smp_affinity_list";
+        let irq = &t("/proc/irq/74/smp_affinity_list");
         assert!(same_value(irq, "0-1\n", "0,1"));
         assert!(!same_value(irq, "0-1", "0"));
-        let rps = "/sys/class/net/eth0/queues/rx-0/rps_cpus";
+        let rps = &t("/sys/class/net/eth0/queues/rx-0/rps_cpus");
         assert!(same_value(rps, "00000003\n", "3"));
         assert!(same_value(rps, "00000000,00000000", "0"));
         assert!(same_value(
@@ -80,7 +81,7 @@ mod tests {
 
     #[test]
     fn sysctls_fold_whitespace() {
-        let rmem = "/proc/sys/net/ipv4/tcp_rmem";
+        let rmem = &t("/proc/sys/net/ipv4/tcp_rmem");
         assert!(same_value(
             rmem,
             "4096\t131072\t6291456\n",
@@ -91,16 +92,24 @@ mod tests {
             "4096 131072 6291456",
             "4096 131072 33554432"
         ));
-        let cc = "/proc/sys/net/ipv4/tcp_congestion_control";
+        let cc = &t("/proc/sys/net/ipv4/tcp_congestion_control");
         assert!(same_value(cc, "bbr\n", "bbr"));
     }
 
     #[test]
     fn driver_values_by_meaning() {
-        assert!(same_value("ethtool:eth0:rx-flow-hash.udp4", "sdfn", "nfds"));
-        assert!(!same_value("ethtool:eth0:rx-flow-hash.udp4", "sd", "sdfn"));
-        assert!(same_value("qdisc:eth0:root", "fq maxrate 2gbit", "fq"));
-        assert!(!same_value("qdisc:eth0:root", "fq", "mq"));
-        assert!(same_value("ethtool:eth0:rings.rx", "4096", "4096\n"));
+        assert!(same_value(
+            &t("ethtool:eth0:rx-flow-hash.udp4"),
+            "sdfn",
+            "nfds"
+        ));
+        assert!(!same_value(
+            &t("ethtool:eth0:rx-flow-hash.udp4"),
+            "sd",
+            "sdfn"
+        ));
+        assert!(same_value(&t("qdisc:eth0:root"), "fq maxrate 2gbit", "fq"));
+        assert!(!same_value(&t("qdisc:eth0:root"), "fq", "mq"));
+        assert!(same_value(&t("ethtool:eth0:rings.rx"), "4096", "4096\n"));
     }
 }

@@ -1,6 +1,6 @@
 //! Driver settings (ethtool) and the root qdisc of one interface.
 
-use super::values::{driver_target, qdisc_root_target};
+use super::target::Target;
 use super::{Draft, PlanOptions, Profile};
 use crate::base::driver::setting::current_text;
 use crate::base::driver::FlowHash;
@@ -111,8 +111,8 @@ fn with_ports(hash: &FlowHash) -> Option<FlowHash> {
     Some(FlowHash { fields })
 }
 
-fn target(iface: &Interface, key: &str) -> String {
-    driver_target(&iface.name, key)
+fn target(iface: &Interface, key: &str) -> Target {
+    Target::driver(&iface.name, key)
 }
 
 /// Plan a driver setting from its current value in the model, or say why not.
@@ -229,7 +229,7 @@ pub(super) fn channels_change(d: &mut Draft, iface: &Interface, n_cpus: usize) -
 /// `throughput`: fq at the root, pacing each flow (REFERENCE 6).
 fn root_fq(d: &mut Draft, iface: &Interface, opts: &PlanOptions) {
     let group = iface.name.as_str();
-    let target = qdisc_root_target(group);
+    let target = Target::root_qdisc(group);
     let current = match &iface.root_qdisc {
         Probe::Value(q) => q,
         Probe::Missing(_) => {

@@ -3,11 +3,11 @@
 //! follows ENVIRONMENT.md ("Per network namespace").
 
 use super::values::{
-    buffer_tier, governor_target, sysctl_target, BUSY_POLL_US, CPUFREQ_TARGET, GOVERNOR,
-    HALT_POLL_NS, HALT_POLL_TARGET, HTTP_LISTEN_BACKLOG, PPS_NETDEV_BUDGET, PPS_NETDEV_MAX_BACKLOG,
-    PPS_RMEM_DEFAULT, PPS_RMEM_MAX, PPS_UDP_RMEM_MIN, RFS_ENTRIES, TCP_MTU_PROBING,
+    buffer_tier, BUSY_POLL_US, GOVERNOR, HALT_POLL_NS, HTTP_LISTEN_BACKLOG, PPS_NETDEV_BUDGET,
+    PPS_NETDEV_MAX_BACKLOG, PPS_RMEM_DEFAULT, PPS_RMEM_MAX, PPS_UDP_RMEM_MIN, RFS_ENTRIES,
+    TCP_MTU_PROBING,
 };
-use super::{Draft, PlanOptions, Profile, KERNEL_GROUP};
+use super::{Draft, PlanOptions, Profile, Target, KERNEL_GROUP};
 use crate::base::units::{format_bytes, format_rate, format_time};
 use crate::host::{Host, Interface};
 
@@ -216,7 +216,7 @@ fn host_wide(ns: &str, what: &str) -> String {
 }
 
 fn sysctl(d: &mut Draft, host: &Host, name: &str, want: Want, reason: String) {
-    let target = sysctl_target(name);
+    let target = Target::sysctl(name);
     if let Some(why) = namespace_refusal(host, name) {
         d.skip(KERNEL_GROUP, &target, &why);
         return;
@@ -349,7 +349,7 @@ fn largest_field(host: &Host, name: &str) -> Option<u64> {
 
 fn congestion_control(d: &mut Draft, host: &Host, wanted: &str, reason: &str) {
     let name = "net.ipv4.tcp_congestion_control";
-    let target = sysctl_target(name);
+    let target = Target::sysctl(name);
     let words = |key: &str| -> Vec<String> {
         host.sysctls
             .get(key)
@@ -399,7 +399,7 @@ fn governor(d: &mut Draft, host: &Host, cpus: &[u32], reason: &str) {
     if let Some(ns) = &host.source.netns {
         d.skip(
             KERNEL_GROUP,
-            CPUFREQ_TARGET,
+            &Target::Cpufreq,
             &host_wide(ns, "the CPU frequency governor"),
         );
         return;
@@ -407,7 +407,7 @@ fn governor(d: &mut Draft, host: &Host, cpus: &[u32], reason: &str) {
     if host.cpufreq.governors.is_empty() {
         d.skip(
             KERNEL_GROUP,
-            CPUFREQ_TARGET,
+            &Target::Cpufreq,
             "no cpufreq on this host (a VM, or frequency scaling off): the governor cannot be set",
         );
         return;
@@ -421,7 +421,7 @@ fn governor(d: &mut Draft, host: &Host, cpus: &[u32], reason: &str) {
         {
             d.want(
                 KERNEL_GROUP,
-                governor_target(cpu),
+                Target::Governor(cpu),
                 current,
                 GOVERNOR.to_string(),
                 reason.to_string(),
@@ -432,7 +432,7 @@ fn governor(d: &mut Draft, host: &Host, cpus: &[u32], reason: &str) {
 
 /// haltpoll's guest_halt_poll_ns raised where haltpoll is the idle driver.
 fn halt_poll(d: &mut Draft, host: &Host) {
-    let target = HALT_POLL_TARGET;
+    let target = Target::HaltPoll;
     if host.cpuidle.driver.as_deref() != Some("haltpoll") {
         return;
     }
@@ -442,7 +442,7 @@ fn halt_poll(d: &mut Draft, host: &Host) {
     if let Some(ns) = &host.source.netns {
         d.skip(
             KERNEL_GROUP,
-            target,
+            &target,
             &host_wide(ns, "haltpoll's guest_halt_poll_ns"),
         );
         return;
@@ -452,7 +452,7 @@ fn halt_poll(d: &mut Draft, host: &Host) {
     }
     d.want(
         KERNEL_GROUP,
-        target.to_string(),
+        target,
         &current.to_string(),
         HALT_POLL_NS.to_string(),
         "poll 200 us before halting the vCPU: a cross-CPU wake-up without a VM exit (ENVIRONMENT: TCP_RR 14k -> 78k/s)".to_string(),

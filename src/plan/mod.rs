@@ -16,11 +16,14 @@ mod kernel;
 pub mod preflight;
 mod queues;
 pub mod render;
+pub mod target;
 pub mod values;
 
 use serde::{Deserialize, Serialize};
 
 use crate::host::{Host, Interface};
+
+pub use target::Target;
 
 /// What the host is tuned for. docs/profiles.md gives every value's reason.
 #[derive(
@@ -89,8 +92,9 @@ impl PlanOptions {
 /// One setting to change.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Change {
-    /// Kernel path or `ethtool:IFACE:KEY` / `qdisc:IFACE:root`.
-    pub target: String,
+    /// The setting, typed; in JSON its text: the kernel path, or
+    /// `ethtool:IFACE:KEY` / `qdisc:IFACE:root`.
+    pub target: Target,
     /// The current value as text.
     pub from: String,
     /// The exact text that will be written.
@@ -103,7 +107,7 @@ pub struct Change {
 /// A setting the profile would change but leaves alone, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Skipped {
-    pub target: String,
+    pub target: Target,
     pub reason: String,
     pub group: String,
 }
@@ -133,7 +137,7 @@ pub fn plan(host: &Host, opts: &PlanOptions) -> anyhow::Result<Plan> {
     if ifaces.is_empty() {
         draft.skip(
             KERNEL_GROUP,
-            "interfaces",
+            &Target::Interfaces,
             "no physical interface is up: only host-wide settings are planned; name interfaces with --iface",
         );
     }
@@ -194,7 +198,7 @@ struct Draft {
 
 impl Draft {
     /// Change `target` from `from` to `to`, unless they mean the same.
-    fn want(&mut self, group: &str, target: String, from: &str, to: String, reason: String) {
+    fn want(&mut self, group: &str, target: Target, from: &str, to: String, reason: String) {
         if compare::same_value(&target, from, &to) {
             return;
         }
@@ -207,9 +211,9 @@ impl Draft {
         });
     }
 
-    fn skip(&mut self, group: &str, target: &str, reason: &str) {
+    fn skip(&mut self, group: &str, target: &Target, reason: &str) {
         self.skipped.push(Skipped {
-            target: target.to_string(),
+            target: target.clone(),
             reason: reason.to_string(),
             group: group.to_string(),
         });

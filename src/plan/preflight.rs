@@ -7,7 +7,7 @@
 use std::io;
 use std::os::unix::fs::PermissionsExt as _;
 
-use super::{Plan, Skipped};
+use super::{Plan, Skipped, Target};
 use crate::base::Root;
 
 /// Move changes that cannot be written into `skipped` before anything is
@@ -28,11 +28,9 @@ pub fn preflight(plan: &mut Plan, root: &Root) {
     plan.changes = kept;
 }
 
-fn unwritable(root: &Root, target: &str, value: &str) -> Option<String> {
-    if !target.starts_with('/') {
-        return None;
-    }
-    let meta = match std::fs::metadata(root.real_path(target)) {
+fn unwritable(root: &Root, target: &Target, value: &str) -> Option<String> {
+    let path = target.path()?;
+    let meta = match std::fs::metadata(root.real_path(&path)) {
         Ok(meta) => meta,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             return Some("the file does not exist (any more)".to_string())
@@ -45,7 +43,7 @@ fn unwritable(root: &Root, target: &str, value: &str) -> Option<String> {
             meta.permissions().mode() & 0o777
         ));
     }
-    if let Some(dir) = target.strip_suffix("/scaling_governor") {
+    if let Some(dir) = path.strip_suffix("/scaling_governor") {
         let offered = root
             .read_value(&format!("{dir}/scaling_available_governors"))
             .ok()

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use super::cpus::{assign_queues, nic_node_cpus, preference_order, Load};
 use super::driver::channels_change;
 use super::kernel::rfs_entries;
-use super::values::{irq_affinity_target, queues_target, rx_queue_target, tx_queue_target};
+use super::target::{RxFile, Target, TxFile};
 use super::{Draft, PlanOptions, Profile};
 use crate::base::cpuset::{format_list, format_mask};
 use crate::host::{Host, Interface, VectorRole};
@@ -29,7 +29,7 @@ pub(super) fn plan_queues(
     if opts.profile == Profile::Http && channels_change(d, iface, cpus.len()) {
         d.skip(
             group,
-            &queues_target(group),
+            &Target::queues(group),
             "per-queue settings wait for the new queue count: run `nettune apply --profile http` again after this apply",
         );
         return;
@@ -79,7 +79,7 @@ pub(super) fn plan_queues(
         let Some(&cpu) = cpu_of.get(&queue) else {
             continue;
         };
-        let target = irq_affinity_target(v.irq);
+        let target = Target::IrqAffinity(v.irq);
         match &v.affinity {
             Some(current) => d.want(
                 group,
@@ -107,7 +107,7 @@ pub(super) fn plan_queues(
         let Some(&cpu) = cpu_of.get(&q.index) else {
             continue;
         };
-        let target = tx_queue_target(group, q.index, "xps_cpus");
+        let target = Target::tx(group, q.index, TxFile::XpsCpus);
         // Single-queue devices have no xps_cpus: nothing to choose there.
         if let Some(current) = &q.xps_cpus {
             d.want(
@@ -198,7 +198,7 @@ fn rps(
     };
     let entries = rfs_entries(host);
     for q in &iface.rx_queues {
-        let file = |name: &str| rx_queue_target(group, q.index, name);
+        let file = |file: RxFile| Target::rx(group, q.index, file);
         match &q.rps_cpus {
             Some(current) => {
                 let (to, reason) = if covered {
@@ -216,11 +216,17 @@ fn rps(
                         ),
                     )
                 };
-                d.want(group, file("rps_cpus"), &format_mask(current), to, reason);
+                d.want(
+                    group,
+                    file(RxFile::RpsCpus),
+                    &format_mask(current),
+                    to,
+                    reason,
+                );
             }
             None => d.skip(
                 group,
-                &file("rps_cpus"),
+                &file(RxFile::RpsCpus),
                 "no rps_cpus: the kernel is built without RPS",
             ),
         }
@@ -234,7 +240,7 @@ fn rps(
             };
             d.want(
                 group,
-                file("rps_flow_cnt"),
+                file(RxFile::RpsFlowCnt),
                 &current.to_string(),
                 count.to_string(),
                 format!(
@@ -249,11 +255,11 @@ fn rps(
 fn baseline(d: &mut Draft, iface: &Interface) {
     let group = iface.name.as_str();
     for q in &iface.rx_queues {
-        let file = |name: &str| rx_queue_target(group, q.index, name);
+        let file = |file: RxFile| Target::rx(group, q.index, file);
         if let Some(current) = &q.rps_cpus {
             d.want(
                 group,
-                file("rps_cpus"),
+                file(RxFile::RpsCpus),
                 &format_mask(current),
                 "0".to_string(),
                 "kernel default: RPS off".to_string(),
@@ -262,7 +268,7 @@ fn baseline(d: &mut Draft, iface: &Interface) {
         if let Some(current) = q.rps_flow_cnt {
             d.want(
                 group,
-                file("rps_flow_cnt"),
+                file(RxFile::RpsFlowCnt),
                 &current.to_string(),
                 "0".to_string(),
                 "kernel default: RFS off".to_string(),

@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use super::{Change, Plan, KERNEL_GROUP};
+use super::{Change, Plan, Target, KERNEL_GROUP};
 use crate::base::cpuset::format_list;
 use crate::base::driver::DriverSetting;
 
@@ -16,28 +16,6 @@ pub fn place(root: Option<&str>, netns: Option<&str>) -> String {
         (None, Some(ns)) => format!("network namespace {ns}"),
         (None, None) => "this host".to_string(),
     }
-}
-
-/// The name a person knows a target by within its group: `net.core.rmem_max`,
-/// `rx-0/rps_cpus`, `rings.rx`, `qdisc root`; IRQ paths stay whole.
-pub fn display_name(target: &str, group: &str) -> String {
-    if let Some(rest) = target.strip_prefix("/proc/sys/") {
-        return rest.replace('/', ".");
-    }
-    let queues = format!("/sys/class/net/{group}/queues/");
-    if let Some(rest) = target.strip_prefix(&queues) {
-        return rest.to_string();
-    }
-    if let Some(rest) = target.strip_prefix(&format!("ethtool:{group}:")) {
-        return rest.to_string();
-    }
-    if target == format!("qdisc:{group}:root") {
-        return "qdisc root".to_string();
-    }
-    if let Some(rest) = target.strip_prefix("/sys/devices/system/cpu/") {
-        return rest.to_string();
-    }
-    target.to_string()
 }
 
 fn shown(value: &str) -> &str {
@@ -90,7 +68,7 @@ pub fn text(plan: &Plan, place: &str) -> String {
             .iter()
             .map(|c| {
                 (
-                    display_name(&c.target, &c.group),
+                    c.target.short_name(),
                     format!("{} -> {}", shown(&c.from), shown(&c.to)),
                 )
             })
@@ -108,7 +86,7 @@ pub fn text(plan: &Plan, place: &str) -> String {
     if !plan.skipped.is_empty() {
         let _ = writeln!(o, "\nleft alone");
         for s in &plan.skipped {
-            let name = display_name(&s.target, &s.group);
+            let name = s.target.short_name();
             let label = if s.group == KERNEL_GROUP {
                 name
             } else {
@@ -145,20 +123,21 @@ fn quote(value: &str) -> String {
 
 /// The shell command that makes one change.
 pub fn command(change: &Change) -> String {
-    let target = change.target.as_str();
-    if let Some(rest) = target.strip_prefix("/proc/sys/") {
-        return format!("sysctl -w {}={}", rest.replace('/', "."), quote(&change.to));
+    let target = &change.target;
+    if let Some(name) = target.sysctl_name() {
+        return format!("sysctl -w {name}={}", quote(&change.to));
     }
-    if target.starts_with('/') {
-        return format!("echo {} > {}", quote(&change.to), quote(target));
+    if let Some(path) = target.path() {
+        return format!("echo {} > {}", quote(&change.to), quote(&path));
     }
-    let parts: Vec<&str> = target.splitn(3, ':').collect();
-    match parts[..] {
-        ["ethtool", iface, key] => match DriverSetting::parse(key, &change.to) {
+    match target {
+        Target::Driver { iface, key } => match DriverSetting::parse(key, &change.to) {
             Ok(setting) => setting.ethtool_command(iface),
             Err(e) => format!("# {target}: {e}"),
         },
-        ["qdisc", iface, "root"] => format!("tc qdisc replace dev {iface} root {}", change.to),
+        Target::RootQdisc { iface } => {
+            format!("tc qdisc replace dev {iface} root {}", change.to)
+        }
         _ => format!("# {target}: no command known"),
     }
 }
@@ -205,7 +184,7 @@ mod tests {
 
     fn change(target: &str, to: &str, group: &str) -> Change {
         Change {
-            target: target.to_string(),
+            target: target.parse().expect("target"),
             from: String::new(),
             to: to.to_string(),
             reason: String::new(),
@@ -240,15 +219,17 @@ mod tests {
 
     #[test]
     fn names_are_short_within_their_group() {
+        let name = |t: &str| t.parse::<Target>().expect("target").short_name();
+        assert_eq!(name("/proc/sys/net/core/rmem_max"), "net.core.rmem_max");
         assert_eq!(
-            display_name("/proc/sys/net/core/rmem_max", "kernel"),
-            "net.core.rmem_max"
-        );
-        assert_eq!(
-            display_name("/sys/class/net/eth0/queues/rx-3/rps_cpus", "eth0"),
+            name("/sys/class/net/eth0/queues/rx-3/rps_cpus"),
             "rx-3/rps_cpus"
         );
-        assert_eq!(display_name("ethtool:eth0:rings.rx", "eth0"), "rings.rx");
-        assert_eq!(display_name("qdisc:eth0:root", "eth0"), "qdisc root");
+        assert_eq!(name("ethtool:eth0:rings.rx"), "rings.rx");
+        assert_eq!(name("qdisc:eth0:root"), "qdisc root");
+        assert_eq!(
+            name("/proc/irq/74/smp_affinity_list"),
+            "/proc/irq/74/smp_affinity_list"
+        );
     }
 }

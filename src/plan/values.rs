@@ -75,68 +75,9 @@ pub fn buffer_tier(per_stream: u64) -> (u64, u64, &'static str) {
         .unwrap_or((16 * MB, 16 * MB, ""))
 }
 
-/// Where haltpoll's poll window is set.
-pub const HALT_POLL_TARGET: &str = "/sys/module/haltpoll/parameters/guest_halt_poll_ns";
-/// The target of "no governor can be set here" (no cpufreq, a namespace).
-pub const CPUFREQ_TARGET: &str = "/sys/devices/system/cpu/cpufreq";
-
-/// `/proc/sys/net/core/rmem_max` for `net.core.rmem_max`.
-pub fn sysctl_target(name: &str) -> String {
-    format!("/proc/sys/{}", name.replace('.', "/"))
-}
-
-/// `net.core.rmem_max` for `/proc/sys/net/core/rmem_max`; `None` for a
-/// target that is not a sysctl.
-pub fn sysctl_name(target: &str) -> Option<String> {
-    target
-        .strip_prefix("/proc/sys/")
-        .map(|rest| rest.replace('/', "."))
-}
-
-pub fn irq_affinity_target(irq: u32) -> String {
-    format!("/proc/irq/{irq}/smp_affinity_list")
-}
-
-/// The queues directory of an interface: the target of "per-queue settings
-/// wait" in `http`.
-pub fn queues_target(iface: &str) -> String {
-    format!("/sys/class/net/{iface}/queues")
-}
-
-/// A file of one RX queue: `rps_cpus`, `rps_flow_cnt`.
-pub fn rx_queue_target(iface: &str, queue: u32, file: &str) -> String {
-    format!("/sys/class/net/{iface}/queues/rx-{queue}/{file}")
-}
-
-/// A file of one TX queue: `xps_cpus`.
-pub fn tx_queue_target(iface: &str, queue: u32, file: &str) -> String {
-    format!("/sys/class/net/{iface}/queues/tx-{queue}/{file}")
-}
-
-/// A driver setting: `ethtool:eth0:rings.rx` (keys in [`crate::base::driver::setting`]).
-pub fn driver_target(iface: &str, key: &str) -> String {
-    format!("ethtool:{iface}:{key}")
-}
-
-pub fn qdisc_root_target(iface: &str) -> String {
-    format!("qdisc:{iface}:root")
-}
-
-pub fn governor_target(cpu: u32) -> String {
-    format!("/sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_governor")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sysctl_names_and_paths_round_trip() {
-        let path = sysctl_target("net.ipv4.tcp_rmem");
-        assert_eq!(path, "/proc/sys/net/ipv4/tcp_rmem");
-        assert_eq!(sysctl_name(&path).as_deref(), Some("net.ipv4.tcp_rmem"));
-        assert_eq!(sysctl_name("ethtool:eth0:rings.rx"), None);
-    }
 
     #[test]
     fn buffer_tiers_hold_the_bdp() {

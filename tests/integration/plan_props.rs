@@ -239,9 +239,10 @@ proptest! {
 
         // No CPU outside the network CPUs, in any CPU-valued change.
         for c in &p.changes {
-            let cpus = if c.target.ends_with("_list") {
+            let text = c.target.to_string();
+            let cpus = if text.ends_with("_list") {
                 parse_list(&c.to).expect("list")
-            } else if c.target.ends_with("_cpus") {
+            } else if text.ends_with("_cpus") {
                 parse_mask(&c.to).expect("mask")
             } else {
                 continue;
@@ -256,8 +257,7 @@ proptest! {
         let mut load: BTreeMap<u32, u32> = BTreeMap::new();
         for iface in &host.interfaces {
             for v in &iface.irq_vectors {
-                let target = format!("/proc/irq/{}/smp_affinity_list", v.irq);
-                let to = p.changes.iter().find(|c| c.target == target).map(|c| c.to.clone());
+                let to = p.changes.iter().find(|c| c.target.irq() == Some(v.irq)).map(|c| c.to.clone());
                 let cpus = match to {
                     Some(text) => parse_list(&text).expect("list"),
                     None => v.affinity.clone().unwrap_or_default(),
@@ -302,7 +302,7 @@ proptest! {
                 continue;
             }
             let prefix = format!("/sys/class/net/{}/queues/", iface.name);
-            for c in p.changes.iter().filter(|c| c.target.starts_with(&prefix) && c.target.ends_with("rps_cpus")) {
+            for c in p.changes.iter().filter(|c| c.target.to_string().starts_with(&prefix) && c.target.to_string().ends_with("rps_cpus")) {
                 if c.to != "0" {
                     prop_assert_eq!(&c.to, &format_mask(&local));
                 }

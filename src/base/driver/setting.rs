@@ -137,6 +137,31 @@ fn parse_count(text: &str) -> Result<u32, String> {
 }
 
 impl DriverSetting {
+    /// Whether `key` names a setting nettune knows (`rings.rx`,
+    /// `rx-flow-hash.udp4`, `channels.combined`, `features.rx-gro`).
+    pub fn is_key(key: &str) -> bool {
+        const FIXED: [&str; 9] = [
+            "rings.rx",
+            "rings.tx",
+            "coalesce.rx-usecs",
+            "coalesce.tx-usecs",
+            "coalesce.adaptive-rx",
+            "coalesce.adaptive-tx",
+            "channels.rx",
+            "channels.tx",
+            "channels.combined",
+        ];
+        let named = |suffix: &str| {
+            !suffix.is_empty()
+                && suffix
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        };
+        FIXED.contains(&key)
+            || key.strip_prefix("rx-flow-hash.").is_some_and(named)
+            || key.strip_prefix("features.").is_some_and(named)
+    }
+
     /// The setting's name within an interface: `rings.rx`.
     pub fn key(&self) -> String {
         match self {

@@ -6,7 +6,7 @@ use crate::base::units::{format_bytes, format_rate, format_time};
 use crate::doctor::planned::{Planned, Plans};
 use crate::doctor::{Context, Finding, Severity};
 use crate::host::Host;
-use crate::plan::values::{buffer_tier, sysctl_name, TCP_MTU_PROBING};
+use crate::plan::values::{buffer_tier, TCP_MTU_PROBING};
 use crate::plan::Profile;
 
 /// An autotuned flow whose buffer allows less than this fraction of the
@@ -58,8 +58,8 @@ fn sysctl_fix(planned: &Planned, wanted: &[(&str, String)]) -> String {
         .changes
         .iter()
         .filter_map(|c| {
-            let name = sysctl_name(&c.target)?;
-            Some(assignment(&name, &c.to))
+            let name = c.target.sysctl_name()?;
+            Some(assignment(name, &c.to))
         })
         .collect();
     let by_hand: Vec<&str> = wanted
@@ -441,7 +441,7 @@ mod tests {
         let cap = plan
             .changes
             .iter()
-            .find(|c| c.target == "/proc/sys/net/core/rmem_max")
+            .find(|c| c.target == crate::plan::Target::sysctl("net.core.rmem_max"))
             .expect("rmem_max planned");
         assert!(cap.to.parse::<u64>().expect("number") >= 33554432);
         assert!(

@@ -6,10 +6,8 @@ use crate::base::cpuset::format_list;
 use crate::doctor::planned::Plans;
 use crate::doctor::{Context, Finding, Severity};
 use crate::host::Host;
-use crate::plan::values::{
-    governor_target, CPUFREQ_TARGET, GOVERNOR, HALT_POLL_NS, HALT_POLL_TARGET,
-};
-use crate::plan::Profile;
+use crate::plan::values::{GOVERNOR, HALT_POLL_NS};
+use crate::plan::{Profile, Target};
 
 /// Idle states slower than this to leave are "deep" for a latency profile:
 /// tuned's network-latency keeps CPUs in C1 or shallower (exit ~1-2 us) and
@@ -49,13 +47,13 @@ fn idle_latency(host: &Host, plans: &Plans, out: &mut Vec<Finding>) {
     let mut severity = Severity::Info;
     // The plan's targets for the governor and haltpoll, computed first so
     // that each part of the fix can say what the plan does.
-    let governor_scope: Vec<String> = host
+    let governor_scope: Vec<Target> = host
         .cpus
         .iter()
-        .map(|c| governor_target(c.id))
-        .chain([CPUFREQ_TARGET.to_string()])
+        .map(|c| Target::Governor(c.id))
+        .chain([Target::Cpufreq])
         .collect();
-    let halt_scope = vec![HALT_POLL_TARGET.to_string()];
+    let halt_scope = vec![Target::HaltPoll];
 
     for governor in SLOW_GOVERNORS {
         if let Some(cpus) = host
@@ -79,13 +77,9 @@ fn idle_latency(host: &Host, plans: &Plans, out: &mut Vec<Finding>) {
             let set: Vec<u32> = planned
                 .changes
                 .iter()
-                .filter_map(|c| {
-                    c.target
-                        .strip_prefix("/sys/devices/system/cpu/cpu")?
-                        .split('/')
-                        .next()?
-                        .parse()
-                        .ok()
+                .filter_map(|c| match c.target {
+                    Target::Governor(cpu) => Some(cpu),
+                    _ => None,
                 })
                 .collect();
             fixes.push(if set.is_empty() {
@@ -112,14 +106,15 @@ fn idle_latency(host: &Host, plans: &Plans, out: &mut Vec<Finding>) {
             "cpuidle haltpoll with guest_halt_poll_ns = 0: an idle vCPU halts at once".to_string(),
         );
         let planned = plans.planned(Profile::Latency, &halt_scope);
-        let (value, by_hand) = match planned.change(HALT_POLL_TARGET) {
+        let (value, by_hand) = match planned.change(&Target::HaltPoll) {
             Some(c) => (c.to.clone(), ""),
             None => (HALT_POLL_NS.to_string(), " by hand"),
         };
         let us = value.parse::<u64>().unwrap_or(HALT_POLL_NS) / 1000;
         fixes.push(format!(
-            "write {value} to {HALT_POLL_TARGET}{by_hand} (an idle vCPU then polls up to {us} us \
-             before halting, which costs host CPU time)"
+            "write {value} to {}{by_hand} (an idle vCPU then polls up to {us} us \
+             before halting, which costs host CPU time)",
+            Target::HaltPoll
         ));
         scope.extend(halt_scope);
     }

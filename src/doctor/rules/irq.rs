@@ -4,15 +4,15 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{
-    irq_list, irq_of_target, judged_interfaces, queue_irq_targets, rx_queue_irqs, rx_queue_targets,
-    sentence, tx_queue_targets, QueueIrq,
+    irq_list, judged_interfaces, queue_irq_targets, rx_queue_irqs, rx_queue_targets, sentence,
+    tx_queue_targets, QueueIrq,
 };
 use crate::base::cpuset::{format_list, format_mask, parse_mask};
 use crate::doctor::planned::{Planned, Plans};
 use crate::doctor::targets::{cpu_node, eligible_cpus, rps_cpus};
 use crate::doctor::{Context, Finding, Severity};
 use crate::host::{Host, Interface};
-use crate::plan::values::irq_affinity_target;
+use crate::plan::target::{RxFile, Target, TxFile};
 use crate::plan::Profile;
 
 /// A NIC with this many RX-carrying queue IRQs is multi-queue: placement
@@ -136,7 +136,7 @@ fn spread_fix(host: &Host, iface: &Interface, irqs: &[QueueIrq], planned: &Plann
     let pairs: Vec<(u32, &str)> = planned
         .changes
         .iter()
-        .filter_map(|c| Some((irq_of_target(&c.target)?, c.to.as_str())))
+        .filter_map(|c| Some((c.target.irq()?, c.to.as_str())))
         .collect();
     // Queue IRQs the plan neither moves nor refuses already sit alone on
     // a CPU it accepts.
@@ -144,7 +144,7 @@ fn spread_fix(host: &Host, iface: &Interface, irqs: &[QueueIrq], planned: &Plann
         .iter()
         .map(|q| q.irq)
         .filter(|&irq| {
-            !pairs.iter().any(|(p, _)| *p == irq) && !planned.is_skipped(&irq_affinity_target(irq))
+            !pairs.iter().any(|(p, _)| *p == irq) && !planned.is_skipped(&Target::IrqAffinity(irq))
         })
         .collect();
     let kept = match kept.len() {
@@ -402,10 +402,10 @@ fn remote_numa(
         scope.extend(queue_irq_targets(iface));
     }
     if rps_problem {
-        scope.extend(rx_queue_targets(iface, "rps_cpus"));
+        scope.extend(rx_queue_targets(iface, RxFile::RpsCpus));
     }
     if xps_problem {
-        scope.extend(tx_queue_targets(iface, "xps_cpus"));
+        scope.extend(tx_queue_targets(iface, TxFile::XpsCpus));
     }
     let planned = plans.planned(Profile::Latency, &scope);
     let mut fix = format!("Move it to node {node}:");
@@ -448,7 +448,15 @@ fn rps_fix(host: &Host, iface: &Interface, node: u32, planned: &Planned) -> Stri
     let mut masks: Vec<&str> = planned
         .changes
         .iter()
-        .filter(|c| c.target.ends_with("/rps_cpus"))
+        .filter(|c| {
+            matches!(
+                c.target,
+                Target::RxQueue {
+                    file: RxFile::RpsCpus,
+                    ..
+                }
+            )
+        })
         .map(|c| c.to.as_str())
         .collect();
     masks.dedup();
@@ -476,8 +484,15 @@ fn xps_fix(planned: &Planned) -> String {
         .changes
         .iter()
         .filter_map(|c| {
-            let queue = c.target.strip_suffix("/xps_cpus")?.rsplit('/').next()?;
-            Some(format!("{queue} -> {}", c.to))
+            let Target::TxQueue {
+                queue,
+                file: TxFile::XpsCpus,
+                ..
+            } = c.target
+            else {
+                return None;
+            };
+            Some(format!("tx-{queue} -> {}", c.to))
         })
         .collect();
     if pairs.is_empty() || pairs.len() > MAX_PAIRS_SHOWN {

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use super::planned::Plans;
 use super::{Context, Finding};
 use crate::host::{Counters, Host, Interface, VectorRole};
-use crate::plan::values::{irq_affinity_target, rx_queue_target, sysctl_target, tx_queue_target};
+use crate::plan::target::{RxFile, Target, TxFile};
 
 /// Every rule's findings, unsorted. Rules whose fix a profile makes read
 /// that profile's plan from `plans`, so their fixes name its values.
@@ -31,7 +31,7 @@ pub fn all(ctx: &Context, plans: &Plans) -> Vec<Finding> {
 
 /// Plan targets: the affinity of every queue IRQ of `iface` (the plan
 /// moves all vectors of queue i together).
-fn queue_irq_targets(iface: &Interface) -> Vec<String> {
+fn queue_irq_targets(iface: &Interface) -> Vec<Target> {
     let mut irqs: Vec<u32> = iface
         .irq_vectors
         .iter()
@@ -41,39 +41,30 @@ fn queue_irq_targets(iface: &Interface) -> Vec<String> {
         .collect();
     irqs.sort_unstable();
     irqs.dedup();
-    irqs.into_iter().map(irq_affinity_target).collect()
+    irqs.into_iter().map(Target::IrqAffinity).collect()
 }
 
 /// Plan targets: `file` of every RX queue of `iface`.
-fn rx_queue_targets(iface: &Interface, file: &str) -> Vec<String> {
+fn rx_queue_targets(iface: &Interface, file: RxFile) -> Vec<Target> {
     iface
         .rx_queues
         .iter()
-        .map(|q| rx_queue_target(&iface.name, q.index, file))
+        .map(|q| Target::rx(&iface.name, q.index, file))
         .collect()
 }
 
 /// Plan targets: `file` of every TX queue of `iface`.
-fn tx_queue_targets(iface: &Interface, file: &str) -> Vec<String> {
+fn tx_queue_targets(iface: &Interface, file: TxFile) -> Vec<Target> {
     iface
         .tx_queues
         .iter()
-        .map(|q| tx_queue_target(&iface.name, q.index, file))
+        .map(|q| Target::tx(&iface.name, q.index, file))
         .collect()
 }
 
 /// Plan targets of sysctls by name.
-fn sysctl_targets(names: &[&str]) -> Vec<String> {
-    names.iter().map(|n| sysctl_target(n)).collect()
-}
-
-/// The IRQ number of a `/proc/irq/N/smp_affinity_list` target.
-fn irq_of_target(target: &str) -> Option<u32> {
-    target
-        .strip_prefix("/proc/irq/")?
-        .strip_suffix("/smp_affinity_list")?
-        .parse()
-        .ok()
+fn sysctl_targets(names: &[&str]) -> Vec<Target> {
+    names.iter().map(|n| Target::sysctl(n)).collect()
 }
 
 /// Interfaces the rules judge: not loopback, not administratively or

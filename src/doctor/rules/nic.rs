@@ -11,7 +11,8 @@ use crate::doctor::planned::{Planned, Plans};
 use crate::doctor::targets::{eligible_cpus, is_first_thread, rps_cpus};
 use crate::doctor::{Context, Finding, Severity};
 use crate::host::{Host, Interface};
-use crate::plan::values::{driver_target, qdisc_root_target, queues_target, RFS_ENTRIES};
+use crate::plan::target::{RxFile, Target};
+use crate::plan::values::RFS_ENTRIES;
 use crate::plan::Profile;
 
 const RFS_SYSCTL: &str = "net.core.rps_sock_flow_entries";
@@ -91,7 +92,15 @@ fn rfs_values(host: &Host, iface: &Interface, planned: &Planned) -> String {
     let mut counts: Vec<&str> = planned
         .changes
         .iter()
-        .filter(|c| c.target.ends_with("/rps_flow_cnt"))
+        .filter(|c| {
+            matches!(
+                c.target,
+                Target::RxQueue {
+                    file: RxFile::RpsFlowCnt,
+                    ..
+                }
+            )
+        })
         .map(|c| c.to.as_str())
         .collect();
     counts.sort_unstable();
@@ -108,8 +117,8 @@ fn rfs_values(host: &Host, iface: &Interface, planned: &Planned) -> String {
 }
 
 /// Plan targets of RPS and RFS on `iface`.
-fn rfs_targets(iface: &Interface) -> Vec<String> {
-    let mut targets = rx_queue_targets(iface, "rps_flow_cnt");
+fn rfs_targets(iface: &Interface) -> Vec<Target> {
+    let mut targets = rx_queue_targets(iface, RxFile::RpsFlowCnt);
     targets.extend(sysctl_targets(&[RFS_SYSCTL]));
     targets
 }
@@ -137,13 +146,21 @@ fn rps_off(host: &Host, plans: &Plans, iface: &Interface, out: &mut Vec<Finding>
     if !all_off {
         return;
     }
-    let mut scope = rx_queue_targets(iface, "rps_cpus");
+    let mut scope = rx_queue_targets(iface, RxFile::RpsCpus);
     scope.extend(rfs_targets(iface));
     let planned = plans.planned(Profile::Pps, &scope);
     let mut masks: Vec<&str> = planned
         .changes
         .iter()
-        .filter(|c| c.target.ends_with("/rps_cpus"))
+        .filter(|c| {
+            matches!(
+                c.target,
+                Target::RxQueue {
+                    file: RxFile::RpsCpus,
+                    ..
+                }
+            )
+        })
         .map(|c| c.to.as_str())
         .collect();
     masks.dedup();
@@ -306,9 +323,9 @@ fn udp_hash(plans: &Plans, iface: &Interface, out: &mut Vec<Finding>) {
         .iter()
         .map(|(f, fields)| format!("{f} on {fields}"))
         .collect();
-    let scope: Vec<String> = ips_only
+    let scope: Vec<Target> = ips_only
         .iter()
-        .map(|(f, _)| driver_target(&iface.name, &format!("rx-flow-hash.{f}")))
+        .map(|(f, _)| Target::driver(&iface.name, &format!("rx-flow-hash.{f}")))
         .collect();
     let planned = plans.planned(Profile::Pps, &scope);
     let commands: Vec<String> = ips_only
@@ -372,7 +389,7 @@ fn rings_small(plans: &Plans, iface: &Interface, out: &mut Vec<Finding>) {
     if losses.is_empty() {
         return;
     }
-    let scope = vec![driver_target(&iface.name, "rings.rx")];
+    let scope = vec![Target::driver(&iface.name, "rings.rx")];
     let planned = plans.planned(Profile::Throughput, &scope);
     let command = planned
         .change(&scope[0])
@@ -429,7 +446,10 @@ fn queues_unused(host: &Host, plans: &Plans, iface: &Interface, out: &mut Vec<Fi
         .unwrap_or_else(|| "the host has".to_string());
     let key = format!("channels.{kind}");
     // The plan also says when the per-queue settings follow (a second apply).
-    let scope = vec![driver_target(&iface.name, &key), queues_target(&iface.name)];
+    let scope = vec![
+        Target::driver(&iface.name, &key),
+        Target::queues(&iface.name),
+    ];
     let planned = plans.planned(Profile::Http, &scope);
     let command = match planned
         .change(&scope[0])
@@ -491,7 +511,7 @@ fn qdisc(ctx: &Context, plans: &Plans, out: &mut Vec<Finding>) {
     if seen.is_empty() {
         return;
     }
-    let scope: Vec<String> = sending.iter().map(|i| qdisc_root_target(i)).collect();
+    let scope: Vec<Target> = sending.iter().map(|i| Target::root_qdisc(i)).collect();
     let planned = plans.planned(Profile::Throughput, &scope);
     let steps: Vec<String> = sending
         .iter()

@@ -210,7 +210,10 @@ fn queues_unused_notes_idle_hardware_queues() {
     // settings follow on a second apply.
     assert!(f.fix.contains("ethtool -L eth0 combined 32"), "{}", f.fix);
     assert!(f.fix.contains("apply --profile http` again"), "{}", f.fix);
-    assert_eq!(f.changes[0].target, "ethtool:eth0:channels.combined");
+    assert_eq!(
+        f.changes[0].target.to_string(),
+        "ethtool:eth0:channels.combined"
+    );
     assert_eq!(
         (f.changes[0].from.as_str(), f.changes[0].to.as_str()),
         ("4", "32")

@@ -130,10 +130,10 @@ fn hotspot(ctx: &Context, window: &Window, out: &mut Vec<Finding>) {
         return;
     }
     // The placement and RPS changes of every judged NIC spread the work.
-    let scope: Vec<String> = judged_interfaces(ctx)
+    let scope: Vec<crate::plan::Target> = judged_interfaces(ctx)
         .flat_map(|i| {
             let mut targets = queue_irq_targets(i);
-            targets.extend(rx_queue_targets(i, "rps_cpus"));
+            targets.extend(rx_queue_targets(i, crate::plan::target::RxFile::RpsCpus));
             targets
         })
         .collect();

@@ -1,0 +1,410 @@
+//! What a change writes: one setting, typed.
+//!
+//! A target is parsed once, at the edge (a journal file, a saved plan), and
+//! carried typed everywhere else: plan builds it, doctor matches findings
+//! to it, apply dispatches on it, render and persist print it. Its text is
+//! the absolute kernel path of file-backed settings
+//! (`/proc/irq/74/smp_affinity_list`, `/proc/sys/net/core/rmem_max`) and a
+//! stable name for the rest (`ethtool:eth0:rings.rx`, `qdisc:eth0:root`);
+//! that text is what `plan --json`, doctor's `changes` and the journal show.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::base::driver::setting::DriverSetting;
+
+/// A file of one RX queue that plan writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RxFile {
+    /// RPS: the CPUs that process this queue's packets (a hex mask).
+    RpsCpus,
+    /// RFS: this queue's share of the flow table.
+    RpsFlowCnt,
+}
+
+/// A file of one TX queue that plan writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum TxFile {
+    /// XPS: the CPUs that send on this queue (a hex mask).
+    XpsCpus,
+    /// XPS by receive queue (a hex mask of RX queues).
+    XpsRxqs,
+}
+
+impl RxFile {
+    pub fn name(self) -> &'static str {
+        match self {
+            RxFile::RpsCpus => "rps_cpus",
+            RxFile::RpsFlowCnt => "rps_flow_cnt",
+        }
+    }
+}
+
+impl TxFile {
+    pub fn name(self) -> &'static str {
+        match self {
+            TxFile::XpsCpus => "xps_cpus",
+            TxFile::XpsRxqs => "xps_rxqs",
+        }
+    }
+}
+
+/// One setting plan may change, or a scope it leaves alone as a whole.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Target {
+    /// A sysctl by its dotted name (`net.core.rmem_max`).
+    Sysctl(String),
+    /// An IRQ's CPU list: `/proc/irq/N/smp_affinity_list`.
+    IrqAffinity(u32),
+    /// A file of one RX queue of an interface.
+    RxQueue {
+        iface: String,
+        queue: u32,
+        file: RxFile,
+    },
+    /// A file of one TX queue of an interface.
+    TxQueue {
+        iface: String,
+        queue: u32,
+        file: TxFile,
+    },
+    /// A CPU's cpufreq governor.
+    Governor(u32),
+    /// haltpoll's poll window (`guest_halt_poll_ns`).
+    HaltPoll,
+    /// A driver setting by its key (`rings.rx`, `features.rx-gro`: see
+    /// [`DriverSetting::key`]).
+    Driver { iface: String, key: String },
+    /// The root qdisc of an interface.
+    RootQdisc { iface: String },
+    /// Scope only, never written: every queue file of an interface (what
+    /// waits for a new queue count).
+    Queues { iface: String },
+    /// Scope only, never written: CPU frequency scaling as a whole (no
+    /// cpufreq here).
+    Cpufreq,
+    /// Scope only, never written: the choice of interfaces.
+    Interfaces,
+}
+
+const HALT_POLL_PATH: &str = "/sys/module/haltpoll/parameters/guest_halt_poll_ns";
+const CPUFREQ_PATH: &str = "/sys/devices/system/cpu/cpufreq";
+
+impl Target {
+    /// The target of sysctl `name` (`net.core.rmem_max`).
+    pub fn sysctl(name: &str) -> Target {
+        Target::Sysctl(name.to_string())
+    }
+
+    pub fn rx(iface: &str, queue: u32, file: RxFile) -> Target {
+        Target::RxQueue {
+            iface: iface.to_string(),
+            queue,
+            file,
+        }
+    }
+
+    pub fn tx(iface: &str, queue: u32, file: TxFile) -> Target {
+        Target::TxQueue {
+            iface: iface.to_string(),
+            queue,
+            file,
+        }
+    }
+
+    pub fn driver(iface: &str, key: &str) -> Target {
+        Target::Driver {
+            iface: iface.to_string(),
+            key: key.to_string(),
+        }
+    }
+
+    pub fn root_qdisc(iface: &str) -> Target {
+        Target::RootQdisc {
+            iface: iface.to_string(),
+        }
+    }
+
+    pub fn queues(iface: &str) -> Target {
+        Target::Queues {
+            iface: iface.to_string(),
+        }
+    }
+
+    /// The kernel file behind a file-backed target (`None` for driver
+    /// settings, qdiscs and scopes other than files).
+    pub fn path(&self) -> Option<String> {
+        Some(match self {
+            Target::Sysctl(name) => format!("/proc/sys/{}", name.replace('.', "/")),
+            Target::IrqAffinity(irq) => format!("/proc/irq/{irq}/smp_affinity_list"),
+            Target::RxQueue { iface, queue, file } => {
+                format!("/sys/class/net/{iface}/queues/rx-{queue}/{}", file.name())
+            }
+            Target::TxQueue { iface, queue, file } => {
+                format!("/sys/class/net/{iface}/queues/tx-{queue}/{}", file.name())
+            }
+            Target::Governor(cpu) => {
+                format!("/sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_governor")
+            }
+            Target::HaltPoll => HALT_POLL_PATH.to_string(),
+            _ => return None,
+        })
+    }
+
+    /// Whether apply can write it (scopes cannot).
+    pub fn is_writable(&self) -> bool {
+        !matches!(
+            self,
+            Target::Queues { .. } | Target::Cpufreq | Target::Interfaces
+        )
+    }
+
+    /// The sysctl name of a sysctl target.
+    pub fn sysctl_name(&self) -> Option<&str> {
+        match self {
+            Target::Sysctl(name) => Some(name),
+            _ => None,
+        }
+    }
+
+    /// The interface a per-interface target belongs to.
+    pub fn iface(&self) -> Option<&str> {
+        match self {
+            Target::RxQueue { iface, .. }
+            | Target::TxQueue { iface, .. }
+            | Target::Driver { iface, .. }
+            | Target::RootQdisc { iface }
+            | Target::Queues { iface } => Some(iface),
+            _ => None,
+        }
+    }
+
+    /// The IRQ of an IRQ affinity target.
+    pub fn irq(&self) -> Option<u32> {
+        match self {
+            Target::IrqAffinity(irq) => Some(*irq),
+            _ => None,
+        }
+    }
+
+    /// The name a person knows the target by within its group (the
+    /// interface, or `kernel`): `net.core.rmem_max`, `rx-0/rps_cpus`,
+    /// `rings.rx`, `qdisc root`, `cpu3/cpufreq/scaling_governor`; IRQ and
+    /// other paths stay whole.
+    pub fn short_name(&self) -> String {
+        match self {
+            Target::Sysctl(name) => name.clone(),
+            Target::RxQueue { queue, file, .. } => format!("rx-{queue}/{}", file.name()),
+            Target::TxQueue { queue, file, .. } => format!("tx-{queue}/{}", file.name()),
+            Target::Governor(cpu) => format!("cpu{cpu}/cpufreq/scaling_governor"),
+            Target::Driver { key, .. } => key.clone(),
+            Target::RootQdisc { .. } => "qdisc root".to_string(),
+            Target::Cpufreq => "cpufreq".to_string(),
+            _ => self.to_string(),
+        }
+    }
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(path) = self.path() {
+            return f.write_str(&path);
+        }
+        match self {
+            Target::Driver { iface, key } => write!(f, "ethtool:{iface}:{key}"),
+            Target::RootQdisc { iface } => write!(f, "qdisc:{iface}:root"),
+            Target::Queues { iface } => write!(f, "/sys/class/net/{iface}/queues"),
+            Target::Cpufreq => f.write_str(CPUFREQ_PATH),
+            Target::Interfaces => f.write_str("interfaces"),
+            _ => unreachable!("file targets are printed by their path"),
+        }
+    }
+}
+
+/// A text that names no target nettune knows.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("'{0}' is not a setting nettune writes (a kernel path under /proc/sys, /proc/irq, /sys/class/net/IFACE/queues or cpufreq, or ethtool:IFACE:KEY, qdisc:IFACE:root)")]
+pub struct UnknownTarget(pub String);
+
+/// An interface name as the kernel allows it: 1-15 bytes, no `/`, `:` or
+/// white space (`:` would make the target text ambiguous).
+fn iface_name(name: &str) -> Option<String> {
+    let ok = !name.is_empty()
+        && name.len() <= 15
+        && name != "."
+        && name != ".."
+        && !name.contains(['/', ':'])
+        && !name.chars().any(char::is_whitespace);
+    ok.then(|| name.to_string())
+}
+
+impl FromStr for Target {
+    type Err = UnknownTarget;
+
+    fn from_str(text: &str) -> Result<Target, UnknownTarget> {
+        parse(text).ok_or_else(|| UnknownTarget(text.to_string()))
+    }
+}
+
+fn parse(text: &str) -> Option<Target> {
+    if let Some(rest) = text.strip_prefix("/proc/sys/") {
+        let ok = !rest.is_empty()
+            && rest
+                .split('/')
+                .all(|part| !part.is_empty() && part != "." && part != ".." && !part.contains('.'));
+        return ok.then(|| Target::Sysctl(rest.replace('/', ".")));
+    }
+    if let Some(rest) = text.strip_prefix("/proc/irq/") {
+        let irq = rest.strip_suffix("/smp_affinity_list")?;
+        return irq.parse().ok().map(Target::IrqAffinity);
+    }
+    if text == HALT_POLL_PATH {
+        return Some(Target::HaltPoll);
+    }
+    if text == CPUFREQ_PATH {
+        return Some(Target::Cpufreq);
+    }
+    if text == "interfaces" {
+        return Some(Target::Interfaces);
+    }
+    if let Some(rest) = text.strip_prefix("/sys/devices/system/cpu/cpu") {
+        let cpu = rest.strip_suffix("/cpufreq/scaling_governor")?;
+        return cpu.parse().ok().map(Target::Governor);
+    }
+    if let Some(rest) = text.strip_prefix("/sys/class/net/") {
+        let (iface, rest) = rest.split_once('/')?;
+        let iface = iface_name(iface)?;
+        if rest == "queues" {
+            return Some(Target::Queues { iface });
+        }
+        let (queue_dir, file) = rest.strip_prefix("queues/")?.split_once('/')?;
+        if let Some(queue) = queue_dir.strip_prefix("rx-") {
+            let file = match file {
+                "rps_cpus" => RxFile::RpsCpus,
+                "rps_flow_cnt" => RxFile::RpsFlowCnt,
+                _ => return None,
+            };
+            return Some(Target::RxQueue {
+                iface,
+                queue: queue.parse().ok()?,
+                file,
+            });
+        }
+        let queue = queue_dir.strip_prefix("tx-")?;
+        let file = match file {
+            "xps_cpus" => TxFile::XpsCpus,
+            "xps_rxqs" => TxFile::XpsRxqs,
+            _ => return None,
+        };
+        return Some(Target::TxQueue {
+            iface,
+            queue: queue.parse().ok()?,
+            file,
+        });
+    }
+    let parts: Vec<&str> = text.splitn(3, ':').collect();
+    match parts[..] {
+        ["ethtool", iface, key] if DriverSetting::is_key(key) => Some(Target::Driver {
+            iface: iface_name(iface)?,
+            key: key.to_string(),
+        }),
+        ["qdisc", iface, "root"] => Some(Target::RootQdisc {
+            iface: iface_name(iface)?,
+        }),
+        _ => None,
+    }
+}
+
+/// A target equals its text: `change.target == "qdisc:eth0:root"`.
+impl PartialEq<str> for Target {
+    fn eq(&self, text: &str) -> bool {
+        text.parse::<Target>().is_ok_and(|t| t == *self)
+    }
+}
+
+impl PartialEq<&str> for Target {
+    fn eq(&self, text: &&str) -> bool {
+        text.parse::<Target>().is_ok_and(|t| t == *self)
+    }
+}
+
+impl Serialize for Target {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Target {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Target, D::Error> {
+        let text = String::deserialize(d)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_round_trips_through_its_text() {
+        let targets = [
+            Target::sysctl("net.ipv4.tcp_rmem"),
+            Target::IrqAffinity(74),
+            Target::rx("eth0", 3, RxFile::RpsFlowCnt),
+            Target::tx("eth0", 0, TxFile::XpsCpus),
+            Target::Governor(12),
+            Target::HaltPoll,
+            Target::driver("eth0", "rx-flow-hash.udp4"),
+            Target::driver("eth0", "features.rx-gro"),
+            Target::root_qdisc("eth0"),
+            Target::queues("eth0"),
+            Target::Cpufreq,
+            Target::Interfaces,
+        ];
+        for t in targets {
+            let text = t.to_string();
+            assert_eq!(text.parse::<Target>(), Ok(t.clone()), "{text}");
+            let json = serde_json::to_string(&t).expect("json");
+            assert_eq!(json, format!("\"{text}\""));
+            assert_eq!(serde_json::from_str::<Target>(&json).expect("back"), t);
+        }
+        assert_eq!(
+            Target::sysctl("net.core.rmem_max").to_string(),
+            "/proc/sys/net/core/rmem_max"
+        );
+        assert_eq!(
+            Target::rx("veth0", 1, RxFile::RpsCpus).to_string(),
+            "/sys/class/net/veth0/queues/rx-1/rps_cpus"
+        );
+    }
+
+    #[test]
+    fn texts_that_name_nothing_nettune_writes_are_refused() {
+        for bad in [
+            "/etc/passwd",
+            "/proc/sys/",
+            "/proc/sys/net/../../etc",
+            "/proc/irq/x/smp_affinity_list",
+            "/proc/irq/5/smp_affinity",
+            "/sys/class/net/eth0/queues/rx-0/rps_other",
+            "/sys/class/net/a/b/queues/rx-0/rps_cpus",
+            "qdisc::root",
+            "qdisc:eth0:ingress",
+            "ethtool:eth0:rings.bogus",
+            "ethtool:averyveryverylongname:rings.rx",
+        ] {
+            let err = bad.parse::<Target>().expect_err(bad);
+            assert!(err.to_string().contains(&format!("'{bad}'")), "{err}");
+        }
+    }
+
+    #[test]
+    fn scopes_are_not_writable() {
+        assert!(!Target::queues("eth0").is_writable());
+        assert!(!Target::Cpufreq.is_writable());
+        assert!(Target::HaltPoll.is_writable());
+        assert_eq!(Target::queues("eth0").path(), None);
+    }
+}
