@@ -65,6 +65,48 @@ pub fn report(err: &anyhow::Error) -> ExitCode {
             return ExitCode::from(0);
         }
     }
-    eprintln!("nettune: {err:#}");
+    eprintln!("nettune: {}", message(err));
     ExitCode::from(EXIT_ERROR)
+}
+
+/// An error and its causes on one line, each cause once: a cause whose
+/// text the message already holds (an OS error that a `KernelError`
+/// prints in its own message and also carries as its source) is skipped.
+pub fn message(err: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in err.chain() {
+        let text = cause.to_string();
+        if line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_cause_is_printed_once() {
+        let err = KernelError::Read {
+            path: PathBuf::from("/sys/devices/system/cpu/online"),
+            source: io::Error::from_raw_os_error(libc::ENOENT),
+        };
+        let err = anyhow::Error::new(err).context("reading the host");
+        let line = message(&err);
+        assert_eq!(
+            line.matches("No such file or directory").count(),
+            1,
+            "{line}"
+        );
+        assert!(
+            line.starts_with("reading the host: cannot read /sys/devices/system/cpu/online"),
+            "{line}"
+        );
+    }
 }

@@ -140,28 +140,39 @@ pub fn parse() -> Cli {
             | ErrorKind::DisplayVersion
             | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => err.exit(),
             _ => {
-                let text = err.render().to_string();
-                let first = text
-                    .lines()
-                    .find(|l| !l.trim().is_empty())
-                    .unwrap_or("invalid arguments");
-                let first = first.strip_prefix("error: ").unwrap_or(first);
-                // Keep clap's hints ("[possible values: ...]", "tip: ...") on the same line.
-                let hints: Vec<&str> = text
-                    .lines()
-                    .map(str::trim)
-                    .filter(|l| l.starts_with("[possible values") || l.starts_with("tip:"))
-                    .collect();
-                let hints = if hints.is_empty() {
-                    String::new()
-                } else {
-                    format!("; {}", hints.join("; "))
-                };
-                eprintln!("nettune: {first}{hints} (see --help)");
+                eprintln!("nettune: {}", usage_line(&err.render().to_string()));
                 std::process::exit(i32::from(crate::error::EXIT_ERROR));
             }
         },
     }
+}
+
+/// clap's usage error as one line: its first line, the lines indented under
+/// it (the missing arguments: `--to <ADDR:PORT>`), and its hints
+/// (`[possible values: ...]`, `tip: ...`), without the usage block.
+fn usage_line(text: &str) -> String {
+    let mut lines = text.lines().skip_while(|l| l.trim().is_empty());
+    let first = lines.next().unwrap_or("invalid arguments");
+    let mut line = first.strip_prefix("error: ").unwrap_or(first).to_string();
+    let mut named = Vec::new();
+    for l in lines.by_ref() {
+        if l.trim().is_empty() || !l.starts_with(char::is_whitespace) {
+            break;
+        }
+        named.push(l.trim());
+    }
+    if !named.is_empty() {
+        line = format!("{} {}", line.trim_end(), named.join(", "));
+    }
+    let hints: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("[possible values") || l.starts_with("tip:"))
+        .collect();
+    if !hints.is_empty() {
+        line = format!("{line}; {}", hints.join("; "));
+    }
+    format!("{line} (see --help)")
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<Status> {
@@ -195,4 +206,30 @@ fn capture(args: CaptureArgs) -> anyhow::Result<Status> {
     };
     crate::output::print(&text)?;
     Ok(Status::Clean)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn usage_error(args: &[&str]) -> String {
+        let err = Cli::try_parse_from(args).expect_err("a usage error");
+        usage_line(&err.render().to_string())
+    }
+
+    #[test]
+    fn a_missing_argument_is_named() {
+        let line = usage_error(&["nettune", "plan"]);
+        assert!(line.contains("--profile"), "{line}");
+        assert!(!line.contains('\n'), "{line}");
+    }
+
+    #[test]
+    fn hints_stay_on_the_line() {
+        let line = usage_error(&["nettune", "plan", "--profile", "fast"]);
+        assert!(
+            line.contains("'fast'") && line.contains("possible values"),
+            "{line}"
+        );
+    }
 }
