@@ -57,13 +57,31 @@ pub fn is_root() -> bool {
 }
 
 /// Skip (by returning true) when not root: namespace tests need root. CI
-/// runs as root, so there they always run; say so loudly when skipped.
+/// runs as root, so there they always run.
 pub fn skip_unless_root(test: &str) -> bool {
     if is_root() {
         return false;
     }
-    eprintln!("SKIPPED {test}: needs root for network namespaces");
+    skipped(test, "needs root for network namespaces");
     true
+}
+
+/// Record that `test` did not run, and why. cargo shows a skipped test as
+/// passed and hides its output, so the skip is also appended to the file
+/// named by NETTUNE_TEST_SKIPPED, which scripts/test prints after the run
+/// (and, run as root, fails on: as root nothing may be skipped).
+pub fn skipped(test: &str, why: &str) {
+    eprintln!("SKIPPED {test}: {why}");
+    if let Ok(path) = std::env::var("NETTUNE_TEST_SKIPPED") {
+        use std::io::Write as _;
+        if let Ok(mut file) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+        {
+            let _ = writeln!(file, "{test}: {why}");
+        }
+    }
 }
 
 /// A network namespace with a unique name, deleted on drop (also when the
