@@ -29,6 +29,17 @@ impl From<Status> for ExitCode {
 /// Exit status when nettune could not do its job.
 pub const EXIT_ERROR: u8 = 2;
 
+/// Exit status of a failed check: findings, or a benchmark that measured
+/// nothing.
+pub const EXIT_FAILED: u8 = 1;
+
+/// A command that ran to its end and failed its check, with the reason: a
+/// benchmark that measured nothing, a flood whose packets were refused.
+/// Exits 1 (not 2: nettune did its job, the result is what failed).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Failed(pub String);
+
 /// Errors reading or writing kernel state. Each carries the kernel path
 /// (as the kernel names it, e.g. `/proc/interrupts`) so the user knows where.
 #[derive(Debug, thiserror::Error)]
@@ -66,6 +77,9 @@ pub fn report(err: &anyhow::Error) -> ExitCode {
         }
     }
     eprintln!("nettune: {}", message(err));
+    if err.downcast_ref::<Failed>().is_some() {
+        return ExitCode::from(EXIT_FAILED);
+    }
     ExitCode::from(EXIT_ERROR)
 }
 

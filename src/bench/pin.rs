@@ -25,19 +25,29 @@ impl Pinning {
         Pinning::default()
     }
 
-    /// Resolve `--pin` against the live host: parse the list, check every CPU
-    /// is online and allowed.
+    /// Resolve `--pin` against the live host: parse the list (bounded by
+    /// the host's possible CPUs), check every CPU is online and allowed.
     pub fn resolve(arg: Option<&str>, root: &Root) -> anyhow::Result<Pinning> {
         let Some(text) = arg else {
             return Ok(Pinning::none());
         };
-        let cpus = cpuset::parse_list(text).map_err(|e| anyhow::anyhow!("--pin: {e}"))?;
+        let cpus = crate::host::parse_user_cpus("--pin", text, root)?;
         if cpus.is_empty() {
             anyhow::bail!("--pin '{text}' names no CPU; give a list such as 0 or 0-1,4");
         }
+        Pinning::new(cpus, root)
+    }
+
+    /// Pin thread i to the i-th of `cpus` (an engine's config); each must be
+    /// online and allowed for this process. Empty: not pinned.
+    pub fn new(cpus: Vec<u32>, root: &Root) -> anyhow::Result<Pinning> {
+        if cpus.is_empty() {
+            return Ok(Pinning::none());
+        }
+        let text = cpuset::format_list(&cpus);
         let online = root.parse("/sys/devices/system/cpu/online", cpuset::parse_list)?;
         let allowed = allowed_cpus()?;
-        check(text, &cpus, &online, &allowed)?;
+        check(&text, &cpus, &online, &allowed)?;
         Ok(Pinning { cpus })
     }
 
@@ -143,9 +153,16 @@ mod tests {
         let sys = dir.path().join("sys/devices/system/cpu");
         std::fs::create_dir_all(&sys).expect("mkdir");
         std::fs::write(sys.join("online"), "0\n").expect("write");
+        std::fs::write(sys.join("possible"), "0-7\n").expect("write");
         let root = Root::at(dir.path()).expect("root");
         let err = Pinning::resolve(Some("7"), &root).expect_err("cpu 7 offline");
         assert!(err.to_string().contains("CPU 7 is not online"), "{err}");
+        // Beyond the possible CPUs: refused before the list is expanded.
+        let err = Pinning::resolve(Some("0-2000000000"), &root).expect_err("huge");
+        assert!(
+            err.to_string().contains("2000000000") && err.to_string().contains("CPUs 0-7"),
+            "{err}"
+        );
         let err = Pinning::resolve(Some("x"), &root).expect_err("garbled");
         assert!(err.to_string().contains("'x'"), "{err}");
         assert_eq!(

@@ -124,7 +124,7 @@ impl LiveCounter {
 }
 
 /// One second of a run, all threads and each thread.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Interval {
     /// Which second of the run (1 = the first).
     pub second: u64,

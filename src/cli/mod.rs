@@ -8,9 +8,11 @@ use clap::{Parser, Subcommand};
 use crate::error::Status;
 
 pub mod apply;
+pub mod bench;
 pub mod doctor;
 pub mod inspect;
 pub mod plan;
+pub mod signals;
 
 use apply::{ApplyArgs, HistoryArgs, RollbackArgs};
 use doctor::DoctorArgs;
@@ -102,7 +104,7 @@ pub enum Command {
     /// loss, TCP/UDP request/response, HTTP; latency percentiles and where
     /// the packets and CPU time went.
     #[command(subcommand)]
-    Bench(crate::bench::BenchCommand),
+    Bench(bench::BenchCommand),
 }
 
 /// Which host to read: live (default), a named network namespace, or a
@@ -184,7 +186,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Status> {
         Command::Apply(args) => apply::run_apply(args),
         Command::Rollback(args) => apply::run_rollback(args),
         Command::History(args) => apply::run_history(args),
-        Command::Bench(cmd) => crate::bench::run(cmd),
+        Command::Bench(cmd) => bench::run(cmd),
     }
 }
 

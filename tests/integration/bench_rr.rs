@@ -409,7 +409,7 @@ fn bad_input_exits_2_naming_the_value() {
         ),
         (
             vec!["--to", "127.0.0.1:9", "--proto", "udp", "--pin", "999"],
-            "CPU 999 is not online".into(),
+            "CPU 999 in '999' is beyond this host's possible CPUs".into(),
         ),
         (
             vec!["--to", "127.0.0.1:0", "--proto", "udp"],

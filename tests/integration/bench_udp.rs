@@ -466,3 +466,335 @@ fn bad_input_exits_2_naming_the_value() {
         assert!(first.contains(&expected), "{args:?}: {stderr}");
     }
 }
+
+/// Send SIGTERM to a child we started (by its PID).
+fn terminate(running: &Running) {
+    // SAFETY: kill with a PID of our own child and a valid signal.
+    let rc = unsafe { libc::kill(running.child.id() as libc::pid_t, libc::SIGTERM) };
+    assert_eq!(rc, 0, "kill {}", running.child.id());
+}
+
+/// SIGTERM (how service managers and `timeout` stop a process) ends a sink
+/// and a flood like Ctrl-C: at once, each with its report, exit 0 when they
+/// measured something.
+#[test]
+fn sigterm_ends_sink_and_flood_with_their_reports() {
+    let _serial = measuring();
+    let sink = Running::start(nettune(
+        None,
+        &[
+            "bench",
+            "udp-sink",
+            "--json",
+            "--bind",
+            "127.0.0.1:0",
+            "--duration",
+            "60",
+        ],
+    ));
+    let addr = sink.bound_addr();
+    let flood = Running::start(nettune(
+        None,
+        &[
+            "bench",
+            "udp-flood",
+            "--json",
+            "--to",
+            &addr,
+            "--rate",
+            "20000",
+            "--duration",
+            "60",
+        ],
+    ));
+    std::thread::sleep(Duration::from_millis(1500));
+    let asked = Instant::now();
+    terminate(&flood);
+    let flood = json_report(flood, Duration::from_secs(5));
+    terminate(&sink);
+    let sink = json_report(sink, Duration::from_secs(5));
+    // Both stopped within a small bound of the signal, not at 60 s.
+    assert!(
+        asked.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        asked.elapsed()
+    );
+    assert_eq!(flood["ended"], "interrupted");
+    assert_eq!(sink["ended"], "interrupted");
+    assert!(f(&flood, "/duration_s") < 10.0, "{flood:#}");
+    let sent = u(&flood, "/packets");
+    assert!(sent > 10_000, "{flood:#}");
+    assert_eq!(u(&sink, "/packets"), sent);
+}
+
+/// Nothing listens at the destination: the kernel answers ECONNREFUSED, and
+/// the flood says so and fails instead of reporting a success.
+#[test]
+fn a_flood_to_a_closed_port_fails_naming_econnrefused() {
+    let _serial = measuring();
+    let closed = {
+        let probe = std::net::UdpSocket::bind("127.0.0.1:0").expect("bind");
+        probe.local_addr().expect("addr").to_string()
+    };
+    let flood = Running::start(nettune(
+        None,
+        &[
+            "bench",
+            "udp-flood",
+            "--json",
+            "--to",
+            &closed,
+            "--rate",
+            "5000",
+            "--duration",
+            "1",
+        ],
+    ));
+    let (code, stdout, stderr) = flood.finish(Duration::from_secs(10));
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("ECONNREFUSED") && stderr.contains(&closed),
+        "{stderr}"
+    );
+    let report: Value = serde_json::from_str(&stdout).expect("the report is still printed");
+    assert!(u(&report, "/send_errors/econnrefused") > 0, "{report:#}");
+}
+
+/// A sink that received nothing measured nothing: exit 1 with the reason,
+/// and the report (all zeros) still on stdout for scripts.
+#[test]
+fn a_sink_that_received_nothing_exits_1_with_its_report() {
+    let sink = Running::start(nettune(
+        None,
+        &[
+            "bench",
+            "udp-sink",
+            "--json",
+            "--bind",
+            "127.0.0.1:0",
+            "--pin",
+            "0",
+            "--duration",
+            "0.5",
+        ],
+    ));
+    let (code, stdout, stderr) = sink.finish(Duration::from_secs(10));
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("measured nothing"), "{stderr}");
+    let report: Value = serde_json::from_str(&stdout).expect("report");
+    assert_eq!(u(&report, "/packets"), 0);
+    assert_eq!(report["per_thread"][0]["cpu"], 0);
+}
+
+/// SO_REUSEPORT would let the sink join a port another program serves and
+/// split the traffic with it: refused, unless asked for with --share-port.
+#[test]
+fn reuseport_onto_a_held_port_is_refused_unless_shared() {
+    let other = socket2_reuseport("127.0.0.1:0");
+    let held = other.local_addr().expect("addr").to_string();
+    let out = Command::new(BIN)
+        .args([
+            "bench",
+            "udp-sink",
+            "--reuseport",
+            "--bind",
+            &held,
+            "--duration",
+            "0.3",
+        ])
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--share-port") && stderr.contains("another program"),
+        "{stderr}"
+    );
+    let port = held.rsplit(':').next().expect("port");
+    assert!(stderr.contains(&format!("port {port}")), "{stderr}");
+    let shared = Running::start(nettune(
+        None,
+        &[
+            "bench",
+            "udp-sink",
+            "--reuseport",
+            "--share-port",
+            "--bind",
+            &held,
+            "--duration",
+            "0.3",
+        ],
+    ));
+    assert!(
+        shared.first_line.contains("listening on"),
+        "{}",
+        shared.first_line
+    );
+    // It ran (and, receiving nothing, says so with exit 1).
+    let (code, _, stderr) = shared.finish(Duration::from_secs(10));
+    assert_eq!(code, Some(1), "{stderr}");
+}
+
+/// A UDP socket with SO_REUSEPORT, as another server would hold the port.
+fn socket2_reuseport(addr: &str) -> std::net::UdpSocket {
+    use nix::sys::socket::{self, sockopt, AddressFamily, SockFlag, SockType, SockaddrIn};
+    use std::os::fd::AsRawFd;
+    let fd = socket::socket(
+        AddressFamily::Inet,
+        SockType::Datagram,
+        SockFlag::empty(),
+        None,
+    )
+    .expect("socket");
+    socket::setsockopt(&fd, sockopt::ReusePort, &true).expect("reuseport");
+    let addr: SockaddrIn = addr.parse().expect("addr");
+    socket::bind(fd.as_raw_fd(), &addr).expect("bind");
+    std::net::UdpSocket::from(fd)
+}
+
+/// A flood whose packets wait for a neighbour nobody answers fills its
+/// socket buffer; sendmmsg then blocks. The flood still ends within a small
+/// bound of its duration, and of SIGTERM.
+#[test]
+fn a_flood_blocked_on_an_unresolved_neighbour_stops_on_time() {
+    if crate::common::skip_unless_root("a_flood_blocked_on_an_unresolved_neighbour_stops_on_time") {
+        return;
+    }
+    let _serial = measuring();
+    let (tx, rx) = (Netns::new("bu"), Netns::new("bu"));
+    let (a, b) = (unique("nta"), unique("ntb"));
+    ip(&[
+        "link", "add", &a, "netns", &tx.name, "type", "veth", "peer", "name", &b, "netns", &rx.name,
+    ]);
+    ip(&["-n", &tx.name, "addr", "add", "10.78.0.1/24", "dev", &a]);
+    ip(&["-n", &tx.name, "link", "set", &a, "up"]);
+    // The peer is up but has no address: ARP for 10.78.0.2 goes unanswered.
+    ip(&["-n", &rx.name, "link", "set", &b, "up"]);
+    let started = Instant::now();
+    let flood = Running::start(nettune(
+        None,
+        &[
+            "bench",
+            "udp-flood",
+            "--netns",
+            &tx.name,
+            "--json",
+            "--to",
+            "10.78.0.2:9",
+            "--duration",
+            "1",
+        ],
+    ));
+    let report = json_report(flood, Duration::from_secs(10));
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(report["ended"], "duration");
+    assert!(u(&report, "/send_errors/timeouts") > 0, "{report:#}");
+
+    let flood = Running::start(nettune(
+        None,
+        &[
+            "bench",
+            "udp-flood",
+            "--netns",
+            &tx.name,
+            "--json",
+            "--to",
+            "10.78.0.2:9",
+            "--duration",
+            "60",
+        ],
+    ));
+    std::thread::sleep(Duration::from_millis(1000));
+    let asked = Instant::now();
+    terminate(&flood);
+    let report = json_report(flood, Duration::from_secs(10));
+    assert!(
+        asked.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        asked.elapsed()
+    );
+    assert_eq!(report["ended"], "interrupted");
+}
+
+/// `--netns` puts each side in its own namespace (no `ip netns exec`), and
+/// the sink's kernel counters are its namespace's.
+#[test]
+fn netns_flag_runs_each_side_in_its_namespace() {
+    if crate::common::skip_unless_root("netns_flag_runs_each_side_in_its_namespace") {
+        return;
+    }
+    let _serial = measuring();
+    let (tx, rx) = (Netns::new("bu"), Netns::new("bu"));
+    let (a, b) = (unique("nta"), unique("ntb"));
+    let (mac_a, mac_b) = ("02:00:00:79:00:01", "02:00:00:79:00:02");
+    ip(&[
+        "link", "add", &a, "netns", &tx.name, "address", mac_a, "type", "veth", "peer", "name", &b,
+        "netns", &rx.name, "address", mac_b,
+    ]);
+    ip(&["-n", &tx.name, "addr", "add", "10.79.0.1/24", "dev", &a]);
+    ip(&["-n", &rx.name, "addr", "add", "10.79.0.2/24", "dev", &b]);
+    ip(&["-n", &tx.name, "link", "set", &a, "up"]);
+    ip(&["-n", &rx.name, "link", "set", &b, "up"]);
+    ip(&[
+        "-n",
+        &tx.name,
+        "neigh",
+        "add",
+        "10.79.0.2",
+        "lladdr",
+        mac_b,
+        "dev",
+        &a,
+        "nud",
+        "permanent",
+    ]);
+    let sink = Running::start(nettune(
+        None,
+        &[
+            "bench",
+            "udp-sink",
+            "--netns",
+            &rx.name,
+            "--json",
+            "--bind",
+            "10.79.0.2:0",
+            "--duration",
+            "2.5",
+        ],
+    ));
+    let port = sink
+        .bound_addr()
+        .rsplit(':')
+        .next()
+        .expect("port")
+        .to_string();
+    let flood = Running::start(nettune(
+        None,
+        &[
+            "bench",
+            "udp-flood",
+            "--netns",
+            &tx.name,
+            "--json",
+            "--to",
+            &format!("10.79.0.2:{port}"),
+            "--rate",
+            "20000",
+            "--duration",
+            "1",
+        ],
+    ));
+    let flood = json_report(flood, Duration::from_secs(10));
+    let sink = json_report(sink, Duration::from_secs(10));
+    let sent = u(&flood, "/packets");
+    assert!(sent > 10_000, "{flood:#}");
+    assert_eq!(u(&sink, "/packets"), sent);
+    assert_eq!(sink["netns"], rx.name.as_str());
+    assert_eq!(sink["kernel"]["softnet_scope"], "host");
+    // Only our packets went through the receiving namespace's UDP layer.
+    assert_eq!(i(&sink, "/kernel/udp_in_datagrams"), sent as i64);
+}

@@ -5,6 +5,7 @@
 mod apply;
 mod apply_netns;
 mod bench_http;
+mod bench_lib;
 mod bench_rr;
 mod bench_udp;
 mod common;

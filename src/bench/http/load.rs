@@ -23,14 +23,15 @@ use super::{Header, LoadArgs, Url};
 use crate::base::Root;
 use crate::bench::pin::Pinning;
 use crate::bench::report::{LiveCounter, Progress};
-use crate::bench::stop;
+use crate::bench::stop::{self, Stop};
+use crate::bench::ticking;
 use crate::error::Status;
 
 /// Connection attempts before the run starts, and the pause between them.
 const PREFLIGHT_TRIES: u32 = 3;
 const PREFLIGHT_PAUSE: Duration = Duration::from_millis(200);
 
-pub fn run(args: &LoadArgs) -> anyhow::Result<Status> {
+pub fn run(args: &LoadArgs, stop: &Stop) -> anyhow::Result<Status> {
     let threads = args.threads as usize;
     let connections = args.connections as usize;
     if connections < threads {
@@ -54,7 +55,6 @@ pub fn run(args: &LoadArgs) -> anyhow::Result<Status> {
     if !args.json {
         println!("{}", output::running_line(args));
     }
-    stop::catch_ctrl_c()?;
     let stop_flag = AtomicBool::new(false);
     let live: Vec<LiveCounter> = (0..threads).map(|_| LiveCounter::default()).collect();
     let mut progress = Progress::new(true);
@@ -83,7 +83,7 @@ pub fn run(args: &LoadArgs) -> anyhow::Result<Status> {
             })
             .collect();
         let mut last = 0u64;
-        let (ended, elapsed) = stop::run_ticking(start, total, &stop_flag, |second| {
+        let (ended, elapsed) = ticking::run_ticking(start, total, &stop_flag, stop, |second| {
             let now: u64 = live.iter().map(|l| l.read().0).sum();
             let phase = if Duration::from_secs(second) <= args.warmup {
                 " (warm-up)"

@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use super::LoadArgs;
 use crate::bench::latency::{Latency, LatencySummary};
-use crate::bench::stop::Ended;
+use crate::bench::ticking::Ended;
 
 /// Responses by status code, 100..=999.
 #[derive(Debug, Clone)]

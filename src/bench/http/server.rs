@@ -31,7 +31,8 @@ use super::{Locality, Sched, ServerArgs};
 use crate::base::{cpuset, Root};
 use crate::bench::pin::{pin_current_thread, Pinning};
 use crate::bench::report::{self, LiveCounter, Progress};
-use crate::bench::stop::{self, Ended};
+use crate::bench::stop::{self, Stop};
+use crate::bench::ticking::{self, Ended};
 use crate::error::Status;
 
 #[derive(Debug, Clone, Serialize)]
@@ -59,7 +60,7 @@ pub struct ServerReport {
     pub per_thread: Vec<ThreadReport>,
 }
 
-pub fn run(args: &ServerArgs) -> anyhow::Result<Status> {
+pub fn run(args: &ServerArgs, stop: &Stop) -> anyhow::Result<Status> {
     let root = Root::live();
     let pinning = Pinning::resolve(args.pin.as_deref(), &root)?;
     let threads = match args.threads {
@@ -96,7 +97,6 @@ pub fn run(args: &ServerArgs) -> anyhow::Result<Status> {
         wait,
     };
 
-    stop::catch_ctrl_c()?;
     let stop_flag = AtomicBool::new(false);
     let live: Vec<LiveCounter> = (0..threads).map(|_| LiveCounter::default()).collect();
     let gate = Gate::default();
@@ -174,7 +174,7 @@ pub fn run(args: &ServerArgs) -> anyhow::Result<Status> {
         let (ended, elapsed) = if failure.is_none() {
             let mut last = vec![0u64; threads];
             let duration = args.duration.unwrap_or(Duration::MAX);
-            stop::run_ticking(start, duration, stop_flag, |second| {
+            ticking::run_ticking(start, duration, stop_flag, stop, |second| {
                 let now: Vec<u64> = live.iter().map(|l| l.read().0).collect();
                 let per_thread: Vec<String> = now
                     .iter()

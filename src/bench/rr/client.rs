@@ -24,7 +24,8 @@ use crate::bench::event::{Epoll, Interest};
 use crate::bench::latency::{Latency, LatencySummary};
 use crate::bench::pin::Pinning;
 use crate::bench::report::{self, LiveCounter, Progress};
-use crate::bench::stop::{self, Ended};
+use crate::bench::stop::{self, Stop};
+use crate::bench::ticking::Ended;
 use crate::error::Status;
 
 /// How long the server has to answer the hellos.
@@ -90,7 +91,7 @@ pub struct RrReport {
     pub intervals: Vec<Interval>,
 }
 
-pub fn run(args: &ClientArgs) -> anyhow::Result<Status> {
+pub fn run(args: &ClientArgs, stop: &Stop) -> anyhow::Result<Status> {
     args.size.check_for(args.proto)?;
     let root = Root::live();
     let pinning = Pinning::resolve(args.pin.as_deref(), &root)?;
@@ -100,7 +101,6 @@ pub fn run(args: &ClientArgs) -> anyhow::Result<Status> {
     let per_thread = open_instances(args, threads)?;
     eprintln!("{}", output::header(args, threads, &pinning));
 
-    stop::catch_ctrl_c()?;
     wake::install()?;
     let phase = Phase::default();
     let live: Vec<LiveCounter> = (0..threads).map(|_| LiveCounter::default()).collect();
@@ -116,7 +116,7 @@ pub fn run(args: &ClientArgs) -> anyhow::Result<Status> {
             let _ = report::print_line(&mut progress, &line);
         }
     };
-    let mut conductor = Conductor::new(args, &root, &phase, &live, &mut show);
+    let mut conductor = Conductor::new(args, &root, stop, &phase, &live, &mut show);
     let plan = |i: usize| engine::Plan {
         cpu: pinning.cpu_for(i),
         sizes: args.size,

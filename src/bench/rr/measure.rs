@@ -14,7 +14,8 @@ use super::engine::Phase;
 use super::{ClientArgs, Proto};
 use crate::base::Root;
 use crate::bench::report::LiveCounter;
-use crate::bench::stop::{self, Ended};
+use crate::bench::stop::Stop;
+use crate::bench::ticking::Ended;
 use crate::host::{stat, CpuTime};
 
 /// With a warm-up, how long to wait for the first transaction at most.
@@ -70,6 +71,7 @@ enum State {
 pub struct Conductor<'a> {
     args: &'a ClientArgs,
     root: &'a Root,
+    stop: &'a Stop,
     phase: &'a Phase,
     live: &'a [LiveCounter],
     on_interval: &'a mut dyn FnMut(&Interval),
@@ -82,6 +84,7 @@ impl<'a> Conductor<'a> {
     pub fn new(
         args: &'a ClientArgs,
         root: &'a Root,
+        stop: &'a Stop,
         phase: &'a Phase,
         live: &'a [LiveCounter],
         on_interval: &'a mut dyn FnMut(&Interval),
@@ -89,6 +92,7 @@ impl<'a> Conductor<'a> {
         Conductor {
             args,
             root,
+            stop,
             phase,
             live,
             on_interval,
@@ -118,7 +122,7 @@ impl<'a> Conductor<'a> {
         self.tick(elapsed);
         let ended = if elapsed >= self.args.duration {
             Ended::Duration
-        } else if stop::interrupted() {
+        } else if self.stop.is_set() {
             Ended::Interrupted
         } else {
             return true;
@@ -161,7 +165,7 @@ impl<'a> Conductor<'a> {
     /// retransmission), but no longer than [`FIRST_REPLY_WAIT`].
     fn warm_up(&mut self, since: Instant) -> anyhow::Result<()> {
         let args = self.args;
-        if stop::interrupted() {
+        if self.stop.is_set() {
             anyhow::bail!("interrupted during the warm-up: nothing was measured");
         }
         let elapsed = since.elapsed();

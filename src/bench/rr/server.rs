@@ -20,7 +20,8 @@ use crate::base::Root;
 use crate::bench::event::{Epoll, Interest, Ready};
 use crate::bench::pin::{pin_current_thread, Pinning};
 use crate::bench::report;
-use crate::bench::stop::{self, Ended};
+use crate::bench::stop::{self, Stop};
+use crate::bench::ticking::{self, Ended};
 use crate::error::Status;
 
 const LISTENER: u64 = 0;
@@ -100,7 +101,7 @@ struct Sockets {
     udp: UdpSocket,
 }
 
-pub fn run(args: &ServerArgs) -> anyhow::Result<Status> {
+pub fn run(args: &ServerArgs, stop: &Stop) -> anyhow::Result<Status> {
     let root = Root::live();
     let pinning = Pinning::resolve(args.pin.as_deref(), &root)?;
     let threads = args.threads as usize;
@@ -122,7 +123,6 @@ pub fn run(args: &ServerArgs) -> anyhow::Result<Status> {
         }
     );
 
-    stop::catch_ctrl_c()?;
     wake::install()?;
     let stop_flag = AtomicBool::new(false);
     let blocked: Vec<Blocked> = (0..threads).map(|_| Blocked::default()).collect();
@@ -137,12 +137,12 @@ pub fn run(args: &ServerArgs) -> anyhow::Result<Status> {
         // One thread does everything, so the process has one thread
         // ([`wake::Alarm`] says why); SIGALRM bounds each blocking read.
         let alarm = wake::Alarm::every(ALONE_SLICE)?;
-        let over = || stop::interrupted() || start.elapsed() >= duration;
+        let over = || stop.is_set() || start.elapsed() >= duration;
         let mut sockets = sockets;
         let sockets = sockets.pop().context("no socket to serve")?;
         let result = serve(sockets, &plan(0), &over, &blocked[0]);
         drop(alarm);
-        let ended = if stop::interrupted() {
+        let ended = if stop.is_set() {
             Ended::Interrupted
         } else {
             Ended::Duration
@@ -160,8 +160,15 @@ pub fn run(args: &ServerArgs) -> anyhow::Result<Status> {
                 })
                 .collect();
             let watch = || blocked.iter().for_each(Blocked::wake_if_due);
-            let (ended, elapsed) =
-                stop::run_ticking_polled(start, duration, &stop_flag, WATCH_EVERY, watch, |_| {});
+            let (ended, elapsed) = ticking::run_ticking_polled(
+                start,
+                duration,
+                &stop_flag,
+                stop,
+                WATCH_EVERY,
+                watch,
+                |_| {},
+            );
             wake::until_finished(&blocked, || handles.iter().all(|h| h.is_finished()));
             let results: Vec<anyhow::Result<ThreadReport>> = stop::join_all(handles, "server");
             (ended, elapsed, results)

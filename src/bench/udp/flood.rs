@@ -1,35 +1,48 @@
-//! `bench udp-flood`: sendmmsg batches of numbered packets on connected
-//! sockets, `--flows` source ports per thread, optionally paced by a smooth
+//! The flood: sendmmsg batches of numbered packets on connected sockets,
+//! `flows` source ports per thread, optionally paced by a smooth
 //! per-thread token bucket.
+//!
+//! Every socket has a send timeout ([`SEND_TIMEOUT`]): a sendmmsg that
+//! blocks (a full socket buffer while the neighbour is resolved, a full
+//! queue) returns within it, so the flood always sees the end of its run in
+//! time. Errors the kernel returns are counted by kind and reported; a
+//! refused destination (ECONNREFUSED: ICMP port unreachable came back)
+//! makes the run a failure ([`FloodReport::problem`]).
 
 use std::hash::{BuildHasher, Hasher};
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsFd;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use super::mmsg::Batch;
+use super::mmsg::{self, Batch};
 use super::wire::Header;
-use super::FloodArgs;
+use super::{FloodConfig, Interval};
 use crate::base::Root;
-use crate::bench::pin::{pin_current_thread, Pinning};
-use crate::bench::report::{
-    self, format_rate, plural, print_line, Interval, IntervalMeter, LiveCounter, Progress,
-};
-use crate::bench::stop::{self, Ended};
-use crate::error::Status;
+use crate::bench::harness::{self, Control, Phase, Timeline};
+use crate::bench::netns;
+use crate::bench::observe::Observer;
+use crate::bench::pin::Pinning;
+use crate::bench::report::{self, plural, IntervalMeter, LiveCounter};
+use crate::bench::stop::Stop;
+
+/// The longest a sendmmsg may block before the thread looks at the run's
+/// phase again.
+const SEND_TIMEOUT: Duration = Duration::from_millis(50);
 
 /// Send errors, counted and survived: a flood keeps going.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SendErrors {
     /// No buffer space: a queue (qdisc, device) on the way out was full.
     pub enobufs: u64,
     /// ICMP port unreachable came back: nothing listens at the destination.
     pub econnrefused: u64,
+    /// Calls that sent nothing for the whole send timeout (a full socket
+    /// buffer: the neighbour unresolved, the queue stuck).
+    pub timeouts: u64,
     /// Anything else; the last one is named.
     pub other: u64,
     pub last_other: Option<String>,
@@ -40,6 +53,7 @@ impl SendErrors {
         match e.raw_os_error() {
             Some(libc::ENOBUFS) => self.enobufs += 1,
             Some(libc::ECONNREFUSED) => self.econnrefused += 1,
+            Some(libc::EAGAIN) => self.timeouts += 1,
             _ => {
                 self.other += 1;
                 if self.last_other.is_none() || self.other % 4096 == 1 {
@@ -52,18 +66,19 @@ impl SendErrors {
     fn add(&mut self, other: &SendErrors) {
         self.enobufs += other.enobufs;
         self.econnrefused += other.econnrefused;
+        self.timeouts += other.timeouts;
         self.other += other.other;
         if other.last_other.is_some() {
             self.last_other.clone_from(&other.last_other);
         }
     }
 
-    fn total(&self) -> u64 {
-        self.enobufs + self.econnrefused + self.other
+    pub fn total(&self) -> u64 {
+        self.enobufs + self.econnrefused + self.timeouts + self.other
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ThreadReport {
     pub thread: usize,
     pub cpu: Option<u32>,
@@ -75,19 +90,23 @@ pub struct ThreadReport {
     pub send_errors: SendErrors,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FloodReport {
-    pub command: &'static str,
+    pub command: String,
     pub to: Vec<SocketAddr>,
+    /// The network namespace it sent from; `null`: nettune's own.
+    pub netns: Option<String>,
     /// Stamped in every packet; the sink counts senders by it.
     pub sender_id: u32,
     pub threads: usize,
     pub flows_per_thread: usize,
     pub size: usize,
     pub batch: usize,
-    /// `--rate`, total over all threads; null when unpaced.
+    /// The rate asked for, total over all threads; null when unpaced.
     pub rate_pps: Option<u64>,
-    pub ended: &'static str,
+    /// `duration`, `interrupted` (the stop token: Ctrl-C, SIGTERM, the
+    /// caller).
+    pub ended: String,
     pub duration_s: f64,
     pub packets: u64,
     pub bytes: u64,
@@ -95,6 +114,29 @@ pub struct FloodReport {
     pub send_errors: SendErrors,
     pub per_thread: Vec<ThreadReport>,
     pub intervals: Vec<Interval>,
+}
+
+impl FloodReport {
+    /// Why this run is not a measurement, if it is not: nothing could be
+    /// sent, or the destination refused the packets.
+    pub fn problem(&self) -> Option<String> {
+        let to = self.to.first().map(ToString::to_string).unwrap_or_default();
+        if self.send_errors.econnrefused > 0 {
+            return Some(format!(
+                "udp-flood: {} send(s) to {to} were refused (ECONNREFUSED: ICMP port unreachable \
+                 came back, nothing listens there); start the sink first, or check --to",
+                self.send_errors.econnrefused
+            ));
+        }
+        if self.packets == 0 {
+            return Some(format!(
+                "udp-flood measured nothing: no packet could be sent to {to} in {:.1} s ({})",
+                self.duration_s,
+                super::render::describe_errors(&self.send_errors)
+            ));
+        }
+        None
+    }
 }
 
 /// One connected socket: one flow, one source port.
@@ -112,93 +154,103 @@ struct ThreadResult {
     errors: SendErrors,
 }
 
-pub fn run(args: &FloodArgs) -> anyhow::Result<Status> {
-    let root = Root::live();
-    let pinning = Pinning::resolve(args.pin.as_deref(), &root)?;
-    let threads = args.threads as usize;
-    let flows_per_thread = args.flows as usize;
-    let rates = split_rate(args.rate, threads)?;
-    let flows = open_flows(&args.to, threads, flows_per_thread)?;
+/// Send for the config's duration or until `stop`.
+pub fn run(
+    config: &FloodConfig,
+    stop: &Stop,
+    observer: &mut dyn Observer<Interval>,
+) -> anyhow::Result<FloodReport> {
+    config.validate()?;
+    let pinning = Pinning::new(config.pin.clone(), &Root::live())?;
+    let threads = config.threads as usize;
+    let flows_per_thread = config.flows as usize;
+    let rates = split_rate(config.rate, threads);
+    let flows = netns::within(config.netns.as_deref(), || {
+        open_flows(&config.to, threads, flows_per_thread)
+    })?;
     let sender = random_sender_id();
-    eprintln!(
-        "udp-flood: sending to {} from {} socket{} ({threads} thread{} x {flows_per_thread} flow{}), \
-         {}-byte packets, sender id {sender:#010x}",
-        args.to.iter().map(ToString::to_string).collect::<Vec<_>>().join(","),
-        threads * flows_per_thread,
-        plural(threads * flows_per_thread),
-        plural(threads),
-        plural(flows_per_thread),
-        args.size
+    observer.ready(
+        None,
+        &format!(
+            "sending to {} from {} socket{} ({threads} thread{} x {flows_per_thread} flow{}), \
+             {}-byte packets, sender id {sender:#010x}",
+            config
+                .to
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(","),
+            threads * flows_per_thread,
+            plural(threads * flows_per_thread),
+            plural(threads),
+            plural(flows_per_thread),
+            config.size
+        ),
     );
 
-    stop::catch_ctrl_c()?;
-    let stop_flag = AtomicBool::new(false);
     let live: Vec<LiveCounter> = (0..threads).map(|_| LiveCounter::default()).collect();
-    let mut meter = IntervalMeter::new(threads);
-    let mut progress = Progress::new(args.json);
-    let start = Instant::now();
-
-    let (ended, elapsed, results) = std::thread::scope(|scope| {
-        let handles: Vec<_> = flows
-            .into_iter()
-            .zip(rates)
-            .enumerate()
-            .map(|(i, (flows, rate))| {
-                let plan = SendPlan {
-                    sender,
-                    size: args.size,
-                    batch: args.batch as usize,
-                    rate,
-                    cpu: pinning.cpu_for(i),
-                };
-                let (stop_flag, live) = (&stop_flag, &live[i]);
-                scope.spawn(move || send(flows, &plan, stop_flag, live))
-            })
-            .collect();
-        let (ended, elapsed) = stop::run_ticking(start, args.duration, &stop_flag, |second| {
-            let line = meter.tick(second, &live).line();
-            if args.json {
-                progress.show(&format!("udp-flood {second} s: {line}"));
-            } else {
-                let _ = print_line(&mut progress, &line);
-            }
-        });
-        let results: Vec<anyhow::Result<ThreadResult>> = stop::join_all(handles, "sending");
-        (ended, elapsed, results)
-    });
-    progress.clear();
-    let results = results.into_iter().collect::<anyhow::Result<Vec<_>>>()?;
-    let report = build_report(args, sender, ended, elapsed, results, meter.intervals);
-    if args.json {
-        report::print_json(&report)?;
-    } else {
-        print_text(&report)?;
-    }
-    if report.packets == 0 && report.send_errors.total() > 0 {
-        anyhow::bail!(
-            "udp-flood: no packet could be sent to {} ({})",
-            args.to[0],
-            describe_errors(&report.send_errors)
-        );
-    }
-    Ok(Status::Clean)
+    let mut control = Meter {
+        meter: IntervalMeter::new(threads),
+        live: &live,
+        observer,
+    };
+    let tasks: Vec<(Vec<Flow>, Option<u64>, &LiveCounter)> = flows
+        .into_iter()
+        .zip(rates)
+        .zip(&live)
+        .map(|((flows, rate), live)| (flows, rate, live))
+        .collect();
+    let done = harness::run(
+        tasks,
+        &pinning,
+        stop,
+        &Timeline::measured(config.duration),
+        &mut control,
+        |i, (flows, rate, live), phase| {
+            let plan = SendPlan {
+                sender,
+                size: config.size,
+                batch: config.batch as usize,
+                rate,
+                cpu: pinning.cpu_for(i),
+            };
+            send(flows, &plan, phase, live)
+        },
+    )?;
+    Ok(build_report(
+        config,
+        sender,
+        done.ended.name(),
+        done.elapsed,
+        done.results,
+        control.meter.intervals,
+    ))
 }
 
-/// Split `--rate` over the threads (the first ones take the remainder).
-fn split_rate(rate: Option<u64>, threads: usize) -> anyhow::Result<Vec<Option<u64>>> {
+/// Turns the workers' running totals into intervals for the observer.
+struct Meter<'a> {
+    meter: IntervalMeter,
+    live: &'a [LiveCounter],
+    observer: &'a mut dyn Observer<Interval>,
+}
+
+impl Control for Meter<'_> {
+    fn tick(&mut self, second: u64) {
+        let interval = self.meter.tick(second, self.live);
+        self.observer.interval(interval);
+    }
+}
+
+/// Split the rate over the threads (the first ones take the remainder);
+/// `validate` made sure each gets at least 1.
+fn split_rate(rate: Option<u64>, threads: usize) -> Vec<Option<u64>> {
     let Some(rate) = rate else {
-        return Ok(vec![None; threads]);
+        return vec![None; threads];
     };
     let threads_u64 = threads as u64;
-    if rate < threads_u64 {
-        anyhow::bail!(
-            "--rate '{rate}' is below --threads '{threads}': each thread sends at least 1 packet/s; \
-             lower --threads"
-        );
-    }
-    Ok((0..threads_u64)
+    (0..threads_u64)
         .map(|i| Some(rate / threads_u64 + u64::from(i < rate % threads_u64)))
-        .collect())
+        .collect()
 }
 
 /// Open `flows_per_thread` connected sockets per thread. Socket g (counting
@@ -209,20 +261,6 @@ fn open_flows(
     threads: usize,
     flows_per_thread: usize,
 ) -> anyhow::Result<Vec<Vec<Flow>>> {
-    let total = threads * flows_per_thread;
-    if total < to.len() {
-        anyhow::bail!(
-            "{threads} thread(s) x {flows_per_thread} flow(s) = {total} socket(s) cannot reach all {} \
-             destinations; raise --flows or --threads",
-            to.len()
-        );
-    }
-    if total > usize::from(u16::MAX) + 1 {
-        anyhow::bail!(
-            "{threads} thread(s) x {flows_per_thread} flow(s) = {total} flows is more than the \
-             header's 65536 flow ids; lower --flows"
-        );
-    }
     let mut per_thread = Vec::with_capacity(threads);
     for t in 0..threads {
         let mut flows = Vec::with_capacity(flows_per_thread);
@@ -239,6 +277,10 @@ fn open_flows(
             socket.connect(dest).with_context(|| {
                 format!("--to '{dest}': cannot connect (no route from this network namespace?)")
             })?;
+            socket
+                .set_write_timeout(Some(SEND_TIMEOUT))
+                .context("cannot set SO_SNDTIMEO")?;
+            mmsg::queue_errors(socket.as_fd(), dest.is_ipv6()).context("cannot set IP_RECVERR")?;
             flows.push(Flow {
                 socket,
                 id: g as u16,
@@ -263,22 +305,19 @@ struct SendPlan {
     sender: u32,
     size: usize,
     batch: usize,
-    /// This thread's share of `--rate`.
+    /// This thread's share of the rate.
     rate: Option<u64>,
     cpu: Option<u32>,
 }
 
-/// One sending thread: batches round-robin over its flows until stopped.
-/// Pacing and stop are decided here, in one loop, for every mode.
+/// One sending thread: batches round-robin over its flows until the run is
+/// over. Pacing and stop are decided here, in one loop, for every mode.
 fn send(
     mut flows: Vec<Flow>,
     plan: &SendPlan,
-    stop: &AtomicBool,
+    phase: &Phase,
     live: &LiveCounter,
 ) -> anyhow::Result<ThreadResult> {
-    if let Some(cpu) = plan.cpu {
-        pin_current_thread(cpu)?;
-    }
     let source_ports = flows
         .iter()
         .map(|f| f.socket.local_addr().map(|a| a.port()).unwrap_or(0))
@@ -295,7 +334,7 @@ fn send(
         errors: SendErrors::default(),
     };
     let mut next_flow = 0;
-    while !stop.load(Ordering::Relaxed) {
+    while !phase.stopped() {
         let count = match &mut pacer {
             None => buffers.capacity(),
             Some(pacer) => {
@@ -326,12 +365,37 @@ fn send(
                 result.packets += sent as u64;
                 result.bytes += (sent * plan.size) as u64;
                 live.publish(result.packets, result.bytes);
+                if sent < count {
+                    // sendmmsg stops at the first failing message and, when
+                    // some went out, returns their count and drops the
+                    // error: it is only in the error queue.
+                    pending_error(&flow.socket, &mut result.errors);
+                }
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => result.errors.count(&e),
+            Err(e) => {
+                result.errors.count(&e);
+                // The queued copy of that error (or of others) goes too.
+                mmsg::take_errors(flow.socket.as_fd(), |errno| {
+                    if Some(errno) != e.raw_os_error() {
+                        result.errors.count(&io::Error::from_raw_os_error(errno));
+                    }
+                });
+            }
         }
     }
     Ok(result)
+}
+
+/// Count the errors queued on the socket (ICMP unreachable and the like);
+/// a partial send with none queued timed out part way.
+fn pending_error(socket: &UdpSocket, errors: &mut SendErrors) {
+    let queued = mmsg::take_errors(socket.as_fd(), |errno| {
+        errors.count(&io::Error::from_raw_os_error(errno));
+    });
+    if queued == 0 {
+        errors.timeouts += 1;
+    }
 }
 
 /// A token bucket per thread, refilled by elapsed nanoseconds. It hands out
@@ -373,18 +437,18 @@ impl Pacer {
         }
     }
 
-    /// Until the next call's worth has accrued (at most 50 ms, so a stop is
-    /// noticed even at a few packets per second).
+    /// Until the next call's worth has accrued (at most 20 ms, so the end
+    /// of the run is noticed even at a few packets per second).
     fn wait(&self) -> Duration {
         let missing = (self.per_call as f64 - self.tokens).max(0.0);
-        Duration::from_nanos((missing / self.per_ns) as u64).min(Duration::from_millis(50))
+        Duration::from_nanos((missing / self.per_ns) as u64).min(Duration::from_millis(20))
     }
 }
 
 fn build_report(
-    args: &FloodArgs,
+    config: &FloodConfig,
     sender: u32,
-    ended: Ended,
+    ended: &str,
     elapsed: Duration,
     results: Vec<ThreadResult>,
     intervals: Vec<Interval>,
@@ -409,18 +473,16 @@ fn build_report(
         .collect();
     let packets = per_thread.iter().map(|t| t.packets).sum();
     FloodReport {
-        command: "udp-flood",
-        to: args.to.clone(),
+        command: "udp-flood".to_string(),
+        to: config.to.clone(),
+        netns: config.netns.clone(),
         sender_id: sender,
-        threads: args.threads as usize,
-        flows_per_thread: args.flows as usize,
-        size: args.size,
-        batch: args.batch as usize,
-        rate_pps: args.rate,
-        ended: match ended {
-            Ended::Duration => "duration",
-            Ended::Interrupted => "interrupted",
-        },
+        threads: config.threads as usize,
+        flows_per_thread: config.flows as usize,
+        size: config.size,
+        batch: config.batch as usize,
+        rate_pps: config.rate,
+        ended: ended.to_string(),
         duration_s: secs,
         packets,
         bytes: per_thread.iter().map(|t| t.bytes).sum(),
@@ -429,57 +491,6 @@ fn build_report(
         per_thread,
         intervals,
     }
-}
-
-fn describe_errors(e: &SendErrors) -> String {
-    let mut text = format!(
-        "{} ENOBUFS, {} ECONNREFUSED, {} other",
-        e.enobufs, e.econnrefused, e.other
-    );
-    if e.econnrefused > 0 {
-        text.push_str("; ECONNREFUSED: nothing listens there, start the sink first");
-    }
-    if e.enobufs > 0 {
-        text.push_str("; ENOBUFS: an outgoing queue was full");
-    }
-    if let Some(last) = &e.last_other {
-        text.push_str(&format!("; last other error: {last}"));
-    }
-    text
-}
-
-fn print_text(r: &FloodReport) -> anyhow::Result<()> {
-    use std::io::Write;
-    let mut out = io::stdout().lock();
-    writeln!(
-        out,
-        "udp-flood: {} packets, {} bytes in {:.3} s{}",
-        r.packets,
-        r.bytes,
-        r.duration_s,
-        if r.ended == "interrupted" {
-            ", stopped by Ctrl-C"
-        } else {
-            ""
-        }
-    )?;
-    writeln!(
-        out,
-        "total     {}",
-        format_rate(r.packets, r.bytes, r.duration_s)
-    )?;
-    for t in &r.per_thread {
-        writeln!(
-            out,
-            "thread {:<2} {}  ({} packets, {} send errors)",
-            t.thread,
-            format_rate(t.packets, t.bytes, r.duration_s),
-            t.packets,
-            t.send_errors.total()
-        )?;
-    }
-    writeln!(out, "errors    {}", describe_errors(&r.send_errors))?;
-    Ok(())
 }
 
 #[cfg(test)]
@@ -540,11 +551,8 @@ mod tests {
 
     #[test]
     fn rate_split_keeps_the_total() {
-        let split = split_rate(Some(10), 3).expect("split");
-        assert_eq!(split, vec![Some(4), Some(3), Some(3)]);
-        assert_eq!(split_rate(None, 2).expect("none"), vec![None, None]);
-        let err = split_rate(Some(1), 2).expect_err("too low");
-        assert!(err.to_string().contains("'1'"), "{err}");
+        assert_eq!(split_rate(Some(10), 3), vec![Some(4), Some(3), Some(3)]);
+        assert_eq!(split_rate(None, 2), vec![None, None]);
     }
 
     #[test]
@@ -558,7 +566,41 @@ mod tests {
             .map(|f| f[0].socket.peer_addr().expect("peer"))
             .collect();
         assert_eq!(peers, to);
-        let err = open_flows(&to, 1, 1).err().expect("too few sockets");
-        assert!(err.to_string().contains("raise --flows"), "{err}");
+    }
+
+    #[test]
+    fn a_refused_destination_is_a_problem_not_a_success() {
+        let mut report = FloodReport {
+            command: "udp-flood".to_string(),
+            to: vec!["127.0.0.1:9".parse().expect("addr")],
+            netns: None,
+            sender_id: 1,
+            threads: 1,
+            flows_per_thread: 1,
+            size: 32,
+            batch: 1024,
+            rate_pps: None,
+            ended: "duration".to_string(),
+            duration_s: 1.0,
+            packets: 1000,
+            bytes: 32000,
+            pps: 1000.0,
+            send_errors: SendErrors::default(),
+            per_thread: Vec::new(),
+            intervals: Vec::new(),
+        };
+        assert_eq!(report.problem(), None);
+        report.send_errors.econnrefused = 3;
+        let problem = report.problem().expect("refused");
+        assert!(
+            problem.contains("ECONNREFUSED") && problem.contains("127.0.0.1:9"),
+            "{problem}"
+        );
+        report.send_errors.econnrefused = 0;
+        report.packets = 0;
+        assert!(report
+            .problem()
+            .expect("nothing")
+            .contains("measured nothing"));
     }
 }

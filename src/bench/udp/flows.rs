@@ -21,7 +21,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::wire::Header;
 
@@ -148,7 +148,7 @@ impl FlowTable {
 }
 
 /// The sequence accounting of a whole run, all threads merged.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SequenceSummary {
     /// Distinct sender ids seen.
     pub senders: u64,

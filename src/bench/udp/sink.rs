@@ -1,29 +1,33 @@
-//! `bench udp-sink`: receive with recvmmsg on one socket shared by all
-//! threads, or one SO_REUSEPORT socket per thread; count packets per
-//! thread, sequence loss per flow, and the kernel's drop counters over the
-//! run.
+//! The sink: receive with recvmmsg on one socket shared by all threads, or
+//! one SO_REUSEPORT socket per thread; count packets per thread, sequence
+//! loss per flow, and the kernel's drop counters over the run.
+//!
+//! Two steps, so a caller learns the address before any traffic:
+//! [`open`] binds (inside the config's network namespace), [`Sink::run`]
+//! receives until the duration or the stop token.
 
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use nix::errno::Errno;
 use nix::sys::socket::{self, sockopt, AddressFamily, SockFlag, SockType, SockaddrStorage};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::flows::{self, FlowTable, SequenceSummary};
 use super::mmsg::Batch;
-use super::SinkArgs;
+use super::{Interval, SinkConfig};
+use crate::base::counter::{delta, Width};
 use crate::base::Root;
-use crate::bench::pin::{pin_current_thread, Pinning};
-use crate::bench::report::{
-    self, format_rate, plural, print_line, Interval, IntervalMeter, LiveCounter, Progress,
-};
-use crate::bench::stop::{self, Ended};
-use crate::error::Status;
-use crate::host::snmp::Counters;
+use crate::bench::harness::{self, Control, Phase, Timeline};
+use crate::bench::netns::{self, THREAD_NET};
+use crate::bench::observe::Observer;
+use crate::bench::pin::Pinning;
+use crate::bench::port::{self, Transport};
+use crate::bench::report::{self, plural, IntervalMeter, LiveCounter};
+use crate::bench::stop::Stop;
+use crate::host::snmp::{self, Counters};
 use crate::host::softnet;
 
 /// Bytes of each packet the sink copies out: the header and a little more.
@@ -31,11 +35,11 @@ use crate::host::softnet;
 const SLOT: usize = 64;
 
 /// How long a thread waits in recvmmsg for a first packet before it looks
-/// at the stop flag again.
-const RECV_TIMEOUT: Duration = Duration::from_millis(100);
+/// at the phase again: the bound on how late it sees the end of the run.
+const RECV_TIMEOUT: Duration = Duration::from_millis(50);
 
 /// The socket receive buffer: what was asked, what the kernel granted.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RcvBuf {
     /// `--rcvbuf`, if given.
     pub requested: Option<u32>,
@@ -46,23 +50,27 @@ pub struct RcvBuf {
     pub forced: bool,
 }
 
-/// Kernel counters' change over the run, in the sink's network namespace.
-/// `None` when the file could not be read (or, for the Udp counters, when
-/// the sink is bound to IPv6: those are in /proc/net/snmp6, not read yet).
-#[derive(Debug, Clone, Default, Serialize)]
+/// Kernel counters' change over the run. The Udp counters are those of the
+/// sink's network namespace; `None` when they could not be read (or, for
+/// the Udp counters, when the sink is bound to IPv6: those are in
+/// /proc/net/snmp6, not read yet), or when a counter went backwards.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KernelDelta {
     pub udp_in_datagrams: Option<i64>,
     pub udp_in_errors: Option<i64>,
     pub udp_rcvbuf_errors: Option<i64>,
     pub udp_mem_errors: Option<i64>,
     pub udp_no_ports: Option<i64>,
-    /// Packets dropped because a CPU's backlog was full (all CPUs).
+    /// Packets dropped because a CPU's backlog was full (all CPUs). The
+    /// softnet counters are the whole host's, in any namespace.
     pub softnet_dropped: Option<u64>,
-    /// NAPI rounds cut short by netdev_budget (all CPUs).
+    /// NAPI rounds cut short by netdev_budget (all CPUs, whole host).
     pub softnet_time_squeeze: Option<u64>,
+    /// Always `host`: softnet_stat counts for every namespace together.
+    pub softnet_scope: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ThreadReport {
     pub thread: usize,
     pub cpu: Option<u32>,
@@ -72,15 +80,19 @@ pub struct ThreadReport {
     pub pps: f64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SinkReport {
-    pub command: &'static str,
+    pub command: String,
     pub bind: SocketAddr,
+    /// The network namespace it received in; `null`: nettune's own.
+    pub netns: Option<String>,
     pub threads: usize,
     pub reuseport: bool,
     pub batch: usize,
     pub rcvbuf: RcvBuf,
-    pub ended: &'static str,
+    /// `duration`, `interrupted` (the stop token: Ctrl-C, SIGTERM, the
+    /// caller).
+    pub ended: String,
     /// How long the sink ran.
     pub duration_s: f64,
     /// From the first packet received to the last: rates are over this.
@@ -94,98 +106,160 @@ pub struct SinkReport {
     pub intervals: Vec<Interval>,
 }
 
-/// What one receiving thread brings back.
-struct ThreadResult {
-    cpu: Option<u32>,
-    packets: u64,
-    bytes: u64,
-    first: Option<Instant>,
-    last: Option<Instant>,
-    flows: FlowTable,
+impl SinkReport {
+    /// Why this run measured nothing, if it did not: no packet arrived.
+    pub fn problem(&self) -> Option<String> {
+        (self.packets == 0).then(|| {
+            format!(
+                "udp-sink measured nothing: no packet arrived at {} in {:.1} s; is the sender \
+                 running and sending to this address{}?",
+                self.bind,
+                self.duration_s,
+                self.netns
+                    .as_deref()
+                    .map(|ns| format!(" in network namespace '{ns}'"))
+                    .unwrap_or_default()
+            )
+        })
+    }
 }
 
-pub fn run(args: &SinkArgs) -> anyhow::Result<Status> {
-    let root = Root::live();
-    let pinning = Pinning::resolve(args.pin.as_deref(), &root)?;
-    let threads = args.threads as usize;
-    let socket_count = if args.reuseport { threads } else { 1 };
-    let (sockets, rcvbuf) = open_sockets(args, socket_count)?;
+/// A sink with its sockets bound, ready to [`run`](Sink::run).
+pub struct Sink {
+    config: SinkConfig,
+    sockets: Vec<UdpSocket>,
+    bound: SocketAddr,
+    rcvbuf: RcvBuf,
+    pinning: Pinning,
+}
+
+/// Check the config and bind the sockets (inside its namespace); a foreign
+/// socket on the port is refused unless `share_port`.
+pub fn open(config: SinkConfig) -> anyhow::Result<Sink> {
+    config.validate()?;
+    let pinning = Pinning::new(config.pin.clone(), &Root::live())?;
+    let count = if config.reuseport {
+        config.threads as usize
+    } else {
+        1
+    };
+    let (sockets, rcvbuf) = netns::within(config.netns.as_deref(), || {
+        if config.reuseport {
+            port::ensure_unshared(config.bind, Transport::Udp, config.share_port)
+                .with_context(|| format!("--bind '{}'", config.bind))?;
+        }
+        open_sockets(&config, count)
+    })?;
     let bound = sockets[0]
         .local_addr()
         .context("cannot read the sink's bound address")?;
-    eprintln!(
-        "udp-sink: listening on {bound} ({} socket{}, {threads} thread{}, SO_RCVBUF {} bytes{})",
-        socket_count,
-        plural(socket_count),
-        plural(threads),
-        rcvbuf.granted,
-        if rcvbuf.forced { ", forced" } else { "" }
-    );
-    warn_if_capped(&rcvbuf);
-
-    let before = KernelSample::read(&root);
-    stop::catch_ctrl_c()?;
-    let stop_flag = AtomicBool::new(false);
-    let live: Vec<LiveCounter> = (0..threads).map(|_| LiveCounter::default()).collect();
-    let mut meter = IntervalMeter::new(threads);
-    let mut progress = Progress::new(args.json);
-    let batch = args.batch as usize;
-    let start = Instant::now();
-
-    let (ended, elapsed, results) = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..threads)
-            .map(|i| {
-                let socket = &sockets[if args.reuseport { i } else { 0 }];
-                let (stop_flag, live, cpu) = (&stop_flag, &live[i], pinning.cpu_for(i));
-                scope.spawn(move || receive(socket, batch, cpu, stop_flag, live))
-            })
-            .collect();
-        let (ended, elapsed) = stop::run_ticking(start, args.duration, &stop_flag, |second| {
-            let line = meter.tick(second, &live).line();
-            if args.json {
-                progress.show(&format!("udp-sink {second} s: {line}"));
-            } else {
-                // A closed stdout ends nothing here; the final report says so.
-                let _ = print_line(&mut progress, &line);
-            }
-        });
-        let results: Vec<anyhow::Result<ThreadResult>> = stop::join_all(handles, "receiving");
-        (ended, elapsed, results)
-    });
-    progress.clear();
-    let after = KernelSample::read(&root);
-    let results = results.into_iter().collect::<anyhow::Result<Vec<_>>>()?;
-
-    let report = build_report(
-        args,
+    Ok(Sink {
+        config,
+        sockets,
         bound,
         rcvbuf,
-        ended,
-        elapsed,
-        results,
-        before.delta(&after, bound.is_ipv4()),
-        meter.intervals,
-    );
-    if args.json {
-        report::print_json(&report)?;
-    } else {
-        print_text(&report)?;
-    }
-    Ok(Status::Clean)
+        pinning,
+    })
 }
 
-/// Open the sink's sockets: one, or `count` SO_REUSEPORT sockets on the same
-/// address (the first decides the port when `--bind` says port 0).
-fn open_sockets(args: &SinkArgs, count: usize) -> anyhow::Result<(Vec<UdpSocket>, RcvBuf)> {
+impl Sink {
+    /// The address the sink receives on (the port the kernel chose for 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.bound
+    }
+
+    /// Receive until the duration or `stop`; the observer gets the ready
+    /// line, warnings and one interval per second.
+    pub fn run(
+        self,
+        stop: &Stop,
+        observer: &mut dyn Observer<Interval>,
+    ) -> anyhow::Result<SinkReport> {
+        let config = &self.config;
+        let threads = config.threads as usize;
+        observer.ready(
+            Some(self.bound),
+            &format!(
+                "{} socket{}, {threads} thread{}, SO_RCVBUF {} bytes{}",
+                self.sockets.len(),
+                plural(self.sockets.len()),
+                plural(threads),
+                self.rcvbuf.granted,
+                if self.rcvbuf.forced { ", forced" } else { "" }
+            ),
+        );
+        if let Some(warning) = capped(&self.rcvbuf) {
+            observer.warning(&warning);
+        }
+        let netns = config.netns.as_deref();
+        let before = KernelSample::read(netns, observer);
+        let live: Vec<LiveCounter> = (0..threads).map(|_| LiveCounter::default()).collect();
+        let mut control = Meter {
+            meter: IntervalMeter::new(threads),
+            live: &live,
+            observer,
+        };
+        let tasks: Vec<(&UdpSocket, &LiveCounter)> = (0..threads)
+            .map(|i| {
+                (
+                    &self.sockets[if config.reuseport { i } else { 0 }],
+                    &live[i],
+                )
+            })
+            .collect();
+        let timeline = Timeline {
+            warmup: Duration::ZERO,
+            duration: config.duration,
+        };
+        let batch = config.batch as usize;
+        let pinning = &self.pinning;
+        let done = harness::run(
+            tasks,
+            pinning,
+            stop,
+            &timeline,
+            &mut control,
+            |i, (socket, live), phase| receive(socket, batch, pinning.cpu_for(i), phase, live),
+        )?;
+        let intervals = control.meter.intervals;
+        let after = KernelSample::read(netns, control.observer);
+        Ok(build_report(
+            &self,
+            done.ended.name(),
+            done.elapsed,
+            done.results,
+            before.delta(&after, self.bound.is_ipv4()),
+            intervals,
+        ))
+    }
+}
+
+/// Turns the workers' running totals into intervals for the observer.
+struct Meter<'a> {
+    meter: IntervalMeter,
+    live: &'a [LiveCounter],
+    observer: &'a mut dyn Observer<Interval>,
+}
+
+impl Control for Meter<'_> {
+    fn tick(&mut self, second: u64) {
+        let interval = self.meter.tick(second, self.live);
+        self.observer.interval(interval);
+    }
+}
+
+/// Open the sink's sockets: one, or `count` SO_REUSEPORT sockets on the
+/// same address (the first decides the port when the bind says port 0).
+fn open_sockets(config: &SinkConfig, count: usize) -> anyhow::Result<(Vec<UdpSocket>, RcvBuf)> {
     let mut sockets: Vec<UdpSocket> = Vec::with_capacity(count);
     let mut rcvbuf = None;
     for _ in 0..count {
         let addr = match sockets.first() {
             Some(first) => first.local_addr()?,
-            None => args.bind,
+            None => config.bind,
         };
-        let (socket, granted) = open_socket(addr, args.reuseport, args.rcvbuf)
-            .with_context(|| format!("--bind '{}'", args.bind))?;
+        let (socket, granted) = open_socket(addr, config.reuseport, config.rcvbuf)
+            .with_context(|| format!("--bind '{}'", config.bind))?;
         rcvbuf.get_or_insert(granted);
         sockets.push(socket);
     }
@@ -254,30 +328,37 @@ fn bind_error(addr: SocketAddr, e: Errno) -> anyhow::Error {
     }
 }
 
-fn warn_if_capped(rcvbuf: &RcvBuf) {
-    if let Some(requested) = rcvbuf.requested {
-        if !rcvbuf.forced && rcvbuf.granted < requested as usize {
-            eprintln!(
-                "udp-sink: warning: asked for --rcvbuf {requested}, got {} (net.core.rmem_max caps it; \
-                 run as root to force it, or raise net.core.rmem_max)",
-                rcvbuf.granted
-            );
-        }
-    }
+/// A warning when the kernel granted less than `--rcvbuf` asked.
+fn capped(rcvbuf: &RcvBuf) -> Option<String> {
+    let requested = rcvbuf.requested?;
+    (!rcvbuf.forced && rcvbuf.granted < requested as usize).then(|| {
+        format!(
+            "asked for --rcvbuf {requested}, got {} (net.core.rmem_max caps it; run as root to \
+             force it, or raise net.core.rmem_max)",
+            rcvbuf.granted
+        )
+    })
 }
 
-/// One receiving thread: recvmmsg until stopped. No allocation or lock per
-/// batch: counters are plain locals, published with relaxed stores.
+/// What one receiving thread brings back.
+struct ThreadResult {
+    cpu: Option<u32>,
+    packets: u64,
+    bytes: u64,
+    first: Option<Instant>,
+    last: Option<Instant>,
+    flows: FlowTable,
+}
+
+/// One receiving thread: recvmmsg until the run is over. No allocation or
+/// lock per batch: counters are plain locals, published with relaxed stores.
 fn receive(
     socket: &UdpSocket,
     batch: usize,
     cpu: Option<u32>,
-    stop: &AtomicBool,
+    phase: &Phase,
     live: &LiveCounter,
 ) -> anyhow::Result<ThreadResult> {
-    if let Some(cpu) = cpu {
-        pin_current_thread(cpu)?;
-    }
     let mut buffers = Batch::new(batch, SLOT);
     let mut result = ThreadResult {
         cpu,
@@ -287,7 +368,7 @@ fn receive(
         last: None,
         flows: FlowTable::new(),
     };
-    while !stop.load(Ordering::Relaxed) {
+    while !phase.stopped() {
         let n = match buffers.recv(socket.as_fd()) {
             Ok(n) => n,
             Err(e) if is_retry(&e) => continue,
@@ -307,8 +388,7 @@ fn receive(
     Ok(result)
 }
 
-/// Timeouts (nothing arrived) and signals (Ctrl-C) just mean "look at the
-/// stop flag".
+/// Timeouts (nothing arrived) and signals just mean "look at the phase".
 fn is_retry(e: &std::io::Error) -> bool {
     matches!(
         e.kind(),
@@ -325,12 +405,16 @@ struct KernelSample {
 }
 
 impl KernelSample {
-    fn read(root: &Root) -> KernelSample {
-        let snmp = Counters::read_snmp(root)
-            .map_err(|e| eprintln!("udp-sink: warning: {e}; UDP counters not reported"))
+    /// The UDP counters of the sink's namespace (read from a thread inside
+    /// it), the host's softnet counters.
+    fn read(netns: Option<&str>, observer: &mut dyn Observer<Interval>) -> KernelSample {
+        let root = Root::live();
+        let path = format!("{THREAD_NET}/snmp");
+        let snmp = netns::within(netns, || Ok(root.parse(&path, snmp::parse)?))
+            .map_err(|e| observer.warning(&format!("{e:#}; UDP counters not reported")))
             .ok();
-        let softnet = softnet::read(root)
-            .map_err(|e| eprintln!("udp-sink: warning: {e}; softnet drops not reported"))
+        let softnet = softnet::read(&root)
+            .map_err(|e| observer.warning(&format!("{e}; softnet drops not reported")))
             .ok();
         KernelSample { snmp, softnet }
     }
@@ -342,13 +426,18 @@ impl KernelSample {
             }
             let before = self.snmp.as_ref()?.get("Udp", name)?;
             let after = after.snmp.as_ref()?.get("Udp", name)?;
-            Some(after - before)
+            // A counter that went backwards (namespace re-created): a gap.
+            (after >= before).then_some(after - before)
         };
+        // softnet_stat's counters are 32 bits wide: a wrap counts modulo
+        // 2^32; a CPU whose counter went back otherwise leaves a gap.
         let softnet_sum = |field: fn(&softnet::SoftnetCpu) -> u64| -> Option<u64> {
-            let sum = |cpus: &Option<Vec<softnet::SoftnetCpu>>| -> Option<u64> {
-                Some(cpus.as_ref()?.iter().map(field).sum())
-            };
-            Some(sum(&after.softnet)?.saturating_sub(sum(&self.softnet)?))
+            let (before, after) = (self.softnet.as_ref()?, after.softnet.as_ref()?);
+            let mut sum = 0u64;
+            for (b, a) in before.iter().zip(after) {
+                sum += delta(field(b), field(a), Width::U32)?;
+            }
+            Some(sum)
         };
         KernelDelta {
             udp_in_datagrams: udp("InDatagrams"),
@@ -358,21 +447,20 @@ impl KernelSample {
             udp_no_ports: udp("NoPorts"),
             softnet_dropped: softnet_sum(|c| c.dropped),
             softnet_time_squeeze: softnet_sum(|c| c.time_squeeze),
+            softnet_scope: "host".to_string(),
         }
     }
 }
 
-#[allow(clippy::too_many_arguments)]
 fn build_report(
-    args: &SinkArgs,
-    bound: SocketAddr,
-    rcvbuf: RcvBuf,
-    ended: Ended,
+    sink: &Sink,
+    ended: &str,
     elapsed: Duration,
     results: Vec<ThreadResult>,
     kernel: KernelDelta,
     intervals: Vec<Interval>,
 ) -> SinkReport {
+    let config = &sink.config;
     let first = results.iter().filter_map(|r| r.first).min();
     let last = results.iter().filter_map(|r| r.last).max();
     let traffic_s = match (first, last) {
@@ -400,16 +488,14 @@ fn build_report(
     let bytes = results.iter().map(|r| r.bytes).sum();
     let tables: Vec<FlowTable> = results.into_iter().map(|r| r.flows).collect();
     SinkReport {
-        command: "udp-sink",
-        bind: bound,
-        threads: args.threads as usize,
-        reuseport: args.reuseport,
-        batch: args.batch as usize,
-        rcvbuf,
-        ended: match ended {
-            Ended::Duration => "duration",
-            Ended::Interrupted => "interrupted",
-        },
+        command: "udp-sink".to_string(),
+        bind: sink.bound,
+        netns: config.netns.clone(),
+        threads: config.threads as usize,
+        reuseport: config.reuseport,
+        batch: config.batch as usize,
+        rcvbuf: sink.rcvbuf.clone(),
+        ended: ended.to_string(),
         duration_s: elapsed.as_secs_f64(),
         traffic_s,
         packets,
@@ -419,173 +505,5 @@ fn build_report(
         sequence: flows::summarize(&tables),
         kernel,
         intervals,
-    }
-}
-
-fn print_text(r: &SinkReport) -> anyhow::Result<()> {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    let window = if r.traffic_s > 0.0 {
-        r.traffic_s
-    } else {
-        r.duration_s
-    };
-    writeln!(
-        out,
-        "udp-sink: {} packets, {} bytes in {:.3} s ({:.3} s of traffic){}",
-        r.packets,
-        r.bytes,
-        r.duration_s,
-        r.traffic_s,
-        if r.ended == "interrupted" {
-            ", stopped by Ctrl-C"
-        } else {
-            ""
-        }
-    )?;
-    writeln!(out, "total     {}", format_rate(r.packets, r.bytes, window))?;
-    for t in &r.per_thread {
-        writeln!(
-            out,
-            "thread {:<2} {}  ({} packets)",
-            t.thread,
-            format_rate(t.packets, t.bytes, window),
-            t.packets
-        )?;
-    }
-    let s = &r.sequence;
-    let expected = s.received + s.lost;
-    writeln!(
-        out,
-        "sequence  {} sender{}, {} flow{}: {} received, {} lost ({:.3}%), {} reordered, {} duplicate, {} without header",
-        s.senders,
-        plural(s.senders as usize),
-        s.flows,
-        plural(s.flows as usize),
-        s.received,
-        s.lost,
-        if expected > 0 { 100.0 * s.lost as f64 / expected as f64 } else { 0.0 },
-        s.reordered,
-        s.duplicates,
-        s.without_header
-    )?;
-    let k = &r.kernel;
-    let show = |v: Option<i64>| v.map_or("?".to_string(), |v| format!("+{v}"));
-    let show_u = |v: Option<u64>| v.map_or("?".to_string(), |v| format!("+{v}"));
-    writeln!(
-        out,
-        "kernel    Udp InDatagrams {}  InErrors {}  RcvbufErrors {}  MemErrors {}  NoPorts {}",
-        show(k.udp_in_datagrams),
-        show(k.udp_in_errors),
-        show(k.udp_rcvbuf_errors),
-        show(k.udp_mem_errors),
-        show(k.udp_no_ports)
-    )?;
-    writeln!(
-        out,
-        "          softnet dropped {}  time_squeeze {}",
-        show_u(k.softnet_dropped),
-        show_u(k.softnet_time_squeeze)
-    )?;
-    writeln!(out, "where     {}", where_lost(s, k, &r.rcvbuf))?;
-    Ok(())
-}
-
-/// One sentence on where the lost packets died, from the counters.
-fn where_lost(s: &SequenceSummary, k: &KernelDelta, rcvbuf: &RcvBuf) -> String {
-    let rcvbuf_errors = k.udp_rcvbuf_errors.unwrap_or(0).max(0) as u64;
-    let mem_errors = k.udp_mem_errors.unwrap_or(0).max(0) as u64;
-    let backlog = k.softnet_dropped.unwrap_or(0);
-    let counted = rcvbuf_errors + mem_errors + backlog;
-    if s.lost == 0 && counted == 0 {
-        return "no packet lost".to_string();
-    }
-    let mut parts = Vec::new();
-    if rcvbuf_errors > 0 {
-        parts.push(format!(
-            "{rcvbuf_errors} dropped by full socket buffers (RcvbufErrors: read faster with more \
-             threads and --reuseport, or raise --rcvbuf from {} bytes)",
-            rcvbuf.granted
-        ));
-    }
-    if mem_errors > 0 {
-        parts.push(format!(
-            "{mem_errors} for lack of UDP memory (MemErrors: net.ipv4.udp_mem)"
-        ));
-    }
-    if backlog > 0 {
-        parts.push(format!(
-            "{backlog} in full CPU backlogs (softnet dropped: net.core.netdev_max_backlog, RPS)"
-        ));
-    }
-    let mut text = format!("{} lost by sequence", s.lost);
-    if !parts.is_empty() {
-        text.push_str("; the kernel counted ");
-        text.push_str(&parts.join(", "));
-    }
-    if s.lost > counted {
-        text.push_str(&format!(
-            "; {} never reached this host's UDP layer (sender, network, NIC: see `ethtool -S`)",
-            s.lost - counted
-        ));
-    } else if counted > s.lost {
-        text.push_str(
-            "; the counters exceed the sequence loss: drops after the last packet seen, \
-             or other sockets in this network namespace",
-        );
-    }
-    text
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn summary(received: u64, lost: u64) -> SequenceSummary {
-        SequenceSummary {
-            senders: 1,
-            flows: 1,
-            received,
-            lost,
-            ..SequenceSummary::default()
-        }
-    }
-
-    fn kernel(rcvbuf_errors: i64, softnet_dropped: u64) -> KernelDelta {
-        KernelDelta {
-            udp_rcvbuf_errors: Some(rcvbuf_errors),
-            udp_mem_errors: Some(0),
-            softnet_dropped: Some(softnet_dropped),
-            ..KernelDelta::default()
-        }
-    }
-
-    const RCVBUF: RcvBuf = RcvBuf {
-        requested: None,
-        granted: 212_992,
-        forced: false,
-    };
-
-    #[test]
-    fn where_names_the_socket_buffer_and_the_rest() {
-        let text = where_lost(&summary(900, 100), &kernel(60, 0), &RCVBUF);
-        assert!(text.starts_with("100 lost by sequence"), "{text}");
-        assert!(text.contains("60 dropped by full socket buffers"), "{text}");
-        assert!(text.contains("from 212992 bytes"), "{text}");
-        assert!(
-            text.contains("40 never reached this host's UDP layer"),
-            "{text}"
-        );
-    }
-
-    #[test]
-    fn where_explains_counters_above_the_sequence_loss() {
-        let text = where_lost(&summary(900, 10), &kernel(0, 25), &RCVBUF);
-        assert!(text.contains("25 in full CPU backlogs"), "{text}");
-        assert!(text.contains("exceed the sequence loss"), "{text}");
-        assert_eq!(
-            where_lost(&summary(5, 0), &kernel(0, 0), &RCVBUF),
-            "no packet lost"
-        );
     }
 }

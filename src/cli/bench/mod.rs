@@ -1,0 +1,140 @@
+//! `nettune bench ...`: arguments into engine configs, Ctrl-C and SIGTERM
+//! into the stop token, reports into text or JSON. The engines themselves
+//! (`crate::bench`) neither print nor exit.
+
+mod udp;
+
+use std::time::Duration;
+
+use crate::base::Root;
+use crate::bench::report::{print_line, Progress};
+use crate::bench::{http, rr};
+use crate::error::{Failed, Status};
+
+pub use udp::{FloodArgs, SinkArgs};
+
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum BenchCommand {
+    /// Receive UDP packets with recvmmsg and count them, their loss and
+    /// reordering, and the kernel's drop counters (start it first).
+    UdpSink(SinkArgs),
+    /// Send numbered UDP packets with sendmmsg, as fast as possible or at
+    /// --rate, from --flows source ports per thread.
+    UdpFlood(FloodArgs),
+    /// Answer `bench rr` request/response transactions over TCP and UDP on
+    /// one port (prints the bound ADDR:PORT first).
+    RrServer(rr::ServerArgs),
+    /// netperf-style TCP_RR / UDP_RR: transactions/s and latency
+    /// percentiles of many concurrent request/response loops, with the
+    /// host's per-CPU time over the run.
+    Rr(rr::ClientArgs),
+    /// Serve TechEmpower's /plaintext and /json over HTTP/1.1 keep-alive:
+    /// one pinned event loop per CPU, SO_REUSEPORT listeners in CPU order,
+    /// CBPF locality.
+    HttpServer(http::ServerArgs),
+    /// Load an HTTP server wrk style (closed loop, or open loop at --rate
+    /// with latency corrected for coordinated omission).
+    Http(http::LoadArgs),
+}
+
+pub fn run(cmd: BenchCommand) -> anyhow::Result<Status> {
+    let stop = super::signals::stop_on_signals()?;
+    match cmd {
+        BenchCommand::UdpSink(args) => udp::sink(&args, &stop),
+        BenchCommand::UdpFlood(args) => udp::flood(&args, &stop),
+        BenchCommand::RrServer(args) => rr::run_server(&args, &stop),
+        BenchCommand::Rr(args) => rr::run_client(&args, &stop),
+        BenchCommand::HttpServer(args) => http::run_server(&args, &stop),
+        BenchCommand::Http(args) => http::run_load(&args, &stop),
+    }
+}
+
+/// The CPUs of `--pin`, in the order given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CpuList(pub Vec<u32>);
+
+impl CpuList {
+    /// The list for an engine config (empty: not pinned).
+    pub fn of(pin: &Option<CpuList>) -> Vec<u32> {
+        pin.as_ref().map(|p| p.0.clone()).unwrap_or_default()
+    }
+}
+
+/// `--pin CPUS`: a CPU list bounded by this host's possible CPUs.
+pub(crate) fn pin_list(text: &str) -> Result<CpuList, String> {
+    let cpus =
+        crate::host::parse_user_cpus("--pin", text, &Root::live()).map_err(|e| format!("{e:#}"))?;
+    if cpus.is_empty() {
+        return Err(format!(
+            "'{text}' names no CPU; give a list such as 0 or 0-1,4"
+        ));
+    }
+    Ok(CpuList(cpus))
+}
+
+/// `--duration`: how long a bench runs.
+pub(crate) fn duration(text: &str) -> Result<Duration, String> {
+    crate::base::units::parse_duration(text)
+}
+
+/// An engine's progress on a terminal: the ready line and warnings on
+/// stderr, a line per second on stdout (or, with `--json`, a status line on
+/// stderr that the final JSON replaces).
+pub(crate) struct Lines {
+    name: &'static str,
+    json: bool,
+    progress: Progress,
+}
+
+impl Lines {
+    pub fn new(name: &'static str, json: bool) -> Lines {
+        Lines {
+            name,
+            json,
+            progress: Progress::new(json),
+        }
+    }
+
+    pub fn ready(&mut self, what: &str) {
+        self.progress.clear();
+        eprintln!("{}: {what}", self.name);
+    }
+
+    pub fn warning(&mut self, text: &str) {
+        self.progress.clear();
+        eprintln!("{}: warning: {text}", self.name);
+    }
+
+    pub fn line(&mut self, second: u64, line: &str) {
+        if self.json {
+            self.progress
+                .show(&format!("{} {second} s: {line}", self.name));
+        } else {
+            // A closed stdout ends nothing here; the final report says so.
+            let _ = print_line(&mut self.progress, line);
+        }
+    }
+
+    pub fn done(&mut self) {
+        self.progress.clear();
+    }
+}
+
+/// Print a report (JSON or text), then fail with `problem` (exit 1) when
+/// the run measured nothing or its result is not a measurement.
+pub(crate) fn finish<R: serde::Serialize>(
+    report: &R,
+    json: bool,
+    text: impl FnOnce(&R) -> String,
+    problem: Option<String>,
+) -> anyhow::Result<Status> {
+    if json {
+        crate::bench::report::print_json(report)?;
+    } else {
+        crate::output::print(&text(report))?;
+    }
+    match problem {
+        Some(reason) => Err(Failed(reason).into()),
+        None => Ok(Status::Clean),
+    }
+}

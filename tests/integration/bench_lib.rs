@@ -1,0 +1,136 @@
+//! The engines as library parts: a caller builds configs, holds the stop
+//! token, observes intervals and gets the reports back, with no binary and
+//! no printing. Two engines run in one process, as a monitor beside a bench
+//! or an experiment driving both sides will.
+
+use std::time::{Duration, Instant};
+
+use nettune::bench::observe::{Quiet, Recorder};
+use nettune::bench::stop::Stop;
+use nettune::bench::udp::{self, FloodConfig, Interval, SinkConfig};
+
+use crate::common::{ip, measuring, skip_unless_root, unique, Netns};
+
+/// A sink (open, then run on a thread of its own) and a flood into it, in
+/// one process; returns both reports and the sink's observed intervals.
+fn sink_and_flood(
+    sink: SinkConfig,
+    flood: impl FnOnce(std::net::SocketAddr) -> FloodConfig,
+) -> (udp::SinkReport, udp::FloodReport, Recorder<Interval>) {
+    let sink = udp::open_sink(sink).expect("open the sink");
+    let flood = flood(sink.local_addr());
+    let stop = Stop::new();
+    std::thread::scope(|s| {
+        let sink_stop = stop.clone();
+        let receiving = s.spawn(move || {
+            let mut seen = Recorder::default();
+            let report = sink.run(&sink_stop, &mut seen).expect("sink run");
+            (report, seen)
+        });
+        let flood_report = udp::run_flood(&flood, &stop, &mut Quiet).expect("flood run");
+        let (sink_report, seen) = receiving.join().expect("sink thread");
+        (sink_report, flood_report, seen)
+    })
+}
+
+#[test]
+fn a_sink_and_a_flood_in_one_process_count_the_same_packets() {
+    let _serial = measuring();
+    let mut sink = SinkConfig::new("127.0.0.1:0".parse().expect("addr"));
+    sink.duration = Some(Duration::from_millis(2500));
+    let (sink, flood, seen) = sink_and_flood(sink, |to| {
+        let mut flood = FloodConfig::new(vec![to]);
+        flood.rate = Some(20_000);
+        flood.flows = 2;
+        flood.duration = Duration::from_secs(1);
+        flood
+    });
+    assert!(flood.problem().is_none(), "{flood:?}");
+    assert!(flood.packets > 10_000, "{flood:?}");
+    assert_eq!(sink.packets, flood.packets);
+    assert_eq!(sink.sequence.lost, 0);
+    assert_eq!(sink.sequence.flows, 2);
+    // The observer got the ready line and one interval per whole second.
+    assert_eq!(seen.ready.len(), 1);
+    assert_eq!(seen.ready[0].0, Some(sink.bind));
+    assert_eq!(seen.intervals.len(), 2);
+    // Reports are plain data: they survive JSON both ways.
+    let json = serde_json::to_string(&sink).expect("json");
+    let back: udp::SinkReport = serde_json::from_str(&json).expect("back");
+    assert_eq!(back, sink);
+}
+
+#[test]
+fn the_callers_stop_token_ends_a_run_without_a_duration() {
+    let mut config = SinkConfig::new("127.0.0.1:0".parse().expect("addr"));
+    config.duration = None;
+    let sink = udp::open_sink(config).expect("open");
+    let stop = Stop::new();
+    let started = Instant::now();
+    let report = std::thread::scope(|s| {
+        let stopper = stop.clone();
+        s.spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            stopper.trigger();
+        });
+        sink.run(&stop, &mut Quiet).expect("run")
+    });
+    assert!(started.elapsed() < Duration::from_secs(3));
+    assert_eq!(report.ended, "interrupted");
+    assert!(report
+        .problem()
+        .expect("nothing arrived")
+        .contains("measured nothing"));
+}
+
+#[test]
+fn a_sink_in_one_namespace_and_a_flood_in_another_in_one_process() {
+    if skip_unless_root("a_sink_in_one_namespace_and_a_flood_in_another_in_one_process") {
+        return;
+    }
+    let _serial = measuring();
+    let (tx, rx) = (Netns::new("bl"), Netns::new("bl"));
+    let (a, b) = (unique("nta"), unique("ntb"));
+    let (mac_a, mac_b) = ("02:00:00:7a:00:01", "02:00:00:7a:00:02");
+    ip(&[
+        "link", "add", &a, "netns", &tx.name, "address", mac_a, "type", "veth", "peer", "name", &b,
+        "netns", &rx.name, "address", mac_b,
+    ]);
+    ip(&["-n", &tx.name, "addr", "add", "10.80.0.1/24", "dev", &a]);
+    ip(&["-n", &rx.name, "addr", "add", "10.80.0.2/24", "dev", &b]);
+    ip(&["-n", &tx.name, "link", "set", &a, "up"]);
+    ip(&["-n", &rx.name, "link", "set", &b, "up"]);
+    ip(&[
+        "-n",
+        &tx.name,
+        "neigh",
+        "add",
+        "10.80.0.2",
+        "lladdr",
+        mac_b,
+        "dev",
+        &a,
+        "nud",
+        "permanent",
+    ]);
+
+    let mut sink = SinkConfig::new("10.80.0.2:0".parse().expect("addr"));
+    sink.duration = Some(Duration::from_millis(2500));
+    sink.netns = Some(rx.name.clone());
+    let (sink, flood, _) = sink_and_flood(sink, |to| {
+        let mut flood = FloodConfig::new(vec![to]);
+        flood.rate = Some(20_000);
+        flood.flows = 4;
+        flood.duration = Duration::from_secs(1);
+        flood.netns = Some(tx.name.clone());
+        flood
+    });
+    assert!(flood.problem().is_none(), "{flood:?}");
+    assert!(flood.packets > 10_000, "{flood:?}");
+    assert_eq!(sink.packets, flood.packets);
+    assert_eq!(sink.sequence.lost, 0);
+    // The receiving namespace's own UDP counters: exactly our packets.
+    assert_eq!(sink.kernel.udp_in_datagrams, Some(flood.packets as i64));
+    // This process never left the root namespace: 10.80.0.2 is not here.
+    assert!(std::net::UdpSocket::bind("10.80.0.2:0").is_err());
+}
