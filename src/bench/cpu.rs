@@ -17,7 +17,7 @@ use crate::host::CpuTime;
 
 /// One row: a CPU, or `all` (every CPU's ticks summed, as mpstat's `all`).
 /// Guest time is inside `usr` and `nice` (the stat parser folds it in).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct CpuRow {
     /// `all` or the CPU number.
     pub cpu: String,
@@ -33,7 +33,7 @@ pub struct CpuRow {
 
 /// Per-CPU usage between two `/proc/stat` samples: `all` first, then each
 /// CPU present in both samples, in CPU order.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct CpuUsage {
     pub rows: Vec<CpuRow>,
 }

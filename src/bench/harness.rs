@@ -88,9 +88,10 @@ impl Ended {
 /// does nothing.
 pub trait Control {
     /// Whether the warm-up is over, `elapsed` after the start. The default:
-    /// once `warmup` has passed.
-    fn warmed_up(&mut self, elapsed: Duration, warmup: Duration) -> bool {
-        elapsed >= warmup
+    /// once `warmup` has passed. An error ends the run with it (nothing
+    /// could be measured).
+    fn warmed_up(&mut self, elapsed: Duration, warmup: Duration) -> anyhow::Result<bool> {
+        Ok(elapsed >= warmup)
     }
     /// The measured part begins now.
     fn measuring(&mut self) {}
@@ -129,7 +130,7 @@ where
     R: Send,
 {
     let phase = Phase::default();
-    let (ended, elapsed, results) = std::thread::scope(|scope| {
+    let (timed, results) = std::thread::scope(|scope| {
         let handles: Vec<_> = tasks
             .into_iter()
             .enumerate()
@@ -148,14 +149,15 @@ where
                 })
             })
             .collect();
-        let (ended, elapsed) = timeline_loop(&phase, stop, timeline, control);
+        let timed = timeline_loop(&phase, stop, timeline, control);
         phase.end();
         while !handles.iter().all(|h| h.is_finished()) {
             control.wake();
             std::thread::sleep(Duration::from_millis(1));
         }
-        (ended, elapsed, join_all(handles, "benchmark"))
+        (timed, join_all(handles, "benchmark"))
     });
+    let (ended, elapsed) = timed?;
     let results = results.into_iter().collect::<anyhow::Result<Vec<R>>>()?;
     Ok(Finished {
         ended,
@@ -171,17 +173,17 @@ fn timeline_loop(
     stop: &Stop,
     timeline: &Timeline,
     control: &mut dyn Control,
-) -> (Ended, Duration) {
+) -> anyhow::Result<(Ended, Duration)> {
     let start = Instant::now();
     // Warm-up.
     loop {
         if stop.is_set() {
-            return (Ended::Stopped, Duration::ZERO);
+            return Ok((Ended::Stopped, Duration::ZERO));
         }
         if phase.stopped() {
-            return (Ended::Workers, Duration::ZERO);
+            return Ok((Ended::Workers, Duration::ZERO));
         }
-        if control.warmed_up(start.elapsed(), timeline.warmup) {
+        if control.warmed_up(start.elapsed(), timeline.warmup)? {
             break;
         }
         control.poll();
@@ -200,14 +202,14 @@ fn timeline_loop(
         }
         if let Some(duration) = timeline.duration {
             if elapsed >= duration {
-                return (Ended::Duration, duration);
+                return Ok((Ended::Duration, duration));
             }
         }
         if stop.is_set() {
-            return (Ended::Stopped, elapsed);
+            return Ok((Ended::Stopped, elapsed));
         }
         if phase.stopped() {
-            return (Ended::Workers, elapsed);
+            return Ok((Ended::Workers, elapsed));
         }
         control.poll();
         let until_tick = Duration::from_secs(next_tick).saturating_sub(elapsed);

@@ -115,7 +115,7 @@ impl Latency {
 }
 
 /// Percentiles in microseconds. `count` 0 means no samples (all zero).
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct LatencySummary {
     pub count: u64,
     pub min_us: f64,

@@ -443,7 +443,7 @@ fn bad_input_exits_2_naming_the_value() {
     let (code, _, stderr) = finish(child, LIMIT);
     assert_eq!(code, Some(2), "{stderr}");
     assert!(
-        stderr.contains(&format!("'{held}'")) && stderr.contains("in use"),
+        stderr.contains(&format!("'{held}'")) && stderr.contains("already serves"),
         "{stderr}"
     );
 }

@@ -6,34 +6,36 @@
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::conn::{self, would_block};
-use super::engine::{self, Instances, Phase, ThreadResult};
-use super::measure::{self, Conductor, Interval, Measured};
+use super::engine::{self, Instances, ThreadResult};
+use super::measure::{Interval, RrControl};
 use super::output;
-use super::wake::{self, Blocked};
 use super::wire::{Hello, HELLO_LEN};
-use super::{ClientArgs, Proto};
+use super::{ClientConfig, Proto};
 use crate::base::Root;
 use crate::bench::cpu::CpuUsage;
 use crate::bench::event::{Epoll, Interest};
+use crate::bench::harness::{self, Timeline};
 use crate::bench::latency::{Latency, LatencySummary};
+use crate::bench::netns;
+use crate::bench::observe::Observer;
 use crate::bench::pin::Pinning;
-use crate::bench::report::{self, LiveCounter, Progress};
-use crate::bench::stop::{self, Stop};
-use crate::bench::ticking::Ended;
-use crate::error::Status;
+use crate::bench::report::{self, LiveCounter};
+use crate::bench::stop::Stop;
+use crate::host::CpuTime;
 
 /// How long the server has to answer the hellos.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(1);
 /// UDP hellos unanswered after this are sent again (until the timeout).
 const HELLO_RESEND: Duration = Duration::from_millis(100);
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ThreadReport {
     pub thread: usize,
     pub cpu: Option<u32>,
@@ -42,8 +44,9 @@ pub struct ThreadReport {
     pub transactions_per_sec: f64,
 }
 
-/// This process's CPU time over the measured run (getrusage).
-#[derive(Debug, Clone, Serialize)]
+/// The client threads' CPU time over the measured run (getrusage per
+/// thread: other engines in the same process do not count).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ClientCpu {
     pub user_s: f64,
     pub sys_s: f64,
@@ -54,10 +57,12 @@ pub struct ClientCpu {
     pub online_cpus: usize,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RrReport {
-    pub command: &'static str,
+    pub command: String,
     pub to: SocketAddr,
+    /// The network namespace it ran in; `null`: nettune's own.
+    pub netns: Option<String>,
     pub proto: Proto,
     pub request_bytes: usize,
     pub reply_bytes: usize,
@@ -66,7 +71,9 @@ pub struct RrReport {
     /// `--pin` CPUs (thread i on the i-th, wrapping); empty when unpinned.
     pub pin: Vec<u32>,
     pub warmup_s: f64,
-    pub ended: &'static str,
+    /// `duration`, `interrupted` (the stop token: Ctrl-C, SIGTERM, the
+    /// caller) or `workers` (every connection was closed).
+    pub ended: String,
     /// The measured time (warm-up excluded).
     pub duration_s: f64,
     pub transactions: u64,
@@ -91,118 +98,107 @@ pub struct RrReport {
     pub intervals: Vec<Interval>,
 }
 
-pub fn run(args: &ClientArgs, stop: &Stop) -> anyhow::Result<Status> {
-    args.size.check_for(args.proto)?;
-    let root = Root::live();
-    let pinning = Pinning::resolve(args.pin.as_deref(), &root)?;
-    let instances = args.instances as usize;
-    let threads = (args.threads as usize).min(instances);
-    conn::ensure_descriptors(instances as u64 + 64)?;
-    let per_thread = open_instances(args, threads)?;
-    eprintln!("{}", output::header(args, threads, &pinning));
+impl RrReport {
+    /// Why this run is not a measurement, if it is not: no transaction
+    /// completed, or connections were lost during it.
+    pub fn problem(&self) -> Option<String> {
+        if self.transactions == 0 {
+            return Some(format!(
+                "rr measured nothing: --to '{}': no transaction completed in {:.1} s ({}); is the \
+                 server overloaded or gone?",
+                self.to,
+                self.duration_s,
+                self.first_error.as_deref().unwrap_or("no error seen")
+            ));
+        }
+        if self.closed_connections > 0 {
+            return Some(format!(
+                "rr: --to '{}': {} of {} connections were closed during the run (first: {}); the \
+                 figures cover the rest",
+                self.to,
+                self.closed_connections,
+                self.instances,
+                self.first_error.as_deref().unwrap_or("closed")
+            ));
+        }
+        None
+    }
+}
 
-    wake::install()?;
-    let phase = Phase::default();
+/// Open the instances (inside the config's namespace), greet the server,
+/// warm up, measure for the config's duration or until `stop`.
+pub fn run(
+    config: &ClientConfig,
+    stop: &Stop,
+    observer: &mut dyn Observer<Interval>,
+) -> anyhow::Result<RrReport> {
+    config.validate()?;
+    let pinning = Pinning::new(config.pin.clone(), &Root::live())?;
+    let instances = config.instances as usize;
+    let threads = config.threads_used();
+    conn::ensure_descriptors(instances as u64 + 64)?;
+    let per_thread = netns::within(config.netns.as_deref(), || open_instances(config, threads))?;
+    observer.ready(None, &output::header(config, threads, &pinning));
+
     let live: Vec<LiveCounter> = (0..threads).map(|_| LiveCounter::default()).collect();
-    let blocked: Vec<Blocked> = (0..threads).map(|_| Blocked::default()).collect();
-    let every = measure::pulse_every(args);
-    let mut progress = Progress::new(args.json);
-    let mut show = |interval: &Interval| {
-        let line = output::interval_line(interval);
-        if args.json {
-            progress.show(&format!("rr {line}"));
-        } else {
-            // A closed stdout ends nothing here; the final report says so.
-            let _ = report::print_line(&mut progress, &line);
-        }
+    let running = AtomicUsize::new(threads);
+    let describe = format!("--to '{}' ({})", config.to, config.proto.name());
+    let mut control = RrControl::new(&live, observer, describe);
+    let tasks: Vec<(Instances, &LiveCounter)> = per_thread.into_iter().zip(&live).collect();
+    let timeline = Timeline {
+        warmup: config.warmup,
+        duration: Some(config.duration),
     };
-    let mut conductor = Conductor::new(args, &root, stop, &phase, &live, &mut show);
-    let plan = |i: usize| engine::Plan {
-        cpu: pinning.cpu_for(i),
-        sizes: args.size,
-        resend_after: Duration::from_millis(args.resend_after),
-    };
-    let results: Vec<anyhow::Result<ThreadResult>> = if threads == 1 {
-        // One thread does everything, so the process has one thread
-        // ([`wake::Alarm`] says why); SIGALRM paces the timeline.
-        let alarm = wake::Alarm::every(every)?;
-        let mut pulse = || {
-            if wake::alarmed() {
-                conductor.pulse();
+    let done = harness::run(
+        tasks,
+        &pinning,
+        stop,
+        &timeline,
+        &mut control,
+        |i, (instances, live), phase| {
+            let plan = engine::Plan {
+                cpu: pinning.cpu_for(i),
+                sizes: config.size,
+                resend_after: config.resend_after,
+            };
+            let result = engine::run(instances, &plan, phase, live);
+            // Every thread's instances gone (the server closed them): the
+            // run is over.
+            if running.fetch_sub(1, Ordering::SeqCst) == 1 && !phase.stopped() {
+                phase.end();
             }
-        };
-        let instances = per_thread
-            .into_iter()
-            .next()
-            .context("no instance to run")?;
-        let result = engine::run(
-            instances,
-            &plan(0),
-            &phase,
-            &live[0],
-            &blocked[0],
-            &mut pulse,
-        );
-        drop(alarm);
-        // All instances gone early (connections closed): finish the timeline.
-        while conductor.pulse() {
-            std::thread::sleep(conductor.next_due(every));
-        }
-        vec![result]
-    } else {
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = per_thread
-                .into_iter()
-                .enumerate()
-                .map(|(i, instances)| {
-                    let (plan, phase, live, blocked) = (plan(i), &phase, &live[i], &blocked[i]);
-                    scope.spawn(move || {
-                        engine::run(instances, &plan, phase, live, blocked, &mut || {})
-                    })
-                })
-                .collect();
-            while conductor.pulse() {
-                blocked.iter().for_each(Blocked::wake_if_due);
-                std::thread::sleep(conductor.next_due(every));
-            }
-            wake::until_finished(&blocked, || handles.iter().all(|h| h.is_finished()));
-            stop::join_all(handles, "client")
-        })
+            result
+        },
+    )?;
+    let cpu_after = control.read_stat();
+    let measured = Measured {
+        ended: done.ended.name(),
+        elapsed: done.elapsed,
+        cpu_before: control.cpu_before.take(),
+        cpu_after,
+        intervals: std::mem::take(&mut control.intervals),
     };
-    let measured = conductor.finish();
-    progress.clear();
-    let results = results.into_iter().collect::<anyhow::Result<Vec<_>>>()?;
-    let measured = measured?;
-    let report = build_report(args, threads, &pinning, measured, results);
-    if args.json {
-        report::print_json(&report)?;
-    } else {
-        output::print_text(&report)?;
-    }
-    if report.transactions == 0 {
-        anyhow::bail!(
-            "--to '{}': no transaction completed in {:.1} s ({}); is the server overloaded or gone?",
-            args.to,
-            report.duration_s,
-            report.first_error.as_deref().unwrap_or("no error seen")
-        );
-    }
-    if report.closed_connections > 0 {
-        anyhow::bail!(
-            "--to '{}': {} of {} connections were closed during the run (first: {}); \
-             the figures above cover the rest",
-            args.to,
-            report.closed_connections,
-            instances,
-            report.first_error.as_deref().unwrap_or("closed")
-        );
-    }
-    Ok(Status::Clean)
+    Ok(build_report(
+        config,
+        threads,
+        &pinning,
+        measured,
+        done.results,
+    ))
+}
+
+/// What the timeline saw of the measured part.
+struct Measured {
+    ended: &'static str,
+    elapsed: Duration,
+    cpu_before: Option<Vec<CpuTime>>,
+    cpu_after: Option<Vec<CpuTime>>,
+    intervals: Vec<Interval>,
 }
 
 /// Open every instance and greet the server on each, then deal them out:
 /// instance i to thread i mod `threads`.
-fn open_instances(args: &ClientArgs, threads: usize) -> anyhow::Result<Vec<Instances>> {
+fn open_instances(args: &ClientConfig, threads: usize) -> anyhow::Result<Vec<Instances>> {
     let count = args.instances as usize;
     let hello = Hello {
         request: args.size.request as u32,
@@ -346,7 +342,7 @@ fn udp_handshake(flows: &[UdpSocket], hello: &Hello, to: SocketAddr) -> anyhow::
 }
 
 fn build_report(
-    args: &ClientArgs,
+    args: &ClientConfig,
     threads: usize,
     pinning: &Pinning,
     m: Measured,
@@ -357,10 +353,13 @@ fn build_report(
     let mut latency = Latency::new();
     let (mut resends, mut late, mut bad, mut errors, mut closed) = (0, 0, 0, 0, 0);
     let mut first_error = None;
+    let (mut user, mut sys) = (Duration::ZERO, Duration::ZERO);
     let per_thread: Vec<ThreadReport> = results
         .into_iter()
         .enumerate()
         .map(|(i, r)| {
+            user += r.cpu_time.0;
+            sys += r.cpu_time.1;
             let c = r.counts;
             latency.merge(&c.latency);
             resends += c.resends;
@@ -391,12 +390,12 @@ fn build_report(
         .filter(|n| *n > 0)
         .or_else(|| std::thread::available_parallelism().ok().map(usize::from))
         .unwrap_or(1);
-    let (user, sys) = m.usage;
     let busy = (user + sys).as_secs_f64();
     let one_cpu = if secs > 0.0 { busy * 100.0 / secs } else { 0.0 };
     RrReport {
-        command: "rr",
+        command: "rr".to_string(),
         to: args.to,
+        netns: args.netns.clone(),
         proto: args.proto,
         request_bytes: args.size.request,
         reply_bytes: args.size.reply,
@@ -404,10 +403,7 @@ fn build_report(
         threads,
         pin: pinning.cpus().to_vec(),
         warmup_s: args.warmup.as_secs_f64(),
-        ended: match m.ended {
-            Ended::Duration => "duration",
-            Ended::Interrupted => "interrupted",
-        },
+        ended: m.ended.to_string(),
         duration_s: secs,
         transactions,
         transactions_per_sec: rate(transactions),

@@ -5,20 +5,18 @@
 
 use std::io::{self, Read, Write};
 use std::net::{TcpStream, UdpSocket};
-use std::os::fd::{AsFd, AsRawFd};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use nix::fcntl::{fcntl, FcntlArg, OFlag};
 
 use super::conn::would_block;
-use super::wake::{self, Blocked};
+use super::measure::thread_cpu;
 use super::wire::{self, Hello, HELLO_LEN};
 use super::Sizes;
 use crate::bench::event::{Epoll, Interest, Ready};
+use crate::bench::harness::Phase;
 use crate::bench::latency::Latency;
-use crate::bench::pin::pin_current_thread;
 use crate::bench::report::LiveCounter;
 
 /// Bytes per read or write system call.
@@ -27,13 +25,9 @@ const CHUNK: usize = 64 * 1024;
 const IDLE_WAIT: Duration = Duration::from_millis(50);
 /// The longest a UDP resend timeout grows to.
 const MAX_RESEND_AFTER: Duration = Duration::from_secs(1);
-
-/// Flags the main thread sets: measure from now on; stop.
-#[derive(Debug, Default)]
-pub struct Phase {
-    pub measuring: AtomicBool,
-    pub stop: AtomicBool,
-}
+/// The longest a lone TCP instance blocks in a read before it looks at the
+/// phase: the bound on how late it sees the end of the run.
+const LONE_WAIT: Duration = Duration::from_millis(50);
 
 /// A thread's instances, already through the hello.
 pub enum Instances {
@@ -91,41 +85,38 @@ pub struct ThreadResult {
     pub cpu: Option<u32>,
     pub instances: usize,
     pub counts: Counts,
+    /// This thread's (user, system) CPU time over the measured part.
+    pub cpu_time: (Duration, Duration),
 }
 
-/// Run one thread until `phase.stop`. Transactions before
-/// `phase.measuring` only warm up: the counts start over when it is set.
-/// `pulse` is called after every round (after the counts are published):
-/// the whole timeline when this thread is the process's only one.
+/// Run one thread until the phase stops it, or its instances are all gone.
+/// Transactions before the measured part only warm up: the counts start
+/// over when it begins.
 pub fn run(
     instances: Instances,
     plan: &Plan,
     phase: &Phase,
     live: &LiveCounter,
-    blocked: &Blocked,
-    pulse: &mut dyn FnMut(),
 ) -> anyhow::Result<ThreadResult> {
-    if let Some(cpu) = plan.cpu {
-        pin_current_thread(cpu)?;
-    }
     let count = instances.len();
     let mut poll = Epoll::new(count.min(1024)).context("cannot create an epoll instance")?;
     let mut counts = Counts::default();
     let per = (plan.sizes.request + plan.sizes.reply) as u64;
-    match instances {
+    let cpu_time = match instances {
         Instances::Tcp(streams) => {
-            let mut all = TcpLoop::new(streams, plan.sizes, &poll, blocked)?;
-            drive(&mut poll, phase, live, &mut counts, &mut all, per, pulse)?;
+            let mut all = TcpLoop::new(streams, plan.sizes, &poll)?;
+            drive(&mut poll, phase, live, &mut counts, &mut all, per)?
         }
         Instances::Udp(sockets) => {
-            let mut all = UdpLoop::new(sockets, plan, &poll, blocked)?;
-            drive(&mut poll, phase, live, &mut counts, &mut all, per, pulse)?;
+            let mut all = UdpLoop::new(sockets, plan, &poll)?;
+            drive(&mut poll, phase, live, &mut counts, &mut all, per)?
         }
-    }
+    };
     Ok(ThreadResult {
         cpu: plan.cpu,
         instances: count,
         counts,
+        cpu_time,
     })
 }
 
@@ -152,16 +143,7 @@ const ONLY_INSTANCE: Ready = Ready {
     hangup: false,
 };
 
-/// Make a lone instance's socket blocking, with no timeout: a signal
-/// interrupts the read when a UDP resend is due and at the end ([`wake`]).
-fn make_blocking(fd: &impl AsFd, blocked: &Blocked) -> anyhow::Result<()> {
-    let flags = fcntl(fd, FcntlArg::F_GETFL).context("F_GETFL")?;
-    let flags = OFlag::from_bits_truncate(flags) & !OFlag::O_NONBLOCK;
-    fcntl(fd, FcntlArg::F_SETFL(flags)).context("F_SETFL")?;
-    blocked.register();
-    Ok(())
-}
-
+/// Returns this thread's CPU time over the measured part.
 fn drive(
     poll: &mut Epoll,
     phase: &Phase,
@@ -169,16 +151,15 @@ fn drive(
     counts: &mut Counts,
     all: &mut impl Transactions,
     bytes_per_transaction: u64,
-    pulse: &mut dyn FnMut(),
-) -> anyhow::Result<()> {
-    let mut measuring = false;
+) -> anyhow::Result<(Duration, Duration)> {
+    let mut measured_from = None;
     all.start(poll, counts);
     let mut wait = all.on_tick(Instant::now(), counts);
-    while !phase.stop.load(Ordering::Relaxed) && all.alive() > 0 {
-        if !measuring && phase.measuring.load(Ordering::Relaxed) {
+    while !phase.stopped() && all.alive() > 0 {
+        if measured_from.is_none() && phase.measuring() {
             // Warm-up over: count from here. A connection lost in the
             // warm-up stays reported.
-            measuring = true;
+            measured_from = Some(thread_cpu()?);
             *counts = Counts {
                 closed: counts.closed,
                 first_error: counts.first_error.take(),
@@ -199,9 +180,12 @@ fn drive(
             counts.transactions,
             counts.transactions * bytes_per_transaction,
         );
-        pulse();
     }
-    Ok(())
+    let Some((user, sys)) = measured_from else {
+        return Ok((Duration::ZERO, Duration::ZERO));
+    };
+    let (user_now, sys_now) = thread_cpu()?;
+    Ok((user_now.saturating_sub(user), sys_now.saturating_sub(sys)))
 }
 
 /// A TCP connection's transaction in progress.
@@ -224,20 +208,21 @@ struct TcpLoop {
 }
 
 impl TcpLoop {
-    fn new(
-        streams: Vec<TcpStream>,
-        sizes: Sizes,
-        poll: &Epoll,
-        blocked: &Blocked,
-    ) -> anyhow::Result<TcpLoop> {
+    fn new(streams: Vec<TcpStream>, sizes: Sizes, poll: &Epoll) -> anyhow::Result<TcpLoop> {
         let now = Instant::now();
         let mut instances = Vec::with_capacity(streams.len());
         let blocking = streams.len() == 1;
         for (i, stream) in streams.into_iter().enumerate() {
             if blocking {
-                make_blocking(&stream, blocked)?;
-                // Woken only at the end of the run.
-                blocked.until(wake::NEVER);
+                // A lone instance blocks in its read (sockperf's way: no
+                // epoll_wait per transaction), at most LONE_WAIT at a time.
+                stream.set_nonblocking(false).context("O_NONBLOCK")?;
+                stream
+                    .set_read_timeout(Some(LONE_WAIT))
+                    .context("SO_RCVTIMEO")?;
+                stream
+                    .set_write_timeout(Some(LONE_WAIT))
+                    .context("SO_SNDTIMEO")?;
             } else {
                 stream.set_nonblocking(true).context("O_NONBLOCK")?;
             }
@@ -427,9 +412,8 @@ impl ResendTimer {
     }
 }
 
-struct UdpLoop<'a> {
+struct UdpLoop {
     blocking: bool,
-    blocked: &'a Blocked,
     instances: Vec<UdpInstance>,
     sizes: Sizes,
     width: usize,
@@ -443,17 +427,12 @@ struct UdpLoop<'a> {
     next_scan: Instant,
 }
 
-impl<'a> UdpLoop<'a> {
-    fn new(
-        sockets: Vec<UdpSocket>,
-        plan: &Plan,
-        poll: &Epoll,
-        blocked: &'a Blocked,
-    ) -> anyhow::Result<UdpLoop<'a>> {
+impl UdpLoop {
+    fn new(sockets: Vec<UdpSocket>, plan: &Plan, poll: &Epoll) -> anyhow::Result<UdpLoop> {
         let now = Instant::now();
         let blocking = sockets.len() == 1;
-        // Blocking: look at the timer whenever the read returns (the main
-        // thread interrupts it when a resend is due).
+        // Blocking: look at the timer whenever the read returns (its
+        // timeout is the resend floor, so a resend is at most that late).
         let scan_every = if blocking {
             Duration::ZERO
         } else {
@@ -462,7 +441,10 @@ impl<'a> UdpLoop<'a> {
         let mut instances = Vec::with_capacity(sockets.len());
         for (i, socket) in sockets.into_iter().enumerate() {
             if blocking {
-                make_blocking(&socket, blocked)?;
+                socket.set_nonblocking(false).context("O_NONBLOCK")?;
+                socket
+                    .set_read_timeout(Some(plan.resend_after.min(LONE_WAIT)))
+                    .context("SO_RCVTIMEO")?;
             }
             poll.add(socket.as_raw_fd(), i as u64, Interest::READ)
                 .context("epoll_ctl(udp flow)")?;
@@ -478,7 +460,6 @@ impl<'a> UdpLoop<'a> {
         let sizes = plan.sizes;
         Ok(UdpLoop {
             blocking,
-            blocked,
             instances,
             sizes,
             width: wire::seq_width(sizes.request, sizes.reply),
@@ -500,10 +481,6 @@ impl<'a> UdpLoop<'a> {
         let inst = &mut self.instances[i];
         wire::stamp(&mut self.request, inst.seq, self.width);
         inst.last_sent = Instant::now();
-        if self.blocking {
-            let wait = u64::try_from(inst.resend_after.as_nanos()).unwrap_or(u64::MAX);
-            self.blocked.until(wake::now_ns().saturating_add(wait));
-        }
         loop {
             match inst.socket.send(&self.request) {
                 Ok(_) => break,
@@ -518,7 +495,7 @@ impl<'a> UdpLoop<'a> {
     }
 }
 
-impl Transactions for UdpLoop<'_> {
+impl Transactions for UdpLoop {
     fn start(&mut self, _poll: &Epoll, counts: &mut Counts) {
         for i in 0..self.instances.len() {
             self.instances[i].started = Instant::now();

@@ -1,56 +1,43 @@
-//! `bench rr-server` and `bench rr`: netperf-style TCP_RR and UDP_RR
-//! (REFERENCE section 1), with many concurrent instances in one process,
-//! HDR latency percentiles, and the host's per-CPU time over the run.
+//! `rr-server` and `rr`: netperf-style TCP_RR and UDP_RR, with many
+//! concurrent instances in one process, HDR latency percentiles, and the
+//! host's per-CPU time over the run.
 //!
 //! The server answers TCP and UDP on one port, one event loop per thread
-//! with its own SO_REUSEPORT sockets. The client runs `--instances`
-//! closed-loop request/response exchanges over `--threads` event loops.
+//! with its own SO_REUSEPORT sockets. The client runs `instances`
+//! closed-loop request/response exchanges over `threads` event loops.
 //! [`wire`] documents the protocol.
+//!
+//! Library use: `server::open(ServerConfig)?` binds (its address is known
+//! before any client starts) and `.run(&stop, &mut observer)` serves;
+//! `client::run(&ClientConfig, &stop, &mut observer)` measures. Neither
+//! prints, exits or touches signals; `output` renders their reports.
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use crate::bench::addr::{parse_bind, parse_destination};
+use serde::{Deserialize, Serialize};
 
-mod client;
+pub mod client;
 mod conn;
 mod engine;
 mod measure;
-mod output;
-mod server;
-mod wake;
+pub mod output;
+pub mod server;
 mod wire;
 
-pub use client::run as run_client;
-pub use server::run as run_server;
+pub use client::{run as run_client, RrReport};
+pub use measure::Interval;
+pub use server::{open as open_server, RrServer, ServerReport};
+pub use wire::{MAX_TCP_SIZE, MAX_UDP_SIZE};
 
-/// Answer rr requests over TCP and UDP.
-#[derive(Debug, Clone, clap::Args)]
-pub struct ServerArgs {
-    /// Address and port to answer on, TCP and UDP alike (port 0: any free
-    /// port). The first line on stdout is the bound ADDR:PORT.
-    #[arg(long, value_name = "ADDR:PORT", value_parser = parse_bind)]
-    pub bind: SocketAddr,
-    /// Event-loop threads, each with its own SO_REUSEPORT TCP listener and
-    /// UDP socket.
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
-    pub threads: u32,
-    /// Pin thread i to the i-th CPU of this list (e.g. 0 or 0-3), wrapping.
-    #[arg(long, value_name = "CPUS")]
-    pub pin: Option<String>,
-    /// Seconds to run (fractions allowed); default until Ctrl-C.
-    #[arg(long, value_name = "S", value_parser = crate::base::units::parse_duration)]
-    pub duration: Option<Duration>,
-    /// Print the final report as JSON on stdout (after the address line).
-    #[arg(long)]
-    pub json: bool,
-    /// Testing aid: each thread drops every N-th UDP request it receives
-    /// (the client must resend).
-    #[arg(long, value_name = "N", hide = true, value_parser = clap::value_parser!(u64).range(1..))]
-    pub drop_every: Option<u64>,
-}
+/// Most threads an engine starts.
+pub const MAX_THREADS: u32 = 1024;
+/// Most concurrent instances of one client.
+pub const MAX_INSTANCES: u32 = 100_000;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Proto {
     Tcp,
@@ -67,86 +54,23 @@ impl Proto {
 }
 
 /// Request and reply sizes in bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Sizes {
     pub request: usize,
     pub reply: usize,
 }
 
-/// Run request/response transactions against an rr-server.
-#[derive(Debug, Clone, clap::Args)]
-pub struct ClientArgs {
-    /// The rr-server's address (`nettune bench rr-server` prints it).
-    #[arg(long, value_name = "ADDR:PORT", value_parser = parse_destination)]
-    pub to: SocketAddr,
-    /// TCP_RR (one connection per instance) or UDP_RR (one source port per
-    /// instance).
-    #[arg(long, value_enum)]
-    pub proto: Proto,
-    /// Request and reply bytes; one number sets both.
-    #[arg(long, value_name = "REQ[,RESP]", default_value = "1,1", value_parser = parse_sizes)]
-    pub size: Sizes,
-    /// Concurrent request/response loops (netperf instances).
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100_000))]
-    pub instances: u32,
-    /// Event-loop threads the instances are spread over (instance i on
-    /// thread i mod T); never more than the instances.
-    #[arg(long, value_name = "T", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
-    pub threads: u32,
-    /// Seconds measured (fractions allowed); Ctrl-C stops early with a report.
-    #[arg(long, value_name = "S", default_value = "10", value_parser = crate::base::units::parse_duration)]
-    pub duration: Duration,
-    /// Seconds of traffic before the measurement starts (0 for none); it
-    /// also waits for the first transaction, up to 2 s.
-    #[arg(long, value_name = "S", default_value = "1", value_parser = crate::base::units::parse_duration_or_zero)]
-    pub warmup: Duration,
-    /// Pin thread i to the i-th CPU of this list (e.g. 1 or 0-3), wrapping.
-    #[arg(long, value_name = "CPUS")]
-    pub pin: Option<String>,
-    /// UDP: the least wait before an unanswered request is sent again; the
-    /// timeout follows the measured round trip above it, as TCP's RTO does
-    /// (doubling per further timeout of the same request, up to 1 s).
-    #[arg(long, value_name = "MS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=10_000))]
-    pub resend_after: u64,
-    /// Print the final report as JSON on stdout (see docs/bench-rr.md).
-    #[arg(long)]
-    pub json: bool,
-}
-
-/// `REQ[,RESP]`: positive byte counts up to the TCP bound; the UDP bound
-/// is checked once the protocol is known ([`Sizes::check_for`]).
-fn parse_sizes(text: &str) -> Result<Sizes, String> {
-    let one = |part: &str| -> Result<usize, String> {
-        let n: usize = part
-            .trim()
-            .parse()
-            .map_err(|_| format!("'{text}' is not REQ[,RESP] in bytes (e.g. 1 or 64,1024)"))?;
-        if n == 0 || n > wire::MAX_TCP_SIZE {
-            return Err(format!(
-                "'{text}': sizes go from 1 to {} bytes",
-                wire::MAX_TCP_SIZE
-            ));
-        }
-        Ok(n)
-    };
-    match text.split_once(',') {
-        Some((request, reply)) => Ok(Sizes {
-            request: one(request)?,
-            reply: one(reply)?,
-        }),
-        None => {
-            let n = one(text)?;
-            Ok(Sizes {
-                request: n,
-                reply: n,
-            })
-        }
-    }
-}
-
 impl Sizes {
     pub fn check_for(self, proto: Proto) -> anyhow::Result<()> {
         let largest = self.request.max(self.reply);
+        if self.request == 0 || self.reply == 0 || largest > wire::MAX_TCP_SIZE {
+            anyhow::bail!(
+                "--size '{},{}': sizes go from 1 to {} bytes",
+                self.request,
+                self.reply,
+                wire::MAX_TCP_SIZE
+            );
+        }
         if proto == Proto::Udp && largest > wire::MAX_UDP_SIZE {
             anyhow::bail!(
                 "--size '{},{}': {largest} bytes is more than a UDP datagram can carry ({}); \
@@ -160,47 +84,188 @@ impl Sizes {
     }
 }
 
+/// What an rr-server does. Build with [`ServerConfig::new`], adjust.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerConfig {
+    /// Address and port to answer on, TCP and UDP alike (port 0: any).
+    pub bind: SocketAddr,
+    /// Event-loop threads, each with its own SO_REUSEPORT sockets.
+    pub threads: u32,
+    /// Join a port another program already serves, knowingly.
+    pub share_port: bool,
+    /// Thread i on the i-th CPU of this list, wrapping; empty: not pinned.
+    pub pin: Vec<u32>,
+    /// How long to serve; `None`: until stopped.
+    #[serde(with = "crate::bench::secs::option")]
+    pub duration: Option<Duration>,
+    /// Serve inside this named network namespace.
+    pub netns: Option<String>,
+    /// Testing aid: each thread drops every N-th UDP request it receives.
+    pub drop_every: Option<u64>,
+}
+
+impl ServerConfig {
+    pub fn new(bind: SocketAddr) -> ServerConfig {
+        ServerConfig {
+            bind,
+            threads: 1,
+            share_port: false,
+            pin: Vec::new(),
+            duration: None,
+            netns: None,
+            drop_every: None,
+        }
+    }
+
+    pub fn validate(&self) -> anyhow::Result<()> {
+        within(
+            "threads",
+            u64::from(self.threads),
+            1,
+            u64::from(MAX_THREADS),
+        )?;
+        if self.drop_every == Some(0) {
+            anyhow::bail!("--drop-every '0': give 1 or more");
+        }
+        Ok(())
+    }
+}
+
+/// What an rr client does. Build with [`ClientConfig::new`], adjust.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClientConfig {
+    /// The rr-server's address.
+    pub to: SocketAddr,
+    /// TCP_RR (one connection per instance) or UDP_RR (one source port per
+    /// instance).
+    pub proto: Proto,
+    pub size: Sizes,
+    /// Concurrent request/response loops.
+    pub instances: u32,
+    /// Event-loop threads the instances are spread over (at most one per
+    /// instance is used).
+    pub threads: u32,
+    /// The measured part.
+    #[serde(with = "crate::bench::secs")]
+    pub duration: Duration,
+    /// Traffic before the measured part (it also waits for the first
+    /// transaction, up to 2 s).
+    #[serde(with = "crate::bench::secs")]
+    pub warmup: Duration,
+    /// Thread i on the i-th CPU of this list, wrapping; empty: not pinned.
+    pub pin: Vec<u32>,
+    /// UDP: the least wait before an unanswered request is sent again.
+    #[serde(with = "crate::bench::secs")]
+    pub resend_after: Duration,
+    /// Run inside this named network namespace.
+    pub netns: Option<String>,
+}
+
+impl ClientConfig {
+    pub fn new(to: SocketAddr, proto: Proto) -> ClientConfig {
+        ClientConfig {
+            to,
+            proto,
+            size: Sizes {
+                request: 1,
+                reply: 1,
+            },
+            instances: 1,
+            threads: 1,
+            duration: Duration::from_secs(10),
+            warmup: Duration::from_secs(1),
+            pin: Vec::new(),
+            resend_after: Duration::from_millis(10),
+            netns: None,
+        }
+    }
+
+    pub fn validate(&self) -> anyhow::Result<()> {
+        if self.to.port() == 0 {
+            anyhow::bail!(
+                "--to '{}' has port 0, which nothing can listen on; give the port the server printed",
+                self.to
+            );
+        }
+        self.size.check_for(self.proto)?;
+        within(
+            "instances",
+            u64::from(self.instances),
+            1,
+            u64::from(MAX_INSTANCES),
+        )?;
+        within(
+            "threads",
+            u64::from(self.threads),
+            1,
+            u64::from(MAX_THREADS),
+        )?;
+        let ms = u64::try_from(self.resend_after.as_millis()).unwrap_or(u64::MAX);
+        within("resend-after", ms, 1, 10_000)?;
+        Ok(())
+    }
+
+    /// Threads actually used: never more than the instances.
+    pub fn threads_used(&self) -> usize {
+        (self.threads as usize).min(self.instances as usize)
+    }
+}
+
+fn within(name: &str, value: u64, lo: u64, hi: u64) -> anyhow::Result<()> {
+    if !(lo..=hi).contains(&value) {
+        anyhow::bail!("--{name} '{value}' is out of range: give {lo} to {hi}");
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn sizes_take_one_or_two_numbers() {
-        assert_eq!(
-            parse_sizes("1"),
-            Ok(Sizes {
-                request: 1,
-                reply: 1
-            })
-        );
-        assert_eq!(
-            parse_sizes("64, 1024"),
-            Ok(Sizes {
-                request: 64,
-                reply: 1024
-            })
-        );
-        assert!(parse_sizes("0").expect_err("zero").contains("'0'"));
-        assert!(parse_sizes("1,x").expect_err("word").contains("'1,x'"));
-        assert!(parse_sizes("1,2,3").is_err());
-    }
-
-    #[test]
     fn udp_sizes_stop_at_the_datagram_limit() {
-        let big = parse_sizes("1,65508").expect("fine for tcp");
+        let big = Sizes {
+            request: 1,
+            reply: 65_508,
+        };
         assert!(big.check_for(Proto::Tcp).is_ok());
         let err = big.check_for(Proto::Udp).expect_err("too big for udp");
         assert!(err.to_string().contains("'1,65508'"), "{err}");
-        assert!(parse_sizes("65507")
-            .expect("max")
-            .check_for(Proto::Udp)
-            .is_ok());
+        let zero = Sizes {
+            request: 0,
+            reply: 1,
+        };
+        assert!(zero.check_for(Proto::Tcp).is_err());
     }
 
     #[test]
-    fn warmup_may_be_zero_but_not_negative() {
-        assert!(parse_destination("127.0.0.1:0")
+    fn configs_are_checked_and_round_trip_through_json() {
+        let to: SocketAddr = "127.0.0.1:9000".parse().expect("addr");
+        let mut client = ClientConfig::new(to, Proto::Udp);
+        assert!(client.validate().is_ok());
+        let text = serde_json::to_string(&client).expect("json");
+        assert_eq!(
+            serde_json::from_str::<ClientConfig>(&text).expect("back"),
+            client
+        );
+        client.instances = 0;
+        assert!(client
+            .validate()
+            .expect_err("0")
+            .to_string()
+            .contains("1 to 100000"));
+        client.instances = 1;
+        client.to = "127.0.0.1:0".parse().expect("addr");
+        assert!(client
+            .validate()
             .expect_err("port 0")
+            .to_string()
             .contains("port 0"));
+        let server = ServerConfig::new(to);
+        let text = serde_json::to_string(&server).expect("json");
+        assert_eq!(
+            serde_json::from_str::<ServerConfig>(&text).expect("back"),
+            server
+        );
     }
 }

@@ -1,13 +1,13 @@
-//! What `bench rr` prints as text: a header, one line per second, and the
-//! final report with the mpstat-style per-CPU table; and the rr-server's
-//! final report.
+//! `rr` as text: a header, one line per second, and the final report with
+//! the mpstat-style per-CPU table; and the rr-server's final report. Pure:
+//! the command line prints what these return.
 
-use std::io::{self, Write};
+use std::fmt::Write as _;
 
 use super::client::RrReport;
 use super::measure::Interval;
 use super::server::ServerReport;
-use super::ClientArgs;
+use super::ClientConfig;
 use crate::base::cpuset;
 use crate::bench::pin::Pinning;
 
@@ -20,7 +20,7 @@ fn plural(n: usize, word: &str) -> String {
 }
 
 /// `rr: tcp to 127.0.0.1:9000, 100 instances on 2 threads (CPUs 0-1), ...`
-pub fn header(args: &ClientArgs, threads: usize, pinning: &Pinning) -> String {
+pub fn header(args: &ClientConfig, threads: usize, pinning: &Pinning) -> String {
     format!(
         "rr: {} to {}, {} on {}{}, {}-byte requests, {}-byte replies; {:.1} s warm-up, {:.1} s measured",
         args.proto.name(),
@@ -50,34 +50,34 @@ pub fn interval_line(i: &Interval) -> String {
     line
 }
 
-pub fn print_text(r: &RrReport) -> io::Result<()> {
-    let mut out = io::stdout().lock();
-    writeln!(
+pub fn text(r: &RrReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
         out,
         "transactions  {} in {:.3} s = {:.1} transactions/s{}",
         r.transactions,
         r.duration_s,
         r.transactions_per_sec,
         if r.ended == "interrupted" {
-            " (stopped by Ctrl-C)"
+            " (stopped early)"
         } else {
             ""
         }
-    )?;
+    );
     let l = &r.latency;
-    writeln!(
+    let _ = writeln!(
         out,
         "latency us    p50 {:.1}  p90 {:.1}  p99 {:.1}  p99.9 {:.1}  p99.99 {:.1}  max {:.1}  (mean {:.1}, min {:.1})",
         l.p50_us, l.p90_us, l.p99_us, l.p999_us, l.p9999_us, l.max_us, l.mean_us, l.min_us
-    )?;
+    );
     let c = &r.client_cpu;
-    writeln!(
+    let _ = writeln!(
         out,
         "client CPU    user {:.2} s + sys {:.2} s = {:.1}% of one CPU ({:.1}% of {} CPUs)",
         c.user_s, c.sys_s, c.percent_of_one_cpu, c.percent_of_all_cpus, c.online_cpus
-    )?;
+    );
     if r.resends + r.late_replies + r.bad_replies + r.errors > 0 {
-        writeln!(
+        let _ = writeln!(
             out,
             "udp/errors    {} resends, {} late replies, {} bad replies, {} errors{}",
             r.resends,
@@ -88,37 +88,39 @@ pub fn print_text(r: &RrReport) -> io::Result<()> {
                 .as_deref()
                 .map(|e| format!(" (first: {e})"))
                 .unwrap_or_default()
-        )?;
+        );
     }
     if r.per_thread.len() > 1 {
         for t in &r.per_thread {
-            writeln!(
+            let _ = writeln!(
                 out,
                 "thread {:<3}    cpu {:<3} {} instances {:.1} transactions/s",
                 t.thread,
                 t.cpu.map_or("-".to_string(), |c| c.to_string()),
                 t.instances,
                 t.transactions_per_sec
-            )?;
+            );
         }
     }
     if let Some(usage) = &r.host_cpu {
-        writeln!(out, "host CPUs over the measured run (/proc/stat):")?;
-        usage.write_table(&mut out)?;
+        let _ = writeln!(out, "host CPUs over the measured run (/proc/stat):");
+        let mut table = Vec::new();
+        let _ = usage.write_table(&mut table);
+        out.push_str(&String::from_utf8_lossy(&table));
     }
-    Ok(())
+    out
 }
 
 /// The rr-server's final report as text.
-pub fn print_server_text(r: &ServerReport) -> io::Result<()> {
-    let mut out = io::stdout().lock();
+pub fn server_text(r: &ServerReport) -> String {
+    let mut out = String::new();
     let t = &r.total;
-    writeln!(
+    let _ = writeln!(
         out,
         "rr-server: {:.3} s{}: TCP {} connections, {} transactions; UDP {} flows, {} transactions{}",
         r.duration_s,
         if r.ended == "interrupted" {
-            ", stopped by Ctrl-C"
+            ", stopped early"
         } else {
             ""
         },
@@ -130,17 +132,17 @@ pub fn print_server_text(r: &ServerReport) -> io::Result<()> {
             Some(n) => format!(", {} dropped on purpose (every {n}th)", t.udp_dropped),
             None => String::new(),
         }
-    )?;
+    );
     if t.udp_unknown + t.udp_send_errors + t.tcp_bad_hellos > 0 {
-        writeln!(
+        let _ = writeln!(
             out,
             "rr-server: {} datagrams from unknown flows, {} UDP send errors, {} bad TCP hellos",
             t.udp_unknown, t.udp_send_errors, t.tcp_bad_hellos
-        )?;
+        );
     }
     if r.per_thread.len() > 1 {
         for th in &r.per_thread {
-            writeln!(
+            let _ = writeln!(
                 out,
                 "thread {:<2} cpu {:<4} TCP {} connections {} transactions; UDP {} flows {} transactions",
                 th.thread,
@@ -149,8 +151,8 @@ pub fn print_server_text(r: &ServerReport) -> io::Result<()> {
                 th.tcp_transactions,
                 th.udp_flows,
                 th.udp_transactions
-            )?;
+            );
         }
     }
-    Ok(())
+    out
 }

@@ -6,23 +6,22 @@ use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::conn::{self, would_block};
-use super::wake::{self, Blocked};
 use super::wire::{Hello, HELLO_LEN};
-use super::ServerArgs;
+use super::ServerConfig;
 use crate::base::Root;
 use crate::bench::event::{Epoll, Interest, Ready};
-use crate::bench::pin::{pin_current_thread, Pinning};
-use crate::bench::report;
-use crate::bench::stop::{self, Stop};
-use crate::bench::ticking::{self, Ended};
-use crate::error::Status;
+use crate::bench::harness::{self, Control, Phase, Timeline};
+use crate::bench::netns;
+use crate::bench::observe::Observer;
+use crate::bench::pin::Pinning;
+use crate::bench::port::{self, Transport};
+use crate::bench::stop::Stop;
 
 const LISTENER: u64 = 0;
 const UDP: u64 = 1;
@@ -41,17 +40,13 @@ const MAX_FLOWS: usize = 65_536;
 const FLOW_IDLE: Duration = Duration::from_secs(2);
 /// Bytes read or written per system call.
 const CHUNK: usize = 64 * 1024;
-/// A thread serving a single client with blocking reads is woken by the
-/// main thread after this long, to look at its other sockets and the stop
-/// flag: a second client waits this long at most.
+/// A thread serving a single client with blocking reads looks at its other
+/// sockets and the phase after a read has waited this long (the socket's
+/// timeout): a second client waits this long at most.
 const ALONE_SLICE: Duration = Duration::from_millis(20);
-/// How often the main thread looks for threads to wake.
-const WATCH_EVERY: Duration = Duration::from_millis(5);
-/// Runs "until Ctrl-C" are this long.
-const FOREVER: Duration = Duration::from_secs(100 * 365 * 86_400);
 
 /// What one server thread did.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ThreadReport {
     pub thread: usize,
     pub cpu: Option<u32>,
@@ -61,7 +56,7 @@ pub struct ThreadReport {
     pub tcp_bad_hellos: u64,
     pub udp_flows: u64,
     pub udp_transactions: u64,
-    /// Requests dropped on purpose (`--drop-every`).
+    /// Requests dropped on purpose (`drop_every`).
     pub udp_dropped: u64,
     /// Datagrams from a source that never sent a hello (or was forgotten).
     pub udp_unknown: u64,
@@ -82,17 +77,34 @@ impl ThreadReport {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ServerReport {
-    pub command: &'static str,
+    pub command: String,
     pub bind: SocketAddr,
+    /// The network namespace it served in; `null`: nettune's own.
+    pub netns: Option<String>,
     pub threads: usize,
-    pub ended: &'static str,
+    /// `duration` or `interrupted` (the stop token).
+    pub ended: String,
     pub duration_s: f64,
     pub drop_every: Option<u64>,
     /// Sums over the threads (`thread` and `cpu` meaningless here).
     pub total: ThreadReport,
     pub per_thread: Vec<ThreadReport>,
+}
+
+impl ServerReport {
+    /// Why this run measured nothing, if it did not: no transaction came.
+    pub fn problem(&self) -> Option<String> {
+        let t = &self.total;
+        (t.tcp_transactions + t.udp_transactions == 0).then(|| {
+            format!(
+                "rr-server measured nothing: no transaction arrived at {} in {:.1} s; did a \
+                 client run `nettune bench rr --to {}`?",
+                self.bind, self.duration_s, self.bind
+            )
+        })
+    }
 }
 
 /// One thread's sockets.
@@ -101,104 +113,101 @@ struct Sockets {
     udp: UdpSocket,
 }
 
-pub fn run(args: &ServerArgs, stop: &Stop) -> anyhow::Result<Status> {
-    let root = Root::live();
-    let pinning = Pinning::resolve(args.pin.as_deref(), &root)?;
-    let threads = args.threads as usize;
+/// An rr-server with its sockets bound, ready to [`run`](RrServer::run).
+pub struct RrServer {
+    config: ServerConfig,
+    bound: SocketAddr,
+    sockets: Vec<Sockets>,
+    pinning: Pinning,
+}
+
+/// Check the config and bind every thread's sockets (inside its
+/// namespace); a port another program serves is refused unless
+/// `share_port`.
+pub fn open(config: ServerConfig) -> anyhow::Result<RrServer> {
+    config.validate()?;
+    let pinning = Pinning::new(config.pin.clone(), &Root::live())?;
     // Unknown client count: allow as many descriptors as the hard limit.
     conn::ensure_descriptors(conn::hard_descriptor_limit())?;
-    let (bound, sockets) = open_all(args.bind, threads)?;
-    // The first stdout line is the address alone, for scripts and tests.
-    {
-        let mut out = io::stdout().lock();
-        writeln!(out, "{bound}")?;
-        out.flush()?;
-    }
-    eprintln!(
-        "rr-server: answering TCP and UDP on {bound} with {threads} thread{}{}",
-        if threads == 1 { "" } else { "s" },
-        match pinning.cpus() {
-            [] => String::new(),
-            cpus => format!(" pinned to CPUs {}", crate::base::cpuset::format_list(cpus)),
+    let (bound, sockets) = netns::within(config.netns.as_deref(), || {
+        for transport in [Transport::Tcp, Transport::Udp] {
+            port::ensure_unshared(config.bind, transport, config.share_port)
+                .with_context(|| format!("--bind '{}'", config.bind))?;
         }
-    );
-
-    wake::install()?;
-    let stop_flag = AtomicBool::new(false);
-    let blocked: Vec<Blocked> = (0..threads).map(|_| Blocked::default()).collect();
-    let start = Instant::now();
-    let duration = args.duration.unwrap_or(FOREVER);
-    let plan = |i: usize| Plan {
-        thread: i,
-        cpu: pinning.cpu_for(i),
-        drop_every: args.drop_every,
-    };
-    let (ended, elapsed, results) = if threads == 1 {
-        // One thread does everything, so the process has one thread
-        // ([`wake::Alarm`] says why); SIGALRM bounds each blocking read.
-        let alarm = wake::Alarm::every(ALONE_SLICE)?;
-        let over = || stop.is_set() || start.elapsed() >= duration;
-        let mut sockets = sockets;
-        let sockets = sockets.pop().context("no socket to serve")?;
-        let result = serve(sockets, &plan(0), &over, &blocked[0]);
-        drop(alarm);
-        let ended = if stop.is_set() {
-            Ended::Interrupted
-        } else {
-            Ended::Duration
-        };
-        (ended, start.elapsed().min(duration), vec![result])
-    } else {
-        let over = || stop_flag.load(Ordering::Relaxed);
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = sockets
-                .into_iter()
-                .enumerate()
-                .map(|(i, sockets)| {
-                    let (plan, over, blocked) = (plan(i), &over, &blocked[i]);
-                    scope.spawn(move || serve(sockets, &plan, over, blocked))
-                })
-                .collect();
-            let watch = || blocked.iter().for_each(Blocked::wake_if_due);
-            let (ended, elapsed) = ticking::run_ticking_polled(
-                start,
-                duration,
-                &stop_flag,
-                stop,
-                WATCH_EVERY,
-                watch,
-                |_| {},
-            );
-            wake::until_finished(&blocked, || handles.iter().all(|h| h.is_finished()));
-            let results: Vec<anyhow::Result<ThreadReport>> = stop::join_all(handles, "server");
-            (ended, elapsed, results)
-        })
-    };
-    let per_thread = results.into_iter().collect::<anyhow::Result<Vec<_>>>()?;
-    let mut total = ThreadReport::default();
-    for t in &per_thread {
-        total.add(t);
-    }
-    let report = ServerReport {
-        command: "rr-server",
-        bind: bound,
-        threads,
-        ended: match ended {
-            Ended::Duration => "duration",
-            Ended::Interrupted => "interrupted",
-        },
-        duration_s: elapsed.as_secs_f64(),
-        drop_every: args.drop_every,
-        total,
-        per_thread,
-    };
-    if args.json {
-        report::print_json(&report)?;
-    } else {
-        super::output::print_server_text(&report)?;
-    }
-    Ok(Status::Clean)
+        open_all(config.bind, config.threads as usize)
+    })?;
+    Ok(RrServer {
+        config,
+        bound,
+        sockets,
+        pinning,
+    })
 }
+
+impl RrServer {
+    /// The address it answers on (the port the kernel chose for 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.bound
+    }
+
+    /// Serve until the duration or `stop`.
+    pub fn run(self, stop: &Stop, observer: &mut dyn Observer<()>) -> anyhow::Result<ServerReport> {
+        let threads = self.sockets.len();
+        observer.ready(
+            Some(self.bound),
+            &format!(
+                "answering TCP and UDP on {} with {threads} thread{}{}",
+                self.bound,
+                if threads == 1 { "" } else { "s" },
+                match self.pinning.cpus() {
+                    [] => String::new(),
+                    cpus => format!(" pinned to CPUs {}", crate::base::cpuset::format_list(cpus)),
+                }
+            ),
+        );
+        let timeline = Timeline {
+            warmup: Duration::ZERO,
+            duration: self.config.duration,
+        };
+        let drop_every = self.config.drop_every;
+        let pinning = &self.pinning;
+        let done = harness::run(
+            self.sockets,
+            pinning,
+            stop,
+            &timeline,
+            &mut Quiet,
+            |i, sockets, phase| {
+                let plan = Plan {
+                    thread: i,
+                    cpu: pinning.cpu_for(i),
+                    drop_every,
+                };
+                serve(sockets, &plan, phase)
+            },
+        )?;
+        let mut total = ThreadReport::default();
+        for t in &done.results {
+            total.add(t);
+        }
+        Ok(ServerReport {
+            command: "rr-server".to_string(),
+            bind: self.bound,
+            netns: self.config.netns.clone(),
+            threads,
+            ended: done.ended.name().to_string(),
+            duration_s: done.elapsed.as_secs_f64(),
+            drop_every,
+            total,
+            per_thread: done.results,
+        })
+    }
+}
+
+/// The server's calling thread has nothing to add to the harness.
+struct Quiet;
+
+impl Control for Quiet {}
 
 /// Open every thread's listener and UDP socket on one port. With port 0
 /// the first listener picks it; if UDP has that port taken, try again.
@@ -270,7 +279,6 @@ enum After {
 /// One thread's event loop state.
 struct Worker<'a> {
     plan: &'a Plan,
-    blocked: &'a Blocked,
     poll: Epoll,
     conns: Vec<Option<Conn>>,
     free: Vec<usize>,
@@ -286,19 +294,9 @@ struct Worker<'a> {
     report: ThreadReport,
 }
 
-fn serve(
-    sockets: Sockets,
-    plan: &Plan,
-    over: &(dyn Fn() -> bool + Sync),
-    blocked: &Blocked,
-) -> anyhow::Result<ThreadReport> {
-    if let Some(cpu) = plan.cpu {
-        pin_current_thread(cpu)?;
-    }
-    blocked.register();
+fn serve(sockets: Sockets, plan: &Plan, phase: &Phase) -> anyhow::Result<ThreadReport> {
     let mut w = Worker {
         plan,
-        blocked,
         poll: Epoll::new(256).context("cannot create an epoll instance")?,
         conns: Vec::new(),
         free: Vec::new(),
@@ -314,13 +312,18 @@ fn serve(
             ..ThreadReport::default()
         },
     };
+    // Only blocking reads of a lone flow wait (at most this long).
+    sockets
+        .udp
+        .set_read_timeout(Some(ALONE_SLICE))
+        .context("SO_RCVTIMEO")?;
     w.poll
         .add(sockets.listener.as_raw_fd(), LISTENER, Interest::READ)
         .context("epoll_ctl(listener)")?;
     w.poll
         .add(sockets.udp.as_raw_fd(), UDP, Interest::READ)
         .context("epoll_ctl(udp)")?;
-    while !over() {
+    while !phase.stopped() {
         w.forget_idle_flows();
         w.serve_alone(&sockets.udp)?;
         let ready = w.poll.wait(Some(IDLE_WAIT)).context("epoll_wait")?;
@@ -348,26 +351,20 @@ impl Worker<'_> {
     }
 
     /// With a single client on this thread (one connection and no UDP
-    /// flow, or one flow and no connection), serve it with blocking reads
-    /// and no socket timeout: one system call fewer per transaction than
-    /// epoll_wait + read, and no kernel timer per read, as sockperf's
-    /// server does. The main thread interrupts the read after
-    /// [`ALONE_SLICE`] ([`wake`]); then the loop looks at everything else.
+    /// flow, or one flow and no connection), serve it with blocking reads:
+    /// one system call fewer per transaction than epoll_wait + read, as
+    /// sockperf's server does. A read that waits [`ALONE_SLICE`] (the
+    /// socket's timeout) returns; then the loop looks at everything else.
     fn serve_alone(&mut self, udp: &UdpSocket) -> anyhow::Result<()> {
         let live = self.conns.len() - self.free.len();
-        let slice = u64::try_from(ALONE_SLICE.as_nanos()).unwrap_or(u64::MAX);
         if live == 1 && self.flows.is_empty() {
             let Some(slot) = self.conns.iter().position(Option::is_some) else {
                 return Ok(());
             };
-            self.blocked.until(wake::now_ns() + slice);
             self.serve_conn_alone(slot);
-            self.blocked.until(0);
         } else if live == 0 && self.flows.len() == 1 {
             udp.set_nonblocking(false).context("O_NONBLOCK")?;
-            self.blocked.until(wake::now_ns() + slice);
             let served = self.answer_udp(udp, true);
-            self.blocked.until(0);
             udp.set_nonblocking(true).context("O_NONBLOCK")?;
             served?;
         }
@@ -379,10 +376,13 @@ impl Worker<'_> {
         let Some(Some(conn)) = self.conns.get_mut(slot) else {
             return;
         };
-        if conn.writing || conn.stream.set_nonblocking(false).is_err() {
+        if conn.writing
+            || conn.stream.set_nonblocking(false).is_err()
+            || conn.stream.set_read_timeout(Some(ALONE_SLICE)).is_err()
+        {
             return;
         }
-        // Until woken (Idle), closed, or a reply that did not fit.
+        // Until a read times out (Idle), closed, or a reply that did not fit.
         let after = loop {
             let mut after = read_requests(conn, &mut self.buf, &mut self.report);
             if let After::Keep = after {
@@ -460,7 +460,7 @@ impl Worker<'_> {
     /// `alone`: the socket blocks and this is the thread's only flow; stop
     /// when another flow appears.
     fn answer_udp(&mut self, socket: &UdpSocket, alone: bool) -> anyhow::Result<()> {
-        // Alone: until woken (the read returns EINTR) or another flow comes.
+        // Alone: until a read times out or another flow comes.
         let budget = if alone { usize::MAX } else { BUDGET };
         for _ in 0..budget {
             if alone && self.flows.len() != 1 {

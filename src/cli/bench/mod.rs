@@ -2,15 +2,17 @@
 //! into the stop token, reports into text or JSON. The engines themselves
 //! (`crate::bench`) neither print nor exit.
 
+mod rr;
 mod udp;
 
 use std::time::Duration;
 
 use crate::base::Root;
+use crate::bench::http;
 use crate::bench::report::{print_line, Progress};
-use crate::bench::{http, rr};
 use crate::error::{Failed, Status};
 
+pub use rr::{ClientArgs as RrArgs, ServerArgs as RrServerArgs};
 pub use udp::{FloodArgs, SinkArgs};
 
 #[derive(Debug, Clone, clap::Subcommand)]
@@ -23,11 +25,11 @@ pub enum BenchCommand {
     UdpFlood(FloodArgs),
     /// Answer `bench rr` request/response transactions over TCP and UDP on
     /// one port (prints the bound ADDR:PORT first).
-    RrServer(rr::ServerArgs),
+    RrServer(RrServerArgs),
     /// netperf-style TCP_RR / UDP_RR: transactions/s and latency
     /// percentiles of many concurrent request/response loops, with the
     /// host's per-CPU time over the run.
-    Rr(rr::ClientArgs),
+    Rr(RrArgs),
     /// Serve TechEmpower's /plaintext and /json over HTTP/1.1 keep-alive:
     /// one pinned event loop per CPU, SO_REUSEPORT listeners in CPU order,
     /// CBPF locality.
@@ -42,8 +44,8 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<Status> {
     match cmd {
         BenchCommand::UdpSink(args) => udp::sink(&args, &stop),
         BenchCommand::UdpFlood(args) => udp::flood(&args, &stop),
-        BenchCommand::RrServer(args) => rr::run_server(&args, &stop),
-        BenchCommand::Rr(args) => rr::run_client(&args, &stop),
+        BenchCommand::RrServer(args) => rr::server(&args, &stop),
+        BenchCommand::Rr(args) => rr::client(&args, &stop),
         BenchCommand::HttpServer(args) => http::run_server(&args, &stop),
         BenchCommand::Http(args) => http::run_load(&args, &stop),
     }
