@@ -114,12 +114,30 @@ pub struct Finished<R> {
     pub results: Vec<R>,
 }
 
-/// Run `work` on one thread per task (thread `i` pinned to the i-th CPU of
-/// `pinning`), and the timeline on the calling thread. The first worker
-/// error (in worker order) is the run's error.
+/// Where worker threads run: thread `i` on the i-th CPU of `pinning`, and
+/// inside network namespace `netns` (for engines whose workers open their
+/// own sockets; engines that open them beforehand leave it `None`).
+#[derive(Debug, Clone, Copy)]
+pub struct Placement<'a> {
+    pub pinning: &'a Pinning,
+    pub netns: Option<&'a str>,
+}
+
+impl<'a> Placement<'a> {
+    pub fn pinned(pinning: &'a Pinning) -> Placement<'a> {
+        Placement {
+            pinning,
+            netns: None,
+        }
+    }
+}
+
+/// Run `work` on one thread per task, placed as `placement` says, and the
+/// timeline on the calling thread. The first worker error (in worker
+/// order) is the run's error.
 pub fn run<T, R>(
     tasks: Vec<T>,
-    pinning: &Pinning,
+    placement: Placement<'_>,
     stop: &Stop,
     timeline: &Timeline,
     control: &mut dyn Control,
@@ -135,12 +153,19 @@ where
             .into_iter()
             .enumerate()
             .map(|(i, task)| {
-                let (cpu, phase, work) = (pinning.cpu_for(i), &phase, &work);
+                let (cpu, phase, work) = (placement.pinning.cpu_for(i), &phase, &work);
+                let netns = placement.netns;
                 scope.spawn(move || {
-                    if let Some(cpu) = cpu {
-                        pin_current_thread(cpu)?;
-                    }
-                    let result = work(i, task, phase);
+                    let placed = || -> anyhow::Result<()> {
+                        if let Some(name) = netns {
+                            super::netns::enter_thread(name)?;
+                        }
+                        if let Some(cpu) = cpu {
+                            pin_current_thread(cpu)?;
+                        }
+                        Ok(())
+                    };
+                    let result = placed().and_then(|()| work(i, task, phase));
                     if result.is_err() {
                         // A worker that fails ends the run for all.
                         phase.end();
@@ -247,7 +272,7 @@ mod tests {
         };
         let done = run(
             vec![(), ()],
-            &Pinning::none(),
+            Placement::pinned(&Pinning::none()),
             &Stop::new(),
             &timeline,
             &mut ticks,
@@ -282,7 +307,7 @@ mod tests {
             });
             run(
                 vec![()],
-                &Pinning::none(),
+                Placement::pinned(&Pinning::none()),
                 &stop,
                 &Timeline {
                     warmup: Duration::ZERO,
@@ -306,7 +331,7 @@ mod tests {
     fn a_failing_worker_ends_the_run_with_its_error() {
         let err = run(
             vec![false, true],
-            &Pinning::none(),
+            Placement::pinned(&Pinning::none()),
             &Stop::new(),
             &Timeline::measured(Duration::from_secs(30)),
             &mut Ticks::default(),

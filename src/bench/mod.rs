@@ -23,5 +23,13 @@ pub mod report;
 pub mod rr;
 pub mod secs;
 pub mod stop;
-pub mod ticking;
 pub mod udp;
+
+/// A config value `value` of `--name` must lie in `lo..=hi`; the error names
+/// the value and the accepted range.
+pub fn within(name: &str, value: u64, lo: u64, hi: u64) -> anyhow::Result<()> {
+    if !(lo..=hi).contains(&value) {
+        anyhow::bail!("--{name} '{value}' is out of range: give {lo} to {hi}");
+    }
+    Ok(())
+}

@@ -46,6 +46,17 @@ pub fn within<T: Send>(
     })
 }
 
+/// Move the calling thread into network namespace `name` (for a worker
+/// that opens its own sockets). Only this thread moves.
+pub fn enter_thread(name: &str) -> anyhow::Result<()> {
+    let file = open(name)?;
+    setns(&file, CloneFlags::CLONE_NEWNET).map_err(|e| {
+        anyhow::anyhow!(
+            "cannot enter network namespace '{name}': {e}; this needs root (CAP_SYS_ADMIN)"
+        )
+    })
+}
+
 /// The namespace's file, or an error naming it and the namespaces present.
 fn open(name: &str) -> anyhow::Result<File> {
     if name.is_empty() || name.contains('/') || name == "." || name == ".." {

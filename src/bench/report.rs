@@ -123,6 +123,20 @@ impl LiveCounter {
     }
 }
 
+/// Each worker's count since `last` (its running totals' first field),
+/// and `last` moved to now: one interval's per-thread counts.
+pub fn deltas(live: &[LiveCounter], last: &mut [u64]) -> Vec<u64> {
+    live.iter()
+        .zip(last.iter_mut())
+        .map(|(counter, last)| {
+            let now = counter.read().0;
+            let delta = now.saturating_sub(*last);
+            *last = now;
+            delta
+        })
+        .collect()
+}
+
 /// One second of a run, all threads and each thread.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Interval {

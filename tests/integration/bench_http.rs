@@ -29,9 +29,18 @@ struct Server {
 
 impl Server {
     fn start(extra: &[&str]) -> Server {
+        Server::spawn(&[&["--bind", "127.0.0.1:0"], extra].concat())
+    }
+
+    /// A server inside network namespace `netns` (its `--netns` flag).
+    fn start_in(netns: &str, bind: &str, extra: &[&str]) -> Server {
+        Server::spawn(&[&["--netns", netns, "--bind", bind], extra].concat())
+    }
+
+    fn spawn(args: &[&str]) -> Server {
         let mut child = Command::new(BIN)
-            .args(["bench", "http-server", "--bind", "127.0.0.1:0", "--json"])
-            .args(extra)
+            .args(["bench", "http-server", "--json"])
+            .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -76,10 +85,13 @@ impl Server {
             assert!(Instant::now() < deadline, "the server ignored Ctrl-C");
             std::thread::sleep(Duration::from_millis(20));
         };
-        assert!(status.success(), "server exit {status:?}");
         let mut rest = String::new();
         self.stdout.read_to_string(&mut rest).expect("stdout");
-        serde_json::from_str(&rest).unwrap_or_else(|e| panic!("{e}: {rest}"))
+        let report: Value = serde_json::from_str(&rest).unwrap_or_else(|e| panic!("{e}: {rest}"));
+        // A server that answered nothing measured nothing: exit 1.
+        let expected = if u(&report, "/requests") == 0 { 1 } else { 0 };
+        assert_eq!(status.code(), Some(expected), "server exit {status:?}");
+        report
     }
 }
 
@@ -548,4 +560,111 @@ fn bad_input_is_refused_with_exit_status_2() {
         assert_eq!(code, 2, "{args:?}: {stderr}");
         assert!(stderr.contains(expected), "{args:?}: {stderr}");
     }
+}
+
+/// SO_REUSEPORT would let the server join a port another program serves
+/// (the kernel then splits the connections): refused, unless --share-port.
+#[test]
+fn a_port_another_program_serves_is_refused_unless_shared() {
+    let other = crate::common::reuseport_listener();
+    let held = other.local_addr().expect("addr").to_string();
+    let (code, _, err) = run_bounded(
+        &[
+            "bench",
+            "http-server",
+            "--bind",
+            &held,
+            "--threads",
+            "1",
+            "--duration",
+            "0.3",
+        ],
+        Duration::from_secs(10),
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--share-port") && err.contains(&held), "{err}");
+    let (code, out, err) = run_bounded(
+        &[
+            "bench",
+            "http-server",
+            "--bind",
+            &held,
+            "--threads",
+            "1",
+            "--share-port",
+            "--duration",
+            "0.3",
+        ],
+        Duration::from_secs(10),
+    );
+    assert_eq!(code, 1, "served, but nothing came: {err}");
+    assert!(out.contains(&format!("listening on {held}")), "{out}");
+}
+
+/// SIGTERM ends the server like Ctrl-C: with its report.
+#[test]
+fn sigterm_ends_the_server_with_its_report() {
+    let mut server = Server::start(&["--threads", "1"]);
+    let load = load_json(
+        &["-t", "1", "-c", "2", "-d", "0.5", &server.url("/plaintext")],
+        Duration::from_secs(20),
+    );
+    let pid = i32::try_from(server.child.id()).expect("pid");
+    // SAFETY: kill has no memory preconditions; the PID is our child's.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let status = loop {
+        if let Some(status) = server.child.try_wait().expect("wait") {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "the server ignored SIGTERM");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status:?}");
+    let mut rest = String::new();
+    server.stdout.read_to_string(&mut rest).expect("stdout");
+    let report: Value = serde_json::from_str(&rest).unwrap_or_else(|e| panic!("{e}: {rest}"));
+    assert_eq!(report["ended"], "interrupted");
+    assert!(u(&report, "/requests") >= u(&load, "/requests"));
+}
+
+/// `--netns` on both sides: the server in one namespace, the load in
+/// another, over a veth pair the test creates.
+#[test]
+fn netns_flag_runs_server_and_load_in_their_namespaces() {
+    if crate::common::skip_unless_root("netns_flag_runs_server_and_load_in_their_namespaces") {
+        return;
+    }
+    let (a, b) = (
+        crate::common::Netns::new("hn"),
+        crate::common::Netns::new("hn"),
+    );
+    let (va, vb) = (crate::common::unique("hna"), crate::common::unique("hnb"));
+    crate::common::sh(&[
+        "ip", "link", "add", &va, "netns", &a.name, "type", "veth", "peer", "name", &vb, "netns",
+        &b.name,
+    ]);
+    a.ip(&["addr", "add", "10.82.0.1/24", "dev", &va]);
+    b.ip(&["addr", "add", "10.82.0.2/24", "dev", &vb]);
+    a.ip(&["link", "set", &va, "up"]);
+    b.ip(&["link", "set", &vb, "up"]);
+    let server = Server::start_in(&b.name, "10.82.0.2:0", &["--threads", "1"]);
+    let load = load_json(
+        &[
+            "--netns",
+            &a.name,
+            "-t",
+            "1",
+            "-c",
+            "2",
+            "-d",
+            "0.5",
+            &server.url("/plaintext"),
+        ],
+        Duration::from_secs(20),
+    );
+    assert!(u(&load, "/requests") > 0, "{load:#}");
+    let served = server.stop();
+    assert_eq!(served["netns"], b.name.as_str());
+    assert!(u(&served, "/requests") >= u(&load, "/requests"));
 }

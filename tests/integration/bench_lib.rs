@@ -134,3 +134,63 @@ fn a_sink_in_one_namespace_and_a_flood_in_another_in_one_process() {
     // This process never left the root namespace: 10.80.0.2 is not here.
     assert!(std::net::UdpSocket::bind("10.80.0.2:0").is_err());
 }
+
+#[test]
+fn an_rr_server_and_client_in_one_process() {
+    use nettune::bench::rr::{self, ClientConfig, Proto, ServerConfig};
+    let _serial = measuring();
+    let server = rr::open_server(ServerConfig::new("127.0.0.1:0".parse().expect("addr")))
+        .expect("open the server");
+    let to = server.local_addr();
+    let stop = Stop::new();
+    let (server_report, client_report) = std::thread::scope(|s| {
+        let server_stop = stop.clone();
+        let serving = s.spawn(move || server.run(&server_stop, &mut Quiet).expect("serve"));
+        let mut config = ClientConfig::new(to, Proto::Tcp);
+        config.instances = 4;
+        config.duration = Duration::from_secs(1);
+        config.warmup = Duration::from_millis(200);
+        let mut seen = Recorder::default();
+        let client = rr::run_client(&config, &Stop::new(), &mut seen).expect("client");
+        assert_eq!(seen.intervals.len(), 1);
+        stop.trigger();
+        (serving.join().expect("server thread"), client)
+    });
+    assert!(client_report.problem().is_none(), "{client_report:?}");
+    assert!(client_report.transactions > 100, "{client_report:?}");
+    // The server answered every transaction the client counted, and more
+    // (the warm-up's).
+    assert!(server_report.total.tcp_transactions >= client_report.transactions);
+    assert_eq!(server_report.ended, "interrupted");
+    // The client's CPU time is its own threads', not the server's too.
+    assert!(client_report.client_cpu.percent_of_one_cpu < 400.0);
+}
+
+#[test]
+fn an_http_server_and_load_in_one_process() {
+    use nettune::bench::http::{self, LoadConfig, ServerConfig};
+    let _serial = measuring();
+    let mut config = ServerConfig::new("127.0.0.1:0".parse().expect("addr"));
+    config.threads = Some(1);
+    let server = http::open_server(config).expect("open the server");
+    let url = http::url::parse(&format!("http://{}/plaintext", server.local_addr())).expect("url");
+    let stop = Stop::new();
+    let (served, load) = std::thread::scope(|s| {
+        let server_stop = stop.clone();
+        let serving = s.spawn(move || server.run(&server_stop, &mut Quiet).expect("serve"));
+        let mut config = LoadConfig::new(url);
+        config.threads = 1;
+        config.connections = 4;
+        config.duration = Duration::from_secs(1);
+        let load = http::run_load(&config, &Stop::new(), &mut Quiet).expect("load");
+        stop.trigger();
+        (serving.join().expect("server thread"), load)
+    });
+    assert!(load.problem().is_none(), "{load:?}");
+    assert!(load.requests > 100, "{load:?}");
+    assert_eq!(load.status_codes.get("200"), Some(&load.requests));
+    assert!(served.requests >= load.requests);
+    let json = serde_json::to_string(&load).expect("json");
+    let back: http::LoadReport = serde_json::from_str(&json).expect("back");
+    assert_eq!(back.requests, load.requests);
+}

@@ -448,8 +448,8 @@ fn bad_input_exits_2_naming_the_value() {
     );
 }
 
-/// Ctrl-C ends a run early with a full report, also when the only
-/// instance's thread sits in a blocking read.
+/// Ctrl-C (SIGINT) and SIGTERM end a run early with a full report, also
+/// when the only instance's thread sits in a blocking read.
 #[test]
 fn ctrl_c_stops_a_long_run_with_a_report() {
     let server = Server::start(None, &["--bind", "127.0.0.1:0"]);
@@ -476,9 +476,20 @@ fn ctrl_c_stops_a_long_run_with_a_report() {
         .expect("spawn");
         std::thread::sleep(Duration::from_millis(1500));
         let pid = i32::try_from(child.id()).expect("pid");
+        let signal = if proto == "tcp" {
+            libc::SIGINT
+        } else {
+            libc::SIGTERM
+        };
+        let asked = std::time::Instant::now();
         // SAFETY: signalling a child we started, by its PID.
-        assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+        assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
         let (code, out, err) = finish(child, LIMIT);
+        assert!(
+            asked.elapsed() < Duration::from_secs(3),
+            "{:?}",
+            asked.elapsed()
+        );
         assert_eq!(code, Some(0), "{err}");
         let report: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
         assert_eq!(report["ended"], "interrupted");
@@ -486,4 +497,72 @@ fn ctrl_c_stops_a_long_run_with_a_report() {
         assert!(u(&report, "/transactions") > 0, "{report:#}");
     }
     server.stop();
+}
+
+/// SO_REUSEPORT would let a second rr-server join a port another program
+/// serves: refused, unless asked for with --share-port.
+#[test]
+fn a_port_another_program_serves_is_refused_unless_shared() {
+    let other = crate::common::reuseport_listener();
+    let held = other.local_addr().expect("addr").to_string();
+    let child = command(
+        None,
+        &["bench", "rr-server", "--bind", &held, "--duration", "0.3"],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("spawn");
+    let (code, _, err) = finish(child, LIMIT);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("--share-port") && err.contains("another program"),
+        "{err}"
+    );
+    let child = command(
+        None,
+        &[
+            "bench",
+            "rr-server",
+            "--bind",
+            &held,
+            "--share-port",
+            "--duration",
+            "0.3",
+        ],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("spawn");
+    let (code, out, err) = finish(child, LIMIT);
+    // It served (nothing came, so it says it measured nothing: exit 1).
+    assert_eq!(code, Some(1), "{err}");
+    assert!(out.starts_with(&held), "{out}");
+    assert!(err.contains("measured nothing"), "{err}");
+}
+
+/// `--netns` on both sides, no `ip netns exec`.
+#[test]
+fn netns_flag_runs_server_and_client_in_their_namespaces() {
+    if skip_unless_root("netns_flag_runs_server_and_client_in_their_namespaces") {
+        return;
+    }
+    let (a, b) = (Netns::new("rn"), Netns::new("rn"));
+    let (va, vb) = (unique("rna"), unique("rnb"));
+    sh(&[
+        "ip", "link", "add", &va, "netns", &a.name, "type", "veth", "peer", "name", &vb, "netns",
+        &b.name,
+    ]);
+    a.ip(&["addr", "add", "10.81.0.1/24", "dev", &va]);
+    b.ip(&["addr", "add", "10.81.0.2/24", "dev", &vb]);
+    a.ip(&["link", "set", &va, "up"]);
+    b.ip(&["link", "set", &vb, "up"]);
+    let server = Server::start(None, &["--netns", &b.name, "--bind", "10.81.0.2:0"]);
+    let report = client(None, &server.addr, &["--netns", &a.name, "--proto", "tcp"]);
+    assert!(u(&report, "/transactions") > 0, "{report:#}");
+    assert_eq!(report["netns"], a.name.as_str());
+    let served = server.stop();
+    assert_eq!(served["netns"], b.name.as_str());
+    assert!(u(&served, "/total/tcp_transactions") >= u(&report, "/transactions"));
 }

@@ -246,3 +246,22 @@ pub fn sh(args: &[&str]) -> String {
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
+
+/// A loopback TCP listener with SO_REUSEPORT, as another server holding a
+/// port would have it: a bench server could join it silently.
+pub fn reuseport_listener() -> std::net::TcpListener {
+    use nix::sys::socket::{self, sockopt, AddressFamily, Backlog, SockFlag, SockType, SockaddrIn};
+    use std::os::fd::AsRawFd;
+    let fd = socket::socket(
+        AddressFamily::Inet,
+        SockType::Stream,
+        SockFlag::empty(),
+        None,
+    )
+    .expect("socket");
+    socket::setsockopt(&fd, sockopt::ReusePort, &true).expect("reuseport");
+    let addr: SockaddrIn = "127.0.0.1:0".parse().expect("addr");
+    socket::bind(fd.as_raw_fd(), &addr).expect("bind");
+    socket::listen(&fd, Backlog::new(16).expect("backlog")).expect("listen");
+    std::net::TcpListener::from(fd)
+}

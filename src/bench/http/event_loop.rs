@@ -9,25 +9,25 @@
 //! kernel busy-polls the device while waiting, and a zero timeout would
 //! never wait at all. Without busy polling a short timeout only adds timer
 //! wake-ups (13% fewer requests per second on loopback here), so the wait
-//! is then as long as the stop flag allows.
+//! is then as long as the end of the run allows.
 
 use std::io;
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::os::fd::{AsFd, AsRawFd};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context;
 use nix::errno::Errno;
 use nix::sys::socket::{recv, send, MsgFlags};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::session::{Responses, Session, MAX_HEAD};
 use crate::bench::event::{Epoll, Interest, Ready};
+use crate::bench::harness::Phase;
 use crate::bench::report::LiveCounter;
 
 /// A server thread's totals.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ThreadCounts {
     /// Responses sent, refusals included.
     pub requests: u64,
@@ -42,9 +42,10 @@ pub struct ThreadCounts {
 }
 
 /// One server thread's engine: accept on its own listener, serve its
-/// connections until `stop`, publishing its running totals to `live`.
+/// connections until the run's phase says stop, publishing its running
+/// totals to `live`.
 pub trait EventLoop {
-    fn run(&mut self, stop: &AtomicBool, live: &LiveCounter) -> anyhow::Result<ThreadCounts>;
+    fn run(&mut self, phase: &Phase, live: &LiveCounter) -> anyhow::Result<ThreadCounts>;
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -364,13 +365,13 @@ fn start_draining(conn: &mut Conn) -> bool {
 }
 
 impl EventLoop for EpollLoop {
-    fn run(&mut self, stop: &AtomicBool, live: &LiveCounter) -> anyhow::Result<ThreadCounts> {
+    fn run(&mut self, phase: &Phase, live: &LiveCounter) -> anyhow::Result<ThreadCounts> {
         let mut ready = Vec::with_capacity(EVENTS);
         let mut empty_waits = 0u32;
         let sweep_every = (self.options.idle_timeout / 4)
             .clamp(Duration::from_millis(10), Duration::from_secs(1));
         let mut next_sweep = Instant::now() + sweep_every;
-        while !stop.load(Ordering::Relaxed) {
+        while !phase.stopped() {
             let timeout = if empty_waits < IDLE_AFTER {
                 self.options.wait
             } else {

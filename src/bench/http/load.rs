@@ -14,115 +14,133 @@
 
 use std::io;
 use std::net::{SocketAddr, TcpStream};
-use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-use super::output::{self, ThreadStats};
+use super::output::{self, LoadReport};
 use super::worker::Worker;
-use super::{Header, LoadArgs, Url};
+use super::{Header, LoadConfig, Url};
 use crate::base::Root;
+use crate::bench::harness::{self, Control, Phase as RunPhase, Placement, Timeline};
+use crate::bench::netns;
+use crate::bench::observe::Observer;
 use crate::bench::pin::Pinning;
-use crate::bench::report::{LiveCounter, Progress};
-use crate::bench::stop::{self, Stop};
-use crate::bench::ticking;
-use crate::error::Status;
+use crate::bench::report::LiveCounter;
+use crate::bench::stop::Stop;
 
 /// Connection attempts before the run starts, and the pause between them.
 const PREFLIGHT_TRIES: u32 = 3;
 const PREFLIGHT_PAUSE: Duration = Duration::from_millis(200);
 
-pub fn run(args: &LoadArgs, stop: &Stop) -> anyhow::Result<Status> {
-    let threads = args.threads as usize;
-    let connections = args.connections as usize;
-    if connections < threads {
-        anyhow::bail!(
-            "-c '{connections}' is less than -t '{threads}': every thread needs at least one \
-             connection; raise -c or lower -t"
-        );
-    }
-    let rates = split_rate(args.rate, threads)?;
-    let pinning = if args.pin_cpus {
-        Pinning::all_allowed()?
-    } else {
-        Pinning::resolve(args.pin.as_deref(), &Root::live())?
-    };
-    let addr = args.url.resolve()?;
-    preflight(addr, &args.url)?;
-    let request = build_request(&args.url, &args.headers);
-    let pipeline = args.pipeline as usize;
-    let batch = request.repeat(pipeline);
-
-    if !args.json {
-        println!("{}", output::running_line(args));
-    }
-    let stop_flag = AtomicBool::new(false);
-    let live: Vec<LiveCounter> = (0..threads).map(|_| LiveCounter::default()).collect();
-    let mut progress = Progress::new(true);
-    let start = Instant::now();
-    let shared = Shared {
-        addr,
-        batch: &batch,
-        request_len: request.len(),
-        pipeline,
-        timeout: args.timeout,
-        record_from: start + args.warmup,
-        stop: &stop_flag,
-    };
-    let total = args.warmup.saturating_add(args.duration);
-
-    let (ended, elapsed, results) = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..threads)
-            .map(|i| {
-                let plan = Plan {
-                    cpu: pinning.cpu_for(i),
-                    connections: connections / threads + usize::from(i < connections % threads),
-                    rate: rates[i],
-                };
-                let (shared, live) = (&shared, &live[i]);
-                scope.spawn(move || Worker::new(shared, plan)?.run(live))
-            })
-            .collect();
-        let mut last = 0u64;
-        let (ended, elapsed) = ticking::run_ticking(start, total, &stop_flag, stop, |second| {
-            let now: u64 = live.iter().map(|l| l.read().0).sum();
-            let phase = if Duration::from_secs(second) <= args.warmup {
-                " (warm-up)"
-            } else {
-                ""
-            };
-            progress.show(&format!("http {second} s: {} req/s{phase}", now - last));
-            last = now;
-        });
-        let results: Vec<anyhow::Result<ThreadStats>> = stop::join_all(handles, "load");
-        (ended, elapsed, results)
-    });
-    progress.clear();
-    let results = results.into_iter().collect::<anyhow::Result<Vec<_>>>()?;
-    let measured = elapsed.saturating_sub(args.warmup);
-    let report = output::build(args, ended, measured, results);
-    if args.json {
-        crate::bench::report::print_json(&report)?;
-    } else {
-        output::print_text(&report)?;
-    }
-    Ok(Status::Clean)
+/// One second of the measured part: requests completed in it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct LoadInterval {
+    pub second: u64,
+    pub requests: u64,
 }
 
-/// Split `--rate` over the threads (the first ones take the remainder).
-fn split_rate(rate: Option<u64>, threads: usize) -> anyhow::Result<Vec<Option<u64>>> {
+/// Load the server for the config's warm-up and duration, or until `stop`.
+pub fn run(
+    config: &LoadConfig,
+    stop: &Stop,
+    observer: &mut dyn Observer<LoadInterval>,
+) -> anyhow::Result<LoadReport> {
+    config.validate()?;
+    let threads = config.threads as usize;
+    let connections = config.connections as usize;
+    let rates = split_rate(config.rate, threads);
+    let pinning = Pinning::new(config.pin.clone(), &Root::live())?;
+    let addr = config.url.resolve()?;
+    netns::within(config.netns.as_deref(), || preflight(addr, &config.url))?;
+    let request = build_request(&config.url, &config.headers);
+    let pipeline = config.pipeline as usize;
+    let batch = request.repeat(pipeline);
+    observer.ready(None, &output::running_line(config));
+
+    let live: Vec<LiveCounter> = (0..threads).map(|_| LiveCounter::default()).collect();
+    let record_from = Instant::now() + config.warmup;
+    let mut control = Meter {
+        live: &live,
+        last: 0,
+        observer,
+    };
+    let tasks: Vec<(Plan, &LiveCounter)> = (0..threads)
+        .map(|i| {
+            let plan = Plan {
+                cpu: pinning.cpu_for(i),
+                connections: connections / threads + usize::from(i < connections % threads),
+                rate: rates[i],
+            };
+            (plan, &live[i])
+        })
+        .collect();
+    let timeline = Timeline {
+        warmup: config.warmup,
+        duration: Some(config.duration),
+    };
+    let placement = Placement {
+        pinning: &pinning,
+        netns: config.netns.as_deref(),
+    };
+    let done = harness::run(
+        tasks,
+        placement,
+        stop,
+        &timeline,
+        &mut control,
+        |_, (plan, live), phase| {
+            let shared = Shared {
+                addr,
+                batch: &batch,
+                request_len: request.len(),
+                pipeline,
+                timeout: config.timeout,
+                record_from,
+                phase,
+            };
+            Worker::new(&shared, plan)?.run(live)
+        },
+    )?;
+    Ok(output::build(
+        config,
+        done.ended,
+        done.elapsed,
+        done.results,
+    ))
+}
+
+/// Requests per second for the observer, from the workers' totals.
+struct Meter<'a> {
+    live: &'a [LiveCounter],
+    last: u64,
+    observer: &'a mut dyn Observer<LoadInterval>,
+}
+
+impl Control for Meter<'_> {
+    fn measuring(&mut self) {
+        self.last = self.live.iter().map(|l| l.read().0).sum();
+        self.observer.measuring();
+    }
+
+    fn tick(&mut self, second: u64) {
+        let now: u64 = self.live.iter().map(|l| l.read().0).sum();
+        self.observer.interval(&LoadInterval {
+            second,
+            requests: now.saturating_sub(self.last),
+        });
+        self.last = now;
+    }
+}
+
+/// Split the rate over the threads (the first ones take the remainder);
+/// `validate` made sure each gets at least 1.
+fn split_rate(rate: Option<u64>, threads: usize) -> Vec<Option<u64>> {
     let Some(rate) = rate else {
-        return Ok(vec![None; threads]);
+        return vec![None; threads];
     };
     let n = threads as u64;
-    if rate < n {
-        anyhow::bail!(
-            "--rate '{rate}' is below -t '{threads}': each thread sends at least 1 request/s; \
-             raise --rate or lower -t"
-        );
-    }
-    Ok((0..n)
+    (0..n)
         .map(|i| Some(rate / n + u64::from(i < rate % n)))
-        .collect())
+        .collect()
 }
 
 /// Try to connect before starting, so a wrong port is one clear error and
@@ -175,7 +193,7 @@ pub(super) struct Shared<'a> {
     pub(super) timeout: Duration,
     /// Statistics count from here (after the warm-up).
     pub(super) record_from: Instant,
-    pub(super) stop: &'a AtomicBool,
+    pub(super) phase: &'a RunPhase,
 }
 
 /// One thread's share.
@@ -191,13 +209,8 @@ mod tests {
 
     #[test]
     fn rate_split_keeps_the_total() {
-        let split = split_rate(Some(10), 3).expect("split");
-        assert_eq!(split, vec![Some(4), Some(3), Some(3)]);
-        assert!(split_rate(Some(1), 2)
-            .expect_err("below threads")
-            .to_string()
-            .contains("'1'"));
-        assert_eq!(split_rate(None, 2).expect("none"), vec![None, None]);
+        assert_eq!(split_rate(Some(10), 3), vec![Some(4), Some(3), Some(3)]);
+        assert_eq!(split_rate(None, 2), vec![None, None]);
     }
 
     #[test]

@@ -12,24 +12,28 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use crate::bench::addr::parse_bind;
+use serde::{Deserialize, Serialize};
+
+use crate::bench::within;
 
 mod date;
 mod event_loop;
 mod load;
-mod output;
+pub mod output;
 mod response;
-mod server;
+pub mod server;
 mod session;
-mod url;
+pub mod url;
 mod worker;
 
-pub use load::run as run_load;
-pub use server::run as run_server;
+pub use load::{run as run_load, LoadInterval};
+pub use output::LoadReport;
+pub use server::{open as open_server, HttpServer, ServerInterval, ServerReport};
 pub use url::Url;
 
 /// How the server steers a new connection to a listener.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Locality {
     /// A classic BPF program picks the listener of the CPU that received the
     /// connection (SO_ATTACH_REUSEPORT_CBPF).
@@ -39,7 +43,8 @@ pub enum Locality {
 }
 
 /// The server threads' scheduling policy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Sched {
     /// SCHED_BATCH: woken server threads do not preempt the running thread,
     /// so work arrives and is answered in larger batches.
@@ -48,101 +53,140 @@ pub enum Sched {
     Normal,
 }
 
-/// Serve `/plaintext` and `/json` the TechEmpower way until stopped.
-#[derive(Debug, Clone, clap::Args)]
-pub struct ServerArgs {
-    /// Address and port to listen on (port 0: any free port). The first line
-    /// on stdout says which: `http-server: listening on ADDR:PORT ...`.
-    #[arg(long, value_name = "ADDR:PORT", value_parser = parse_bind)]
+/// What an http-server does. Build with [`ServerConfig::new`], adjust.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerConfig {
+    /// Address and port to listen on (port 0: any free port).
     pub bind: SocketAddr,
-    /// Event-loop threads, each with its own SO_REUSEPORT listener
-    /// (default: one per --pin CPU, else one per CPU this process may use).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    /// Event-loop threads, each with its own SO_REUSEPORT listener; `None`:
+    /// one per pinned CPU, else one per CPU this process may use.
     pub threads: Option<u32>,
-    /// Pin thread i to the i-th CPU of this list (e.g. 0-3), wrapping; the
-    /// listeners are created in this order.
-    #[arg(long, value_name = "CPUS")]
-    pub pin: Option<String>,
-    /// Connection steering: cbpf (default with --pin) or none (default
-    /// without). cbpf follows the CPU that handles a connection's first
-    /// packet; for unpinned clients on this host prefer none.
-    #[arg(long, value_enum)]
+    /// Thread i on the i-th CPU of this list, wrapping; the listeners are
+    /// created in this order. Empty: not pinned.
+    pub pin: Vec<u32>,
+    /// Connection steering; `None`: cbpf when pinned, else none.
     pub locality: Option<Locality>,
-    /// SO_BUSY_POLL microseconds on the listeners and connections (busy
-    /// polling also needs a NIC with NAPI; loopback has none).
-    #[arg(long, value_name = "USECS", value_parser = clap::value_parser!(u32).range(1..=i32::MAX as i64))]
+    /// SO_BUSY_POLL microseconds on the listeners and connections.
     pub busy_poll: Option<u32>,
-    /// epoll timeout in microseconds while traffic flows (default: 100
-    /// when busy polling can engage, with --busy-poll or
-    /// net.core.busy_poll; else 10000, since short waits then only add
-    /// timer wake-ups).
-    #[arg(long, value_name = "USECS", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    /// epoll timeout in microseconds while traffic flows; `None`: 100 when
+    /// busy polling can engage, else 10000.
     pub wait_us: Option<u32>,
-    /// Scheduling policy of the server threads.
-    #[arg(long, value_enum, default_value = "batch")]
     pub sched: Sched,
     /// Close connections idle this long.
-    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = crate::base::units::parse_duration)]
+    #[serde(with = "crate::bench::secs")]
     pub idle_timeout: Duration,
-    /// Stop after this long (e.g. 30, 30s, 5m); default: until Ctrl-C.
-    #[arg(long, value_name = "DURATION", value_parser = crate::base::units::parse_duration)]
+    /// How long to serve; `None`: until stopped.
+    #[serde(with = "crate::bench::secs::option")]
     pub duration: Option<Duration>,
-    /// Print the final report as JSON on stdout, after the listening line
-    /// (see docs/bench-http.md).
-    #[arg(long)]
-    pub json: bool,
+    /// Serve inside this named network namespace.
+    pub netns: Option<String>,
+    /// Join a port another program already serves, knowingly.
+    pub share_port: bool,
 }
 
-/// Load an HTTP/1.1 server over keep-alive connections, wrk style.
-#[derive(Debug, Clone, clap::Args)]
-pub struct LoadArgs {
-    /// What to request: http://HOST[:PORT]/PATH (https is not supported).
-    #[arg(value_name = "URL", value_parser = url::parse)]
+impl ServerConfig {
+    pub fn new(bind: SocketAddr) -> ServerConfig {
+        ServerConfig {
+            bind,
+            threads: None,
+            pin: Vec::new(),
+            locality: None,
+            busy_poll: None,
+            wait_us: None,
+            sched: Sched::Batch,
+            idle_timeout: Duration::from_secs(60),
+            duration: None,
+            netns: None,
+            share_port: false,
+        }
+    }
+
+    pub fn validate(&self) -> anyhow::Result<()> {
+        if let Some(n) = self.threads {
+            within("threads", u64::from(n), 1, 1024)?;
+        }
+        if let Some(us) = self.busy_poll {
+            within("busy-poll", u64::from(us), 1, i32::MAX as u64)?;
+        }
+        if let Some(us) = self.wait_us {
+            within("wait-us", u64::from(us), 1, 1_000_000)?;
+        }
+        Ok(())
+    }
+}
+
+/// What an http load run does. Build with [`LoadConfig::new`], adjust.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoadConfig {
+    /// What to request: http://HOST[:PORT]/PATH.
     pub url: Url,
     /// Threads, one event loop each.
-    #[arg(short = 't', long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub threads: u32,
     /// Keep-alive connections in all, spread evenly over the threads.
-    #[arg(short = 'c', long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub connections: u32,
-    /// How long statistics are collected (10, 10s, 1m), after the warm-up.
-    #[arg(short = 'd', long, value_name = "DURATION", default_value = "10s", value_parser = crate::base::units::parse_duration)]
+    /// How long statistics are collected, after the warm-up.
+    #[serde(with = "crate::bench::secs")]
     pub duration: Duration,
-    /// Warm-up before statistics start (0 = none).
-    #[arg(short = 'D', long, value_name = "DURATION", default_value = "0", value_parser = crate::base::units::parse_duration_or_zero)]
+    #[serde(with = "crate::bench::secs")]
     pub warmup: Duration,
-    /// Open loop: this many requests per second in all, scheduled per thread;
-    /// latency counts from each request's scheduled send time (corrected
-    /// for coordinated omission) and, separately, from its actual send.
-    #[arg(short = 'R', long, value_name = "RPS", value_parser = clap::value_parser!(u64).range(1..))]
+    /// Open loop: requests per second in all; `None`: closed loop.
     pub rate: Option<u64>,
-    /// Pin thread i to the i-th CPU this process may use (twrk's option).
-    #[arg(long, conflicts_with = "pin")]
-    pub pin_cpus: bool,
-    /// Pin thread i to the i-th CPU of this list (e.g. 1 or 0-3), wrapping.
-    #[arg(long, value_name = "CPUS")]
-    pub pin: Option<String>,
-    /// Requests in flight per connection (HTTP pipelining).
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    /// Thread i on the i-th CPU of this list, wrapping; empty: not pinned.
+    pub pin: Vec<u32>,
+    /// Requests in flight per connection.
     pub pipeline: u32,
-    /// Extra request header, e.g. -H 'Host: server.tld' (repeatable; a Host
-    /// given here replaces the URL's).
-    #[arg(short = 'H', long = "header", value_name = "NAME: VALUE", value_parser = parse_header)]
     pub headers: Vec<Header>,
-    /// A request without its response after this long counts as a timeout
-    /// error and its connection is reopened.
-    #[arg(short = 'T', long, value_name = "DURATION", default_value = "2s", value_parser = crate::base::units::parse_duration)]
+    /// A request without its response after this long is a timeout error.
+    #[serde(with = "crate::bench::secs")]
     pub timeout: Duration,
-    /// Accepted for wrk/twrk compatibility: the distribution is always printed.
-    #[arg(long, hide = true)]
-    pub latency: bool,
-    /// Print the report as JSON on stdout (see docs/bench-http.md).
-    #[arg(long)]
-    pub json: bool,
+    /// Load from inside this named network namespace.
+    pub netns: Option<String>,
+}
+
+impl LoadConfig {
+    pub fn new(url: Url) -> LoadConfig {
+        LoadConfig {
+            url,
+            threads: 2,
+            connections: 10,
+            duration: Duration::from_secs(10),
+            warmup: Duration::ZERO,
+            rate: None,
+            pin: Vec::new(),
+            pipeline: 1,
+            headers: Vec::new(),
+            timeout: Duration::from_secs(2),
+            netns: None,
+        }
+    }
+
+    pub fn validate(&self) -> anyhow::Result<()> {
+        within("threads", u64::from(self.threads), 1, 1024)?;
+        within("connections", u64::from(self.connections), 1, 1_000_000)?;
+        within("pipeline", u64::from(self.pipeline), 1, 1024)?;
+        if self.connections < self.threads {
+            anyhow::bail!(
+                "-c '{}' is less than -t '{}': every thread needs at least one connection; raise \
+                 -c or lower -t",
+                self.connections,
+                self.threads
+            );
+        }
+        if let Some(rate) = self.rate {
+            if rate < u64::from(self.threads) {
+                anyhow::bail!(
+                    "--rate '{rate}' is below -t '{}': each thread sends at least 1 request/s; \
+                     raise --rate or lower -t",
+                    self.threads
+                );
+            }
+        }
+        Ok(())
+    }
 }
 
 /// One `-H 'Name: value'` request header.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Header {
     pub name: String,
     pub value: String,
@@ -153,7 +197,7 @@ pub(crate) fn is_token(byte: u8) -> bool {
     byte.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&byte)
 }
 
-fn parse_header(text: &str) -> Result<Header, String> {
+pub fn parse_header(text: &str) -> Result<Header, String> {
     let Some((name, value)) = text.split_once(':') else {
         return Err(format!("'{text}' is not a header: give 'Name: value'"));
     };
@@ -193,7 +237,4 @@ mod tests {
         assert!(parse_header("Bad Name: x").is_err());
         assert!(parse_header("X-A: a\r\nX-B: b").is_err());
     }
-
-    #[test]
-    fn warmup_may_be_zero() {}
 }

@@ -3,14 +3,13 @@
 //! Min column and p99.99) or as JSON.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use super::LoadArgs;
+use super::LoadConfig;
+use crate::bench::harness::Ended;
 use crate::bench::latency::{Latency, LatencySummary};
-use crate::bench::ticking::Ended;
 
 /// Responses by status code, 100..=999.
 #[derive(Debug, Clone)]
@@ -51,7 +50,7 @@ impl StatusCounts {
 }
 
 /// Socket errors, all counted, never hidden.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SocketErrors {
     /// Connections refused, reset or not established within --timeout.
     pub connect: u64,
@@ -108,7 +107,7 @@ pub struct ThreadStats {
 }
 
 /// Latency percentiles plus wrk's "+/- Stdev" (share within one stdev).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LatencyReport {
     #[serde(flatten)]
     pub summary: LatencySummary,
@@ -130,7 +129,7 @@ impl LatencyReport {
 }
 
 /// Statistics of the per-thread Req/Sec samples.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SampleStats {
     pub samples: usize,
     pub mean: f64,
@@ -167,7 +166,7 @@ impl SampleStats {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ThreadLine {
     pub thread: usize,
     pub cpu: Option<u32>,
@@ -176,17 +175,18 @@ pub struct ThreadLine {
     pub bytes: u64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LoadReport {
-    pub command: &'static str,
+    pub command: String,
     pub url: String,
     pub threads: usize,
     pub connections: usize,
     pub pipeline: u32,
     /// "closed" or "open".
-    pub mode: &'static str,
+    pub mode: String,
     pub rate_rps: Option<u64>,
-    pub ended: &'static str,
+    /// `duration`, `interrupted` (the stop token) or `workers`.
+    pub ended: String,
     pub warmup_s: f64,
     /// The measured time, after the warm-up.
     pub duration_s: f64,
@@ -218,7 +218,7 @@ pub struct LoadReport {
 }
 
 pub fn build(
-    args: &LoadArgs,
+    args: &LoadConfig,
     ended: Ended,
     measured: Duration,
     results: Vec<ThreadStats>,
@@ -248,7 +248,7 @@ pub fn build(
     let ok: u64 = statuses.counts[100..200].iter().sum();
     let per_s = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
     LoadReport {
-        command: "http",
+        command: "http".to_string(),
         url: args.url.text.clone(),
         threads: results.len(),
         connections,
@@ -257,12 +257,10 @@ pub fn build(
             "open"
         } else {
             "closed"
-        },
+        }
+        .to_string(),
         rate_rps: args.rate,
-        ended: match ended {
-            Ended::Duration => "duration",
-            Ended::Interrupted => "interrupted",
-        },
+        ended: ended.name().to_string(),
         warmup_s: args.warmup.as_secs_f64(),
         duration_s: secs,
         requests,
@@ -298,7 +296,7 @@ pub fn build(
 }
 
 /// wrk's first lines, printed when the run starts.
-pub fn running_line(args: &LoadArgs) -> String {
+pub fn running_line(args: &LoadConfig) -> String {
     let mut line = format!(
         "Running {} test @ {}",
         format_seconds(args.duration),
@@ -332,10 +330,21 @@ fn format_seconds(d: Duration) -> String {
     }
 }
 
-pub fn print_text(r: &LoadReport) -> anyhow::Result<()> {
-    let mut out = std::io::stdout().lock();
-    write!(out, "{}", text(r))?;
-    Ok(())
+impl LoadReport {
+    /// Why this run measured nothing, if it did not: no response came.
+    pub fn problem(&self) -> Option<String> {
+        (self.requests == 0).then(|| {
+            format!(
+                "http measured nothing: no response from '{}' in {:.1} s ({} connect, {} read, {} \
+                 timeout errors); is the server up and answering?",
+                self.url,
+                self.duration_s,
+                self.errors.connect,
+                self.errors.read,
+                self.errors.timeout
+            )
+        })
+    }
 }
 
 /// The twrk-style report (after the "Running" lines).

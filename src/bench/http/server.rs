@@ -1,7 +1,7 @@
-//! `bench http-server`: one event loop per thread, each pinned to its CPU
-//! with its own SO_REUSEPORT listener. Listeners are created one after the
-//! other, each by its own thread once pinned, so listener i (the i-th in the
-//! kernel's reuseport group) belongs to the i-th thread of `--pin`.
+//! `http-server`: one event loop per thread, each pinned to its CPU with
+//! its own SO_REUSEPORT listener. Listeners are created one after the
+//! other, each on a thread pinned to its CPU, so listener i (the i-th in the
+//! kernel's reuseport group) belongs to the i-th thread of `pin`.
 //!
 //! Locality (`--locality cbpf`): a classic BPF program on the group returns
 //! the index of the listener that should take a new connection. With threads
@@ -13,29 +13,28 @@
 
 use std::net::{SocketAddr, TcpListener};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
-use std::sync::atomic::AtomicBool;
-use std::sync::{mpsc, Condvar, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context;
 use nix::errno::Errno;
 use nix::sys::socket::{
     self, sockopt, AddressFamily, Backlog, SockFlag, SockType, SockaddrStorage,
 };
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::event_loop::{
     EpollLoop, EventLoop, LoopOptions, ThreadCounts, BUSY_POLL_WAIT, LONG_WAIT,
 };
-use super::{Locality, Sched, ServerArgs};
+use super::{Locality, Sched, ServerConfig};
 use crate::base::{cpuset, Root};
+use crate::bench::harness::{self, Control, Placement, Timeline};
+use crate::bench::observe::Observer;
 use crate::bench::pin::{pin_current_thread, Pinning};
-use crate::bench::report::{self, LiveCounter, Progress};
-use crate::bench::stop::{self, Stop};
-use crate::bench::ticking::{self, Ended};
-use crate::error::Status;
+use crate::bench::port::{self, Transport};
+use crate::bench::report::{deltas, LiveCounter};
+use crate::bench::stop::Stop;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ThreadReport {
     pub thread: usize,
     pub cpu: Option<u32>,
@@ -44,14 +43,17 @@ pub struct ThreadReport {
     pub requests_per_s: f64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ServerReport {
-    pub command: &'static str,
+    pub command: String,
     pub bind: SocketAddr,
+    /// The network namespace it served in; `null`: nettune's own.
+    pub netns: Option<String>,
     pub threads: usize,
-    pub locality: &'static str,
+    pub locality: String,
     pub busy_poll_us: Option<u32>,
-    pub ended: &'static str,
+    /// `duration` or `interrupted` (the stop token).
+    pub ended: String,
     pub duration_s: f64,
     pub requests: u64,
     pub requests_per_s: f64,
@@ -60,238 +62,230 @@ pub struct ServerReport {
     pub per_thread: Vec<ThreadReport>,
 }
 
-pub fn run(args: &ServerArgs, stop: &Stop) -> anyhow::Result<Status> {
+impl ServerReport {
+    /// Why this run measured nothing, if it did not: no request came.
+    pub fn problem(&self) -> Option<String> {
+        (self.requests == 0).then(|| {
+            format!(
+                "http-server measured nothing: no request arrived at {} in {:.1} s; did a load \
+                 generator run (e.g. `nettune bench http http://{}/plaintext`)?",
+                self.bind, self.duration_s, self.bind
+            )
+        })
+    }
+}
+
+/// One second of the server's run: requests answered in it, per thread.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerInterval {
+    pub second: u64,
+    pub requests: u64,
+    pub per_thread: Vec<u64>,
+}
+
+/// An http-server with its listeners created (in CPU order), ready to
+/// [`run`](HttpServer::run).
+pub struct HttpServer {
+    config: ServerConfig,
+    bound: SocketAddr,
+    listeners: Vec<TcpListener>,
+    cpus: Vec<Option<u32>>,
+    pinning: Pinning,
+    locality: Locality,
+    wait: Duration,
+    warnings: Vec<String>,
+}
+
+/// Check the config and create one listener per thread, in thread order,
+/// each on a short-lived thread pinned to that thread's CPU, so the
+/// reuseport group's order is the CPU order the steering program assumes
+/// (inside the config's namespace); a port another program serves is
+/// refused unless `share_port`.
+pub fn open(config: ServerConfig) -> anyhow::Result<HttpServer> {
+    config.validate()?;
     let root = Root::live();
-    let pinning = Pinning::resolve(args.pin.as_deref(), &root)?;
-    let threads = match args.threads {
+    let pinning = Pinning::new(config.pin.clone(), &root)?;
+    let threads = match config.threads {
         Some(n) => n as usize,
         None if !pinning.cpus().is_empty() => pinning.cpus().len(),
         None => std::thread::available_parallelism().map_or(1, |n| n.get()),
     };
     let cpus: Vec<Option<u32>> = (0..threads).map(|i| pinning.cpu_for(i)).collect();
-    let locality = args.locality.unwrap_or(if pinning.cpus().is_empty() {
+    let locality = config.locality.unwrap_or(if pinning.cpus().is_empty() {
         Locality::None
     } else {
         Locality::Cbpf
     });
+    let mut warnings = Vec::new();
     let program = match locality {
         Locality::Cbpf => {
             let online = root
                 .parse("/sys/devices/system/cpu/online", cpuset::parse_list)
                 .unwrap_or_default();
-            for warning in locality_warnings(&cpus, &online) {
-                eprintln!("http-server: warning: {warning}");
-            }
+            warnings.extend(locality_warnings(&cpus, &online));
             Some(cbpf_program(&cpus)?)
         }
         Locality::None => None,
     };
-    let wait = match args.wait_us {
+    let wait = match config.wait_us {
         Some(us) => Duration::from_micros(u64::from(us)),
-        None if busy_polling(args.busy_poll, &root) => BUSY_POLL_WAIT,
+        None if busy_polling(config.busy_poll, &root) => BUSY_POLL_WAIT,
         None => LONG_WAIT,
     };
-    let options = LoopOptions {
-        busy_poll: args.busy_poll,
-        idle_timeout: args.idle_timeout,
+    let netns = config.netns.as_deref();
+    port_free(&config, netns)?;
+    let mut listeners: Vec<TcpListener> = Vec::with_capacity(threads);
+    for (i, cpu) in cpus.iter().copied().enumerate() {
+        let addr = match listeners.first() {
+            Some(first) => first
+                .local_addr()
+                .context("cannot read the bound address")?,
+            None => config.bind,
+        };
+        let busy_poll = config.busy_poll;
+        let listener = std::thread::scope(|s| {
+            s.spawn(move || -> anyhow::Result<TcpListener> {
+                if let Some(name) = netns {
+                    crate::bench::netns::enter_thread(name)?;
+                }
+                if let Some(cpu) = cpu {
+                    pin_current_thread(cpu)?;
+                }
+                open_listener(addr, busy_poll)
+            })
+            .join()
+            .unwrap_or_else(|_| Err(anyhow::anyhow!("a listener thread panicked")))
+        })
+        .with_context(|| format!("server thread {i}"))?;
+        listeners.push(listener);
+    }
+    let first = listeners
+        .first()
+        .ok_or_else(|| anyhow::anyhow!("no listener was created"))?;
+    if let Some(program) = &program {
+        attach_cbpf(first, program)?;
+    }
+    let bound = first
+        .local_addr()
+        .context("cannot read the bound address")?;
+    Ok(HttpServer {
+        config,
+        bound,
+        listeners,
+        cpus,
+        pinning,
+        locality,
         wait,
-    };
+        warnings,
+    })
+}
 
-    let stop_flag = AtomicBool::new(false);
-    let live: Vec<LiveCounter> = (0..threads).map(|_| LiveCounter::default()).collect();
-    let gate = Gate::default();
-    let mut progress = Progress::new(true);
+/// Refuse a port another program serves (in the server's namespace),
+/// unless the config says to share it.
+fn port_free(config: &ServerConfig, netns: Option<&str>) -> anyhow::Result<()> {
+    crate::bench::netns::within(netns, || {
+        port::ensure_unshared(config.bind, Transport::Tcp, config.share_port)
+            .with_context(|| format!("--bind '{}'", config.bind))
+    })
+}
 
-    let (bound, ended, elapsed, results) = std::thread::scope(|scope| {
-        let (stop_flag, gate) = (&stop_flag, &gate);
-        let mut handles = Vec::with_capacity(threads);
-        let mut bound: Option<SocketAddr> = None;
-        let mut group: Option<TcpListener> = None;
-        let mut failure: Option<anyhow::Error> = None;
-        // One thread at a time: each creates its listener once pinned, and
-        // the next starts only then, so the kernel's order is the CPU order.
-        for (i, cpu) in cpus.iter().copied().enumerate() {
-            let (tx, rx) = mpsc::sync_channel(1);
-            let addr = bound.unwrap_or(args.bind);
-            let live = &live[i];
-            handles.push(scope.spawn(move || {
-                serve_thread(
-                    cpu,
-                    addr,
-                    args.busy_poll,
-                    args.sched,
-                    options,
-                    tx,
-                    gate,
-                    stop_flag,
-                    live,
-                )
-            }));
-            match rx.recv() {
-                Ok(Ok((addr, dup))) => {
-                    bound.get_or_insert(addr);
-                    group.get_or_insert(dup);
-                }
-                Ok(Err(e)) => {
-                    failure = Some(e.context(format!("server thread {i}")));
-                    break;
-                }
-                Err(_) => {
-                    failure = Some(anyhow::anyhow!(
-                        "server thread {i} ended before creating its listener"
-                    ));
-                    break;
-                }
-            }
-        }
-        if failure.is_none() {
-            if let (Some(program), Some(group)) = (&program, &group) {
-                failure = attach_cbpf(group, program).err();
-            }
-        }
-        if let (None, Some(addr)) = (&failure, bound) {
-            let pin = if pinning.cpus().is_empty() {
-                "not pinned".to_string()
-            } else {
-                format!("CPUs {}", cpuset::format_list(pinning.cpus()))
-            };
-            println!(
-                "http-server: listening on {addr} ({threads} thread{}, {pin}, locality {}, \
-                 SO_BUSY_POLL {}, epoll wait {} us, {})",
+impl HttpServer {
+    /// The address it listens on (the port the kernel chose for 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.bound
+    }
+
+    /// Serve until the duration or `stop`.
+    pub fn run(
+        self,
+        stop: &Stop,
+        observer: &mut dyn Observer<ServerInterval>,
+    ) -> anyhow::Result<ServerReport> {
+        let config = &self.config;
+        let threads = self.listeners.len();
+        let pin = if self.pinning.cpus().is_empty() {
+            "not pinned".to_string()
+        } else {
+            format!("CPUs {}", cpuset::format_list(self.pinning.cpus()))
+        };
+        observer.ready(
+            Some(self.bound),
+            &format!(
+                "{threads} thread{}, {pin}, locality {}, SO_BUSY_POLL {}, epoll wait {} us, {}",
                 if threads == 1 { "" } else { "s" },
-                locality_name(locality),
-                args.busy_poll
+                locality_name(self.locality),
+                config
+                    .busy_poll
                     .map_or("off".to_string(), |us| format!("{us} us")),
-                wait.as_micros(),
-                match args.sched {
+                self.wait.as_micros(),
+                match config.sched {
                     Sched::Batch => "SCHED_BATCH",
                     Sched::Normal => "SCHED_OTHER",
                 },
-            );
+            ),
+        );
+        for warning in &self.warnings {
+            observer.warning(warning);
         }
-        gate.open(failure.is_none());
-        let start = Instant::now();
-        let (ended, elapsed) = if failure.is_none() {
-            let mut last = vec![0u64; threads];
-            let duration = args.duration.unwrap_or(Duration::MAX);
-            ticking::run_ticking(start, duration, stop_flag, stop, |second| {
-                let now: Vec<u64> = live.iter().map(|l| l.read().0).collect();
-                let per_thread: Vec<String> = now
-                    .iter()
-                    .zip(&last)
-                    .map(|(n, l)| (n - l).to_string())
-                    .collect();
-                let total: u64 = now.iter().zip(&last).map(|(n, l)| n - l).sum();
-                progress.show(&format!(
-                    "http-server {second} s: {total} req/s  threads: {}",
-                    per_thread.join(" ")
-                ));
-                last = now;
-            })
-        } else {
-            stop_flag.store(true, std::sync::atomic::Ordering::Relaxed);
-            (Ended::Interrupted, Duration::ZERO)
+        let options = LoopOptions {
+            busy_poll: config.busy_poll,
+            idle_timeout: config.idle_timeout,
+            wait: self.wait,
         };
-        let results: Vec<anyhow::Result<ThreadCounts>> = stop::join_all(handles, "server");
-        match failure {
-            Some(e) => Err(e),
-            None => Ok((bound, ended, elapsed, results)),
-        }
-    })?;
-    progress.clear();
-    let counts = results.into_iter().collect::<anyhow::Result<Vec<_>>>()?;
-    let bound = bound.ok_or_else(|| anyhow::anyhow!("no listener was created"))?;
-    let report = build_report(
-        bound,
-        locality,
-        args.busy_poll,
-        &cpus,
-        ended,
-        elapsed,
-        counts,
-    );
-    if args.json {
-        report::print_json(&report)?;
-    } else {
-        print_text(&report)?;
-    }
-    Ok(Status::Clean)
-}
-
-/// Holds the server threads between creating their listeners and serving,
-/// and tells them whether to serve at all (false: setup failed).
-#[derive(Default)]
-struct Gate {
-    state: Mutex<Option<bool>>,
-    changed: Condvar,
-}
-
-impl Gate {
-    fn open(&self, go: bool) {
-        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        *state = Some(go);
-        self.changed.notify_all();
-    }
-
-    fn wait(&self) -> bool {
-        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        loop {
-            if let Some(go) = *state {
-                return go;
-            }
-            state = self.changed.wait(state).unwrap_or_else(|p| p.into_inner());
-        }
+        let live: Vec<LiveCounter> = (0..threads).map(|_| LiveCounter::default()).collect();
+        let mut control = Meter {
+            live: &live,
+            last: vec![0; threads],
+            observer,
+        };
+        let tasks: Vec<(TcpListener, &LiveCounter)> =
+            self.listeners.into_iter().zip(&live).collect();
+        let timeline = Timeline {
+            warmup: Duration::ZERO,
+            duration: config.duration,
+        };
+        let sched = config.sched;
+        let done = harness::run(
+            tasks,
+            Placement::pinned(&self.pinning),
+            stop,
+            &timeline,
+            &mut control,
+            |_, (listener, live), phase| {
+                if sched == Sched::Batch {
+                    set_sched_batch()?;
+                }
+                EpollLoop::new(listener, options)?.run(phase, live)
+            },
+        )?;
+        Ok(build_report(
+            &self.config,
+            self.bound,
+            self.locality,
+            &self.cpus,
+            done.ended.name(),
+            done.elapsed,
+            done.results,
+        ))
     }
 }
 
-type Created = anyhow::Result<(SocketAddr, TcpListener)>;
+/// Requests per second per thread, from the workers' totals.
+struct Meter<'a> {
+    live: &'a [LiveCounter],
+    last: Vec<u64>,
+    observer: &'a mut dyn Observer<ServerInterval>,
+}
 
-/// One server thread: pin, create the listener, report it, wait for the
-/// gate, serve.
-#[allow(clippy::too_many_arguments)]
-fn serve_thread(
-    cpu: Option<u32>,
-    addr: SocketAddr,
-    busy_poll: Option<u32>,
-    sched: Sched,
-    options: LoopOptions,
-    created: mpsc::SyncSender<Created>,
-    gate: &Gate,
-    stop: &AtomicBool,
-    live: &LiveCounter,
-) -> anyhow::Result<ThreadCounts> {
-    let setup = || -> anyhow::Result<(TcpListener, SocketAddr, TcpListener)> {
-        if let Some(cpu) = cpu {
-            pin_current_thread(cpu)?;
-        }
-        let listener = open_listener(addr, busy_poll)?;
-        let local = listener
-            .local_addr()
-            .context("cannot read the listener's address")?;
-        let dup = listener
-            .try_clone()
-            .context("cannot duplicate the listener")?;
-        Ok((listener, local, dup))
-    };
-    let listener = match setup() {
-        Ok((listener, local, dup)) => {
-            // The receiver waits for this message; it cannot be gone.
-            let _ = created.send(Ok((local, dup)));
-            listener
-        }
-        Err(e) => {
-            let _ = created.send(Err(e));
-            return Ok(ThreadCounts::default());
-        }
-    };
-    if !gate.wait() {
-        return Ok(ThreadCounts::default());
+impl Control for Meter<'_> {
+    fn tick(&mut self, second: u64) {
+        let per_thread = deltas(self.live, &mut self.last);
+        self.observer.interval(&ServerInterval {
+            second,
+            requests: per_thread.iter().sum(),
+            per_thread,
+        });
     }
-    if sched == Sched::Batch {
-        set_sched_batch()?;
-    }
-    let mut engine = EpollLoop::new(listener, options)?;
-    engine.run(stop, live)
 }
 
 /// SCHED_BATCH for the calling thread: a woken thread no longer preempts
@@ -496,11 +490,11 @@ fn attach_cbpf(group: &TcpListener, program: &[libc::sock_filter]) -> anyhow::Re
 }
 
 fn build_report(
+    config: &ServerConfig,
     bind: SocketAddr,
     locality: Locality,
-    busy_poll: Option<u32>,
     cpus: &[Option<u32>],
-    ended: Ended,
+    ended: &str,
     elapsed: Duration,
     counts: Vec<ThreadCounts>,
 ) -> ServerReport {
@@ -518,15 +512,13 @@ fn build_report(
         .collect();
     let requests = per_thread.iter().map(|t| t.counts.requests).sum();
     ServerReport {
-        command: "http-server",
+        command: "http-server".to_string(),
         bind,
+        netns: config.netns.clone(),
         threads: per_thread.len(),
-        locality: locality_name(locality),
-        busy_poll_us: busy_poll,
-        ended: match ended {
-            Ended::Duration => "duration",
-            Ended::Interrupted => "interrupted",
-        },
+        locality: locality_name(locality).to_string(),
+        busy_poll_us: config.busy_poll,
+        ended: ended.to_string(),
         duration_s: secs,
         requests,
         requests_per_s: rate(requests),
@@ -536,10 +528,11 @@ fn build_report(
     }
 }
 
-fn print_text(r: &ServerReport) -> anyhow::Result<()> {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    writeln!(
+/// The server's final report as text.
+pub fn text(r: &ServerReport) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let _ = writeln!(
         out,
         "http-server: {} requests in {:.2}s ({:.2} req/s), {} connections, {} refused{}",
         r.requests,
@@ -548,16 +541,16 @@ fn print_text(r: &ServerReport) -> anyhow::Result<()> {
         r.connections,
         r.refused,
         if r.ended == "interrupted" {
-            "; stopped by Ctrl-C"
+            "; stopped early"
         } else {
             ""
         }
-    )?;
+    );
     for t in &r.per_thread {
         let cpu = t
             .cpu
             .map_or("not pinned".to_string(), |c| format!("CPU {c}"));
-        writeln!(
+        let _ = writeln!(
             out,
             "thread {:<2} ({cpu}): {} requests ({:.2} req/s), {} connections, {} idle closed",
             t.thread,
@@ -565,9 +558,9 @@ fn print_text(r: &ServerReport) -> anyhow::Result<()> {
             t.requests_per_s,
             t.counts.connections,
             t.counts.idle_closed
-        )?;
+        );
     }
-    Ok(())
+    out
 }
 
 #[cfg(test)]

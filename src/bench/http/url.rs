@@ -36,6 +36,20 @@ impl Url {
     }
 }
 
+/// A URL is its text in configs and reports.
+impl serde::Serialize for Url {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.text)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Url {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Url, D::Error> {
+        let text = String::deserialize(d)?;
+        parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
 /// Parse an `http://` URL; say plainly what is wrong (https is refused).
 pub fn parse(text: &str) -> Result<Url, String> {
     let trimmed = text.trim();

@@ -6,7 +6,6 @@ use std::collections::VecDeque;
 use std::io;
 use std::net::{SocketAddr, TcpStream};
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -20,7 +19,6 @@ use super::output::ThreadStats;
 use super::response::{Completed, ResponseReader};
 use crate::bench::event::{Epoll, Interest, Ready};
 use crate::bench::latency::Latency;
-use crate::bench::pin::pin_current_thread;
 use crate::bench::report::LiveCounter;
 
 /// Longest epoll wait: the stop flag and housekeeping are looked at least
@@ -99,9 +97,6 @@ pub(super) struct Worker<'a> {
 
 impl<'a> Worker<'a> {
     pub(super) fn new(shared: &'a Shared<'a>, plan: Plan) -> anyhow::Result<Worker<'a>> {
-        if let Some(cpu) = plan.cpu {
-            pin_current_thread(cpu)?;
-        }
         if plan.rate.is_some() {
             precise_timers();
         }
@@ -151,7 +146,7 @@ impl<'a> Worker<'a> {
         }
         let mut ready: Vec<Ready> = Vec::with_capacity(256);
         let mut next_housekeeping = now + HOUSEKEEPING;
-        while !self.shared.stop.load(Ordering::Relaxed) {
+        while !self.shared.phase.stopped() {
             let now = Instant::now();
             self.dispatch_due(now);
             if now >= next_housekeeping {
@@ -256,7 +251,7 @@ impl<'a> Worker<'a> {
         conn.phase = Phase::Down {
             retry_at: now + backoff,
         };
-        if backoff.is_zero() && !self.shared.stop.load(Ordering::Relaxed) {
+        if backoff.is_zero() && !self.shared.phase.stopped() {
             self.connect(i, now);
         }
     }
@@ -476,7 +471,7 @@ impl<'a> Worker<'a> {
         }
         if self.schedule.is_some() {
             self.make_free(i);
-        } else if !self.shared.stop.load(Ordering::Relaxed) {
+        } else if !self.shared.phase.stopped() {
             for _ in 0..self.completed.len() {
                 self.queue(i, now, now);
             }

@@ -21,7 +21,7 @@ use super::{ClientConfig, Proto};
 use crate::base::Root;
 use crate::bench::cpu::CpuUsage;
 use crate::bench::event::{Epoll, Interest};
-use crate::bench::harness::{self, Timeline};
+use crate::bench::harness::{self, Placement, Timeline};
 use crate::bench::latency::{Latency, LatencySummary};
 use crate::bench::netns;
 use crate::bench::observe::Observer;
@@ -151,7 +151,7 @@ pub fn run(
     };
     let done = harness::run(
         tasks,
-        &pinning,
+        Placement::pinned(&pinning),
         stop,
         &timeline,
         &mut control,

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::base::Root;
 use crate::bench::harness::Control;
 use crate::bench::observe::Observer;
-use crate::bench::report::LiveCounter;
+use crate::bench::report::{deltas, LiveCounter};
 use crate::host::{stat, CpuTime};
 
 /// With a warm-up, how long to wait for the first transaction at most.
@@ -92,13 +92,7 @@ impl Control for RrControl<'_> {
     }
 
     fn tick(&mut self, second: u64) {
-        let now: Vec<u64> = self.live.iter().map(|l| l.read().0).collect();
-        let per_thread: Vec<u64> = now
-            .iter()
-            .zip(&self.last)
-            .map(|(n, l)| n.saturating_sub(*l))
-            .collect();
-        self.last = now;
+        let per_thread = deltas(self.live, &mut self.last);
         let interval = Interval {
             second,
             transactions: per_thread.iter().sum(),

@@ -17,6 +17,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::bench::within;
+
 pub mod client;
 mod conn;
 mod engine;
@@ -209,13 +211,6 @@ impl ClientConfig {
     pub fn threads_used(&self) -> usize {
         (self.threads as usize).min(self.instances as usize)
     }
-}
-
-fn within(name: &str, value: u64, lo: u64, hi: u64) -> anyhow::Result<()> {
-    if !(lo..=hi).contains(&value) {
-        anyhow::bail!("--{name} '{value}' is out of range: give {lo} to {hi}");
-    }
-    Ok(())
 }
 
 #[cfg(test)]

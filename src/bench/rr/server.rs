@@ -16,7 +16,7 @@ use super::wire::{Hello, HELLO_LEN};
 use super::ServerConfig;
 use crate::base::Root;
 use crate::bench::event::{Epoll, Interest, Ready};
-use crate::bench::harness::{self, Control, Phase, Timeline};
+use crate::bench::harness::{self, Control, Phase, Placement, Timeline};
 use crate::bench::netns;
 use crate::bench::observe::Observer;
 use crate::bench::pin::Pinning;
@@ -173,7 +173,7 @@ impl RrServer {
         let pinning = &self.pinning;
         let done = harness::run(
             self.sockets,
-            pinning,
+            Placement::pinned(pinning),
             stop,
             &timeline,
             &mut Quiet,

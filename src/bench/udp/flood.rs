@@ -22,7 +22,7 @@ use super::mmsg::{self, Batch};
 use super::wire::Header;
 use super::{FloodConfig, Interval};
 use crate::base::Root;
-use crate::bench::harness::{self, Control, Phase, Timeline};
+use crate::bench::harness::{self, Control, Phase, Placement, Timeline};
 use crate::bench::netns;
 use crate::bench::observe::Observer;
 use crate::bench::pin::Pinning;
@@ -202,7 +202,7 @@ pub fn run(
         .collect();
     let done = harness::run(
         tasks,
-        &pinning,
+        Placement::pinned(&pinning),
         stop,
         &Timeline::measured(config.duration),
         &mut control,

@@ -18,6 +18,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::bench::within;
+
 mod flood;
 mod flows;
 mod mmsg;
@@ -83,10 +85,15 @@ impl SinkConfig {
 
     /// Check every value once, before anything is opened.
     pub fn validate(&self) -> anyhow::Result<()> {
-        within("threads", self.threads, 1, MAX_THREADS)?;
-        within("batch", self.batch, 1, MAX_BATCH)?;
+        within(
+            "threads",
+            u64::from(self.threads),
+            1,
+            u64::from(MAX_THREADS),
+        )?;
+        within("batch", u64::from(self.batch), 1, u64::from(MAX_BATCH))?;
         if let Some(bytes) = self.rcvbuf {
-            within("rcvbuf", bytes, 1, i32::MAX as u32)?;
+            within("rcvbuf", u64::from(bytes), 1, u64::from(i32::MAX as u32))?;
         }
         Ok(())
     }
@@ -140,9 +147,14 @@ impl FloodConfig {
         if let Some(zero) = self.to.iter().find(|a| a.port() == 0) {
             anyhow::bail!("--to '{zero}' has port 0, which nothing can listen on; give the port the sink printed");
         }
-        within("threads", self.threads, 1, MAX_THREADS)?;
-        within("batch", self.batch, 1, MAX_BATCH)?;
-        within("flows", self.flows, 1, MAX_FLOWS)?;
+        within(
+            "threads",
+            u64::from(self.threads),
+            1,
+            u64::from(MAX_THREADS),
+        )?;
+        within("batch", u64::from(self.batch), 1, u64::from(MAX_BATCH))?;
+        within("flows", u64::from(self.flows), 1, u64::from(MAX_FLOWS))?;
         check_size(self.size)?;
         let sockets = u64::from(self.threads) * u64::from(self.flows);
         if sockets < self.to.len() as u64 {
@@ -173,14 +185,6 @@ impl FloodConfig {
         }
         Ok(())
     }
-}
-
-/// `value` of `name` must lie in `lo..=hi`.
-fn within(name: &str, value: u32, lo: u32, hi: u32) -> anyhow::Result<()> {
-    if !(lo..=hi).contains(&value) {
-        anyhow::bail!("--{name} '{value}' is out of range: give {lo} to {hi}");
-    }
-    Ok(())
 }
 
 /// A packet size between the sequence header and the datagram limit.

@@ -20,7 +20,7 @@ use super::mmsg::Batch;
 use super::{Interval, SinkConfig};
 use crate::base::counter::{delta, Width};
 use crate::base::Root;
-use crate::bench::harness::{self, Control, Phase, Timeline};
+use crate::bench::harness::{self, Control, Phase, Placement, Timeline};
 use crate::bench::netns::{self, THREAD_NET};
 use crate::bench::observe::Observer;
 use crate::bench::pin::Pinning;
@@ -215,7 +215,7 @@ impl Sink {
         let pinning = &self.pinning;
         let done = harness::run(
             tasks,
-            pinning,
+            Placement::pinned(pinning),
             stop,
             &timeline,
             &mut control,

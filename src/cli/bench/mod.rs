@@ -2,16 +2,17 @@
 //! into the stop token, reports into text or JSON. The engines themselves
 //! (`crate::bench`) neither print nor exit.
 
+mod http;
 mod rr;
 mod udp;
 
 use std::time::Duration;
 
 use crate::base::Root;
-use crate::bench::http;
 use crate::bench::report::{print_line, Progress};
 use crate::error::{Failed, Status};
 
+pub use http::{LoadArgs as HttpArgs, ServerArgs as HttpServerArgs};
 pub use rr::{ClientArgs as RrArgs, ServerArgs as RrServerArgs};
 pub use udp::{FloodArgs, SinkArgs};
 
@@ -33,10 +34,10 @@ pub enum BenchCommand {
     /// Serve TechEmpower's /plaintext and /json over HTTP/1.1 keep-alive:
     /// one pinned event loop per CPU, SO_REUSEPORT listeners in CPU order,
     /// CBPF locality.
-    HttpServer(http::ServerArgs),
+    HttpServer(HttpServerArgs),
     /// Load an HTTP server wrk style (closed loop, or open loop at --rate
     /// with latency corrected for coordinated omission).
-    Http(http::LoadArgs),
+    Http(HttpArgs),
 }
 
 pub fn run(cmd: BenchCommand) -> anyhow::Result<Status> {
@@ -46,8 +47,8 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<Status> {
         BenchCommand::UdpFlood(args) => udp::flood(&args, &stop),
         BenchCommand::RrServer(args) => rr::server(&args, &stop),
         BenchCommand::Rr(args) => rr::client(&args, &stop),
-        BenchCommand::HttpServer(args) => http::run_server(&args, &stop),
-        BenchCommand::Http(args) => http::run_load(&args, &stop),
+        BenchCommand::HttpServer(args) => http::server(&args, &stop),
+        BenchCommand::Http(args) => http::load(&args, &stop),
     }
 }
 
