@@ -15,8 +15,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::plan::{PlanOptions, Profile, Target};
 
-/// Bumped when a field changes meaning or is removed.
-pub const JOURNAL_VERSION: u32 = 1;
+/// The journal format this nettune writes. Bumped when a field changes
+/// meaning or is removed. Version 2 added the namespace's identity, the
+/// boot id, IRQ names and forgotten states; version 1 journals are read
+/// with those empty.
+pub const JOURNAL_VERSION: u32 = 2;
+/// The oldest format this nettune still reads.
+const OLDEST_VERSION: u32 = 1;
 
 /// The state directory of the live host.
 pub const DEFAULT_STATE_DIR: &str = "/var/lib/nettune";
@@ -32,6 +37,9 @@ pub enum StateStatus {
     Failed,
     /// `nettune rollback` restored it.
     RolledBack,
+    /// `nettune rollback --forget` dropped it without restoring anything
+    /// (it could no longer be undone).
+    Forgotten,
 }
 
 impl StateStatus {
@@ -41,6 +49,7 @@ impl StateStatus {
             StateStatus::Complete => "applied",
             StateStatus::Failed => "failed, restored",
             StateStatus::RolledBack => "rolled back",
+            StateStatus::Forgotten => "forgotten",
         }
     }
 
@@ -72,6 +81,10 @@ pub struct Entry {
     /// The value read just before apply, exactly (a file's whole text).
     pub original: String,
     pub outcome: Outcome,
+    /// For an IRQ's affinity: the IRQ's name in /proc/interrupts
+    /// (`eth0-TxRx-3`), which survives a reboot when its number does not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub irq_name: Option<String>,
 }
 
 /// A file `--persist` wrote under /etc, and what was there before.
@@ -96,6 +109,13 @@ pub struct Journal {
     /// The `--root` tree, absolute; `None` for the live host.
     pub root: Option<String>,
     pub netns: Option<String>,
+    /// The namespace's identity (its nsfs inode) when applied: a namespace
+    /// created again under the same name is another one.
+    #[serde(default)]
+    pub netns_inode: Option<u64>,
+    /// The boot the state was applied in (live and namespace states).
+    #[serde(default)]
+    pub boot_id: Option<String>,
     pub status: StateStatus,
     pub changes: Vec<Entry>,
     pub persist: Vec<PersistFile>,
@@ -104,15 +124,58 @@ pub struct Journal {
     /// Why the apply failed, for `Failed`.
     pub failure: Option<String>,
     pub rolled_back_at: Option<String>,
+    /// When `rollback --forget` dropped it.
+    #[serde(default)]
+    pub forgotten_at: Option<String>,
 }
 
 impl Journal {
-    /// Changes that were (or may have been) made.
+    /// Changes that were (or may have been) made: written and read back,
+    /// or, in a journal of an apply that was killed, possibly written.
+    /// Changes the kernel refused never count.
     pub fn change_count(&self) -> usize {
         self.changes
             .iter()
-            .filter(|e| !matches!(e.outcome, Outcome::Refused(_)))
+            .filter(|e| match e.outcome {
+                Outcome::Changed => true,
+                Outcome::Pending => self.status == StateStatus::Applying,
+                Outcome::Refused(_) => false,
+            })
             .count()
+    }
+
+    /// Changes the kernel refused (left alone).
+    pub fn refused_count(&self) -> usize {
+        self.changes
+            .iter()
+            .filter(|e| matches!(e.outcome, Outcome::Refused(_)))
+            .count()
+    }
+}
+
+/// A state file this nettune cannot read (written by a newer nettune, or
+/// damaged): listed, never misread, and it does not hide the others.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unreadable {
+    pub id: Option<u32>,
+    pub path: PathBuf,
+    pub error: String,
+}
+
+/// Every state of a state directory.
+#[derive(Debug, Clone, Default)]
+pub struct Listing {
+    /// Readable states, oldest first.
+    pub journals: Vec<Journal>,
+    pub unreadable: Vec<Unreadable>,
+}
+
+impl Listing {
+    /// The highest id in use, readable or not.
+    pub fn last_id(&self) -> u32 {
+        let readable = self.journals.iter().map(|j| j.id);
+        let unreadable = self.unreadable.iter().filter_map(|u| u.id);
+        readable.chain(unreadable).max().unwrap_or(0)
     }
 }
 
@@ -162,45 +225,41 @@ impl StateDir {
         self.dir.join(format!("state-{id:04}.json"))
     }
 
-    /// Every state, oldest first. A missing directory has none.
-    pub fn list(&self) -> anyhow::Result<Vec<Journal>> {
+    /// Every state, oldest first. A missing directory has none. A file that
+    /// cannot be read is listed as unreadable with the reason.
+    pub fn list(&self) -> anyhow::Result<Listing> {
         let entries = match fs::read_dir(&self.dir) {
             Ok(entries) => entries,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Listing::default()),
             Err(e) => return Err(e).with_context(|| format!("cannot list {}", self.dir.display())),
         };
-        let mut journals = Vec::new();
+        let mut listing = Listing::default();
         for entry in entries {
             let entry = entry.with_context(|| format!("cannot list {}", self.dir.display()))?;
             let name = entry.file_name().to_string_lossy().into_owned();
-            if !(name.starts_with("state-") && name.ends_with(".json")) {
+            let Some(id) = name
+                .strip_prefix("state-")
+                .and_then(|rest| rest.strip_suffix(".json"))
+            else {
                 continue;
-            }
+            };
             let path = entry.path();
-            let text = fs::read_to_string(&path)
-                .with_context(|| format!("cannot read {}", path.display()))?;
-            let journal: Journal = serde_json::from_str(&text).map_err(|e| {
-                anyhow::anyhow!(
-                    "{} is not a nettune journal: {e}; move it out of {}",
-                    path.display(),
-                    self.dir.display()
-                )
-            })?;
-            if journal.schema_version != JOURNAL_VERSION {
-                anyhow::bail!(
-                    "{} has schema_version '{}', this nettune reads {JOURNAL_VERSION}",
-                    path.display(),
-                    journal.schema_version
-                );
+            match read_journal(&path) {
+                Ok(journal) => listing.journals.push(journal),
+                Err(error) => listing.unreadable.push(Unreadable {
+                    id: id.parse().ok(),
+                    path,
+                    error,
+                }),
             }
-            journals.push(journal);
         }
-        journals.sort_by_key(|j| j.id);
-        Ok(journals)
+        listing.journals.sort_by_key(|j| j.id);
+        listing.unreadable.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(listing)
     }
 
     pub fn next_id(&self) -> anyhow::Result<u32> {
-        Ok(self.list()?.last().map_or(1, |j| j.id + 1))
+        Ok(self.list()?.last_id() + 1)
     }
 
     /// Remove a state that changed nothing (every change refused).
@@ -226,6 +285,33 @@ impl StateDir {
         write().with_context(|| format!("cannot write the journal {}", path.display()))?;
         sync_dir(&self.dir)
     }
+}
+
+/// Read one journal, checking its format version before anything else: a
+/// journal of a newer format is an error naming both versions, never a
+/// misread of fields whose meaning changed.
+fn read_journal(path: &Path) -> Result<Journal, String> {
+    #[derive(Deserialize)]
+    struct Version {
+        schema_version: Option<u32>,
+    }
+    let text = fs::read_to_string(path).map_err(|e| format!("cannot read it: {e}"))?;
+    let version = serde_json::from_str::<Version>(&text)
+        .map_err(|e| format!("not a nettune journal: {e}"))?
+        .schema_version
+        .ok_or_else(|| "not a nettune journal: no schema_version".to_string())?;
+    if version > JOURNAL_VERSION {
+        return Err(format!(
+            "written by a newer nettune (journal version {version}; this nettune reads versions \
+             {OLDEST_VERSION} to {JOURNAL_VERSION}): use that nettune, or upgrade this one"
+        ));
+    }
+    if version < OLDEST_VERSION {
+        return Err(format!(
+            "journal version {version} is not one nettune ever wrote"
+        ));
+    }
+    serde_json::from_str(&text).map_err(|e| format!("not a nettune journal: {e}"))
 }
 
 fn sync_dir(dir: &Path) -> anyhow::Result<()> {
@@ -285,6 +371,8 @@ mod tests {
             options: PlanOptions::new(Profile::Pps),
             root: None,
             netns: None,
+            netns_inode: None,
+            boot_id: None,
             status: StateStatus::Applying,
             changes: vec![Entry {
                 target: Target::sysctl("net.core.rmem_max"),
@@ -293,11 +381,13 @@ mod tests {
                 reason: "test".to_string(),
                 original: "212992\n".to_string(),
                 outcome: Outcome::Pending,
+                irq_name: None,
             }],
             persist: Vec::new(),
             created_dirs: Vec::new(),
             failure: None,
             rolled_back_at: None,
+            forgotten_at: None,
         }
     }
 
@@ -310,13 +400,19 @@ mod tests {
         for id in [2, 1, 10] {
             state.save(&journal(id)).expect("save");
         }
-        let ids: Vec<u32> = state.list().expect("list").iter().map(|j| j.id).collect();
+        let ids: Vec<u32> = state
+            .list()
+            .expect("list")
+            .journals
+            .iter()
+            .map(|j| j.id)
+            .collect();
         assert_eq!(ids, [1, 2, 10]);
         assert_eq!(state.next_id().expect("id"), 11);
         let mut done = journal(2);
         done.status = StateStatus::Complete;
         state.save(&done).expect("rewrite");
-        assert_eq!(state.list().expect("list")[1], done);
+        assert_eq!(state.list().expect("list").journals[1], done);
         // No temporary files are left behind.
         let names: Vec<String> = fs::read_dir(state.path())
             .expect("dir")
@@ -335,12 +431,59 @@ mod tests {
     }
 
     #[test]
-    fn garbage_in_the_state_dir_is_named() {
+    fn garbage_in_the_state_dir_is_listed_not_fatal() {
         let dir = tempfile::tempdir().expect("tempdir");
+        let state = StateDir::new(dir.path().to_path_buf());
         fs::write(dir.path().join("state-0001.json"), "{").expect("write");
-        let err = StateDir::new(dir.path().to_path_buf())
+        state.save(&journal(2)).expect("save");
+        let listing = state.list().expect("list");
+        assert_eq!(listing.journals.len(), 1);
+        assert_eq!(listing.unreadable.len(), 1);
+        assert!(listing.unreadable[0].path.ends_with("state-0001.json"));
+        assert!(listing.unreadable[0]
+            .error
+            .contains("not a nettune journal"));
+        assert_eq!(state.next_id().expect("id"), 3);
+    }
+
+    #[test]
+    fn a_journal_of_a_newer_format_is_named_and_never_misread() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let state = StateDir::new(dir.path().to_path_buf());
+        let mut newer = serde_json::to_value(journal(4)).expect("json");
+        newer["schema_version"] = serde_json::json!(JOURNAL_VERSION + 1);
+        // A field whose meaning this version does not know.
+        newer["changes"] = serde_json::json!("moved elsewhere");
+        fs::write(dir.path().join("state-0004.json"), newer.to_string()).expect("write");
+        state.save(&journal(1)).expect("save");
+        let listing = state.list().expect("list");
+        assert_eq!(listing.journals.len(), 1);
+        let bad = &listing.unreadable[0];
+        assert_eq!(bad.id, Some(4));
+        assert!(bad.error.contains("newer nettune"), "{}", bad.error);
+        assert!(
+            bad.error
+                .contains(&format!("version {}", JOURNAL_VERSION + 1)),
+            "{}",
+            bad.error
+        );
+        // Its id stays taken.
+        assert_eq!(state.next_id().expect("id"), 5);
+    }
+
+    #[test]
+    fn version_1_journals_are_still_read() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut old = serde_json::to_value(journal(1)).expect("json");
+        old["schema_version"] = serde_json::json!(1);
+        for field in ["netns_inode", "boot_id", "forgotten_at"] {
+            old.as_object_mut().expect("object").remove(field);
+        }
+        fs::write(dir.path().join("state-0001.json"), old.to_string()).expect("write");
+        let listing = StateDir::new(dir.path().to_path_buf())
             .list()
-            .expect_err("garbage");
-        assert!(err.to_string().contains("state-0001.json"), "{err}");
+            .expect("list");
+        assert_eq!(listing.journals.len(), 1, "{:?}", listing.unreadable);
+        assert_eq!(listing.journals[0].boot_id, None);
     }
 }

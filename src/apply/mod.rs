@@ -1,22 +1,302 @@
-//! `nettune apply`, `rollback` and `history`: make a plan's changes with a
-//! journal of the original values, undo them exactly, list what was done.
+//! Apply a plan with a journal of the original values, undo it exactly,
+//! list and check what was done. Library functions that take plain inputs
+//! and return what happened; they never print (the command line does).
 //!
-//! Apply: compute the plan; read every target's current value; write the
-//! journal and sync it BEFORE the first change; make the changes one by one,
-//! reading each back; on a failure restore everything changed so far (in
-//! reverse) and exit with an error naming the change. A write the kernel
-//! refuses for what it is (a managed IRQ, a qdisc kind it lacks, a driver
-//! without the operation) changes nothing and is reported as left alone:
+//! Apply: read every target's current value; write the journal and sync it
+//! BEFORE the first change; make the changes one by one, reading each back;
+//! on a failure restore everything changed so far (in reverse) and return
+//! an error naming the change. A write the kernel refuses for what it is (a
+//! managed IRQ, a qdisc kind it lacks, a driver without the operation)
+//! changes nothing and is recorded as refused, never counted as applied:
 //! these are only discovered when written, as no file tells them in advance.
 
+pub mod drift;
 pub mod journal;
 pub mod persist;
+pub mod place;
 mod target;
 
-pub use journal::{Entry, Journal, Outcome, StateDir, StateStatus, DEFAULT_STATE_DIR};
+use std::path::Path;
+
+use anyhow::Context as _;
+
+pub use drift::{drift, Drift};
+pub use journal::{
+    Entry, Journal, Listing, Outcome, StateDir, StateStatus, Unreadable, DEFAULT_STATE_DIR,
+};
 pub use target::{Backend, WriteError};
 
+use crate::base::Root;
 use crate::plan::compare::same_value;
+use crate::plan::{Plan, PlanOptions, Target};
+
+/// What to apply, and where.
+pub struct Request<'a> {
+    pub plan: &'a Plan,
+    pub options: &'a PlanOptions,
+    /// The `--root` tree (absolute), or `None` for the live host.
+    pub root: Option<&'a Path>,
+    /// The network namespace the caller has entered, by name.
+    pub netns: Option<&'a str>,
+    /// Also write the files that make the settings survive a reboot.
+    pub persist: bool,
+    /// irqbalance runs on this host: it would undo IRQ affinity.
+    pub irqbalance_running: bool,
+    /// Apply IRQ affinity changes even so.
+    pub allow_irqbalance: bool,
+}
+
+/// How an apply ended (errors aside).
+#[derive(Debug)]
+pub enum Applied {
+    /// Every planned value already holds: no journal was written.
+    Nothing,
+    /// The kernel refused every change: nothing was changed, no state kept.
+    AllRefused(Journal),
+    /// Changes were made: the state's journal (refusals inside).
+    Done(Journal),
+}
+
+/// Test hook (debug builds only, so it cannot exist in a release build):
+/// kill the process with SIGKILL after this many changes, to test rollback
+/// after an interrupted apply.
+#[cfg(debug_assertions)]
+const KILL_AFTER_ENV: &str = "NETTUNE_TEST_KILL_AFTER";
+
+/// Apply `req.plan` through `backend`, journaled in `state` (whose lock the
+/// caller holds).
+pub fn apply(state: &StateDir, backend: &Backend, req: &Request) -> anyhow::Result<Applied> {
+    refuse_irq_changes_under_irqbalance(req)?;
+    refuse_after_an_interrupted_apply(state, req)?;
+    let changes = originals(backend, req.plan)?;
+    if changes.is_empty() {
+        return Ok(Applied::Nothing);
+    }
+    let mut journal = Journal {
+        schema_version: journal::JOURNAL_VERSION,
+        id: state.next_id()?,
+        time: journal::now_utc(),
+        profile: req.options.profile,
+        options: req.options.clone(),
+        root: req.root.map(|r| r.display().to_string()),
+        netns: req.netns.map(str::to_string),
+        netns_inode: req.netns.and_then(place::netns_inode),
+        boot_id: if req.root.is_none() {
+            place::boot_id()
+        } else {
+            None
+        },
+        status: StateStatus::Applying,
+        changes,
+        persist: Vec::new(),
+        created_dirs: Vec::new(),
+        failure: None,
+        rolled_back_at: None,
+        forgotten_at: None,
+    };
+    state.save(&journal)?;
+    write_changes(state, backend, &mut journal)?;
+    if journal.change_count() == 0 {
+        // The kernel refused every change: nothing to undo, no state.
+        state.remove(journal.id)?;
+        return Ok(Applied::AllRefused(journal));
+    }
+    if req.persist {
+        persist_or_undo(state, backend, &mut journal)?;
+    }
+    journal.status = StateStatus::Complete;
+    state.save(&journal)?;
+    Ok(Applied::Done(journal))
+}
+
+/// irqbalance rewrites IRQ affinity within seconds: refuse to set it while
+/// irqbalance runs unless asked to, saying how to stop it or ban the IRQs.
+fn refuse_irq_changes_under_irqbalance(req: &Request) -> anyhow::Result<()> {
+    if !req.irqbalance_running || req.allow_irqbalance {
+        return Ok(());
+    }
+    let irqs: Vec<u32> = req
+        .plan
+        .changes
+        .iter()
+        .filter_map(|c| c.target.irq())
+        .collect();
+    if irqs.is_empty() {
+        return Ok(());
+    }
+    let list: Vec<String> = irqs.iter().map(ToString::to_string).collect();
+    anyhow::bail!(
+        "irqbalance is running and would undo the IRQ affinity of IRQs {} within seconds; \
+         stop it (`systemctl stop irqbalance`), or ban these IRQs or their CPUs in its \
+         configuration (IRQBALANCE_BANNED_CPULIST in /etc/default/irqbalance or \
+         /etc/sysconfig/irqbalance, or --banirq={} for each), then apply again; or pass \
+         --allow-irqbalance to apply anyway; nothing was changed",
+        list.join(","),
+        irqs[0]
+    )
+}
+
+/// A killed apply of the same place must be rolled back first: its
+/// journal holds the only record of the originals it may have changed.
+fn refuse_after_an_interrupted_apply(state: &StateDir, req: &Request) -> anyhow::Result<()> {
+    let listing = state.list()?;
+    let here = |j: &Journal| {
+        j.root.as_deref() == req.root.and_then(Path::to_str) && j.netns.as_deref() == req.netns
+    };
+    if let Some(open) =
+        listing.journals.iter().rev().find(|j| {
+            j.status == StateStatus::Applying && here(j) && place::not_undoable(j).is_none()
+        })
+    {
+        anyhow::bail!(
+            "state {} (profile {}, {}) was interrupted before it finished; run `nettune rollback \
+             {}` first; nothing was changed",
+            open.id,
+            open.profile.name(),
+            open.time,
+            open.id
+        );
+    }
+    Ok(())
+}
+
+/// Every planned target's current value, read now (not from the model):
+/// exactly what to restore. Targets already right are dropped.
+fn originals(backend: &Backend, plan: &Plan) -> anyhow::Result<Vec<Entry>> {
+    let names = irq_names(backend.root());
+    let mut changes = Vec::new();
+    for change in &plan.changes {
+        let original = backend
+            .read(&change.target)
+            .with_context(|| format!("reading {} before any change", change.target))?;
+        if same_value(&change.target, &original, &change.to) {
+            continue;
+        }
+        changes.push(Entry {
+            target: change.target.clone(),
+            group: change.group.clone(),
+            to: change.to.clone(),
+            reason: change.reason.clone(),
+            original,
+            outcome: Outcome::Pending,
+            irq_name: change
+                .target
+                .irq()
+                .and_then(|irq| names.iter().find(|(n, _)| *n == irq))
+                .map(|(_, name)| name.clone()),
+        });
+    }
+    Ok(changes)
+}
+
+/// IRQ numbers and their first action name in /proc/interrupts.
+fn irq_names(root: &Root) -> Vec<(u32, String)> {
+    crate::host::interrupts::read(root)
+        .map(|irqs| {
+            irqs.lines
+                .iter()
+                .filter_map(|l| Some((l.irq?, l.actions.first()?.clone())))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Make the changes one by one, each read back; on a failure restore what
+/// was changed and return the error.
+fn write_changes(state: &StateDir, backend: &Backend, journal: &mut Journal) -> anyhow::Result<()> {
+    #[cfg(debug_assertions)]
+    let kill_after: Option<usize> = std::env::var(KILL_AFTER_ENV)
+        .ok()
+        .and_then(|v| v.parse().ok());
+    for i in 0..journal.changes.len() {
+        #[cfg(debug_assertions)]
+        if kill_after == Some(i) {
+            // SAFETY: raising a signal has no memory-safety preconditions.
+            unsafe { libc::raise(libc::SIGKILL) };
+        }
+        let entry = &journal.changes[i];
+        let result = backend
+            .write(&entry.target, &entry.to)
+            .and_then(|()| backend.check(&entry.target, &entry.to));
+        match result {
+            Ok(()) => journal.changes[i].outcome = Outcome::Changed,
+            Err(WriteError::Refused(why)) => journal.changes[i].outcome = Outcome::Refused(why),
+            Err(WriteError::Failed(why)) => {
+                let failed = format!("{} -> '{}': {why}", entry.target, entry.to);
+                return Err(fail(state, backend, journal, i, failed));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Restore the changes up to `i`, mark the journal failed, and say so.
+fn fail(
+    state: &StateDir,
+    backend: &Backend,
+    journal: &mut Journal,
+    i: usize,
+    failed: String,
+) -> anyhow::Error {
+    let made = journal.changes[..i]
+        .iter()
+        .filter(|e| e.outcome == Outcome::Changed)
+        .count();
+    let restore_errors = restore(backend, &journal.changes[..=i]);
+    journal.status = StateStatus::Failed;
+    journal.failure = Some(failed.clone());
+    if let Err(e) = state.save(journal) {
+        return e.context(format!("apply failed at {failed}"));
+    }
+    if restore_errors.is_empty() {
+        return anyhow::anyhow!(
+            "apply failed at {failed}; the {made} setting(s) changed before it were restored \
+             (state {} in {})",
+            journal.id,
+            state.path().display()
+        );
+    }
+    anyhow::anyhow!(
+        "apply failed at {failed}; restoring the settings changed before it also failed: {}; \
+         the originals are in {}",
+        restore_errors.join("; "),
+        state.path().display()
+    )
+}
+
+/// Write the --persist files; if that fails, undo the whole apply.
+fn persist_or_undo(
+    state: &StateDir,
+    backend: &Backend,
+    journal: &mut Journal,
+) -> anyhow::Result<()> {
+    let base = backend.root().base().to_path_buf();
+    let persisted = persist::prepare(journal, &base)
+        .and_then(|()| state.save(journal))
+        .and_then(|()| persist::write(journal, &base));
+    let Err(e) = persisted else {
+        return Ok(());
+    };
+    let mut errors = restore(backend, &journal.changes);
+    if let Err(undo) = persist::undo(journal, &base) {
+        errors.push(crate::error::message(&undo));
+    }
+    journal.status = StateStatus::Failed;
+    journal.failure = Some(format!("--persist: {}", crate::error::message(&e)));
+    state.save(journal)?;
+    let why = crate::error::message(&e);
+    if errors.is_empty() {
+        anyhow::bail!(
+            "apply failed writing the --persist files: {why}; every setting was restored"
+        );
+    }
+    anyhow::bail!(
+        "apply failed writing the --persist files: {why}; restoring also failed: {}; the \
+         originals are in {}",
+        errors.join("; "),
+        state.path().display()
+    )
+}
 
 /// Put back the originals of `entries`, last first. A target that already
 /// holds its original is not written. Returns the errors.
@@ -24,7 +304,7 @@ pub fn restore(backend: &Backend, entries: &[Entry]) -> Vec<String> {
     let mut errors = Vec::new();
     for e in entries.iter().rev() {
         if let Err(err) = restore_one(backend, e) {
-            errors.push(format!("{}: {err:#}", e.target));
+            errors.push(format!("{}: {}", e.target, crate::error::message(&err)));
         }
     }
     errors
@@ -39,4 +319,157 @@ fn restore_one(backend: &Backend, entry: &Entry) -> anyhow::Result<()> {
     backend.write_original(target, &entry.original)?;
     backend.check(target, &entry.original)?;
     Ok(())
+}
+
+/// The state `rollback [ID]` would restore: state `id`, or the newest one
+/// that is still applied. Refused when it cannot be undone (with how to
+/// forget it), when a newer state of the same place is still applied (roll
+/// that back first), or when a newer state cannot be read.
+pub fn choose(listing: &Listing, id: Option<u32>, dir: &Path) -> anyhow::Result<Journal> {
+    let chosen = match id {
+        Some(id) => listing
+            .journals
+            .iter()
+            .find(|j| j.id == id)
+            .ok_or_else(
+                || match listing.unreadable.iter().find(|u| u.id == Some(id)) {
+                    Some(u) => anyhow::anyhow!(
+                        "state {id} ({}) cannot be read: {}",
+                        u.path.display(),
+                        u.error
+                    ),
+                    None => anyhow::anyhow!(
+                        "no state {id} in {} (states: {}); see `nettune history`",
+                        dir.display(),
+                        listing
+                            .journals
+                            .iter()
+                            .map(|j| j.id.to_string())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                },
+            )?,
+        None => listing
+            .journals
+            .iter()
+            .rev()
+            .find(|j| j.status.is_active() && place::not_undoable(j).is_none())
+            .ok_or_else(|| {
+                anyhow::anyhow!(
+                    "nothing to roll back: no applied state that can still be undone in {} (see \
+                     `nettune history`)",
+                    dir.display()
+                )
+            })?,
+    };
+    if let Some(why) = place::not_undoable(chosen) {
+        let hint = if chosen.status.is_active() {
+            format!("; drop it with `nettune rollback --forget {}`", chosen.id)
+        } else {
+            String::new()
+        };
+        anyhow::bail!("state {} cannot be rolled back: {why}{hint}", chosen.id);
+    }
+    if let Some(newer) = listing.journals.iter().rev().find(|j| {
+        j.id > chosen.id
+            && j.status.is_active()
+            && place::same_place(j, chosen)
+            && place::not_undoable(j).is_none()
+    }) {
+        anyhow::bail!(
+            "state {} was applied after state {} on the same host and may change the same \
+             settings: roll it back first (`nettune rollback {}`)",
+            newer.id,
+            chosen.id,
+            newer.id
+        );
+    }
+    if let Some(unknown) = listing
+        .unreadable
+        .iter()
+        .find(|u| u.id.is_some_and(|id| id > chosen.id))
+    {
+        anyhow::bail!(
+            "{} is newer than state {} and cannot be read ({}); it may change the same \
+             settings: roll it back with the nettune that wrote it first",
+            unknown.path.display(),
+            chosen.id,
+            unknown.error
+        );
+    }
+    Ok(chosen.clone())
+}
+
+/// Restore `journal`'s originals through `backend` (the caller is in its
+/// namespace, with its tree), remove its --persist files, and mark it
+/// rolled back. On errors the state is kept, to be run again.
+pub fn undo(state: &StateDir, backend: &Backend, mut journal: Journal) -> anyhow::Result<Journal> {
+    let mut errors = restore(backend, &journal.changes);
+    if let Err(e) = persist::undo(&journal, backend.root().base()) {
+        errors.push(crate::error::message(&e));
+    }
+    if !errors.is_empty() {
+        anyhow::bail!(
+            "rollback of state {} left {} setting(s) unrestored: {}; the state is kept: fix the \
+             cause and run `nettune rollback {}` again",
+            journal.id,
+            errors.len(),
+            errors.join("; "),
+            journal.id
+        );
+    }
+    journal.status = StateStatus::RolledBack;
+    journal.rolled_back_at = Some(journal::now_utc());
+    state.save(&journal)?;
+    Ok(journal)
+}
+
+/// Drop state `id` without restoring anything: for a state that can no
+/// longer be undone (its namespace is gone, the host rebooted). A state
+/// that can still be undone is forgotten only with `force`.
+pub fn forget(
+    state: &StateDir,
+    listing: &Listing,
+    id: u32,
+    force: bool,
+) -> anyhow::Result<Journal> {
+    let mut journal = listing
+        .journals
+        .iter()
+        .find(|j| j.id == id)
+        .cloned()
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "no state {id} in {}; see `nettune history`",
+                state.path().display()
+            )
+        })?;
+    if !journal.status.is_active() {
+        anyhow::bail!(
+            "state {id} is {} already: nothing to forget",
+            journal.status.text()
+        );
+    }
+    if place::not_undoable(&journal).is_none() && !force {
+        anyhow::bail!(
+            "state {id} can still be undone: roll it back (`nettune rollback {id}`), or give \
+             --force to forget it and keep its {} change(s) in place",
+            journal.change_count()
+        );
+    }
+    journal.status = StateStatus::Forgotten;
+    journal.forgotten_at = Some(journal::now_utc());
+    state.save(&journal)?;
+    Ok(journal)
+}
+
+/// The targets a forgotten state leaves as they are.
+pub fn not_restored(journal: &Journal) -> Vec<&Target> {
+    journal
+        .changes
+        .iter()
+        .filter(|e| !matches!(e.outcome, Outcome::Refused(_)))
+        .map(|e| &e.target)
+        .collect()
 }

@@ -3,8 +3,15 @@
 //! (IRQ affinity, RPS/XPS, ethtool, qdisc, governor, haltpoll) to a script
 //! that a oneshot systemd unit runs at boot. Everything below the `--root`
 //! tree when there is one. `rollback` puts back what was there before.
+//!
+//! IRQ numbers change across reboots and driver reloads, so the script
+//! finds each IRQ by its name in /proc/interrupts at boot. Every file is
+//! written atomically (a temporary file in the same directory, fsync,
+//! rename, fsync of the directory): a crash leaves the old file or the new
+//! one, never half of one.
 
 use std::fs;
+use std::io::Write as _;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 
@@ -135,10 +142,11 @@ pub fn write(journal: &Journal, base: &Path) -> anyhow::Result<()> {
     // Device settings: earlier states' commands first, then this state's.
     let mut script = match previous(SCRIPT).filter(|t| t.starts_with("#!/bin/sh\n")) {
         Some(text) => text,
-        None => format!(
-            "#!/bin/sh\n{header}# IRQ numbers are this boot's: run `nettune apply` again after adding or moving hardware.\n"
-        ),
+        None => format!("#!/bin/sh\n{header}"),
     };
+    if !script.contains("irq_named() {") {
+        script.push_str(IRQ_NAMED);
+    }
     let place = match &journal.netns {
         Some(ns) => format!(" (network namespace {ns})"),
         None => String::new(),
@@ -149,6 +157,10 @@ pub fn write(journal: &Journal, base: &Path) -> anyhow::Result<()> {
         journal.profile.name()
     ));
     for e in entries.iter().filter(|e| e.target.sysctl_name().is_none()) {
+        if let (Some(name), Some(_)) = (&e.irq_name, e.target.irq()) {
+            script.push_str(&irq_by_name(name, &e.to));
+            continue;
+        }
         let cmd = command(&Change {
             target: e.target.clone(),
             from: String::new(),
@@ -167,31 +179,97 @@ pub fn write(journal: &Journal, base: &Path) -> anyhow::Result<()> {
         "{MARK}\n[Unit]\nDescription=nettune: per-device network settings ({SCRIPT})\nAfter=network-pre.target\nBefore=network.target\n\n[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart=/bin/sh {SCRIPT}\n\n[Install]\nWantedBy=multi-user.target\n"
     );
     write_file(base, UNIT, &unit)?;
-    let link = real(base, WANTS_LINK);
-    if fs::symlink_metadata(&link).is_err() {
-        symlink(UNIT, &link).with_context(|| format!("cannot create {}", link.display()))?;
+    if fs::symlink_metadata(real(base, WANTS_LINK)).is_err() {
+        write_link(base, WANTS_LINK, UNIT)?;
     }
     Ok(())
 }
 
-fn write_file(base: &Path, path: &str, text: &str) -> anyhow::Result<()> {
-    let p = real(base, path);
-    fs::write(&p, text).with_context(|| format!("cannot write {}", p.display()))
+/// A POSIX sh function the script uses: the number of the IRQ whose
+/// action list in /proc/interrupts names `$1` (shared IRQs list several,
+/// comma-separated).
+const IRQ_NAMED: &str = r#"# IRQs are found by name: their numbers change across reboots and driver reloads.
+irq_named() {
+    while read -r num rest; do
+        case " $rest," in *" $1,"*) echo "${num%:}"; return 0 ;; esac
+    done < /proc/interrupts
+    return 1
+}
+"#;
+
+/// The script lines that set the affinity of the IRQ named `name`.
+fn irq_by_name(name: &str, cpus: &str) -> String {
+    let quoted = format!("'{}'", name.replace('\'', r"'\''"));
+    format!(
+        "irq=$(irq_named {quoted}) && echo {cpus} > /proc/irq/$irq/smp_affinity_list \
+         || echo 'nettune: could not set the affinity of IRQ {}' >&2\n",
+        name.replace('\'', "")
+    )
 }
 
-/// Put back what was there before `write` (also after an interrupted one).
+/// Write `text` to `path` atomically: a temporary file in the same
+/// directory, fsync, rename over the file, fsync the directory.
+fn write_file(base: &Path, path: &str, text: &str) -> anyhow::Result<()> {
+    let p = real(base, path);
+    let dir = p
+        .parent()
+        .ok_or_else(|| anyhow::anyhow!("{} has no directory", p.display()))?;
+    let tmp = dir.join(format!(
+        ".{}.nettune-tmp",
+        p.file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default()
+    ));
+    let write = || -> std::io::Result<()> {
+        let mut file = fs::File::create(&tmp)?;
+        file.write_all(text.as_bytes())?;
+        file.sync_all()?;
+        fs::rename(&tmp, &p)?;
+        fs::File::open(dir)?.sync_all()
+    };
+    write().map_err(|e| {
+        let _ = fs::remove_file(&tmp);
+        anyhow::anyhow!("cannot write {}: {e}", p.display())
+    })
+}
+
+/// Create the symlink `path` -> `target` atomically (a temporary link
+/// renamed over it).
+fn write_link(base: &Path, path: &str, target: &str) -> anyhow::Result<()> {
+    let p = real(base, path);
+    let dir = p
+        .parent()
+        .ok_or_else(|| anyhow::anyhow!("{} has no directory", p.display()))?;
+    let tmp = dir.join(".nettune-link-tmp");
+    let _ = fs::remove_file(&tmp);
+    let make = || -> std::io::Result<()> {
+        symlink(target, &tmp)?;
+        fs::rename(&tmp, &p)?;
+        fs::File::open(dir)?.sync_all()
+    };
+    make().map_err(|e| {
+        let _ = fs::remove_file(&tmp);
+        anyhow::anyhow!("cannot create {}: {e}", p.display())
+    })
+}
+
+/// Put back what was there before `write` (also after an interrupted one),
+/// each file atomically.
 pub fn undo(journal: &Journal, base: &Path) -> anyhow::Result<()> {
     for file in journal.persist.iter().rev() {
-        let p = real(base, &file.path);
-        let _ = fs::remove_file(&p);
         match (&file.previous, file.link) {
-            (Some(target), true) => {
-                symlink(target, &p).with_context(|| format!("cannot restore {}", p.display()))?
+            (Some(target), true) => write_link(base, &file.path, target)?,
+            (Some(text), false) => write_file(base, &file.path, text)?,
+            (None, _) => {
+                let p = real(base, &file.path);
+                match fs::remove_file(&p) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => {
+                        return Err(e).with_context(|| format!("cannot remove {}", p.display()))
+                    }
+                }
             }
-            (Some(text), false) => {
-                fs::write(&p, text).with_context(|| format!("cannot restore {}", p.display()))?
-            }
-            (None, _) => {}
         }
     }
     for dir in journal.created_dirs.iter().rev() {

@@ -36,6 +36,11 @@ impl Backend {
         Backend { root }
     }
 
+    /// The tree (or `/`) it reads and writes.
+    pub fn root(&self) -> &Root {
+        &self.root
+    }
+
     fn ethtool(&self) -> anyhow::Result<Box<dyn Ethtool>> {
         if self.root.is_live() {
             return Ok(Box::new(LiveEthtool));

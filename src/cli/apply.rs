@@ -1,22 +1,20 @@
-//! `nettune apply`, `rollback` and `history`: arguments, and the commands
-//! over the journal and the writers in [`crate::apply`].
+//! `nettune apply`, `rollback` and `history`: arguments, where the state
+//! directory is, and what is printed; the work is in [`crate::apply`].
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
+use serde_json::json;
 
-use crate::apply::journal::{
-    self, Entry, Journal, Outcome, StateDir, StateStatus, DEFAULT_STATE_DIR,
-};
-use crate::apply::{persist, restore, Backend, WriteError};
+use crate::apply::journal::{Journal, Outcome, StateDir, StateStatus, DEFAULT_STATE_DIR};
+use crate::apply::{self, place, Applied, Backend, Request};
 use crate::cli::plan::{print, resolve, Format, TuneArgs};
 use crate::error::Status;
 use crate::host;
-use crate::plan::compare::same_value;
 
-/// Test hook (docs/apply.md): kill the process with SIGKILL after this many
-/// changes, to test `rollback` after an interrupted apply.
-const KILL_AFTER_ENV: &str = "NETTUNE_TEST_KILL_AFTER";
+/// The environment variable that names the state directory when
+/// `--state-dir` is not given.
+pub const STATE_DIR_ENV: &str = "NETTUNE_STATE_DIR";
 
 #[derive(Debug, clap::Args)]
 pub struct ApplyArgs {
@@ -25,26 +23,48 @@ pub struct ApplyArgs {
     /// Print the plan and change nothing.
     #[arg(long)]
     pub dry_run: bool,
-    /// With --dry-run: text, json or sh.
+    /// With --dry-run: print the plan as text, json or sh (without
+    /// --dry-run only text is accepted: apply never prints a plan instead
+    /// of applying it).
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
     /// Also make the settings survive a reboot: /etc/sysctl.d/90-nettune.conf
-    /// and a systemd unit running /etc/nettune/apply-devices.sh.
+    /// and a systemd unit running /etc/nettune/apply-devices.sh (which finds
+    /// IRQs by name at boot).
     #[arg(long)]
     pub persist: bool,
-    /// Where journals go. Default: /var/lib/nettune (DIR/var/lib/nettune with --root DIR).
+    /// Set IRQ affinity even though irqbalance runs (it will move the IRQs
+    /// again within seconds unless told to leave them alone).
+    #[arg(long)]
+    pub allow_irqbalance: bool,
+    /// Where journals go. Default: $NETTUNE_STATE_DIR, else /var/lib/nettune
+    /// (DIR/var/lib/nettune with --root DIR).
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
+    /// Print what was applied as JSON (the state's journal).
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, clap::Args)]
 pub struct RollbackArgs {
-    /// The state to restore (see `nettune history`). Default: the last one applied.
+    /// The state to restore (see `nettune history`). Default: the last one
+    /// applied that can still be undone.
     pub id: Option<u32>,
+    /// Drop state ID without restoring anything: for a state that can no
+    /// longer be undone (its network namespace is gone, the host rebooted).
+    /// It stays in the history as forgotten.
+    #[arg(long, requires = "id")]
+    pub forget: bool,
+    /// With --forget: forget a state even though it could still be undone
+    /// (its changes stay in place).
+    #[arg(long, requires = "forget")]
+    pub force: bool,
     /// The tree the state was applied to (`apply --root DIR`).
     #[arg(long, value_name = "DIR")]
     pub root: Option<PathBuf>,
-    /// Where journals are. Default: /var/lib/nettune (DIR/var/lib/nettune with --root DIR).
+    /// Where journals are. Default: $NETTUNE_STATE_DIR, else
+    /// /var/lib/nettune (DIR/var/lib/nettune with --root DIR).
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
 }
@@ -54,7 +74,13 @@ pub struct HistoryArgs {
     /// The tree whose states to list (`apply --root DIR`).
     #[arg(long, value_name = "DIR")]
     pub root: Option<PathBuf>,
-    /// Where journals are. Default: /var/lib/nettune (DIR/var/lib/nettune with --root DIR).
+    /// Check the states of this network namespace for drift (values that
+    /// changed since they were applied); the states of the host are checked
+    /// without it.
+    #[arg(long, value_name = "NAME", conflicts_with = "root")]
+    pub netns: Option<String>,
+    /// Where journals are. Default: $NETTUNE_STATE_DIR, else
+    /// /var/lib/nettune (DIR/var/lib/nettune with --root DIR).
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
     /// Print the states as JSON.
@@ -62,215 +88,165 @@ pub struct HistoryArgs {
     pub json: bool,
 }
 
-fn state_dir(given: Option<&Path>, root: Option<&Path>) -> StateDir {
-    let dir = match (given, root) {
-        (Some(dir), _) => dir.to_path_buf(),
-        (None, Some(root)) => root.join(DEFAULT_STATE_DIR.trim_start_matches('/')),
-        (None, None) => PathBuf::from(DEFAULT_STATE_DIR),
+/// The state directory: `--state-dir`, else `$NETTUNE_STATE_DIR`, else the
+/// default (inside the tree with `--root`). Also whether it was chosen by
+/// the user, so that hints repeat it.
+pub fn state_dir(given: Option<&Path>, root: Option<&Path>) -> (StateDir, bool) {
+    if let Some(dir) = given {
+        return (StateDir::new(dir.to_path_buf()), true);
+    }
+    if let Some(dir) = std::env::var_os(STATE_DIR_ENV).filter(|d| !d.is_empty()) {
+        return (StateDir::new(PathBuf::from(dir)), true);
+    }
+    let dir = match root {
+        Some(root) => root.join(DEFAULT_STATE_DIR.trim_start_matches('/')),
+        None => PathBuf::from(DEFAULT_STATE_DIR),
     };
-    StateDir::new(dir)
+    (StateDir::new(dir), false)
+}
+
+/// The options a command about a state must repeat: `--root`, and
+/// `--state-dir` when it is not the default.
+fn place_flags(root: Option<&str>, state: &StateDir, chosen: bool) -> String {
+    let mut flags = String::new();
+    if let Some(root) = root {
+        flags.push_str(&format!(" --root {}", shell_word(root)));
+    }
+    if chosen {
+        flags.push_str(&format!(
+            " --state-dir {}",
+            shell_word(&state.path().display().to_string())
+        ));
+    }
+    flags
+}
+
+fn shell_word(text: &str) -> String {
+    if text
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "_./,:=+-".contains(c))
+    {
+        text.to_string()
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
+    }
 }
 
 fn require_root_for_live(root: Option<&Path>, verb: &str) -> anyhow::Result<()> {
     // SAFETY: geteuid has no preconditions.
     if root.is_none() && unsafe { libc::geteuid() } != 0 {
         anyhow::bail!(
-            "nettune {verb} changes the live host and needs root: run it as root (sudo), or try it on a capture with --root DIR; nothing was changed"
+            "nettune {verb} changes the live host and needs root: run it as root (sudo), or try \
+             it on a capture with --root DIR; nothing was changed"
         );
     }
     Ok(())
 }
 
-fn absolute(path: &Path) -> anyhow::Result<String> {
-    let abs =
-        std::fs::canonicalize(path).with_context(|| format!("--root '{}'", path.display()))?;
-    Ok(abs.display().to_string())
+/// The tree of `--root`, refused when it reaches the live kernel, made
+/// absolute for the journal.
+fn tree(dir: &Path, verb: &str) -> anyhow::Result<PathBuf> {
+    place::check_tree(dir, verb)?;
+    std::fs::canonicalize(dir).with_context(|| format!("--root '{}'", dir.display()))
 }
 
 pub fn run_apply(args: ApplyArgs) -> anyhow::Result<Status> {
+    if args.format != Format::Text && !args.dry_run {
+        anyhow::bail!(
+            "--format {} prints a plan, and apply would change the host: add --dry-run, or use \
+             `nettune plan --format {}`; nothing was changed",
+            args.format.name(),
+            args.format.name()
+        );
+    }
     if args.dry_run {
         let (_, plan) = resolve(&args.tune)?;
         print(&plan, &args.tune, args.format)?;
         return Ok(Status::Clean);
     }
     if args.persist && args.tune.target.netns.is_some() {
-        anyhow::bail!("--persist cannot be used with --netns: a network namespace does not survive a reboot; nothing was changed");
+        anyhow::bail!(
+            "--persist cannot be used with --netns: a network namespace does not survive a \
+             reboot; nothing was changed"
+        );
     }
-    let root_dir = args.tune.target.root.clone();
+    let root_dir = match &args.tune.target.root {
+        Some(dir) => Some(tree(dir, "apply")?),
+        None => None,
+    };
     require_root_for_live(root_dir.as_deref(), "apply")?;
     // Bad input is reported before the state directory is created.
-    let (opts, plan) = resolve(&args.tune)?;
-    let state = state_dir(args.state_dir.as_deref(), root_dir.as_deref());
+    let (opts, plan, host) = crate::cli::plan::resolve_with_host(&args.tune)?;
+    let (state, chosen) = state_dir(args.state_dir.as_deref(), root_dir.as_deref());
     let _lock = state.lock()?;
-    if let Some(open) = state
-        .list()?
-        .into_iter()
-        .rev()
-        .find(|j| j.status == StateStatus::Applying)
-    {
-        anyhow::bail!(
-            "state {} (profile {}, {}) was interrupted before it finished; run `nettune rollback {}` first; nothing was changed",
-            open.id,
-            open.profile.name(),
-            open.time,
-            open.id
-        );
-    }
-    let root = host::open_root(root_dir.as_deref())?;
-    let base = root.base().to_path_buf();
-    let backend = Backend::new(root);
-
-    // Original values, read now (not from the model): exactly what to restore.
-    let mut changes = Vec::new();
-    for change in &plan.changes {
-        let original = backend
-            .read(&change.target)
-            .with_context(|| format!("reading {} before any change", change.target))?;
-        if same_value(&change.target, &original, &change.to) {
-            continue;
-        }
-        changes.push(Entry {
-            target: change.target.clone(),
-            group: change.group.clone(),
-            to: change.to.clone(),
-            reason: change.reason.clone(),
-            original,
-            outcome: Outcome::Pending,
-        });
-    }
-    if changes.is_empty() {
-        crate::output::print(&format!(
-            "nothing to change: {} already satisfies profile {} ({} setting(s) left alone; see `nettune plan`)\n",
-            args.tune.place(),
+    let backend = Backend::new(host::open_root(root_dir.as_deref())?);
+    let request = Request {
+        plan: &plan,
+        options: &opts,
+        root: root_dir.as_deref(),
+        netns: args.tune.target.netns.as_deref(),
+        persist: args.persist,
+        irqbalance_running: host.irqbalance.running,
+        allow_irqbalance: args.allow_irqbalance,
+    };
+    let applied = apply::apply(&state, &backend, &request)?;
+    let place = args.tune.place();
+    let text = match &applied {
+        Applied::Nothing => format!(
+            "nothing to change: {place} already satisfies profile {} ({} setting(s) left alone; \
+             see `nettune plan`)\n",
             opts.profile.name(),
             plan.skipped.len()
-        ))?;
-        return Ok(Status::Clean);
-    }
-    let mut journal = Journal {
-        schema_version: journal::JOURNAL_VERSION,
-        id: state.next_id()?,
-        time: journal::now_utc(),
-        profile: opts.profile,
-        options: opts.clone(),
-        root: root_dir.as_deref().map(absolute).transpose()?,
-        netns: args.tune.target.netns.clone(),
-        status: StateStatus::Applying,
-        changes,
-        persist: Vec::new(),
-        created_dirs: Vec::new(),
-        failure: None,
-        rolled_back_at: None,
+        ),
+        Applied::AllRefused(journal) => format!(
+            "nothing to change on {place}: the kernel refused every planned change\n{}",
+            refusals(journal)
+        ),
+        Applied::Done(journal) => summary(journal, &place, &state, chosen),
     };
-    state.save(&journal)?;
-
-    let kill_after: Option<usize> = std::env::var(KILL_AFTER_ENV)
-        .ok()
-        .and_then(|v| v.parse().ok());
-    for i in 0..journal.changes.len() {
-        if kill_after == Some(i) {
-            // SAFETY: raising a signal has no memory-safety preconditions.
-            unsafe { libc::raise(libc::SIGKILL) };
-        }
-        let entry = &journal.changes[i];
-        let target = &entry.target;
-        let result = backend
-            .write(target, &entry.to)
-            .and_then(|()| backend.check(target, &entry.to));
-        match result {
-            Ok(()) => journal.changes[i].outcome = Outcome::Changed,
-            Err(WriteError::Refused(why)) => journal.changes[i].outcome = Outcome::Refused(why),
-            Err(WriteError::Failed(why)) => {
-                let failed = format!("{} -> '{}': {why}", entry.target, entry.to);
-                let made = journal.changes[..i]
-                    .iter()
-                    .filter(|e| e.outcome == Outcome::Changed)
-                    .count();
-                let restore_errors = restore(&backend, &journal.changes[..=i]);
-                journal.status = StateStatus::Failed;
-                journal.failure = Some(failed.clone());
-                state.save(&journal)?;
-                if restore_errors.is_empty() {
-                    anyhow::bail!(
-                        "apply failed at {failed}; the {made} setting(s) changed before it were restored (state {} in {})",
-                        journal.id,
-                        state.path().display()
-                    );
-                }
-                anyhow::bail!(
-                    "apply failed at {failed}; restoring the settings changed before it also failed: {}; the originals are in {}",
-                    restore_errors.join("; "),
-                    state.path().display()
-                );
+    if args.json {
+        let value = match &applied {
+            Applied::Nothing => json!({"applied": false, "reason": "nothing to change"}),
+            Applied::AllRefused(j) => {
+                json!({"applied": false, "reason": "the kernel refused every change", "state": j})
             }
-        }
-    }
-    if journal.change_count() == 0 {
-        // The kernel refused every change: nothing to undo, no state.
-        state.remove(journal.id)?;
-        let mut out = format!(
-            "nothing to change on {}: the kernel refused every planned change\n",
-            args.tune.place()
-        );
-        out.push_str(&refusals(&journal));
-        crate::output::print(&out)?;
-        return Ok(Status::Clean);
-    }
-    if args.persist {
-        let persisted = persist::prepare(&mut journal, &base)
-            .and_then(|()| state.save(&journal))
-            .and_then(|()| persist::write(&journal, &base));
-        if let Err(e) = persisted {
-            // Persisting is part of the apply: undo it all.
-            let mut errors = restore(&backend, &journal.changes);
-            if let Err(undo) = persist::undo(&journal, &base) {
-                errors.push(format!("{undo:#}"));
+            Applied::Done(j) => {
+                json!({"applied": true, "state": j, "changed": j.change_count(), "refused": j.refused_count()})
             }
-            journal.status = StateStatus::Failed;
-            journal.failure = Some(format!("--persist: {e:#}"));
-            state.save(&journal)?;
-            if errors.is_empty() {
-                anyhow::bail!(
-                    "apply failed writing the --persist files: {e:#}; every setting was restored"
-                );
-            }
-            anyhow::bail!(
-                "apply failed writing the --persist files: {e:#}; restoring also failed: {}; the originals are in {}",
-                errors.join("; "),
-                state.path().display()
-            );
-        }
+        };
+        crate::output::print(&(serde_json::to_string_pretty(&value)? + "\n"))?;
+    } else {
+        crate::output::print(&text)?;
     }
-    journal.status = StateStatus::Complete;
-    state.save(&journal)?;
-    crate::output::print(&summary(&journal, &args.tune.place()))?;
     Ok(Status::Clean)
 }
 
-fn summary(journal: &Journal, place: &str) -> String {
+fn summary(journal: &Journal, place: &str, state: &StateDir, chosen: bool) -> String {
     let mut out = format!(
         "applied profile {} on {place}: {} change(s), state {}\n",
         journal.profile.name(),
         journal.change_count(),
         journal.id
     );
-    out.push_str(&refusals(journal));
+    if journal.refused_count() > 0 {
+        out.push_str(&format!(
+            "  {} change(s) refused by the kernel, not applied:\n",
+            journal.refused_count()
+        ));
+        out.push_str(&refusals(journal));
+    }
     if !journal.persist.is_empty() {
         out.push_str(&format!(
             "  persisted in {}, {} and {}\n",
-            persist::SYSCTL_FILE,
-            persist::SCRIPT,
-            persist::UNIT
+            apply::persist::SYSCTL_FILE,
+            apply::persist::SCRIPT,
+            apply::persist::UNIT
         ));
     }
-    let root = journal
-        .root
-        .as_deref()
-        .map(|r| format!(" --root {r}"))
-        .unwrap_or_default();
     out.push_str(&format!(
-        "undo with: nettune rollback {}{root}\n",
-        journal.id
+        "undo with: nettune rollback {}{}\n",
+        journal.id,
+        place_flags(journal.root.as_deref(), state, chosen)
     ));
     out
 }
@@ -286,91 +262,33 @@ fn refusals(journal: &Journal) -> String {
 }
 
 pub fn run_rollback(args: RollbackArgs) -> anyhow::Result<Status> {
-    let state = state_dir(args.state_dir.as_deref(), args.root.as_deref());
+    let (state, chosen) = state_dir(args.state_dir.as_deref(), args.root.as_deref());
     if !state.path().is_dir() {
         anyhow::bail!(
-            "no applied states: {} does not exist (give --root or --state-dir as given to apply)",
+            "no applied states: {} does not exist (give --root or --state-dir as given to apply, \
+             or set {STATE_DIR_ENV})",
             state.path().display()
         );
     }
     let _lock = state.lock()?;
-    let journals = state.list()?;
-    let chosen = match args.id {
-        Some(id) => journals.iter().find(|j| j.id == id).ok_or_else(|| {
-            anyhow::anyhow!(
-                "no state {id} in {} (states: {}); see `nettune history`",
-                state.path().display(),
-                journals
-                    .iter()
-                    .map(|j| j.id.to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        })?,
-        None => journals
-            .iter()
-            .rev()
-            .find(|j| j.status.is_active())
-            .ok_or_else(|| {
-                anyhow::anyhow!(
-                    "nothing to roll back: no applied state in {}",
-                    state.path().display()
-                )
-            })?,
-    };
-    let mut journal = chosen.clone();
-    match journal.status {
-        StateStatus::RolledBack => anyhow::bail!(
-            "state {} was rolled back already ({})",
-            journal.id,
-            journal.rolled_back_at.as_deref().unwrap_or("time unknown")
-        ),
-        StateStatus::Failed => anyhow::bail!(
-            "state {} did not apply: it failed and was restored at once ({})",
-            journal.id,
-            journal.failure.as_deref().unwrap_or("no reason recorded")
-        ),
-        StateStatus::Applying | StateStatus::Complete => {}
+    let listing = state.list()?;
+    if args.forget {
+        let id = args.id.ok_or_else(|| {
+            anyhow::anyhow!("--forget needs the state's ID (see `nettune history`)")
+        })?;
+        let journal = apply::forget(&state, &listing, id, args.force)?;
+        crate::output::print(&forgotten(&journal))?;
+        return Ok(Status::Clean);
     }
-    if let Some(newer) = journals
-        .iter()
-        .rev()
-        .find(|j| j.id > journal.id && j.status.is_active())
-    {
-        anyhow::bail!(
-            "state {} was applied after state {} and may change the same settings: roll it back first (`nettune rollback {}`)",
-            newer.id,
-            journal.id,
-            newer.id
-        );
-    }
-    let root_dir: Option<PathBuf> = args
-        .root
-        .clone()
-        .or_else(|| journal.root.as_ref().map(PathBuf::from));
+    let journal = apply::choose(&listing, args.id, state.path())?;
+    let root_dir = rollback_tree(&journal, args.root.as_deref())?;
     require_root_for_live(root_dir.as_deref(), "rollback")?;
     if let Some(ns) = &journal.netns {
         host::netns::enter(ns)?;
     }
-    let root = host::open_root(root_dir.as_deref())?;
-    let base = root.base().to_path_buf();
-    let backend = Backend::new(root);
-    let mut errors = restore(&backend, &journal.changes);
-    if let Err(e) = persist::undo(&journal, &base) {
-        errors.push(format!("{e:#}"));
-    }
-    if !errors.is_empty() {
-        anyhow::bail!(
-            "rollback of state {} left {} setting(s) unrestored: {}; the state is kept: fix the cause and run `nettune rollback {}` again",
-            journal.id,
-            errors.len(),
-            errors.join("; "),
-            journal.id
-        );
-    }
-    journal.status = StateStatus::RolledBack;
-    journal.rolled_back_at = Some(journal::now_utc());
-    state.save(&journal)?;
+    let backend = Backend::new(host::open_root(root_dir.as_deref())?);
+    let journal = apply::undo(&state, &backend, journal)?;
+    let _ = chosen;
     crate::output::print(&format!(
         "rolled back state {} (profile {}, {} change(s)){}\n",
         journal.id,
@@ -385,54 +303,185 @@ pub fn run_rollback(args: RollbackArgs) -> anyhow::Result<Status> {
     Ok(Status::Clean)
 }
 
+/// The tree a rollback writes: `--root` (a tree that moved), or the one in
+/// the journal; never the live host for a tree's state, nor a tree for a
+/// live state.
+fn rollback_tree(journal: &Journal, given: Option<&Path>) -> anyhow::Result<Option<PathBuf>> {
+    match (given, &journal.root) {
+        (Some(dir), Some(_)) => Ok(Some(tree(dir, "rollback")?)),
+        (None, Some(recorded)) => Ok(Some(tree(Path::new(recorded), "rollback")?)),
+        (Some(dir), None) => anyhow::bail!(
+            "state {} was applied to the live host, not to a tree: roll it back without --root {}",
+            journal.id,
+            dir.display()
+        ),
+        (None, None) => Ok(None),
+    }
+}
+
+/// What forgetting a state leaves as it is.
+fn forgotten(journal: &Journal) -> String {
+    let left = apply::not_restored(journal);
+    let mut out = format!(
+        "forgot state {} (profile {}): nothing was restored; {} setting(s) keep the values it \
+         wrote, if they still have them:\n",
+        journal.id,
+        journal.profile.name(),
+        left.len()
+    );
+    for target in left {
+        out.push_str(&format!("  {target}\n"));
+    }
+    if !journal.persist.is_empty() {
+        out.push_str("  the files it wrote with --persist stay in place too\n");
+    }
+    out
+}
+
 pub fn run_history(args: HistoryArgs) -> anyhow::Result<Status> {
-    let state = state_dir(args.state_dir.as_deref(), args.root.as_deref());
-    let journals = state.list()?;
+    let (state, _) = state_dir(args.state_dir.as_deref(), args.root.as_deref());
+    let listing = state.list()?;
+    // Drift is read where the states are: the tree, this namespace, or the
+    // host.
+    if let Some(ns) = &args.netns {
+        host::netns::enter(ns)?;
+    }
+    let backend = Backend::new(host::open_root(args.root.as_deref())?);
+    let rows: Vec<Row> = listing
+        .journals
+        .iter()
+        .map(|j| Row::of(j, &backend, &args))
+        .collect();
     if args.json {
-        let rows: Vec<serde_json::Value> = journals
-            .iter()
-            .map(|j| {
-                serde_json::json!({
-                    "id": j.id,
-                    "time": j.time,
-                    "profile": j.profile,
-                    "changes": j.change_count(),
-                    "status": j.status,
-                    "rolled_back": j.status == StateStatus::RolledBack,
-                    "root": j.root,
-                    "netns": j.netns,
-                })
-            })
-            .collect();
-        crate::output::print(&(serde_json::to_string_pretty(&rows)? + "\n"))?;
+        let mut values: Vec<serde_json::Value> = rows.iter().map(Row::json).collect();
+        for u in &listing.unreadable {
+            values.push(json!({
+                "id": u.id,
+                "file": u.path.display().to_string(),
+                "status": "unreadable",
+                "error": u.error,
+                "undoable": false,
+            }));
+        }
+        crate::output::print(&(serde_json::to_string_pretty(&values)? + "\n"))?;
         return Ok(Status::Clean);
     }
-    if journals.is_empty() {
+    if rows.is_empty() && listing.unreadable.is_empty() {
         crate::output::print(&format!(
             "no applied states in {}\n",
             state.path().display()
         ))?;
         return Ok(Status::Clean);
     }
+    crate::output::print(&history_text(&rows, &listing.unreadable))?;
+    Ok(Status::Clean)
+}
+
+/// One state as history shows it.
+struct Row<'a> {
+    journal: &'a Journal,
+    place: String,
+    not_undoable: Option<String>,
+    /// `None`: not checked here (another place, or not applied).
+    drift: Option<Vec<apply::Drift>>,
+}
+
+impl<'a> Row<'a> {
+    fn of(journal: &'a Journal, backend: &Backend, args: &HistoryArgs) -> Row<'a> {
+        let not_undoable = place::not_undoable(journal);
+        let here = match (&journal.root, &journal.netns) {
+            (Some(_), _) => args.root.is_some(),
+            (None, Some(ns)) => args.netns.as_deref() == Some(ns),
+            (None, None) => args.root.is_none() && args.netns.is_none(),
+        };
+        let checked = here && journal.status == StateStatus::Complete && not_undoable.is_none();
+        Row {
+            journal,
+            place: place_text(journal),
+            not_undoable,
+            drift: checked.then(|| apply::drift(journal, backend)),
+        }
+    }
+
+    fn json(&self) -> serde_json::Value {
+        let j = self.journal;
+        json!({
+            "id": j.id,
+            "time": j.time,
+            "profile": j.profile,
+            "changes": j.change_count(),
+            "refused": j.refused_count(),
+            "status": j.status,
+            "rolled_back": j.status == StateStatus::RolledBack,
+            "root": j.root,
+            "netns": j.netns,
+            "place": self.place,
+            "undoable": self.not_undoable.is_none(),
+            "not_undoable_because": self.not_undoable,
+            "drift": self.drift,
+        })
+    }
+}
+
+fn place_text(j: &Journal) -> String {
+    match (&j.root, &j.netns) {
+        (Some(root), _) => format!("tree {root}"),
+        (None, Some(ns)) => format!("network namespace {ns}"),
+        (None, None) => "this host".to_string(),
+    }
+}
+
+fn history_text(rows: &[Row], unreadable: &[apply::Unreadable]) -> String {
     let mut out = format!(
         "{:>4}  {:<20}  {:<10}  {:>7}  {:<24}  {}\n",
         "id", "time (UTC)", "profile", "changes", "status", "on"
     );
-    for j in &journals {
-        let on = match (&j.root, &j.netns) {
-            (Some(root), _) => format!("capture {root}"),
-            (None, Some(ns)) => format!("network namespace {ns}"),
-            (None, None) => "this host".to_string(),
-        };
+    for row in rows {
+        let j = row.journal;
         out.push_str(&format!(
-            "{:>4}  {:<20}  {:<10}  {:>7}  {:<24}  {on}\n",
+            "{:>4}  {:<20}  {:<10}  {:>7}  {:<24}  {}\n",
             j.id,
             j.time,
             j.profile.name(),
             j.change_count(),
-            j.status.text()
+            j.status.text(),
+            row.place
+        ));
+        if j.status.is_active() {
+            if let Some(why) = &row.not_undoable {
+                out.push_str(&format!(
+                    "      cannot be undone: {why} (drop it with `nettune rollback --forget {}`)\n",
+                    j.id
+                ));
+            }
+        }
+        match row.drift.as_deref() {
+            Some([]) => {}
+            Some(drifted) => {
+                out.push_str(&format!(
+                    "      no longer holds: {} setting(s) changed since it was applied:\n",
+                    drifted.len()
+                ));
+                for d in drifted {
+                    out.push_str(&format!(
+                        "        {} {} is '{}', was set to '{}'\n",
+                        d.group,
+                        d.target.short_name(),
+                        d.now,
+                        d.applied
+                    ));
+                }
+            }
+            None => {}
+        }
+    }
+    for u in unreadable {
+        out.push_str(&format!(
+            "{:>4}  cannot be read: {} ({})\n",
+            u.id.map_or("?".to_string(), |id| id.to_string()),
+            u.path.display(),
+            u.error
         ));
     }
-    crate::output::print(&out)?;
-    Ok(Status::Clean)
+    out
 }

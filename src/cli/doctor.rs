@@ -7,8 +7,9 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 
+use crate::apply::{place, Backend, StateStatus};
 use crate::doctor::{diagnose_with_plans, parse_ignore, render_json, render_text, Context, Plans};
-use crate::doctor::{Rates, Report};
+use crate::doctor::{AppliedState, Rates, Report};
 use crate::error::Status;
 use crate::host::{open_root, read_counters, read_target, Selection};
 
@@ -99,12 +100,14 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<Status> {
     } else {
         None
     };
+    let applied = applied_states(&args);
     let ctx = Context {
         host: &host,
         rates: rates.as_ref(),
         bandwidth_bps: args.bandwidth,
         rtt_secs: args.rtt.map(|d| d.as_secs_f64()),
         all_interfaces: args.all,
+        applied: &applied,
     };
     // The fixes follow the plans `nettune plan` would print here, with the
     // same checks against the files (read-only sysctls, governors offered).
@@ -123,6 +126,36 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<Status> {
     }
     out.flush()?;
     Ok(report.status())
+}
+
+/// The states nettune applied to what doctor judges (this host, the
+/// namespace, or the tree) and still in place, with what drifted since.
+/// Best effort: without a readable state directory there are none.
+fn applied_states(args: &DoctorArgs) -> Vec<AppliedState> {
+    let (state, _) = crate::cli::apply::state_dir(None, args.root.as_deref());
+    let Ok(listing) = state.list() else {
+        return Vec::new();
+    };
+    let tree = args
+        .root
+        .as_deref()
+        .and_then(|r| std::fs::canonicalize(r).ok())
+        .map(|r| r.display().to_string());
+    let Ok(root) = open_root(args.root.as_deref()) else {
+        return Vec::new();
+    };
+    let backend = Backend::new(root);
+    listing
+        .journals
+        .iter()
+        .filter(|j| j.status == StateStatus::Complete && place::not_undoable(j).is_none())
+        .filter(|j| j.root == tree && j.netns == args.netns)
+        .map(|j| AppliedState {
+            id: j.id,
+            profile: j.profile.name().to_string(),
+            drift: crate::apply::drift(j, &backend),
+        })
+        .collect()
 }
 
 /// Read the counters twice, `seconds` apart.

@@ -129,6 +129,16 @@ pub struct PlanArgs {
     pub format: Format,
 }
 
+impl Format {
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Text => "text",
+            Format::Json => "json",
+            Format::Sh => "sh",
+        }
+    }
+}
+
 impl PlanArgs {
     pub fn format(&self) -> Format {
         if self.json {
@@ -142,12 +152,18 @@ impl PlanArgs {
 /// Compute the plan as `apply` would: the model's plan, then the checks
 /// that need the kernel files themselves (read-only files, governors).
 pub fn resolve(tune: &TuneArgs) -> anyhow::Result<(PlanOptions, Plan)> {
+    let (opts, plan, _) = resolve_with_host(tune)?;
+    Ok((opts, plan))
+}
+
+/// [`resolve`], also giving the host model the plan was made from.
+pub fn resolve_with_host(tune: &TuneArgs) -> anyhow::Result<(PlanOptions, Plan, Host)> {
     let opts = tune.options()?;
     let host = tune.read_host()?;
     let mut plan = crate::plan::plan(&host, &opts)?;
     let root = host::open_root(tune.target.root.as_deref())?;
     crate::plan::preflight::preflight(&mut plan, &root);
-    Ok((opts, plan))
+    Ok((opts, plan, host))
 }
 
 pub fn print(plan: &Plan, tune: &TuneArgs, format: Format) -> anyhow::Result<()> {

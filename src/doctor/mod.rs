@@ -90,6 +90,18 @@ pub struct Context<'a> {
     /// `--all`: judge virtual interfaces too (physical ones only otherwise;
     /// inside `--netns` every interface but `lo` is judged).
     pub all_interfaces: bool,
+    /// States nettune applied to this host (or namespace, or tree) that are
+    /// still in place, with the settings that changed since.
+    pub applied: &'a [AppliedState],
+}
+
+/// A state `nettune apply` made here and has not rolled back, with the
+/// settings that no longer hold the value it wrote.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AppliedState {
+    pub id: u32,
+    pub profile: String,
+    pub drift: Vec<crate::apply::Drift>,
 }
 
 impl<'a> Context<'a> {
@@ -101,6 +113,7 @@ impl<'a> Context<'a> {
             bandwidth_bps: None,
             rtt_secs: None,
             all_interfaces: false,
+            applied: &[],
         }
     }
 }
@@ -125,6 +138,7 @@ pub const RULE_IDS: &[&str] = &[
     "softirq.hotspot",
     "softnet.drops",
     "softnet.squeeze",
+    "state.drift",
     "tcp.buffers-inconsistent",
     "tcp.buffers-small",
     "tcp.listen-overflows",
@@ -279,12 +293,23 @@ mod tests {
             *after.udp.entry("RcvbufErrors".into()).or_default() += 100;
             *after.tcp_ext.entry("ListenOverflows".into()).or_default() += 10;
         });
+        let applied = [AppliedState {
+            id: 1,
+            profile: "pps".to_string(),
+            drift: vec![crate::apply::Drift {
+                target: crate::plan::Target::IrqAffinity(24),
+                group: "eth0".to_string(),
+                applied: "1".to_string(),
+                now: "0-1".to_string(),
+            }],
+        }];
         let findings = super::diagnose(&Context {
             host: &host,
             rates: Some(&r),
             bandwidth_bps: Some(10_000_000_000),
             rtt_secs: Some(0.05),
             all_interfaces: false,
+            applied: &applied,
         });
         let mut fired: Vec<&str> = findings.iter().map(|f| f.id).collect();
         fired.sort_unstable();

@@ -4,6 +4,7 @@
 
 mod apply;
 mod apply_netns;
+mod apply_safety;
 mod bench_http;
 mod bench_lib;
 mod bench_rr;

@@ -8,6 +8,7 @@ mod irq;
 mod nic;
 mod sockets;
 mod softnet;
+mod state;
 
 use std::collections::BTreeMap;
 
@@ -26,6 +27,7 @@ pub fn all(ctx: &Context, plans: &Plans) -> Vec<Finding> {
     buffers::check(ctx, plans, &mut out);
     sockets::check(ctx, plans, &mut out);
     cpu::check(ctx, plans, &mut out);
+    state::check(ctx, &mut out);
     out
 }
 
