@@ -65,7 +65,37 @@ pub fn render(host: &Host, detail_down: bool) -> String {
     }
     render_kernel(o, host);
     render_counters(o, host);
+    render_sources(o, host);
     out
+}
+
+/// What could not be read: each source with its file and error, so a
+/// partial host (a container, an old kernel, a capture without root) says
+/// what its picture lacks.
+fn render_sources(o: &mut String, host: &Host) {
+    if host.sources.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "
+sources not read ({}): the parts they feed are empty or partial",
+        host.sources.len()
+    );
+    for issue in &host.sources {
+        let path = if issue.path.is_empty() {
+            String::new()
+        } else {
+            format!(" {}", issue.path)
+        };
+        let _ = writeln!(
+            o,
+            "  {:<18} {}{path}: {}",
+            issue.section,
+            issue.kind.word(),
+            issue.error
+        );
+    }
 }
 
 fn render_cpus(o: &mut String, host: &Host) {
@@ -496,7 +526,12 @@ const CPU_ROWS_SHOWN: usize = 16;
 
 fn render_counters(o: &mut String, host: &Host) {
     let c = &host.counters;
-    let _ = writeln!(o, "\ncounters since boot");
+    let scope = if host.source.netns.is_some() {
+        " (per CPU: the whole host's, not only this namespace's; udp/tcp: this namespace's)"
+    } else {
+        ""
+    };
+    let _ = writeln!(o, "\ncounters since boot{scope}");
     let total_rx: u64 = c.softirqs.iter().map(|s| s.net_rx).sum();
     let rx_of = |cpu: u32| c.softirqs.iter().find(|s| s.cpu == cpu).map(|s| s.net_rx);
     let net_of = |cpu: u32| c.softnet.iter().find(|s| s.cpu == cpu);

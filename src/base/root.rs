@@ -88,6 +88,17 @@ impl Root {
         self.base.join(kernel_path.trim_start_matches('/'))
     }
 
+    /// The path to name in a message about `kernel_path`: the kernel path
+    /// itself on the live host; the file in the tree under `--root DIR`
+    /// (`DIR/sys/...`), so it never reads like the live host's file.
+    pub fn shown(&self, kernel_path: &str) -> PathBuf {
+        if self.is_live() {
+            PathBuf::from(kernel_path)
+        } else {
+            self.real_path(kernel_path)
+        }
+    }
+
     /// Paths touched so far, when recording.
     pub fn recorded(&self) -> Vec<(String, Access)> {
         match &self.recorded {
@@ -111,7 +122,7 @@ impl Root {
     pub fn read(&self, kernel_path: &str) -> Result<String, KernelError> {
         self.record(kernel_path, Access::File);
         fs::read_to_string(self.real_path(kernel_path)).map_err(|source| KernelError::Read {
-            path: PathBuf::from(kernel_path),
+            path: self.shown(kernel_path),
             source,
         })
     }
@@ -142,7 +153,7 @@ impl Root {
     ) -> Result<T, KernelError> {
         let text = self.read(kernel_path)?;
         parse(&text).map_err(|e| KernelError::Parse {
-            path: PathBuf::from(kernel_path),
+            path: self.shown(kernel_path),
             msg: e.0,
         })
     }
@@ -156,7 +167,7 @@ impl Root {
         match self.read_optional(kernel_path)? {
             None => Ok(None),
             Some(text) => parse(&text).map(Some).map_err(|e| KernelError::Parse {
-                path: PathBuf::from(kernel_path),
+                path: self.shown(kernel_path),
                 msg: e.0,
             }),
         }
@@ -170,7 +181,7 @@ impl Root {
             Err(e) if is_absent(&e) => return Ok(None),
             Err(source) => {
                 return Err(KernelError::Read {
-                    path: PathBuf::from(kernel_path),
+                    path: self.shown(kernel_path),
                     source,
                 })
             }
@@ -178,7 +189,7 @@ impl Root {
         let mut names = Vec::new();
         for entry in entries {
             let entry = entry.map_err(|source| KernelError::Read {
-                path: PathBuf::from(kernel_path),
+                path: self.shown(kernel_path),
                 source,
             })?;
             names.push(entry.file_name().to_string_lossy().into_owned());
@@ -220,7 +231,7 @@ impl Root {
             file.write_all(value.as_bytes())
         };
         write().map_err(|source| KernelError::Write {
-            path: PathBuf::from(kernel_path),
+            path: self.shown(kernel_path),
             value: value.to_string(),
             source,
         })
@@ -234,7 +245,7 @@ impl Root {
             Err(e) if is_absent(&e) => return Ok(Vec::new()),
             Err(source) => {
                 return Err(KernelError::Read {
-                    path: PathBuf::from("/proc"),
+                    path: self.shown("/proc"),
                     source,
                 })
             }
@@ -289,7 +300,20 @@ mod tests {
             None
         );
         let err = root.read("/proc/interrupts").expect_err("missing file");
-        assert!(err.to_string().contains("/proc/interrupts"), "{err}");
+        // The file in the tree, not a path that reads like the live host's.
+        assert!(
+            err.to_string()
+                .contains(&format!("{}/proc/interrupts", dir.path().display())),
+            "{err}"
+        );
+        let err = Root::live()
+            .read("/proc/nettune-no-such-file")
+            .expect_err("missing");
+        assert!(
+            err.to_string()
+                .starts_with("cannot read /proc/nettune-no-such-file"),
+            "{err}"
+        );
     }
 
     #[test]

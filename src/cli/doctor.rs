@@ -117,12 +117,14 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<Status> {
         diagnose_with_plans(&ctx, &plans),
         &args.ignore,
         rates.as_ref().map(|r| r.seconds),
-    );
+    )
+    .with_unjudged(crate::doctor::unjudged(&host));
     let mut out = io::stdout().lock();
     if args.json {
         render_json(&report, &mut out)?;
     } else {
         render_text(&report.findings, &mut out)?;
+        crate::doctor::render_unjudged(&report.unjudged, &mut out)?;
     }
     out.flush()?;
     Ok(report.status())
@@ -167,10 +169,10 @@ fn sample(seconds: f64) -> anyhow::Result<Rates> {
             crate::base::units::format_time(seconds)
         );
     }
-    let before = read_counters(&root)?;
+    let before = read_counters(&root);
     let start = Instant::now();
     std::thread::sleep(Duration::from_secs_f64(seconds));
-    let after = read_counters(&root)?;
+    let after = read_counters(&root);
     Ok(Rates {
         seconds: start.elapsed().as_secs_f64(),
         before,

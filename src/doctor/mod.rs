@@ -6,6 +6,7 @@
 //! data is never a finding. The rule ids in [`RULE_IDS`] are a contract:
 //! users silence findings by id and scripts match on them.
 
+pub mod coverage;
 mod planned;
 mod render;
 mod rules;
@@ -17,8 +18,9 @@ use serde::Serialize;
 
 use crate::host::{Counters, Host};
 
+pub use coverage::{unjudged, Unjudged};
 pub use planned::{PlannedChange, Plans};
-pub use render::{render_json, render_text, Report, Summary};
+pub use render::{render_json, render_text, render_unjudged, Report, Summary};
 
 /// How bad a finding is. Ordered: `Info < Warn < Crit`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]

@@ -48,6 +48,8 @@ pub struct Report {
     pub suppressed: usize,
     /// Seconds between the two counter samples; `null`: totals since boot.
     pub sampled_seconds: Option<f64>,
+    /// Rules that could not be judged: their data could not be read.
+    pub unjudged: Vec<super::Unjudged>,
 }
 
 impl Report {
@@ -64,7 +66,14 @@ impl Report {
             ignored: ignored.to_vec(),
             sampled_seconds,
             findings,
+            unjudged: Vec::new(),
         }
+    }
+
+    /// With the rules that could not be judged (see `coverage`).
+    pub fn with_unjudged(mut self, unjudged: Vec<super::Unjudged>) -> Report {
+        self.unjudged = unjudged;
+        self
     }
 
     /// `Findings` (exit 1) when anything is at warn or above.
@@ -329,6 +338,22 @@ fn write_wrapped(w: &mut dyn Write, label: &str, text: &str, indent: usize) -> i
 }
 
 /// The JSON document, pretty-printed, with a final newline.
+/// The rules that could not be judged, after the findings.
+pub fn render_unjudged(unjudged: &[super::Unjudged], w: &mut dyn Write) -> io::Result<()> {
+    if unjudged.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        w,
+        "\nNot judged ({}): their data could not be read (see `nettune inspect`, sources):",
+        unjudged.len()
+    )?;
+    for u in unjudged {
+        writeln!(w, "  {:<24} {}", u.id, u.because)?;
+    }
+    Ok(())
+}
+
 pub fn render_json(report: &Report, w: &mut dyn Write) -> io::Result<()> {
     serde_json::to_writer_pretty(&mut *w, report).map_err(io::Error::from)?;
     writeln!(w)

@@ -15,7 +15,7 @@ use std::path::{Component, Path, PathBuf};
 use anyhow::Context as _;
 use serde::Serialize;
 
-use super::read::{read_host, Selection, Sources};
+use super::read::{read_host, Inputs, Selection};
 use crate::base::root::Access;
 use crate::base::Root;
 use crate::nic::live::{LiveEthtool, LiveNetlink};
@@ -43,7 +43,7 @@ pub fn capture(dest: &Path, netns: Option<String>) -> anyhow::Result<CaptureSumm
     prepare_destination(dest)?;
     let root = Root::live_recording();
     let (ethtool, netlink) = (LiveEthtool, LiveNetlink);
-    let sources = Sources {
+    let sources = Inputs {
         root: &root,
         ethtool: &ethtool,
         netlink: &netlink,

@@ -18,11 +18,15 @@ use serde::{Deserialize, Serialize};
 use crate::base::Root;
 use crate::error::{KernelError, ParseError};
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Interrupts {
     /// Online CPU ids in column order (offline CPUs leave gaps: `CPU0 CPU2`).
     pub cpus: Vec<u32>,
     pub lines: Vec<IrqLine>,
+    /// Rows left out because they are truncated (fewer counts than the
+    /// header has CPUs), each named: the rest of the file is still used.
+    #[serde(skip)]
+    pub warnings: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -52,13 +56,33 @@ pub fn read(root: &Root) -> Result<Interrupts, KernelError> {
     root.parse("/proc/interrupts", parse)
 }
 
+/// Parse the file. A garbled header or label is an error; a numbered row
+/// with fewer counts than the header has CPUs (a truncated file, a row cut
+/// short) is left out with a warning naming it.
 pub fn parse(text: &str) -> Result<Interrupts, ParseError> {
     let (cpus, lines) = split_cpu_header(text)?;
     let mut out = Vec::new();
+    let mut warnings = Vec::new();
     for (n, line) in lines {
-        out.push(parse_line(line, n, cpus.len())?);
+        match parse_line(line, n, cpus.len()) {
+            Ok(parsed) => out.push(parsed),
+            Err(Row::Truncated(why)) => warnings.push(why),
+            Err(Row::Garbled(e)) => return Err(e),
+        }
     }
-    Ok(Interrupts { cpus, lines: out })
+    Ok(Interrupts {
+        cpus,
+        lines: out,
+        warnings,
+    })
+}
+
+/// Why a row was not taken.
+enum Row {
+    /// Fewer counts than CPUs: left out, with a warning.
+    Truncated(String),
+    /// Not an /proc/interrupts row at all: the file is not trusted.
+    Garbled(ParseError),
 }
 
 /// The CPU ids of the `CPU0 CPU1 ...` header that /proc/interrupts and
@@ -95,18 +119,18 @@ fn parse_cpu_header(line: &str, n: usize) -> Result<Vec<u32>, ParseError> {
         .collect()
 }
 
-fn parse_line(line: &str, n: usize, ncpus: usize) -> Result<IrqLine, ParseError> {
+fn parse_line(line: &str, n: usize, ncpus: usize) -> Result<IrqLine, Row> {
     let Some((label, rest)) = line.split_once(':') else {
-        return Err(ParseError::new(format!(
+        return Err(Row::Garbled(ParseError::new(format!(
             "line {n}: '{}' has no 'label:' prefix (file garbled?)",
             line.trim()
-        )));
+        ))));
     };
     let label = label.trim();
     if label.is_empty() || label.contains(char::is_whitespace) {
-        return Err(ParseError::new(format!(
+        return Err(Row::Garbled(ParseError::new(format!(
             "line {n}: '{label}' is not an IRQ label (file garbled?)"
-        )));
+        ))));
     }
     let irq = label.parse::<u32>().ok();
     let fields = fields(rest);
@@ -116,18 +140,33 @@ fn parse_line(line: &str, n: usize, ncpus: usize) -> Result<IrqLine, ParseError>
             Ok(count) => per_cpu.push(count),
             // Named lines may have fewer counts than CPUs, then text.
             Err(_) if irq.is_none() => break,
-            Err(_) => {
-                return Err(ParseError::new(format!(
+            // A count that is not a number: the file is garbled.
+            Err(_) if field.starts_with(|c: char| c.is_ascii_digit()) => {
+                return Err(Row::Garbled(ParseError::new(format!(
                     "line {n}: IRQ {label}: count for CPU column {} is '{field}', \
-                     expected {ncpus} numbers (file truncated or garbled?)",
+                     not a number (file garbled?)",
+                    per_cpu.len()
+                ))))
+            }
+            // Text where counts should go on: the counts stop early.
+            Err(_) => {
+                return Err(Row::Truncated(format!(
+                    "line {n}: IRQ {label} has {} count(s) where the header names {ncpus} CPUs \
+                     (the row is cut short); left out",
                     per_cpu.len()
                 )))
             }
         }
     }
     if per_cpu.is_empty() || (irq.is_some() && per_cpu.len() < ncpus) {
-        return Err(ParseError::new(format!(
-            "line {n}: '{label}' has {} counts, expected {} (file truncated?)",
+        let what = if irq.is_some() {
+            format!("IRQ {label}")
+        } else {
+            format!("'{label}'")
+        };
+        return Err(Row::Truncated(format!(
+            "line {n}: {what} has {} count(s) where the header names {} CPUs (the row is cut \
+             short); left out",
             per_cpu.len(),
             if irq.is_some() { ncpus } else { 1 }
         )));
@@ -144,8 +183,8 @@ fn parse_line(line: &str, n: usize, ncpus: usize) -> Result<IrqLine, ParseError>
         let after_counts = match fields.get(ncpus) {
             Some(&(offset, _)) => &rest[offset..],
             None => {
-                return Err(ParseError::new(format!(
-                    "line {n}: IRQ {label} has no chip column (file truncated?)"
+                return Err(Row::Truncated(format!(
+                    "line {n}: IRQ {label} has no chip column (the row is cut short); left out"
                 )))
             }
         };
@@ -720,12 +759,6 @@ ERR:          0
             "{}",
             err.0
         );
-        let short = "           CPU0       CPU1\n 38:          0\n";
-        let err = parse(short).expect_err("one count of two");
-        assert!(err.0.contains("line 2"), "{}", err.0);
-        let no_chip = "           CPU0       CPU1\n 38:          0          5\n";
-        let err = parse(no_chip).expect_err("no chip");
-        assert!(err.0.contains("line 2"), "{}", err.0);
         let no_cpus = "   \n  NMI: 0 0\n";
         let err = parse("\n").expect_err("empty");
         assert!(err.0.contains("empty"), "{}", err.0);
@@ -734,6 +767,27 @@ ERR:          0
         let no_colon = "           CPU0\n garbage here\n";
         let err = parse(no_colon).expect_err("no colon");
         assert!(err.0.contains("line 2"), "{}", err.0);
+    }
+
+    #[test]
+    fn a_row_cut_short_is_left_out_with_a_warning_naming_it() {
+        let short = "           CPU0       CPU1\n 24:          1          0  IO-APIC   5-edge      ACPI:Ged\n 38:          0\n 39:          0  PCI-MSI 1-edge x\n 40:          0          5\n";
+        let ints = parse(short).expect("the rest is used");
+        assert_eq!(ints.lines.len(), 1);
+        assert_eq!(ints.lines[0].irq, Some(24));
+        assert_eq!(ints.warnings.len(), 3, "{:?}", ints.warnings);
+        assert!(
+            ints.warnings[0].contains("line 3") && ints.warnings[0].contains("IRQ 38")
+                || ints.warnings[0].contains("'38'"),
+            "{:?}",
+            ints.warnings
+        );
+        assert!(ints.warnings[1].contains("line 4"), "{:?}", ints.warnings);
+        assert!(
+            ints.warnings[2].contains("no chip column"),
+            "{:?}",
+            ints.warnings
+        );
     }
 
     #[test]
@@ -755,7 +809,7 @@ ERR:          0
     fn read_error_names_the_file_and_line() {
         let dir = tempfile::tempdir().expect("tempdir");
         std::fs::create_dir_all(dir.path().join("proc")).expect("mkdir");
-        let garbled = "           CPU0       CPU1\n 24:          1          0  IO-APIC   5-edge      ACPI:Ged\n 38:          0\n";
+        let garbled = "           CPU0       CPU1\n 24:          1          0  IO-APIC   5-edge      ACPI:Ged\n 38:          0       2x11 PCI-MSI 1-edge x\n";
         std::fs::write(dir.path().join("proc/interrupts"), garbled).expect("write");
         let root = Root::at(dir.path()).expect("root");
         let msg = read(&root).expect_err("garbled").to_string();

@@ -17,7 +17,7 @@ pub mod capture;
 pub mod netns;
 pub mod read;
 
-pub use read::{parse_user_cpus, possible_cpus, read_counters, read_host, Selection, Sources};
+pub use read::{parse_user_cpus, possible_cpus, read_counters, read_host, Inputs, Selection};
 
 use std::path::Path;
 
@@ -47,7 +47,7 @@ pub fn read_target(
     }
     let root = open_root(root)?;
     let (ethtool, netlink) = crate::nic::sources(&root)?;
-    let sources = Sources {
+    let sources = Inputs {
         root: &root,
         ethtool: ethtool.as_ref(),
         netlink: netlink.as_ref(),

@@ -36,6 +36,88 @@ pub struct Host {
     pub packet_sockets: Vec<PacketSocket>,
     pub conntrack: Conntrack,
     pub counters: Counters,
+    /// The kernel sources that could not be read, or only in part: their
+    /// part of the model is empty or incomplete. Empty when all was read.
+    #[serde(default)]
+    pub sources: Vec<SourceIssue>,
+}
+
+/// One kernel source nettune could not read (or read only in part).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SourceIssue {
+    /// The part of the model it feeds: `cpus`, `interrupts`, `sysctls`,
+    /// `interface eth0`, `counters.softnet`, ...
+    pub section: String,
+    /// The file, as on the live host, or inside the `--root` tree.
+    pub path: String,
+    pub kind: IssueKind,
+    /// What went wrong, in the kernel's or the parser's words.
+    pub error: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IssueKind {
+    /// The file does not exist (a container hides it, an old kernel).
+    Missing,
+    /// It exists but cannot be read (permission, I/O error).
+    Unreadable,
+    /// Its text is not what the kernel writes (a damaged capture).
+    Malformed,
+    /// Read in part: rows cut short were left out.
+    Truncated,
+}
+
+impl IssueKind {
+    pub fn word(self) -> &'static str {
+        match self {
+            IssueKind::Missing => "missing",
+            IssueKind::Unreadable => "unreadable",
+            IssueKind::Malformed => "malformed",
+            IssueKind::Truncated => "truncated",
+        }
+    }
+}
+
+impl SourceIssue {
+    /// An issue of `section` from a reading error (a `KernelError` inside
+    /// says which file and how).
+    pub fn from_error(section: &str, e: &anyhow::Error) -> SourceIssue {
+        use crate::error::KernelError;
+        let kernel = e.chain().find_map(|c| c.downcast_ref::<KernelError>());
+        let (path, kind, error) = match kernel {
+            Some(KernelError::Read { path, source }) => (
+                path.display().to_string(),
+                if source.kind() == std::io::ErrorKind::NotFound {
+                    IssueKind::Missing
+                } else {
+                    IssueKind::Unreadable
+                },
+                source.to_string(),
+            ),
+            Some(KernelError::Parse { path, msg }) => (
+                path.display().to_string(),
+                IssueKind::Malformed,
+                msg.clone(),
+            ),
+            Some(KernelError::Write { path, source, .. }) => (
+                path.display().to_string(),
+                IssueKind::Unreadable,
+                source.to_string(),
+            ),
+            None => (
+                String::new(),
+                IssueKind::Unreadable,
+                crate::error::message(e),
+            ),
+        };
+        SourceIssue {
+            section: section.to_string(),
+            path,
+            kind,
+            error,
+        }
+    }
 }
 
 /// Where the model was read from.
@@ -223,6 +305,11 @@ pub struct Counters {
     pub tcp: BTreeMap<String, i64>,
     /// /proc/net/netstat TcpExt.
     pub tcp_ext: BTreeMap<String, i64>,
+    /// The fields above that count for the whole host even when read
+    /// inside a network namespace (`softirqs`, `cpu_time`, `softnet`); the
+    /// SNMP counters are the namespace's own.
+    #[serde(default)]
+    pub host_wide: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

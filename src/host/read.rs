@@ -3,8 +3,6 @@
 
 use std::collections::BTreeMap;
 
-use anyhow::Context as _;
-
 use super::irqname::{self, IrqOwner};
 use super::model::*;
 use super::snmp::Counters as SnmpCounters;
@@ -64,69 +62,181 @@ pub struct Selection {
 }
 
 /// Where to read from: files through `root`, driver state through the traits.
-pub struct Sources<'a> {
+pub struct Inputs<'a> {
     pub root: &'a Root,
     pub ethtool: &'a dyn Ethtool,
     pub netlink: &'a dyn Netlink,
     pub netns: Option<String>,
 }
 
-/// Read the whole host model.
-pub fn read_host(src: &Sources, selection: &Selection) -> anyhow::Result<Host> {
+/// Collects what could not be read while the model is assembled, so that
+/// one missing or garbled source costs only its part of the model (as
+/// node_exporter's collectors fail one by one).
+struct Gather<'a> {
+    root: &'a Root,
+    issues: Vec<SourceIssue>,
+}
+
+impl Gather<'_> {
+    /// The value `read` gives, or `T::default()` and an issue for `section`.
+    fn take<T: Default>(
+        &mut self,
+        section: &str,
+        read: impl FnOnce(&Root) -> anyhow::Result<T>,
+    ) -> T {
+        match read(self.root) {
+            Ok(value) => value,
+            Err(e) => {
+                self.issues.push(SourceIssue::from_error(section, &e));
+                T::default()
+            }
+        }
+    }
+
+    /// A warning about a source that was read in part (rows left out).
+    fn truncated(&mut self, section: &str, path: &str, warnings: &[String]) {
+        for warning in warnings {
+            self.issues.push(SourceIssue {
+                section: section.to_string(),
+                path: self.root.shown(path).display().to_string(),
+                kind: IssueKind::Truncated,
+                error: warning.clone(),
+            });
+        }
+    }
+}
+
+/// Read the whole host model. A source that cannot be read leaves its part
+/// of the model empty and is listed in `sources`; only a host where
+/// nothing at all can be read is an error.
+pub fn read_host(src: &Inputs, selection: &Selection) -> anyhow::Result<Host> {
     let root = src.root;
-    let online_cpus = root.parse("/sys/devices/system/cpu/online", parse_list)?;
-    let numa_nodes = read_numa_nodes(root)?;
-    let cpus = read_cpus(root, &online_cpus, &numa_nodes)?;
-    let irqs = interrupts::read(root)?;
-    let interfaces = read_interfaces(src, selection, &irqs)?;
-    Ok(Host {
+    let mut g = Gather {
+        root,
+        issues: Vec::new(),
+    };
+    let counters = read_counters_into(&mut g);
+    let mut online_cpus = g.take("cpus", |r| {
+        Ok(r.parse("/sys/devices/system/cpu/online", parse_list)?)
+    });
+    if online_cpus.is_empty() {
+        // /proc/stat has a line per online CPU: the next best source.
+        online_cpus = counters.cpu_time.iter().map(|t| t.cpu).collect();
+    }
+    let numa_nodes = g.take("numa", |r| Ok(read_numa_nodes(r)?));
+    let cpufreq = g.take("cpufreq", |r| Ok(read_cpufreq(r, &online_cpus)?));
+    let cpus = g.take("cpus", |r| Ok(read_cpus(r, &online_cpus, &numa_nodes)?));
+    let irqs = g.take("interrupts", |r| Ok(interrupts::read(r)?));
+    g.truncated("interrupts", "/proc/interrupts", &irqs.warnings);
+    let interfaces = read_interfaces(src, selection, &irqs, &mut g)?;
+    let host = Host {
         schema_version: SCHEMA_VERSION,
         source: Source {
             root: root.base().display().to_string(),
             netns: src.netns.clone(),
         },
-        kernel: root.read_value("/proc/sys/kernel/osrelease")?,
+        kernel: g.take(
+            "kernel",
+            |r| Ok(r.read_value("/proc/sys/kernel/osrelease")?),
+        ),
         cpus,
         online_cpus,
         numa_nodes,
-        isolated_cpus: read_cpu_list_file(root, "/sys/devices/system/cpu/isolated")?,
-        nohz_full_cpus: read_cpu_list_file(root, "/sys/devices/system/cpu/nohz_full")?,
-        cpuidle: read_cpuidle(root)?,
-        cpufreq: read_cpufreq(root)?,
-        mitigations: read_mitigations(root)?,
+        isolated_cpus: g.take("cpus", |r| {
+            Ok(read_cpu_list_file(r, "/sys/devices/system/cpu/isolated")?)
+        }),
+        nohz_full_cpus: g.take("cpus", |r| {
+            Ok(read_cpu_list_file(r, "/sys/devices/system/cpu/nohz_full")?)
+        }),
+        cpuidle: g.take("cpuidle", |r| Ok(read_cpuidle(r)?)),
+        cpufreq,
+        mitigations: g.take("mitigations", |r| Ok(read_mitigations(r)?)),
         interfaces,
-        sysctls: read_sysctls(root)?,
-        irqbalance: {
-            let pids = root.processes_named("irqbalance")?;
-            Irqbalance {
+        sysctls: read_sysctls(&mut g),
+        irqbalance: g.take("processes", |r| {
+            let pids = r.processes_named("irqbalance")?;
+            Ok(Irqbalance {
                 running: !pids.is_empty(),
                 pids,
-            }
-        },
-        packet_sockets: root
-            .parse_optional("/proc/net/packet", packet::parse)?
-            .unwrap_or_default(),
-        conntrack: read_conntrack(root)?,
-        counters: read_counters(root)?,
+            })
+        }),
+        packet_sockets: g.take("packet_sockets", |r| {
+            Ok(r.parse_optional("/proc/net/packet", packet::parse)?
+                .unwrap_or_default())
+        }),
+        conntrack: g.take("conntrack", |r| Ok(read_conntrack(r)?)),
+        counters,
+        sources: Vec::new(),
+    };
+    let mut issues = g.issues;
+    issues.sort_by(|a, b| (&a.section, &a.path).cmp(&(&b.section, &b.path)));
+    issues.dedup();
+    if nothing_read(&host) {
+        let listed: Vec<String> = issues
+            .iter()
+            .take(4)
+            .map(|i| format!("{}: {}", i.path, i.error))
+            .collect();
+        anyhow::bail!(
+            "nothing could be read from {} ({}{}); give a directory written by `nettune capture`, \
+             or run on the host itself",
+            root.base().display(),
+            listed.join("; "),
+            if issues.len() > 4 { "; ..." } else { "" }
+        );
+    }
+    Ok(Host {
+        sources: issues,
+        ..host
     })
 }
 
-/// The counters `doctor --interval` samples twice.
-pub fn read_counters(root: &Root) -> anyhow::Result<Counters> {
-    let snmp = SnmpCounters::read_snmp(root)?;
-    let netstat = root
-        .parse_optional("/proc/net/netstat", super::snmp::parse)?
-        .unwrap_or_default();
+/// True when no part of the model could be read at all.
+fn nothing_read(host: &Host) -> bool {
+    host.online_cpus.is_empty()
+        && host.cpus.is_empty()
+        && host.interfaces.is_empty()
+        && host.sysctls.is_empty()
+        && host.counters.cpu_time.is_empty()
+        && host.counters.softnet.is_empty()
+        && host.counters.udp.is_empty()
+        && host.kernel.is_none()
+}
+
+/// The counters `doctor --interval` samples twice. What cannot be read is
+/// left empty (`read_host` lists it in `sources`).
+pub fn read_counters(root: &Root) -> Counters {
+    let mut g = Gather {
+        root,
+        issues: Vec::new(),
+    };
+    read_counters_into(&mut g)
+}
+
+/// The counters, each from its own source. softirqs, /proc/stat and
+/// softnet_stat count for the whole host even inside a network namespace;
+/// the SNMP counters are the namespace's.
+fn read_counters_into(g: &mut Gather) -> Counters {
+    let snmp = g.take("counters.snmp", |r| Ok(SnmpCounters::read_snmp(r)?));
+    let netstat = g.take("counters.netstat", |r| {
+        Ok(r.parse_optional("/proc/net/netstat", super::snmp::parse)?
+            .unwrap_or_default())
+    });
     let section = |c: &SnmpCounters, tag: &str| c.0.get(tag).cloned().unwrap_or_default();
-    Ok(Counters {
-        softirqs: softirqs::read(root)?.net(),
-        cpu_time: stat::read(root)?,
-        softnet: softnet::read(root)?,
+    Counters {
+        softirqs: g.take("counters.softirqs", |r| Ok(softirqs::read(r)?.net())),
+        cpu_time: g.take("counters.cpu_time", |r| Ok(stat::read(r)?)),
+        softnet: g.take("counters.softnet", |r| Ok(softnet::read(r)?)),
         udp: section(&snmp, "Udp"),
         tcp: section(&snmp, "Tcp"),
         tcp_ext: section(&netstat, "TcpExt"),
-    })
+        host_wide: HOST_WIDE_COUNTERS.iter().map(|c| c.to_string()).collect(),
+    }
 }
+
+/// Counters that count for the whole host even when read inside a network
+/// namespace.
+pub const HOST_WIDE_COUNTERS: &[&str] = &["softirqs", "cpu_time", "softnet"];
 
 /// The CPUs this kernel could ever bring online
 /// (`/sys/devices/system/cpu/possible`): the bound for CPU lists a user
@@ -239,11 +349,10 @@ fn read_cpuidle(root: &Root) -> Result<CpuIdle, KernelError> {
     })
 }
 
-fn read_cpufreq(root: &Root) -> Result<CpuFreq, KernelError> {
+fn read_cpufreq(root: &Root, online: &[u32]) -> Result<CpuFreq, KernelError> {
     let mut governors: BTreeMap<String, Vec<u32>> = BTreeMap::new();
     let mut driver = None;
-    let online = root.parse("/sys/devices/system/cpu/online", parse_list)?;
-    for cpu in online {
+    for &cpu in online {
         let dir = format!("/sys/devices/system/cpu/cpu{cpu}/cpufreq");
         if let Some(gov) = root.read_value(&format!("{dir}/scaling_governor"))? {
             governors.entry(gov).or_default().push(cpu);
@@ -274,15 +383,17 @@ fn read_mitigations(root: &Root) -> Result<Mitigations, KernelError> {
     })
 }
 
-fn read_sysctls(root: &Root) -> Result<BTreeMap<String, String>, KernelError> {
+/// Each sysctl on its own: one that cannot be read (a container hiding
+/// it, no permission) is listed and the others are kept.
+fn read_sysctls(g: &mut Gather) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     for name in SYSCTLS {
         let path = format!("/proc/sys/{}", name.replace('.', "/"));
-        if let Some(value) = root.read_value(&path)? {
+        if let Some(value) = g.take("sysctls", |r| Ok(r.read_value(&path)?)) {
             out.insert((*name).to_string(), fold_whitespace(&value));
         }
     }
-    Ok(out)
+    out
 }
 
 /// tcp_rmem is printed with tabs (`4096\t131072\t6291456`): show it with
@@ -303,13 +414,19 @@ fn read_conntrack(root: &Root) -> Result<Conntrack, KernelError> {
     })
 }
 
+/// Every selected interface, each on its own: one that cannot be read is
+/// listed in `sources`. Naming an interface that does not exist is an
+/// error (bad input).
 fn read_interfaces(
-    src: &Sources,
+    src: &Inputs,
     selection: &Selection,
     irqs: &interrupts::Interrupts,
+    g: &mut Gather,
 ) -> anyhow::Result<Vec<Interface>> {
     let root = src.root;
-    let names = root.list("/sys/class/net")?.unwrap_or_default();
+    let names = g.take("interfaces", |r| {
+        Ok(r.list("/sys/class/net")?.unwrap_or_default())
+    });
     if let Some(wanted) = &selection.iface {
         if !names.contains(wanted) {
             let place = match &src.netns {
@@ -330,10 +447,10 @@ fn read_interfaces(
         };
         // bonding_masters is a file in /sys/class/net, not an interface.
         if chosen && root.exists(&format!("/sys/class/net/{name}/ifindex")) {
-            out.push(
-                read_interface(src, &name, irqs)
-                    .with_context(|| format!("reading interface '{name}'"))?,
-            );
+            let section = format!("interface {name}");
+            if let Some(iface) = g.take(&section, |_| read_interface(src, &name, irqs).map(Some)) {
+                out.push(iface);
+            }
         }
     }
     Ok(out)
@@ -368,7 +485,7 @@ fn is_pci_address(s: &str) -> bool {
 }
 
 fn read_interface(
-    src: &Sources,
+    src: &Inputs,
     name: &str,
     irqs: &interrupts::Interrupts,
 ) -> anyhow::Result<Interface> {

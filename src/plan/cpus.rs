@@ -150,6 +150,7 @@ mod tests {
             packet_sockets: Vec::new(),
             conntrack: Default::default(),
             counters: Default::default(),
+            sources: Vec::new(),
         };
         host.cpus = (0..8)
             .map(|id| Cpu {

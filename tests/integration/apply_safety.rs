@@ -360,7 +360,9 @@ fn history_shows_a_value_that_changed_after_apply() {
         "{finding}"
     );
     assert!(
-        finding["evidence"].as_str().is_some_and(|e| e.contains("rps_cpus is '0'")),
+        finding["evidence"]
+            .as_str()
+            .is_some_and(|e| e.contains("rps_cpus is '0'")),
         "{finding}"
     );
 }

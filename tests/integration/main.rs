@@ -15,5 +15,6 @@ mod doctor_plan;
 mod inspect;
 mod nic;
 mod nic_set;
+mod partial_hosts;
 mod plan;
 mod plan_props;

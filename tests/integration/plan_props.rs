@@ -201,6 +201,7 @@ fn build(t: &Topology) -> Host {
         packet_sockets: Vec::new(),
         conntrack: Default::default(),
         counters: Default::default(),
+        sources: Vec::new(),
     }
 }
 

@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 
 use super::planned::Plans;
 use super::{Context, Finding};
+use crate::base::counter::{delta, Width};
 use crate::host::{Counters, Host, Interface, VectorRole};
 use crate::plan::target::{RxFile, Target, TxFile};
 
@@ -193,6 +194,8 @@ struct Window<'a> {
     now: &'a Counters,
     before: Option<&'a Counters>,
     seconds: Option<f64>,
+    /// Judged inside a network namespace: per-CPU counters are the host's.
+    in_netns: bool,
 }
 
 impl<'a> Window<'a> {
@@ -202,11 +205,13 @@ impl<'a> Window<'a> {
                 now: &r.after,
                 before: Some(&r.before),
                 seconds: Some(r.seconds),
+                in_netns: ctx.host.source.netns.is_some(),
             },
             _ => Window {
                 now: &ctx.host.counters,
                 before: None,
                 seconds: None,
+                in_netns: ctx.host.source.netns.is_some(),
             },
         }
     }
@@ -220,6 +225,20 @@ impl<'a> Window<'a> {
         match self.seconds {
             Some(s) => format!("over {}", crate::base::units::format_time(s)),
             None => "since boot".to_string(),
+        }
+    }
+
+    /// [`Window::span`] for per-CPU counters (softirqs, /proc/stat,
+    /// softnet_stat), which count for the whole host: inside a network
+    /// namespace the evidence says so.
+    fn host_span(&self) -> String {
+        if self.in_netns {
+            format!(
+                "{} (whole host: these counters are not per namespace)",
+                self.span()
+            )
+        } else {
+            self.span()
         }
     }
 
@@ -239,28 +258,32 @@ impl<'a> Window<'a> {
     }
 
     /// A named counter from one of the snmp maps (`Udp`, `TcpExt`, ...).
+    /// A counter that went backwards between the samples (a namespace or
+    /// module re-created) is a gap: `None`, not judged.
     fn counter(&self, pick: fn(&Counters) -> &BTreeMap<String, i64>, name: &str) -> Option<u64> {
-        let now = *pick(self.now).get(name)?;
-        let base = match self.before {
-            Some(b) => *pick(b).get(name)?,
-            None => 0,
-        };
-        Some(now.saturating_sub(base).max(0) as u64)
+        let now = u64::try_from(*pick(self.now).get(name)?).ok()?;
+        match self.before {
+            Some(b) => delta(u64::try_from(*pick(b).get(name)?).ok()?, now, Width::U64),
+            None => Some(now),
+        }
     }
 
-    /// A per-CPU value, keyed by CPU id; CPUs missing from either sample
-    /// are left out.
+    /// A per-CPU value, keyed by CPU id. Counters `width` bits wide that
+    /// wrapped between the samples count across the wrap (softnet_stat,
+    /// softirqs and interrupts are 32-bit); CPUs missing from either
+    /// sample, or whose counter went back otherwise (a gap), are left out.
     fn per_cpu<T>(
         &self,
         rows: fn(&Counters) -> &[T],
         key: fn(&T) -> (u32, u64),
+        width: Width,
     ) -> Vec<(u32, u64)> {
         let now = rows(self.now).iter().map(key);
         match self.before {
             None => now.collect(),
             Some(before) => {
                 let base: BTreeMap<u32, u64> = rows(before).iter().map(key).collect();
-                now.filter_map(|(cpu, v)| base.get(&cpu).map(|b| (cpu, v.saturating_sub(*b))))
+                now.filter_map(|(cpu, v)| Some((cpu, delta(*base.get(&cpu)?, v, width)?)))
                     .collect()
             }
         }

@@ -2,6 +2,7 @@
 //! sock.packet-taps, netfilter.conntrack.
 
 use super::{sentence, sysctl_targets, sysctl_u64, Window};
+use crate::base::counter::Width;
 use crate::base::units::{format_bytes, format_count};
 use crate::doctor::planned::{Planned, Plans};
 use crate::doctor::targets::doubled;
@@ -302,7 +303,11 @@ fn conntrack(host: &Host, window: &Window, out: &mut Vec<Finding>) {
             ));
         }
     }
-    let processed = window.per_cpu(|c| c.softnet.as_slice(), |s| (s.cpu, s.processed));
+    let processed = window.per_cpu(
+        |c| c.softnet.as_slice(),
+        |s| (s.cpu, s.processed),
+        Width::U32,
+    );
     let total: u64 = processed.iter().map(|(_, n)| n).sum();
     if let Some(pps) = window.per_sec(total) {
         if pps >= CONNTRACK_BUSY_PPS {

@@ -3,6 +3,7 @@
 use super::{
     judged_interfaces, queue_irq_targets, rx_queue_targets, sysctl_targets, sysctl_u64, Window,
 };
+use crate::base::counter::Width;
 use crate::base::cpuset::format_list;
 use crate::base::units::format_count;
 use crate::doctor::planned::Plans;
@@ -79,7 +80,7 @@ fn softnet_rows(c: &Counters) -> &[SoftnetCpu] {
 }
 
 fn hotspot(ctx: &Context, window: &Window, out: &mut Vec<Finding>) {
-    let net_rx = window.per_cpu(softirqs, |s| (s.cpu, s.net_rx));
+    let net_rx = window.per_cpu(softirqs, |s| (s.cpu, s.net_rx), Width::U32);
     let total: u64 = net_rx.iter().map(|(_, n)| n).sum();
     let enough = match window.per_sec(total) {
         Some(rate) => rate >= MIN_NET_RX_PER_SEC,
@@ -106,7 +107,7 @@ fn hotspot(ctx: &Context, window: &Window, out: &mut Vec<Finding>) {
                 evidence.push(format!(
                     "CPU{hot} handled {}% of NET_RX softirqs {}{}; CPUs {} {}% together",
                     percent(share),
-                    window.span(),
+                    window.host_span(),
                     window.rate_suffix(hot_n),
                     format_list(&others),
                     percent(1.0 - share)
@@ -121,7 +122,7 @@ fn hotspot(ctx: &Context, window: &Window, out: &mut Vec<Finding>) {
                 evidence.push(format!(
                     "CPU{cpu} spent {}% of its time in softirq {}",
                     percent(busy),
-                    window.span()
+                    window.host_span()
                 ));
             }
         }
@@ -155,8 +156,8 @@ fn hotspot(ctx: &Context, window: &Window, out: &mut Vec<Finding>) {
 
 /// Per CPU, the share of time spent in softirq between the two samples.
 fn softirq_time_shares(window: &Window) -> Vec<(u32, f64)> {
-    let totals = window.per_cpu(cpu_times, |t| (t.cpu, t.total()));
-    let soft = window.per_cpu(cpu_times, |t| (t.cpu, t.softirq));
+    let totals = window.per_cpu(cpu_times, |t| (t.cpu, t.total()), Width::U64);
+    let soft = window.per_cpu(cpu_times, |t| (t.cpu, t.softirq), Width::U64);
     totals
         .iter()
         .zip(soft.iter())
@@ -185,7 +186,7 @@ fn per_cpu_counts(rows: &[(u32, u64)]) -> String {
 }
 
 fn drops(ctx: &Context, plans: &Plans, window: &Window, out: &mut Vec<Finding>) {
-    let rows = window.per_cpu(softnet_rows, |s| (s.cpu, s.dropped));
+    let rows = window.per_cpu(softnet_rows, |s| (s.cpu, s.dropped), Width::U32);
     let total: u64 = rows.iter().map(|(_, n)| n).sum();
     if total == 0 {
         return;
@@ -215,7 +216,7 @@ fn drops(ctx: &Context, plans: &Plans, window: &Window, out: &mut Vec<Finding>) 
         evidence: format!(
             "{} packets dropped with the backlog full {}{} ({}){setting}",
             format_count(total),
-            window.span(),
+            window.host_span(),
             window.rate_suffix(total),
             per_cpu_counts(&rows)
         ),
@@ -231,7 +232,7 @@ fn drops(ctx: &Context, plans: &Plans, window: &Window, out: &mut Vec<Finding>) 
 }
 
 fn squeeze(ctx: &Context, plans: &Plans, window: &Window, out: &mut Vec<Finding>) {
-    let rows = window.per_cpu(softnet_rows, |s| (s.cpu, s.time_squeeze));
+    let rows = window.per_cpu(softnet_rows, |s| (s.cpu, s.time_squeeze), Width::U32);
     let total: u64 = rows.iter().map(|(_, n)| n).sum();
     if total == 0 {
         return;
@@ -285,7 +286,7 @@ fn squeeze(ctx: &Context, plans: &Plans, window: &Window, out: &mut Vec<Finding>
         evidence: format!(
             "time_squeeze {} {}{} ({}){settings}",
             format_count(total),
-            window.span(),
+            window.host_span(),
             window.rate_suffix(total),
             per_cpu_counts(&rows)
         ),
@@ -326,6 +327,26 @@ mod tests {
                 "CPUs 1-31 3% together",
             ],
         );
+    }
+
+    #[test]
+    fn drops_across_a_32_bit_wrap_count_modulo_2_to_the_32_and_a_reset_is_a_gap() {
+        // softnet_stat's dropped column wrapped: 0xfffffff0 -> 0x10 is 32
+        // drops, not 0 (saturating) nor 4 billion.
+        let mut host = vm_2cpu_single_queue();
+        host.counters.softnet[1].dropped = 0xffff_fff0;
+        let r = rates(&host, 2.0, |after| after.softnet[1].dropped = 0x10);
+        assert_fires(
+            &diagnose_with(&host, &r),
+            "softnet.drops",
+            Severity::Warn,
+            &["32"],
+        );
+        // Went back from 1000 to 10 (counters reset): a gap, not a rate.
+        let mut host = vm_2cpu_single_queue();
+        host.counters.softnet[1].dropped = 1000;
+        let r = rates(&host, 2.0, |after| after.softnet[1].dropped = 10);
+        none(&diagnose_with(&host, &r), "softnet.drops");
     }
 
     #[test]

@@ -239,12 +239,97 @@ impl FixedCommand for EthtoolRingparam {}
 impl FixedCommand for EthtoolCoalesce {}
 impl FixedCommand for EthtoolRxnfc {}
 
+/// The most strings or statistics one string set may have: far more than
+/// any driver reports (a 128-queue NIC has a few thousand), small enough
+/// that a driver answering nonsense cannot make nettune allocate gigabytes.
+const MAX_SET_SIZE: usize = 1 << 16;
+
 /// Room for answers that grew between asking for a count and fetching the
 /// list: the kernel writes its current count of strings or stats whatever
 /// count we pass (net/ethtool/ioctl.c), so the buffer must absorb a driver
-/// that added queues in between.
-fn with_headroom(count: usize) -> usize {
-    count * 2 + 64
+/// that added queues in between. A count beyond [`MAX_SET_SIZE`] is
+/// refused (E2BIG).
+fn with_headroom(count: usize) -> Result<usize, i32> {
+    if count > MAX_SET_SIZE {
+        return Err(libc::E2BIG);
+    }
+    Ok(count * 2 + 64)
+}
+
+/// The entries the kernel says it wrote (`len`), checked against the room
+/// the buffer had: more than that cannot be trusted (and, thanks to the
+/// guard page behind [`GuardedBuf`], was never written).
+fn checked_len(len: u32, room: usize) -> Result<usize, i32> {
+    let len = len as usize;
+    if len > room {
+        return Err(libc::EAGAIN);
+    }
+    Ok(len)
+}
+
+/// A byte buffer whose end touches an inaccessible page: if a driver's
+/// count grew past the room between two calls, the kernel's copy to it
+/// fails with EFAULT instead of writing past it.
+struct GuardedBuf {
+    map: *mut libc::c_void,
+    map_len: usize,
+    start: usize,
+    len: usize,
+}
+
+impl GuardedBuf {
+    fn new(len: usize) -> Result<GuardedBuf, i32> {
+        // SAFETY: sysconf has no preconditions.
+        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) })
+            .ok()
+            .filter(|p| *p > 0)
+            .unwrap_or(4096);
+        let data_pages = len.div_ceil(page).max(1);
+        let map_len = (data_pages + 1) * page;
+        // SAFETY: an anonymous private mapping; the result is checked.
+        let map = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                map_len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if map == libc::MAP_FAILED {
+            return Err(libc::ENOMEM);
+        }
+        let guard_at = data_pages * page;
+        // SAFETY: the last page of our own mapping.
+        let rc =
+            unsafe { libc::mprotect(map.cast::<u8>().add(guard_at).cast(), page, libc::PROT_NONE) };
+        if rc != 0 {
+            // SAFETY: unmapping our own mapping.
+            unsafe { libc::munmap(map, map_len) };
+            return Err(libc::ENOMEM);
+        }
+        Ok(GuardedBuf {
+            map,
+            map_len,
+            start: guard_at - len,
+            len,
+        })
+    }
+
+    fn bytes(&mut self) -> &mut [u8] {
+        // SAFETY: [start, start + len) lies inside the accessible part of
+        // our mapping, zero-filled at creation, and is borrowed mutably
+        // through `self`.
+        unsafe { std::slice::from_raw_parts_mut(self.map.cast::<u8>().add(self.start), self.len) }
+    }
+}
+
+impl Drop for GuardedBuf {
+    fn drop(&mut self) {
+        // SAFETY: our own mapping, unmapped once.
+        unsafe { libc::munmap(self.map, self.map_len) };
+    }
 }
 
 fn read_u32(buf: &[u8], offset: usize) -> u32 {
@@ -404,14 +489,20 @@ impl EthtoolSocket {
         count: usize,
     ) -> Result<Vec<String>, i32> {
         // struct ethtool_gstrings: cmd, string_set, len, u8 data[len * 32]
-        let room = with_headroom(count);
-        let mut buf = vec![0u8; 12 + room * ETH_GSTRING_LEN];
-        write_u32(&mut buf, 0, ETHTOOL_GSTRINGS);
-        write_u32(&mut buf, 4, set);
-        write_u32(&mut buf, 8, u32::try_from(count).map_err(|_| libc::EINVAL)?);
-        // SAFETY: room for the header and `room` strings (see with_headroom).
-        unsafe { self.buffer(iface, &mut buf)? };
-        let len = (read_u32(&buf, 8) as usize).min(room);
+        let room = with_headroom(count)?;
+        let mut guarded = GuardedBuf::new(12 + room * ETH_GSTRING_LEN)?;
+        let buf = guarded.bytes();
+        write_u32(buf, 0, ETHTOOL_GSTRINGS);
+        write_u32(buf, 4, set);
+        write_u32(buf, 8, u32::try_from(count).map_err(|_| libc::EINVAL)?);
+        // SAFETY: room for the header and `room` strings (see with_headroom);
+        // past them a guard page turns a larger answer into EFAULT.
+        match unsafe { self.buffer(iface, buf) } {
+            // The set grew past the room between the two calls.
+            Err(libc::EFAULT) => return Err(libc::EAGAIN),
+            other => other?,
+        }
+        let len = checked_len(read_u32(buf, 8), room)?;
         Ok(buf[12..12 + len * ETH_GSTRING_LEN]
             .chunks_exact(ETH_GSTRING_LEN)
             .map(c_text)
@@ -470,6 +561,9 @@ impl EthtoolSocket {
         if size == 0 {
             return Err(libc::EOPNOTSUPP);
         }
+        if size > MAX_SET_SIZE {
+            return Err(libc::E2BIG);
+        }
         let mut buf = vec![0u8; 8 + size * 4];
         write_u32(&mut buf, 0, ETHTOOL_GRXFHINDIR);
         write_u32(&mut buf, 4, read_u32(&head, 4));
@@ -501,13 +595,19 @@ impl EthtoolSocket {
         }
         let names = self.strings(iface, ETH_SS_STATS, count)?;
         // struct ethtool_stats: cmd, n_stats, u64 data[n_stats]
-        let room = with_headroom(count);
-        let mut buf = vec![0u8; 8 + room * 8];
-        write_u32(&mut buf, 0, ETHTOOL_GSTATS);
-        write_u32(&mut buf, 4, u32::try_from(count).map_err(|_| libc::EINVAL)?);
-        // SAFETY: room for the header and `room` counters (see with_headroom).
-        unsafe { self.buffer(iface, &mut buf)? };
-        let len = (read_u32(&buf, 4) as usize).min(room);
+        let room = with_headroom(count)?;
+        let mut guarded = GuardedBuf::new(8 + room * 8)?;
+        let buf = guarded.bytes();
+        write_u32(buf, 0, ETHTOOL_GSTATS);
+        write_u32(buf, 4, u32::try_from(count).map_err(|_| libc::EINVAL)?);
+        // SAFETY: room for the header and `room` counters (see
+        // with_headroom); past them a guard page turns a larger answer into
+        // EFAULT.
+        match unsafe { self.buffer(iface, buf) } {
+            Err(libc::EFAULT) => return Err(libc::EAGAIN),
+            other => other?,
+        }
+        let len = checked_len(read_u32(buf, 4), room)?;
         if len != names.len() {
             // Queues changed between the two calls; names would not match.
             return Err(libc::EAGAIN);
@@ -574,6 +674,43 @@ fn coalesce(c: EthtoolCoalesce) -> Coalesce {
 
 #[cfg(test)]
 mod tests {
+    use super::{checked_len, with_headroom, GuardedBuf, MAX_SET_SIZE};
+
+    #[test]
+    fn set_sizes_are_bounded_and_answers_checked_against_the_room() {
+        assert_eq!(with_headroom(10), Ok(84));
+        assert_eq!(with_headroom(MAX_SET_SIZE + 1), Err(libc::E2BIG));
+        assert_eq!(checked_len(84, 84), Ok(84));
+        assert_eq!(checked_len(85, 84), Err(libc::EAGAIN));
+    }
+
+    #[test]
+    fn the_kernel_cannot_write_past_a_guarded_buffer() {
+        let mut buf = GuardedBuf::new(100).expect("mmap");
+        assert_eq!(buf.bytes().len(), 100);
+        assert!(buf.bytes().iter().all(|&b| b == 0));
+        // A read(2) of more than the buffer holds, into it: the kernel's
+        // copy meets the guard page and fails (EFAULT) or stops short;
+        // nothing past the 100 bytes is written (that page is not ours).
+        let mut fds = [0; 2];
+        // SAFETY: a pipe of two fresh descriptors.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        let data = [7u8; 200];
+        // SAFETY: writing our own array to our own pipe.
+        let wrote = unsafe { libc::write(fds[1], data.as_ptr().cast(), data.len()) };
+        assert_eq!(wrote, 200);
+        let bytes = buf.bytes();
+        // SAFETY: deliberately asks for 200 bytes into 100: the guard page
+        // behind them makes the kernel stop instead of overwriting memory.
+        let got = unsafe { libc::read(fds[0], bytes.as_mut_ptr().cast(), 200) };
+        assert!(got == 100 || got == -1, "read {got}");
+        // SAFETY: closing our own descriptors.
+        unsafe {
+            libc::close(fds[0]);
+            libc::close(fds[1]);
+        }
+    }
+
     use super::*;
 
     #[test]
