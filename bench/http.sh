@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench http (issue 6), on loopback, in one run, pairs alternated:
+# bench http, on loopback, in one run, pairs alternated:
 #  (a) server: `nettune bench http-server` against nginx (same 2 workers,
 #      `return 200 "Hello, World!"`), both driven by wrk with the same
 #      threads, connections and duration. Goal: nettune >= 1.3x nginx req/s.

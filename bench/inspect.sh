@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Wall time of `nettune inspect` (and `doctor --interval 0` once it exists):
 # live on this host, and on a generated 128-CPU host with a 64-queue NIC.
-# Targets (issue 2): < 50 ms on a 2-CPU VM including driver queries,
+# Targets: < 50 ms on a 2-CPU VM including driver queries,
 # < 200 ms on the 128-CPU fixture. Prints median and max of N runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `nettune bench rr` against sockperf (issue 7), two comparisons:
+# `nettune bench rr` against sockperf, two comparisons:
 #  (a) one instance, request/response ping-pong, same pinning for both tools
 #      (server CPU / client CPU), TCP and UDP, on loopback and across a veth
 #      pair between two namespaces this script creates: transactions/s.

@@ -388,7 +388,7 @@ fn render_driver(o: &mut String, d: &DriverSettings) {
     let _ = writeln!(o, "  channels {channels}   rings {rings}");
     let _ = writeln!(o, "  coalesce {coalesce}");
     let features = probe(&d.features, |f| {
-        // The offloads REFERENCE.md talks about, by their kernel names.
+        // The offloads the tuning articles talk about, by their kernel names.
         const SHOWN: &[(&str, &str)] = &[
             ("rx-gro", "generic-receive-offload"),
             ("gro-hw", "rx-gro-hw"),

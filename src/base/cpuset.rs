@@ -198,7 +198,7 @@ mod tests {
 
     #[test]
     fn masks_with_comma_groups_for_many_cpus() {
-        // CPU0 and CPU2 = 0x5 (REFERENCE section 1).
+        // CPU0 and CPU2 = 0x5 (Documentation/core-api/irq/irq-affinity.rst).
         assert_eq!(parse_mask("5").expect("mask"), vec![0, 2]);
         assert_eq!(parse_mask("f").expect("mask"), vec![0, 1, 2, 3]);
         // A 72-CPU host: CPU 64 set, CPU 0 set.

@@ -1,6 +1,6 @@
 //! Where the CPUs' time went during a benchmark: `/proc/stat` read before
 //! and after, turned into per-CPU percentages in the layout of
-//! `mpstat -P ALL` (REFERENCE section 1: the table that shows soft-interrupt
+//! `mpstat -P ALL` (the SMP IRQ affinity and RPS/RFS articles: the table that shows soft-interrupt
 //! work piling up on one CPU).
 //!
 //! /proc/stat counts in USER_HZ ticks (10 ms on almost every kernel), so a

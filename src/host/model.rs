@@ -152,7 +152,7 @@ pub struct CpuIdle {
     pub driver: Option<String>,
     pub governor: Option<String>,
     /// haltpoll's poll window before a vCPU halts; 0 makes every wake-up
-    /// a full VM exit (ENVIRONMENT: ~60 us cross-CPU).
+    /// a full VM exit (tens of microseconds for a cross-CPU wake-up).
     pub guest_halt_poll_ns: Option<u64>,
     /// Idle states of CPU0 (names and exit latency), deepest last.
     pub states: Vec<IdleState>,
@@ -202,7 +202,7 @@ pub struct Interface {
     pub irq_vectors: Vec<IrqVector>,
     pub root_qdisc: Probe<Qdisc>,
     pub driver_settings: DriverSettings,
-    /// NAPI knobs in sysfs (REFERENCE section 7).
+    /// NAPI knobs in sysfs (Documentation/networking/napi.rst).
     pub gro_flush_timeout: Option<u64>,
     pub napi_defer_hard_irqs: Option<u64>,
     pub threaded: Option<String>,

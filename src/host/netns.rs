@@ -1,7 +1,7 @@
 //! Entering a named network namespace (`--netns NAME`), the way
 //! `ip netns exec` does: join the namespace, then give this process a
 //! private mount namespace with a fresh sysfs, because /sys shows the
-//! network namespace of whoever mounted it (ENVIRONMENT.md).
+//! network namespace of whoever mounted it (see ip-netns(8)).
 //!
 //! Must run before any other thread starts: `unshare(CLONE_NEWNS)` refuses
 //! multi-threaded callers.

@@ -12,7 +12,8 @@ use crate::base::driver::{Ethtool, Netlink};
 use crate::base::Root;
 use crate::error::KernelError;
 
-/// The sysctls nettune reads: every one a technique in REFERENCE.md touches.
+/// The sysctls nettune reads: every one a tuning technique touches
+/// (docs/sources.md lists where each comes from).
 pub const SYSCTLS: &[&str] = &[
     "net.core.rmem_max",
     "net.core.wmem_max",

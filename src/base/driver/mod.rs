@@ -166,7 +166,7 @@ pub struct FlowHash {
 
 impl FlowHash {
     /// True when the hash uses addresses only: all flows between two hosts
-    /// land on one queue (REFERENCE section 3).
+    /// land on one queue ("How to receive a million packets per second").
     pub fn ips_only(&self) -> bool {
         let has = |f: &str| self.fields.iter().any(|x| x == f);
         !has("l4_src_port") && !has("l4_dst_port")

@@ -311,7 +311,8 @@ mod tests {
 
     #[test]
     fn flow_hash_letters_match_ethtool() {
-        // `ethtool -N eth2 rx-flow-hash udp4 sdfn` (REFERENCE section 3).
+        // `ethtool -N eth2 rx-flow-hash udp4 sdfn`, as in "How to receive a
+        // million packets per second".
         let hash = parse_flow_hash("sdfn").expect("sdfn");
         assert_eq!(
             hash.fields,

@@ -58,7 +58,7 @@ pub struct LoopOptions {
 }
 
 /// The wait while traffic flows, when busy polling is on: short and
-/// non-zero (REFERENCE section 4).
+/// non-zero (as the kernel-vs-DPDK HTTP article found).
 pub const BUSY_POLL_WAIT: Duration = Duration::from_micros(100);
 /// The wait otherwise, and after [`IDLE_AFTER`] empty short waits in a row:
 /// long enough to cost nothing, short enough to see the stop flag.

@@ -1,5 +1,5 @@
 //! `bench http-server` and `bench http`: the measuring half of the
-//! kernel-vs-DPDK HTTP article (REFERENCE section 4). A fixed-response
+//! "Linux Kernel vs DPDK: HTTP Performance Showdown" article. A fixed-response
 //! HTTP/1.1 server built the way the article tuned it (one pinned event loop
 //! per CPU, SO_REUSEPORT listeners in CPU order, CBPF locality, microsecond
 //! epoll timeouts, recv/send), and a wrk-style load generator that reports

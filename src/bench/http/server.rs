@@ -291,7 +291,7 @@ impl Control for Meter<'_> {
 /// SCHED_BATCH for the calling thread: a woken thread no longer preempts
 /// the one running, so a client and the server thread sharing a CPU take
 /// turns in whole batches (half the context switches, 8-10% more requests
-/// per second on loopback here; REFERENCE section 4 cut context switches
+/// per second on loopback here; the kernel-vs-DPDK article cut context switches
 /// the same way with Seastar's task quota).
 fn set_sched_batch() -> anyhow::Result<()> {
     let param = libc::sched_param { sched_priority: 0 };
