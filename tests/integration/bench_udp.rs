@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::common::{ip, is_root, measuring, unique, Netns};
+use crate::common::{ip, measuring, unique, Netns};
 
 const BIN: &str = env!("CARGO_BIN_EXE_nettune");
 
@@ -205,8 +205,7 @@ fn loopback_paced_flood_arrives_whole() {
 
 #[test]
 fn veth_between_namespaces_carries_a_paced_flood_whole() {
-    if !is_root() {
-        eprintln!("skipped: needs root to create network namespaces");
+    if crate::common::skip_unless_root("veth_between_namespaces_carries_a_paced_flood_whole") {
         return;
     }
     let _serial = measuring();
@@ -274,8 +273,7 @@ fn veth_between_namespaces_carries_a_paced_flood_whole() {
 ///   a small part of a second of overrun.
 #[test]
 fn tiny_rcvbuf_loss_is_seen_by_sequence_and_kernel_alike() {
-    if !is_root() {
-        eprintln!("skipped: needs root for a namespace of its own");
+    if crate::common::skip_unless_root("tiny_rcvbuf_loss_is_seen_by_sequence_and_kernel_alike") {
         return;
     }
     let _serial = measuring();

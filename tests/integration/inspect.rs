@@ -423,7 +423,10 @@ fn netns_with_a_four_queue_veth() {
     assert_eq!(host_wide, ["softirqs", "cpu_time", "softnet"]);
     let (code, text, _) = run(&["inspect", "--netns", &ns.name]);
     assert_eq!(code, 0);
-    assert!(text.contains("the whole host's, not only this namespace's"), "{text}");
+    assert!(
+        text.contains("the whole host's, not only this namespace's"),
+        "{text}"
+    );
 
     // A capture of the namespace reads back the same.
     let dir = tempfile::tempdir().expect("tempdir");
@@ -434,4 +437,19 @@ fn netns_with_a_four_queue_veth() {
     let veth = iface(&offline, "ntva");
     assert_eq!(ids(&veth["rx_queues"][1]["rps_cpus"]), vec![1]);
     assert_eq!(offline["sysctls"]["net.core.somaxconn"], "1234");
+}
+
+/// A usage error is one line that names what is missing or wrong.
+#[test]
+fn a_missing_argument_is_named_on_one_line() {
+    for (args, named) in [
+        (vec!["bench", "udp-flood"], "--to"),
+        (vec!["plan"], "--profile"),
+        (vec!["bench", "rr", "--to", "127.0.0.1:9"], "--proto"),
+    ] {
+        let (code, out, err) = run(&args);
+        assert_eq!(code, 2, "{args:?}: {out}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(named), "{args:?}: {err}");
+    }
 }
