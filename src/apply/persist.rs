@@ -100,23 +100,36 @@ pub fn write(journal: &Journal, base: &Path) -> anyhow::Result<()> {
         let d = real(base, dir);
         fs::create_dir_all(&d).with_context(|| format!("cannot create {}", d.display()))?;
     }
-    let previous = |path: &str| {
-        journal
-            .persist
-            .iter()
-            .find(|p| p.path == path)
-            .and_then(|p| p.previous.clone())
-    };
-    let entries = changed(journal);
     let header = format!(
         "{MARK} (state {}, profile {}); `nettune rollback {}` removes it.\n",
         journal.id,
         journal.profile.name(),
         journal.id
     );
+    write_file(base, SYSCTL_FILE, &sysctl_file(journal, &header))?;
+    write_file(base, SCRIPT, &device_script(journal, &header))?;
+    let unit = format!(
+        "{MARK}\n[Unit]\nDescription=nettune: per-device network settings ({SCRIPT})\nAfter=network-pre.target\nBefore=network.target\n\n[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart=/bin/sh {SCRIPT}\n\n[Install]\nWantedBy=multi-user.target\n"
+    );
+    write_file(base, UNIT, &unit)?;
+    if fs::symlink_metadata(real(base, WANTS_LINK)).is_err() {
+        write_link(base, WANTS_LINK, UNIT)?;
+    }
+    Ok(())
+}
 
-    // Sysctls: earlier nettune states' lines stay, this state's win.
-    let mut lines: Vec<(String, String)> = previous(SYSCTL_FILE)
+/// What was at `path` before this state's persist (recorded by `prepare`).
+fn previous(journal: &Journal, path: &str) -> Option<String> {
+    journal
+        .persist
+        .iter()
+        .find(|p| p.path == path)
+        .and_then(|p| p.previous.clone())
+}
+
+/// The sysctl.d file: earlier nettune states' lines stay, this state's win.
+fn sysctl_file(journal: &Journal, header: &str) -> String {
+    let mut lines: Vec<(String, String)> = previous(journal, SYSCTL_FILE)
         .filter(|text| text.starts_with(MARK))
         .map(|text| {
             text.lines()
@@ -126,21 +139,26 @@ pub fn write(journal: &Journal, base: &Path) -> anyhow::Result<()> {
                 .collect()
         })
         .unwrap_or_default();
-    for e in entries.iter().filter(|e| e.target.sysctl_name().is_some()) {
-        let name = e.target.sysctl_name().unwrap_or_default().to_string();
-        match lines.iter_mut().find(|(k, _)| *k == name) {
+    for e in changed(journal) {
+        let Some(name) = e.target.sysctl_name() else {
+            continue;
+        };
+        match lines.iter_mut().find(|(k, _)| k == name) {
             Some(line) => line.1 = e.to.clone(),
-            None => lines.push((name, e.to.clone())),
+            None => lines.push((name.to_string(), e.to.clone())),
         }
     }
-    let mut sysctl = header.clone();
+    let mut text = header.to_string();
     for (k, v) in &lines {
-        sysctl.push_str(&format!("{k} = {v}\n"));
+        text.push_str(&format!("{k} = {v}\n"));
     }
-    write_file(base, SYSCTL_FILE, &sysctl)?;
+    text
+}
 
-    // Device settings: earlier states' commands first, then this state's.
-    let mut script = match previous(SCRIPT).filter(|t| t.starts_with("#!/bin/sh\n")) {
+/// The boot script: earlier states' commands first, then this state's
+/// device settings (IRQs found by name).
+fn device_script(journal: &Journal, header: &str) -> String {
+    let mut script = match previous(journal, SCRIPT).filter(|t| t.starts_with("#!/bin/sh\n")) {
         Some(text) => text,
         None => format!("#!/bin/sh\n{header}"),
     };
@@ -156,7 +174,10 @@ pub fn write(journal: &Journal, base: &Path) -> anyhow::Result<()> {
         journal.id,
         journal.profile.name()
     ));
-    for e in entries.iter().filter(|e| e.target.sysctl_name().is_none()) {
+    for e in changed(journal)
+        .into_iter()
+        .filter(|e| e.target.sysctl_name().is_none())
+    {
         if let (Some(name), Some(_)) = (&e.irq_name, e.target.irq()) {
             script.push_str(&irq_by_name(name, &e.to));
             continue;
@@ -173,16 +194,7 @@ pub fn write(journal: &Journal, base: &Path) -> anyhow::Result<()> {
             e.target
         ));
     }
-    write_file(base, SCRIPT, &script)?;
-
-    let unit = format!(
-        "{MARK}\n[Unit]\nDescription=nettune: per-device network settings ({SCRIPT})\nAfter=network-pre.target\nBefore=network.target\n\n[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart=/bin/sh {SCRIPT}\n\n[Install]\nWantedBy=multi-user.target\n"
-    );
-    write_file(base, UNIT, &unit)?;
-    if fs::symlink_metadata(real(base, WANTS_LINK)).is_err() {
-        write_link(base, WANTS_LINK, UNIT)?;
-    }
-    Ok(())
+    script
 }
 
 /// A POSIX sh function the script uses: the number of the IRQ whose
