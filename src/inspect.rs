@@ -318,19 +318,7 @@ fn render_interface(o: &mut String, iface: &Interface) {
     if iface.physical && iface.irq_vectors.is_empty() {
         let _ = writeln!(o, "  IRQs: none found for this device in /proc/interrupts");
     }
-    let napi = [
-        iface
-            .gro_flush_timeout
-            .map(|v| format!("gro_flush_timeout {v}")),
-        iface
-            .napi_defer_hard_irqs
-            .map(|v| format!("napi_defer_hard_irqs {v}")),
-        iface.threaded.as_ref().map(|v| format!("threaded {v}")),
-    ];
-    let napi: Vec<String> = napi.into_iter().flatten().collect();
-    if !napi.is_empty() {
-        let _ = writeln!(o, "  napi   {}", napi.join("  "));
-    }
+    render_napi(o, iface);
     let stats: Vec<String> = iface
         .statistics
         .iter()
@@ -351,6 +339,155 @@ fn render_interface(o: &mut String, iface: &Interface) {
             stats.join(", ")
         }
     );
+}
+
+/// NAPI: the device's sysfs defaults, then per queue what the netdev
+/// netlink family says (its NAPI, the NAPI's IRQ, thread and settings) and
+/// the queue's standard counters (qstats).
+fn render_napi(o: &mut String, iface: &Interface) {
+    let n = &iface.netdev;
+    let mut device: Vec<String> = [
+        iface
+            .napi_defer_hard_irqs
+            .map(|v| format!("napi_defer_hard_irqs {v}")),
+        iface
+            .gro_flush_timeout
+            .map(|v| format!("gro_flush_timeout {v}")),
+        iface.threaded.as_ref().map(|v| format!("threaded {v}")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if let Probe::Value(set) = n.napi_set {
+        device.push(format!(
+            "napi-set {}",
+            if set { "yes" } else { "no (Linux 6.13+)" }
+        ));
+    }
+    if !device.is_empty() {
+        let _ = writeln!(o, "  napi   device {}", device.join("  "));
+    }
+    let listed = matches!(n.queues, Probe::Value(_)) || matches!(n.qstats, Probe::Value(_));
+    if !listed {
+        let why = match (&n.queues, &n.qstats) {
+            (Probe::Missing(crate::base::Missing::NotSupported), _) => {
+                "not supported by this kernel (queue-get/napi-get: Linux 6.8+)"
+            }
+            _ => "unknown",
+        };
+        let _ = writeln!(o, "  napi   per queue (netdev netlink): {why}");
+        return;
+    }
+    let napis = n.napis.value().map_or(&[][..], Vec::as_slice);
+    if napis.is_empty() && n.napis.value().is_some() {
+        let _ = writeln!(
+            o,
+            "  napi   no NAPI instance (veth has NAPI only with GRO or XDP on)"
+        );
+    }
+    let qstats = n.qstats.value();
+    if napis.is_empty() && qstats.is_none() {
+        let _ = writeln!(o, "  qstats {}", probe(&n.qstats, |_| String::new()));
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "  {:<6} {:<6} {:>4} {:>7} {:>6} {:>10} {:>12}  qstats",
+        "queue", "napi", "irq", "thread", "defer", "gro-flush", "irq-suspend"
+    );
+    let mut shown = Vec::new();
+    let queues: Vec<(&str, u32)> = iface
+        .rx_queues
+        .iter()
+        .map(|q| ("rx", q.index))
+        .chain(iface.tx_queues.iter().map(|q| ("tx", q.index)))
+        .collect();
+    let mut by_position = false;
+    for (direction, index) in queues {
+        let napi = if direction == "rx" {
+            n.napi_of_rx(index).ok()
+        } else {
+            n.queues
+                .value()
+                .and_then(|qs| qs.iter().find(|q| q.direction == "tx" && q.index == index))
+                .and_then(|q| q.napi_id)
+                .and_then(|id| napis.iter().find(|x| x.id == id))
+                .map(|napi| crate::base::driver::netdev::RxNapi {
+                    napi,
+                    by_position: false,
+                })
+        };
+        let napi_part = match napi {
+            Some(rx) => {
+                shown.push(rx.napi.id);
+                by_position |= rx.by_position;
+                napi_columns(rx.napi, rx.by_position)
+            }
+            None => format!(
+                "{:<6} {:>4} {:>7} {:>6} {:>10} {:>12}",
+                "-", "", "", "", "", ""
+            ),
+        };
+        let stats = qstats
+            .and_then(|all| {
+                all.iter()
+                    .find(|s| s.direction == direction && s.index == index)
+            })
+            .map(|s| {
+                s.counters
+                    .iter()
+                    .map(|(k, v)| format!("{} {v}", k.trim_start_matches(&format!("{direction}-"))))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .unwrap_or_else(|| "-".to_string());
+        let queue = format!("{direction}-{index}");
+        let _ = writeln!(o, "  {queue:<6} {napi_part}  {stats}");
+    }
+    let others: Vec<String> = napis
+        .iter()
+        .filter(|x| !shown.contains(&x.id))
+        .map(|x| napi_columns(x, false))
+        .collect();
+    for other in others {
+        let _ = writeln!(o, "  {:<6} {other}", "other");
+    }
+    if qstats.is_none() {
+        let _ = writeln!(o, "  qstats {}", probe(&n.qstats, |_| String::new()));
+    }
+    if by_position {
+        let _ = writeln!(
+            o,
+            "  * the driver names no queue's NAPI: one NAPI per RX queue, matched in id order"
+        );
+    }
+}
+
+/// A NAPI's id, IRQ, thread and settings as columns (`-`: none; `?`: this
+/// kernel does not report it).
+fn napi_columns(napi: &crate::base::driver::netdev::Napi, by_position: bool) -> String {
+    let id = format!("{}{}", napi.id, if by_position { "*" } else { "" });
+    let dash = |v: Option<u32>| v.map_or("-".to_string(), |v| v.to_string());
+    let known = |v: Option<u64>, show: fn(u64) -> String| v.map_or("?".to_string(), show);
+    format!(
+        "{:<6} {:>4} {:>7} {:>6} {:>10} {:>12}",
+        id,
+        dash(napi.irq),
+        dash(napi.thread_pid),
+        known(napi.defer_hard_irqs.map(u64::from), |v| v.to_string()),
+        known(napi.gro_flush_timeout_ns, nanos),
+        known(napi.irq_suspend_timeout_ns, nanos),
+    )
+}
+
+/// Nanoseconds the short way: `0`, `20us`, `20ms`, `1500ns`.
+fn nanos(ns: u64) -> String {
+    match ns {
+        0 => "0".to_string(),
+        n if n % 1_000_000 == 0 => format!("{}ms", n / 1_000_000),
+        n if n % 1_000 == 0 => format!("{}us", n / 1_000),
+        n => format!("{n}ns"),
+    }
 }
 
 fn render_driver(o: &mut String, d: &DriverSettings) {

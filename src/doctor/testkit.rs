@@ -115,6 +115,7 @@ pub fn vm_2cpu_single_queue() -> Host {
             .collect(),
             ..DriverSettings::default()
         },
+        netdev: Default::default(),
         gro_flush_timeout: Some(0),
         napi_defer_hard_irqs: Some(0),
         threaded: Some("0".into()),
@@ -410,6 +411,7 @@ fn ixgbe_8q() -> Interface {
             ),
             ..DriverSettings::default()
         },
+        netdev: Default::default(),
         gro_flush_timeout: Some(0),
         napi_defer_hard_irqs: Some(0),
         threaded: Some("0".into()),

@@ -6,7 +6,8 @@
 //! whole host model. How: each path is walked component by component; a
 //! symlink on the way is recreated with its target made relative (as sysfs
 //! links are), and the walk continues at the target, which is copied too.
-//! Driver data (ethtool, qdiscs) goes to DIR/nettune/driver.json.
+//! Driver data (ethtool, qdiscs, the netdev family's queues, NAPIs and
+//! qstats) goes to DIR/nettune/driver.json.
 
 use std::fs;
 use std::io;
@@ -18,7 +19,7 @@ use serde::Serialize;
 use super::read::{read_host, Inputs, Selection};
 use crate::base::root::Access;
 use crate::base::Root;
-use crate::nic::live::{LiveEthtool, LiveNetlink};
+use crate::nic::live::{LiveEthtool, LiveNetdev, LiveNetlink};
 use crate::nic::recorded::DriverFile;
 
 /// What a capture wrote, for the user's summary line.
@@ -42,11 +43,12 @@ struct CaptureInfo {
 pub fn capture(dest: &Path, netns: Option<String>) -> anyhow::Result<CaptureSummary> {
     prepare_destination(dest)?;
     let root = Root::live_recording();
-    let (ethtool, netlink) = (LiveEthtool, LiveNetlink);
+    let (ethtool, netlink, netdev) = (LiveEthtool, LiveNetlink, LiveNetdev);
     let sources = Inputs {
         root: &root,
         ethtool: &ethtool,
         netlink: &netlink,
+        netdev: &netdev,
         netns: netns.clone(),
     };
     let selection = Selection {
@@ -66,7 +68,7 @@ pub fn capture(dest: &Path, netns: Option<String>) -> anyhow::Result<CaptureSumm
         }
     }
     let names: Vec<String> = host.interfaces.iter().map(|i| i.name.clone()).collect();
-    DriverFile::record(&names, &ethtool, &netlink).write(dest)?;
+    DriverFile::record(&names, &ethtool, &netlink, &netdev).write(dest)?;
     let info = CaptureInfo {
         schema_version: super::SCHEMA_VERSION,
         nettune_version: env!("CARGO_PKG_VERSION"),

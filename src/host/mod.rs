@@ -47,10 +47,12 @@ pub fn read_target(
     }
     let root = open_root(root)?;
     let (ethtool, netlink) = crate::nic::sources(&root)?;
+    let netdev = crate::nic::netdev_source(&root)?;
     let sources = Inputs {
         root: &root,
         ethtool: ethtool.as_ref(),
         netlink: netlink.as_ref(),
+        netdev: netdev.as_ref(),
         netns: netns.map(str::to_string),
     };
     read_host(&sources, selection)

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::softnet::SoftnetCpu;
-use crate::base::driver::{DriverSettings, Qdisc};
+use crate::base::driver::{DriverSettings, NetdevState, Qdisc};
 use crate::base::Probe;
 
 /// Bumped when a field changes meaning or is removed (not when one is added).
@@ -202,7 +202,12 @@ pub struct Interface {
     pub irq_vectors: Vec<IrqVector>,
     pub root_qdisc: Probe<Qdisc>,
     pub driver_settings: DriverSettings,
-    /// NAPI knobs in sysfs (Documentation/networking/napi.rst).
+    /// The netdev netlink family: each queue's NAPI, each NAPI's IRQ and
+    /// settings, per-queue counters (qstats).
+    #[serde(default)]
+    pub netdev: NetdevState,
+    /// NAPI knobs in sysfs (Documentation/networking/napi.rst): the
+    /// device's defaults, which a write also copies to every NAPI.
     pub gro_flush_timeout: Option<u64>,
     pub napi_defer_hard_irqs: Option<u64>,
     pub threaded: Option<String>,

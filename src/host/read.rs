@@ -8,7 +8,7 @@ use super::model::*;
 use super::snmp::Counters as SnmpCounters;
 use super::{interrupts, packet, softirqs, softnet, stat};
 use crate::base::cpuset::{parse_list, parse_mask};
-use crate::base::driver::{Ethtool, Netlink};
+use crate::base::driver::{Ethtool, Netdev, Netlink};
 use crate::base::Root;
 use crate::error::KernelError;
 
@@ -67,6 +67,8 @@ pub struct Inputs<'a> {
     pub root: &'a Root,
     pub ethtool: &'a dyn Ethtool,
     pub netlink: &'a dyn Netlink,
+    /// The netdev generic-netlink family (queues, NAPIs, qstats).
+    pub netdev: &'a dyn Netdev,
     pub netns: Option<String>,
 }
 
@@ -569,6 +571,7 @@ fn read_interface(
         irq_vectors,
         root_qdisc: src.netlink.root_qdisc(name),
         driver_settings,
+        netdev: src.netdev.state(name),
         gro_flush_timeout: number("gro_flush_timeout")?.and_then(|v| u64::try_from(v).ok()),
         napi_defer_hard_irqs: number("napi_defer_hard_irqs")?.and_then(|v| u64::try_from(v).ok()),
         threaded: value("threaded")?,

@@ -14,7 +14,8 @@ use serde_json::Value;
 
 use crate::base::driver::{ChannelKind, DriverSetting};
 use crate::base::driver::{
-    DriverSettings, Ethtool, EthtoolSet, Netlink, Qdisc, QdiscSet, QdiscSpec, SetError,
+    DriverSettings, Ethtool, EthtoolSet, NapiKey, NapiSet, Netdev, NetdevState, Netlink, Qdisc,
+    QdiscSet, QdiscSpec, SetError,
 };
 use crate::base::{Probe, Root};
 
@@ -38,6 +39,8 @@ pub struct DriverFile {
 pub struct RecordedInterface {
     pub ethtool: DriverSettings,
     pub root_qdisc: Probe<Qdisc>,
+    /// The netdev generic-netlink family's answers (queues, NAPIs, qstats).
+    pub netdev: NetdevState,
 }
 
 impl DriverFile {
@@ -79,6 +82,7 @@ impl DriverFile {
         iface_names: &[String],
         ethtool: &dyn Ethtool,
         netlink: &dyn Netlink,
+        netdev: &dyn Netdev,
     ) -> DriverFile {
         let interfaces = iface_names
             .iter()
@@ -86,6 +90,7 @@ impl DriverFile {
                 let recorded = RecordedInterface {
                     ethtool: ethtool.query(name),
                     root_qdisc: netlink.root_qdisc(name),
+                    netdev: netdev.state(name),
                 };
                 (name.clone(), recorded)
             })
@@ -138,6 +143,16 @@ impl Netlink for Recorded {
             .interfaces
             .get(iface)
             .map(|i| i.root_qdisc.clone())
+            .unwrap_or_default()
+    }
+}
+
+impl Netdev for Recorded {
+    fn state(&self, iface: &str) -> NetdevState {
+        self.file
+            .interfaces
+            .get(iface)
+            .map(|i| i.netdev.clone())
             .unwrap_or_default()
     }
 }
@@ -318,6 +333,53 @@ impl QdiscSet for RecordedWriter {
     }
 }
 
+impl NapiSet for RecordedWriter {
+    /// As the kernel takes `napi-set`: refused (EOPNOTSUPP) when the file
+    /// records a kernel without it or without this setting, ENOENT when
+    /// the queue has no NAPI; otherwise the NAPI serving the queue (found
+    /// as [`NetdevState::napi_of_rx`] finds it) gets the value.
+    fn set_napi(&self, iface: &str, queue: u32, key: NapiKey, value: u64) -> Result<(), SetError> {
+        self.edit(iface, |entry| {
+            let state: NetdevState = entry
+                .get("netdev")
+                .map(|v| serde_json::from_value(v.clone()))
+                .transpose()
+                .map_err(|e| SetError::with_detail(libc::EIO, &format!("netdev: {e}")))?
+                .unwrap_or_default();
+            if state.napi_set != Probe::Value(true) {
+                return Err(SetError::with_detail(
+                    libc::EOPNOTSUPP,
+                    "the recorded kernel has no napi-set (Linux 6.13+)",
+                ));
+            }
+            let napi = state
+                .napi_of_rx(queue)
+                .map_err(|why| SetError::with_detail(libc::ENOENT, &why.reason(iface, queue)))?;
+            if key.value_in(napi.napi).is_none() {
+                return Err(SetError::with_detail(
+                    libc::EOPNOTSUPP,
+                    &format!("the recorded kernel does not report {key}"),
+                ));
+            }
+            let id = napi.napi.id;
+            let field = match key {
+                NapiKey::DeferHardIrqs => "defer_hard_irqs",
+                NapiKey::GroFlushTimeout => "gro_flush_timeout_ns",
+                NapiKey::IrqSuspendTimeout => "irq_suspend_timeout_ns",
+            };
+            let slot = entry["netdev"]["napis"]
+                .as_array_mut()
+                .and_then(|all| {
+                    all.iter_mut()
+                        .find(|n| n.get("id").and_then(Value::as_u64) == Some(u64::from(id)))
+                })
+                .ok_or_else(|| SetError::from_errno(libc::ENOENT))?;
+            slot[field] = Value::from(value);
+            Ok(())
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -428,10 +490,20 @@ mod tests {
         }
     }
 
+    impl Netdev for Fake {
+        fn state(&self, _iface: &str) -> NetdevState {
+            NetdevState {
+                napi_set: Probe::Value(true),
+                qstats: Probe::NOT_SUPPORTED,
+                ..NetdevState::default()
+            }
+        }
+    }
+
     #[test]
     fn record_write_load_round_trip() {
         let names = vec!["eth0".to_string(), "veth12".to_string()];
-        let file = DriverFile::record(&names, &Fake, &Fake);
+        let file = DriverFile::record(&names, &Fake, &Fake, &Fake);
         let dir = tempfile::tempdir().expect("tempdir");
         fs::create_dir(dir.path().join("sys")).expect("mkdir sys");
         file.write(dir.path()).expect("write");
@@ -443,6 +515,7 @@ mod tests {
         let recorded = Recorded::from(loaded);
         assert_eq!(recorded.query("veth12"), Fake.query("veth12"));
         assert_eq!(recorded.root_qdisc("eth0"), Fake.root_qdisc("eth0"));
+        assert_eq!(recorded.state("eth0"), Fake.state("eth0"));
     }
 
     #[test]

@@ -169,6 +169,7 @@ fn build(t: &Topology) -> Host {
                 irq_vectors,
                 root_qdisc: Probe::UNKNOWN,
                 driver_settings: DriverSettings::default(),
+                netdev: Default::default(),
                 gro_flush_timeout: None,
                 napi_defer_hard_irqs: None,
                 threaded: None,

@@ -1,8 +1,9 @@
 //! What drivers and link-level netlink answer, as plain data, and the
 //! small traits that answer it: [`Ethtool`] (channels, rings, coalescing,
 //! features, RSS, flow hash, per-queue statistics), [`Netlink`] (the root
-//! qdisc), [`EthtoolSet`] and [`QdiscSet`] (what `apply` and `rollback`
-//! write). The implementations live in `crate::nic` (the running kernel, or
+//! qdisc), [`Netdev`] (queues, NAPIs and qstats of the netdev netlink
+//! family), [`EthtoolSet`], [`QdiscSet`] and [`NapiSet`] (what `apply` and
+//! `rollback` write). The implementations live in `crate::nic` (the running kernel, or
 //! the recorded `nettune/driver.json` of a captured tree); everything that
 //! reads or judges driver state needs only this vocabulary.
 
@@ -12,8 +13,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::base::Probe;
 
+pub mod netdev;
 pub mod setting;
 
+pub use netdev::{NapiKey, NapiSet, Netdev, NetdevState};
 pub use setting::{ChannelKind, DriverSetting};
 
 /// Read driver settings of one interface. Never fails: what a driver does
@@ -202,5 +205,11 @@ impl Ethtool for NoDriverData {
 impl Netlink for NoDriverData {
     fn root_qdisc(&self, _iface: &str) -> Probe<Qdisc> {
         Probe::UNKNOWN
+    }
+}
+
+impl Netdev for NoDriverData {
+    fn state(&self, _iface: &str) -> NetdevState {
+        NetdevState::default()
     }
 }

@@ -18,9 +18,12 @@
 
 mod ethtool;
 mod ethtool_set;
+mod netdev;
+mod netlink;
 mod queue_stats;
 mod rtnetlink;
 
 pub use ethtool::LiveEthtool;
 pub(crate) use ethtool::LEGACY_FEATURE_NAMES;
+pub use netdev::LiveNetdev;
 pub use rtnetlink::LiveNetlink;
