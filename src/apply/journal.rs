@@ -182,15 +182,32 @@ impl Listing {
 /// The state directory.
 pub struct StateDir {
     dir: PathBuf,
+    /// The options a command about these states must repeat to find them
+    /// (` --root DIR`, ` --state-dir DIR`), for the hints in messages.
+    flags: String,
 }
 
 impl StateDir {
     pub fn new(dir: PathBuf) -> StateDir {
-        StateDir { dir }
+        StateDir {
+            dir,
+            flags: String::new(),
+        }
+    }
+
+    /// The same directory, with the options that hints must repeat.
+    pub fn with_flags(self, flags: String) -> StateDir {
+        StateDir { flags, ..self }
     }
 
     pub fn path(&self) -> &Path {
         &self.dir
+    }
+
+    /// The nettune command `args` for these states, as a hint to copy:
+    /// `nettune rollback 3 --state-dir /tmp/st`.
+    pub fn command(&self, args: &str) -> String {
+        format!("nettune {args}{}", self.flags)
     }
 
     /// Create the directory and hold its lock: one apply or rollback at a time.

@@ -149,12 +149,12 @@ fn refuse_after_an_interrupted_apply(state: &StateDir, req: &Request) -> anyhow:
         })
     {
         anyhow::bail!(
-            "state {} (profile {}, {}) was interrupted before it finished; run `nettune rollback \
-             {}` first; nothing was changed",
+            "state {} (profile {}, {}) was interrupted before it finished; run `{}` first; \
+             nothing was changed",
             open.id,
             open.profile.name(),
             open.time,
-            open.id
+            state.command(&format!("rollback {}", open.id))
         );
     }
     Ok(())
@@ -325,7 +325,8 @@ fn restore_one(backend: &Backend, entry: &Entry) -> anyhow::Result<()> {
 /// that is still applied. Refused when it cannot be undone (with how to
 /// forget it), when a newer state of the same place is still applied (roll
 /// that back first), or when a newer state cannot be read.
-pub fn choose(listing: &Listing, id: Option<u32>, dir: &Path) -> anyhow::Result<Journal> {
+pub fn choose(listing: &Listing, id: Option<u32>, state: &StateDir) -> anyhow::Result<Journal> {
+    let dir = state.path();
     let chosen = match id {
         Some(id) => listing
             .journals
@@ -339,14 +340,15 @@ pub fn choose(listing: &Listing, id: Option<u32>, dir: &Path) -> anyhow::Result<
                         u.error
                     ),
                     None => anyhow::anyhow!(
-                        "no state {id} in {} (states: {}); see `nettune history`",
+                        "no state {id} in {} (states: {}); see `{}`",
                         dir.display(),
                         listing
                             .journals
                             .iter()
                             .map(|j| j.id.to_string())
                             .collect::<Vec<_>>()
-                            .join(", ")
+                            .join(", "),
+                        state.command("history")
                     ),
                 },
             )?,
@@ -358,14 +360,18 @@ pub fn choose(listing: &Listing, id: Option<u32>, dir: &Path) -> anyhow::Result<
             .ok_or_else(|| {
                 anyhow::anyhow!(
                     "nothing to roll back: no applied state that can still be undone in {} (see \
-                     `nettune history`)",
-                    dir.display()
+                     `{}`)",
+                    dir.display(),
+                    state.command("history")
                 )
             })?,
     };
     if let Some(why) = place::not_undoable(chosen) {
         let hint = if chosen.status.is_active() {
-            format!("; drop it with `nettune rollback --forget {}`", chosen.id)
+            format!(
+                "; drop it with `{}`",
+                state.command(&format!("rollback --forget {}", chosen.id))
+            )
         } else {
             String::new()
         };
@@ -379,10 +385,10 @@ pub fn choose(listing: &Listing, id: Option<u32>, dir: &Path) -> anyhow::Result<
     }) {
         anyhow::bail!(
             "state {} was applied after state {} on the same host and may change the same \
-             settings: roll it back first (`nettune rollback {}`)",
+             settings: roll it back first (`{}`)",
             newer.id,
             chosen.id,
-            newer.id
+            state.command(&format!("rollback {}", newer.id))
         );
     }
     if let Some(unknown) = listing
@@ -412,11 +418,11 @@ pub fn undo(state: &StateDir, backend: &Backend, mut journal: Journal) -> anyhow
     if !errors.is_empty() {
         anyhow::bail!(
             "rollback of state {} left {} setting(s) unrestored: {}; the state is kept: fix the \
-             cause and run `nettune rollback {}` again",
+             cause and run `{}` again",
             journal.id,
             errors.len(),
             errors.join("; "),
-            journal.id
+            state.command(&format!("rollback {}", journal.id))
         );
     }
     journal.status = StateStatus::RolledBack;
@@ -441,8 +447,9 @@ pub fn forget(
         .cloned()
         .ok_or_else(|| {
             anyhow::anyhow!(
-                "no state {id} in {}; see `nettune history`",
-                state.path().display()
+                "no state {id} in {}; see `{}`",
+                state.path().display(),
+                state.command("history")
             )
         })?;
     if !journal.status.is_active() {
@@ -453,8 +460,9 @@ pub fn forget(
     }
     if place::not_undoable(&journal).is_none() && !force {
         anyhow::bail!(
-            "state {id} can still be undone: roll it back (`nettune rollback {id}`), or give \
-             --force to forget it and keep its {} change(s) in place",
+            "state {id} can still be undone: roll it back (`{}`), or give --force to forget it \
+             and keep its {} change(s) in place",
+            state.command(&format!("rollback {id}")),
             journal.change_count()
         );
     }

@@ -34,6 +34,19 @@ fn real(base: &Path, path: &str) -> PathBuf {
     base.join(path.trim_start_matches('/'))
 }
 
+/// `path` under `base`, to be created, replaced or removed there. Under a
+/// `--root` tree, its directory must lie inside the tree: a link in it
+/// (`etc -> /etc`) must not lead a write to the live host's files.
+fn writable(base: &Path, path: &str) -> anyhow::Result<PathBuf> {
+    let p = real(base, path);
+    if base != Path::new("/") {
+        let dir = p.parent().unwrap_or(&p);
+        crate::base::root::ensure_inside(base, dir)
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", p.display()))?;
+    }
+    Ok(p)
+}
+
 /// Record in the journal what `write` will replace, before anything is
 /// written (so an interrupted persist can be undone too).
 pub fn prepare(journal: &mut Journal, base: &Path) -> anyhow::Result<()> {
@@ -97,7 +110,7 @@ pub fn write(journal: &Journal, base: &Path) -> anyhow::Result<()> {
         return Ok(());
     }
     for dir in &journal.created_dirs {
-        let d = real(base, dir);
+        let d = writable(base, dir)?;
         fs::create_dir_all(&d).with_context(|| format!("cannot create {}", d.display()))?;
     }
     let header = format!(
@@ -222,7 +235,7 @@ fn irq_by_name(name: &str, cpus: &str) -> String {
 /// Write `text` to `path` atomically: a temporary file in the same
 /// directory, fsync, rename over the file, fsync the directory.
 fn write_file(base: &Path, path: &str, text: &str) -> anyhow::Result<()> {
-    let p = real(base, path);
+    let p = writable(base, path)?;
     let dir = p
         .parent()
         .ok_or_else(|| anyhow::anyhow!("{} has no directory", p.display()))?;
@@ -248,7 +261,7 @@ fn write_file(base: &Path, path: &str, text: &str) -> anyhow::Result<()> {
 /// Create the symlink `path` -> `target` atomically (a temporary link
 /// renamed over it).
 fn write_link(base: &Path, path: &str, target: &str) -> anyhow::Result<()> {
-    let p = real(base, path);
+    let p = writable(base, path)?;
     let dir = p
         .parent()
         .ok_or_else(|| anyhow::anyhow!("{} has no directory", p.display()))?;
@@ -273,7 +286,7 @@ pub fn undo(journal: &Journal, base: &Path) -> anyhow::Result<()> {
             (Some(target), true) => write_link(base, &file.path, target)?,
             (Some(text), false) => write_file(base, &file.path, text)?,
             (None, _) => {
-                let p = real(base, &file.path);
+                let p = writable(base, &file.path)?;
                 match fs::remove_file(&p) {
                     Ok(()) => {}
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}

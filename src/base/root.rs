@@ -221,13 +221,20 @@ impl Root {
             .and_then(|p| p.rsplit('/').next().map(str::to_string))
     }
 
-    /// Write a value to a kernel file that must already exist.
+    /// Write a value to a kernel file that must already exist. Under a
+    /// tree, a file that resolves out of it (a symlink to the live /proc)
+    /// or onto a mounted procfs or sysfs is refused: a tree never changes
+    /// the live kernel.
     pub fn write(&self, kernel_path: &str, value: &str) -> Result<(), KernelError> {
         let write = || -> io::Result<()> {
+            let real = self.real_path(kernel_path);
+            if !self.is_live() {
+                ensure_inside(&self.base, &real)?;
+            }
             let mut file = fs::OpenOptions::new()
                 .write(true)
                 .truncate(true)
-                .open(self.real_path(kernel_path))?;
+                .open(real)?;
             file.write_all(value.as_bytes())
         };
         write().map_err(|source| KernelError::Write {
@@ -266,6 +273,51 @@ impl Root {
         }
         pids.sort_unstable();
         Ok(pids)
+    }
+}
+
+/// statfs magic numbers (linux/magic.h) of the kernel's own filesystems.
+pub const PROC_SUPER_MAGIC: i64 = 0x9fa0;
+pub const SYSFS_MAGIC: i64 = 0x6265_6572;
+
+/// The filesystem type (statfs f_type) of `path`, if it exists.
+pub fn fs_magic(path: &Path) -> Option<i64> {
+    let stat = nix::sys::statfs::statfs(path).ok()?;
+    Some(stat.filesystem_type().0 as i64)
+}
+
+/// Refuse `path` (to be written under the tree `base`) when what it
+/// resolves to lies outside the tree or on a mounted procfs or sysfs: a
+/// symlink in a capture (`proc/sys -> /proc/sys`) must not lead a write to
+/// the live kernel. A path that does not exist yet is judged by its
+/// nearest existing ancestor (where it would be created).
+pub fn ensure_inside(base: &Path, path: &Path) -> io::Result<()> {
+    let mut existing = path;
+    while fs::symlink_metadata(existing).is_err() {
+        match existing.parent() {
+            Some(parent) => existing = parent,
+            None => break,
+        }
+    }
+    let resolved = fs::canonicalize(existing)?;
+    let tree = fs::canonicalize(base)?;
+    let refuse = |why: String| {
+        Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!("refused: {why}; a --root tree never changes the live host"),
+        ))
+    };
+    if !resolved.starts_with(&tree) {
+        return refuse(format!(
+            "it resolves to {}, outside the tree {}",
+            resolved.display(),
+            tree.display()
+        ));
+    }
+    match fs_magic(&resolved) {
+        Some(PROC_SUPER_MAGIC) => refuse(format!("{} is on a mounted procfs", resolved.display())),
+        Some(SYSFS_MAGIC) => refuse(format!("{} is on a mounted sysfs", resolved.display())),
+        _ => Ok(()),
     }
 }
 
@@ -314,6 +366,34 @@ mod tests {
                 .starts_with("cannot read /proc/nettune-no-such-file"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_tree_never_writes_through_a_link_out_of_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let outside = tempfile::tempdir().expect("tempdir");
+        fs::write(outside.path().join("somaxconn"), "4096\n").expect("write");
+        fs::create_dir_all(dir.path().join("proc/sys/net")).expect("mkdir");
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("proc/sys/net/core"))
+            .expect("symlink");
+        fs::write(dir.path().join("proc/sys/net/inside"), "1\n").expect("write");
+        let root = Root::at(dir.path()).expect("root");
+        let err = root
+            .write("/proc/sys/net/core/somaxconn", "8192\n")
+            .expect_err("a link out of the tree");
+        assert!(err.to_string().contains("outside the tree"), "{err}");
+        assert_eq!(
+            fs::read_to_string(outside.path().join("somaxconn")).expect("read"),
+            "4096\n",
+            "the file the link leads to is untouched"
+        );
+        root.write("/proc/sys/net/inside", "2\n").expect("inside");
+        // A path onto the live procfs is refused even when spelled inside.
+        let live = dir.path().join("proc/sys/net/live");
+        std::os::unix::fs::symlink("/proc/sys/net/core", &live).expect("symlink");
+        assert!(ensure_inside(dir.path(), &live.join("somaxconn")).is_err());
+        assert_eq!(fs_magic(Path::new("/proc")), Some(PROC_SUPER_MAGIC));
+        assert_eq!(fs_magic(Path::new("/sys")), Some(SYSFS_MAGIC));
     }
 
     #[test]

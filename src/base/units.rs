@@ -3,9 +3,14 @@
 //! Rates follow tc(8): `bit`, `kbit`, `mbit`, `gbit`, `tbit` are bits per
 //! second in powers of 1000, `kibit` .. `tibit` in powers of 1024, and the
 //! `bps` forms (`bps`, `kbps`, `mbps`, `gbps`, `tbps`, `kibps` .. `tibps`)
-//! are BYTES per second, as in tc: `1gbps` = 8 Gbit/s. Units are
-//! case-insensitive. A bare number or a bare prefix (`10`, `25G`) is refused
-//! because bits and bytes are an 8x difference that nobody should guess.
+//! are BYTES per second, as in tc: `1gbps` = 8 Gbit/s. A bare SI prefix
+//! (`2.5G`, `100M`, `10k`) is bits per second, as iperf3 reads `-b 2.5G` and
+//! as link speeds are named (2.5G Ethernet). Units are case-insensitive. A
+//! bare number (`10`) is refused: 10 bits/s is never meant, and whether
+//! 10 Gbit/s or 10 MB/s was is a guess.
+//!
+//! Byte sizes (`--rcvbuf`) are a plain number of bytes or carry a binary
+//! suffix, as kernel buffer sizes are chosen: `4M`/`4MiB` = 4194304.
 //!
 //! Times accept `s`/`sec`/`secs`, `ms`/`msec`/`msecs`, `us`/`usec`/`usecs`
 //! (also `µs`) and `ns`. A bare number is refused (tc reads it as
@@ -15,8 +20,8 @@ use std::time::Duration;
 
 use anyhow::bail;
 
-const RATE_EXAMPLE: &str = "e.g. '10gbit', '100mbit' or '2.5gbit' \
-     (units: bit kbit mbit gbit tbit; kbps mbps gbps are bytes/s as in tc)";
+const RATE_EXAMPLE: &str = "e.g. '10gbit', '100mbit' or '2.5G' \
+     (units: bit kbit mbit gbit tbit, or k M G T alone; kbps mbps gbps are bytes/s as in tc)";
 const TIME_EXAMPLE: &str = "e.g. '50ms', '100us' or '0.2s'";
 const DURATION_EXAMPLE: &str = "give seconds (10, 1.5) or 500ms, 5s, 1m, 2h";
 
@@ -28,11 +33,13 @@ pub fn parse_rate(text: &str) -> anyhow::Result<u64> {
         Some(prefix) => (prefix_scale(prefix), false),
         None => match unit.strip_suffix("bps") {
             Some(prefix) => (prefix_scale(prefix), true),
+            // `2.5G`: bits per second, as iperf3 reads it.
+            None if !unit.is_empty() => (prefix_scale(&unit), false),
             None => (None, false),
         },
     };
     let Some(scale) = scale else {
-        if unit.is_empty() || prefix_scale(&unit).is_some() {
+        if unit.is_empty() {
             bail!(
                 "rate '{}' has no unit: say bits or bytes per second, {RATE_EXAMPLE}",
                 text.trim()
@@ -51,6 +58,76 @@ pub fn parse_rate(text: &str) -> anyhow::Result<u64> {
         bail!("rate '{}' is too large: {RATE_EXAMPLE}", text.trim());
     }
     Ok(bits.round() as u64)
+}
+
+/// [`parse_rate`], then bounded: the error names the value and the range
+/// (`--bandwidth '1bit' is below 1 Mbit/s: give 1mbit to 10tbit`).
+pub fn parse_rate_within(text: &str, lo: u64, hi: u64) -> anyhow::Result<u64> {
+    let bits = parse_rate(text)?;
+    if !(lo..=hi).contains(&bits) {
+        bail!(
+            "'{}' ({}) is out of range: give {} to {}",
+            text.trim(),
+            format_rate(bits),
+            format_tc_rate(lo),
+            format_tc_rate(hi)
+        );
+    }
+    Ok(bits)
+}
+
+/// [`parse_time`], then bounded: the error names the value and the range.
+pub fn parse_time_within(text: &str, lo: Duration, hi: Duration) -> anyhow::Result<Duration> {
+    let time = parse_time(text)?;
+    if time < lo || time > hi {
+        bail!(
+            "'{}' is out of range: give {} to {}",
+            text.trim(),
+            format_time(lo.as_secs_f64()),
+            format_time(hi.as_secs_f64())
+        );
+    }
+    Ok(time)
+}
+
+/// A size in bytes: a whole number, or one with a binary suffix (`k`,
+/// `M`, `G`, also `KiB`, `MiB`, `GiB`, `KB`, `MB`, `GB`: all powers of 1024,
+/// as kernel buffer sizes are chosen), from `lo` to `hi`.
+pub fn parse_bytes_within(text: &str, lo: u64, hi: u64) -> anyhow::Result<u64> {
+    let example = format!("give bytes from {lo} to {hi}, e.g. 4194304 or 4M");
+    let (number, unit) = split_number(text, "size", &example)?;
+    let scale: u64 = match unit.to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        other => bail!(
+            "size '{}' has an unknown unit '{other}': {example}",
+            text.trim()
+        ),
+    };
+    let bytes = number * scale as f64;
+    if bytes.fract() != 0.0 {
+        bail!(
+            "size '{}' is not a whole number of bytes: {example}",
+            text.trim()
+        );
+    }
+    if bytes < lo as f64 || bytes > hi as f64 {
+        bail!("size '{}' is out of range: {example}", text.trim());
+    }
+    Ok(bytes as u64)
+}
+
+/// A whole number from `lo` to `hi` (a rate in packets or requests per
+/// second, a count): the error names the value and the range.
+pub fn parse_count_within(text: &str, lo: u64, hi: u64) -> anyhow::Result<u64> {
+    let trimmed = text.trim();
+    match trimmed.parse::<u64>() {
+        Ok(n) if (lo..=hi).contains(&n) => Ok(n),
+        Ok(_) => bail!("'{trimmed}' is out of range: give {lo} to {hi}"),
+        Err(_) => bail!("'{trimmed}' is not a whole number: give {lo} to {hi}"),
+    }
 }
 
 /// How a duration without a unit is read.
@@ -257,19 +334,65 @@ mod tests {
         for bad in [
             "10 gigs",
             "-5gbit",
-            "25G",
             "10",
             "fast",
             "0gbit",
             "gbit",
             "1.2.3gbit",
+            "2.5X",
         ] {
             let err = parse_rate(bad).expect_err(bad).to_string();
             assert!(err.contains("10gbit"), "{bad}: {err}");
             assert!(err.contains(&format!("'{bad}'")), "{bad}: {err}");
         }
-        let err = parse_rate("25G").expect_err("ambiguous").to_string();
+        let err = parse_rate("25").expect_err("a bare number").to_string();
         assert!(err.contains("no unit"), "{err}");
+    }
+
+    #[test]
+    fn a_bare_prefix_is_bits_per_second_as_help_and_iperf3_write_it() {
+        assert_eq!(parse_rate("2.5G").expect("rate"), 2_500_000_000);
+        assert_eq!(parse_rate("2.5g").expect("rate"), 2_500_000_000);
+        assert_eq!(parse_rate("100M").expect("rate"), 100_000_000);
+        assert_eq!(parse_rate("10k").expect("rate"), 10_000);
+        assert_eq!(parse_rate("1T").expect("rate"), 1_000_000_000_000);
+    }
+
+    #[test]
+    fn absurd_values_are_refused_with_the_range() {
+        let err = parse_rate_within("1bit", 1_000_000, 10_000_000_000_000)
+            .expect_err("1 bit/s")
+            .to_string();
+        assert!(
+            err.contains("'1bit'") && err.contains("1mbit to 10tbit"),
+            "{err}"
+        );
+        assert!(parse_rate_within("2.5G", 1_000_000, 10_000_000_000_000).is_ok());
+        let err = parse_time_within(
+            "1000000s",
+            Duration::from_micros(1),
+            Duration::from_secs(10),
+        )
+        .expect_err("11 days")
+        .to_string();
+        assert!(err.contains("1 us to 10 s"), "{err}");
+        assert_eq!(parse_bytes_within("4M", 1, 1 << 31).expect("4M"), 4 << 20);
+        assert_eq!(
+            parse_bytes_within("212992", 1, 1 << 31).expect("n"),
+            212_992
+        );
+        for bad in ["2.5bit", "1.5", "0", "3G", "-1", "x"] {
+            let err = parse_bytes_within(bad, 1, i32::MAX as u64)
+                .expect_err(bad)
+                .to_string();
+            assert!(err.contains("2147483647"), "{bad}: {err}");
+        }
+        for bad in ["0", "1e30", "4294967295000", "abc"] {
+            let err = parse_count_within(bad, 1, 1_000_000_000)
+                .expect_err(bad)
+                .to_string();
+            assert!(err.contains("1 to 1000000000"), "{bad}: {err}");
+        }
     }
 
     #[test]

@@ -25,6 +25,10 @@ pub mod secs;
 pub mod stop;
 pub mod udp;
 
+/// The highest `--rate` (packets or requests per second) a load generator
+/// takes: above what 1.6 Tbit/s of minimum-size frames can carry.
+pub const MAX_RATE: u64 = 1_000_000_000;
+
 /// A config value `value` of `--name` must lie in `lo..=hi`; the error names
 /// the value and the accepted range.
 pub fn within(name: &str, value: u64, lo: u64, hi: u64) -> anyhow::Result<()> {

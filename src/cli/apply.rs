@@ -8,7 +8,7 @@ use serde_json::json;
 
 use crate::apply::journal::{Journal, Outcome, StateDir, StateStatus, DEFAULT_STATE_DIR};
 use crate::apply::{self, place, Applied, Backend, Request};
-use crate::cli::plan::{print, resolve, Format, TuneArgs};
+use crate::cli::plan::{chosen_format, print, resolve, Format, TuneArgs};
 use crate::error::Status;
 use crate::host;
 
@@ -23,11 +23,11 @@ pub struct ApplyArgs {
     /// Print the plan and change nothing.
     #[arg(long)]
     pub dry_run: bool,
-    /// With --dry-run: print the plan as text, json or sh (without
-    /// --dry-run only text is accepted: apply never prints a plan instead
-    /// of applying it).
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
+    /// With --dry-run: print the plan as text, json or sh (apply never
+    /// prints a plan instead of applying it: without --dry-run it is
+    /// refused). Default: text.
+    #[arg(long, value_enum)]
+    pub format: Option<Format>,
     /// Also make the settings survive a reboot: /etc/sysctl.d/90-nettune.conf
     /// and a systemd unit running /etc/nettune/apply-devices.sh (which finds
     /// IRQs by name at boot).
@@ -41,8 +41,9 @@ pub struct ApplyArgs {
     /// (DIR/var/lib/nettune with --root DIR).
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
-    /// Print what was applied as JSON (the state's journal).
-    #[arg(long)]
+    /// Print what was applied as JSON (the state's journal); with
+    /// --dry-run, the plan as JSON.
+    #[arg(long, conflicts_with = "format")]
     pub json: bool,
 }
 
@@ -89,36 +90,35 @@ pub struct HistoryArgs {
 }
 
 /// The state directory: `--state-dir`, else `$NETTUNE_STATE_DIR`, else the
-/// default (inside the tree with `--root`). Also whether it was chosen by
-/// the user, so that hints repeat it.
-pub fn state_dir(given: Option<&Path>, root: Option<&Path>) -> (StateDir, bool) {
-    if let Some(dir) = given {
-        return (StateDir::new(dir.to_path_buf()), true);
-    }
-    if let Some(dir) = std::env::var_os(STATE_DIR_ENV).filter(|d| !d.is_empty()) {
-        return (StateDir::new(PathBuf::from(dir)), true);
-    }
-    let dir = match root {
-        Some(root) => root.join(DEFAULT_STATE_DIR.trim_start_matches('/')),
-        None => PathBuf::from(DEFAULT_STATE_DIR),
+/// default (inside the tree with `--root`). Hints in messages repeat the
+/// options needed to find it again: `--root`, and `--state-dir` when the
+/// user chose it (by flag or by the environment).
+pub fn state_dir(given: Option<&Path>, root: Option<&Path>) -> StateDir {
+    let (dir, chosen) = if let Some(dir) = given {
+        (dir.to_path_buf(), true)
+    } else if let Some(dir) = std::env::var_os(STATE_DIR_ENV).filter(|d| !d.is_empty()) {
+        (PathBuf::from(dir), true)
+    } else {
+        let dir = match root {
+            Some(root) => root.join(DEFAULT_STATE_DIR.trim_start_matches('/')),
+            None => PathBuf::from(DEFAULT_STATE_DIR),
+        };
+        (dir, false)
     };
-    (StateDir::new(dir), false)
-}
-
-/// The options a command about a state must repeat: `--root`, and
-/// `--state-dir` when it is not the default.
-fn place_flags(root: Option<&str>, state: &StateDir, chosen: bool) -> String {
     let mut flags = String::new();
     if let Some(root) = root {
-        flags.push_str(&format!(" --root {}", shell_word(root)));
+        flags.push_str(&format!(
+            " --root {}",
+            shell_word(&root.display().to_string())
+        ));
     }
     if chosen {
         flags.push_str(&format!(
             " --state-dir {}",
-            shell_word(&state.path().display().to_string())
+            shell_word(&dir.display().to_string())
         ));
     }
-    flags
+    StateDir::new(dir).with_flags(flags)
 }
 
 fn shell_word(text: &str) -> String {
@@ -151,17 +151,17 @@ fn tree(dir: &Path, verb: &str) -> anyhow::Result<PathBuf> {
 }
 
 pub fn run_apply(args: ApplyArgs) -> anyhow::Result<Status> {
-    if args.format != Format::Text && !args.dry_run {
+    if let (Some(format), false) = (args.format, args.dry_run) {
         anyhow::bail!(
             "--format {} prints a plan, and apply would change the host: add --dry-run, or use \
              `nettune plan --format {}`; nothing was changed",
-            args.format.name(),
-            args.format.name()
+            format.name(),
+            format.name()
         );
     }
     if args.dry_run {
         let (_, plan) = resolve(&args.tune)?;
-        print(&plan, &args.tune, args.format)?;
+        print(&plan, &args.tune, chosen_format(args.json, args.format))?;
         return Ok(Status::Clean);
     }
     if args.persist && args.tune.target.netns.is_some() {
@@ -177,7 +177,7 @@ pub fn run_apply(args: ApplyArgs) -> anyhow::Result<Status> {
     require_root_for_live(root_dir.as_deref(), "apply")?;
     // Bad input is reported before the state directory is created.
     let (opts, plan, host) = crate::cli::plan::resolve_with_host(&args.tune)?;
-    let (state, chosen) = state_dir(args.state_dir.as_deref(), root_dir.as_deref());
+    let state = state_dir(args.state_dir.as_deref(), root_dir.as_deref());
     let _lock = state.lock()?;
     let backend = Backend::new(host::open_root(root_dir.as_deref())?);
     let request = Request {
@@ -202,7 +202,7 @@ pub fn run_apply(args: ApplyArgs) -> anyhow::Result<Status> {
             "nothing to change on {place}: the kernel refused every planned change\n{}",
             refusals(journal)
         ),
-        Applied::Done(journal) => summary(journal, &place, &state, chosen),
+        Applied::Done(journal) => summary(journal, &place, &state),
     };
     if args.json {
         let value = match &applied {
@@ -221,7 +221,7 @@ pub fn run_apply(args: ApplyArgs) -> anyhow::Result<Status> {
     Ok(Status::Clean)
 }
 
-fn summary(journal: &Journal, place: &str, state: &StateDir, chosen: bool) -> String {
+fn summary(journal: &Journal, place: &str, state: &StateDir) -> String {
     let mut out = format!(
         "applied profile {} on {place}: {} change(s), state {}\n",
         journal.profile.name(),
@@ -244,9 +244,8 @@ fn summary(journal: &Journal, place: &str, state: &StateDir, chosen: bool) -> St
         ));
     }
     out.push_str(&format!(
-        "undo with: nettune rollback {}{}\n",
-        journal.id,
-        place_flags(journal.root.as_deref(), state, chosen)
+        "undo with: {}\n",
+        state.command(&format!("rollback {}", journal.id))
     ));
     out
 }
@@ -262,7 +261,7 @@ fn refusals(journal: &Journal) -> String {
 }
 
 pub fn run_rollback(args: RollbackArgs) -> anyhow::Result<Status> {
-    let (state, chosen) = state_dir(args.state_dir.as_deref(), args.root.as_deref());
+    let state = state_dir(args.state_dir.as_deref(), args.root.as_deref());
     if !state.path().is_dir() {
         anyhow::bail!(
             "no applied states: {} does not exist (give --root or --state-dir as given to apply, \
@@ -274,13 +273,16 @@ pub fn run_rollback(args: RollbackArgs) -> anyhow::Result<Status> {
     let listing = state.list()?;
     if args.forget {
         let id = args.id.ok_or_else(|| {
-            anyhow::anyhow!("--forget needs the state's ID (see `nettune history`)")
+            anyhow::anyhow!(
+                "--forget needs the state's ID (see `{}`)",
+                state.command("history")
+            )
         })?;
         let journal = apply::forget(&state, &listing, id, args.force)?;
         crate::output::print(&forgotten(&journal))?;
         return Ok(Status::Clean);
     }
-    let journal = apply::choose(&listing, args.id, state.path())?;
+    let journal = apply::choose(&listing, args.id, &state)?;
     let root_dir = rollback_tree(&journal, args.root.as_deref())?;
     require_root_for_live(root_dir.as_deref(), "rollback")?;
     if let Some(ns) = &journal.netns {
@@ -288,7 +290,6 @@ pub fn run_rollback(args: RollbackArgs) -> anyhow::Result<Status> {
     }
     let backend = Backend::new(host::open_root(root_dir.as_deref())?);
     let journal = apply::undo(&state, &backend, journal)?;
-    let _ = chosen;
     crate::output::print(&format!(
         "rolled back state {} (profile {}, {} change(s)){}\n",
         journal.id,
@@ -339,7 +340,7 @@ fn forgotten(journal: &Journal) -> String {
 }
 
 pub fn run_history(args: HistoryArgs) -> anyhow::Result<Status> {
-    let (state, _) = state_dir(args.state_dir.as_deref(), args.root.as_deref());
+    let state = state_dir(args.state_dir.as_deref(), args.root.as_deref());
     let listing = state.list()?;
     // Drift is read where the states are: the tree, this namespace, or the
     // host.
@@ -373,7 +374,7 @@ pub fn run_history(args: HistoryArgs) -> anyhow::Result<Status> {
         ))?;
         return Ok(Status::Clean);
     }
-    crate::output::print(&history_text(&rows, &listing.unreadable))?;
+    crate::output::print(&history_text(&rows, &listing.unreadable, &state))?;
     Ok(Status::Clean)
 }
 
@@ -431,7 +432,7 @@ fn place_text(j: &Journal) -> String {
     }
 }
 
-fn history_text(rows: &[Row], unreadable: &[apply::Unreadable]) -> String {
+fn history_text(rows: &[Row], unreadable: &[apply::Unreadable], state: &StateDir) -> String {
     let mut out = format!(
         "{:>4}  {:<20}  {:<10}  {:>7}  {:<24}  {}\n",
         "id", "time (UTC)", "profile", "changes", "status", "on"
@@ -450,8 +451,8 @@ fn history_text(rows: &[Row], unreadable: &[apply::Unreadable]) -> String {
         if j.status.is_active() {
             if let Some(why) = &row.not_undoable {
                 out.push_str(&format!(
-                    "      cannot be undone: {why} (drop it with `nettune rollback --forget {}`)\n",
-                    j.id
+                    "      cannot be undone: {why} (drop it with `{}`)\n",
+                    state.command(&format!("rollback --forget {}", j.id))
                 ));
             }
         }

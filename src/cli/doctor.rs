@@ -15,6 +15,9 @@ use crate::host::{open_root, read_counters, read_target, Selection};
 
 /// Longest `--interval` accepted: doctor is a check, not a monitor.
 const MAX_INTERVAL_SECS: f64 = 3600.0;
+/// Shortest `--interval` besides 0: over less, a rate is a count of a few
+/// events divided by almost nothing.
+const MIN_INTERVAL_SECS: f64 = 0.1;
 
 #[derive(Debug, Clone, Args)]
 pub struct DoctorArgs {
@@ -29,8 +32,9 @@ pub struct DoctorArgs {
     #[arg(long, value_name = "ID[,ID...]", value_delimiter = ',', value_parser = rule_id)]
     pub ignore: Vec<String>,
 
-    /// Seconds between two samples of the counters, so that rates are
-    /// judged live; 0 judges totals since boot (as --root always does).
+    /// Seconds between two samples of the counters (0.1 to 3600), so that
+    /// rates are judged live; 0 judges totals since boot (as --root always
+    /// does).
     #[arg(
         long,
         value_name = "SECONDS",
@@ -40,12 +44,13 @@ pub struct DoctorArgs {
     )]
     pub interval: f64,
 
-    /// Path bandwidth for the buffer check, in tc units: 10gbit, 100mbit
-    /// (kbps/mbps/gbps are BYTES per second, as in tc). Needs --rtt.
+    /// Path bandwidth for the buffer check, in tc units: 10gbit, 100mbit, or
+    /// 2.5G as iperf3 reads it (kbps/mbps/gbps are BYTES per second, as in
+    /// tc); 1mbit to 10tbit. Needs --rtt.
     #[arg(long, value_name = "RATE", requires = "rtt", allow_hyphen_values = true, value_parser = rate)]
     pub bandwidth: Option<u64>,
 
-    /// Round-trip time of the path: 50ms, 100us, 0.2s.
+    /// Round-trip time of the path: 50ms, 100us, 0.2s (1us to 10s).
     #[arg(long, value_name = "TIME", allow_hyphen_values = true, value_parser = time)]
     pub rtt: Option<Duration>,
 
@@ -71,20 +76,24 @@ fn rule_id(text: &str) -> Result<String, String> {
 
 fn interval(text: &str) -> Result<f64, String> {
     match crate::base::units::parse_duration_or_zero(text).map(|d| d.as_secs_f64()) {
-        Ok(secs) if secs <= MAX_INTERVAL_SECS => Ok(secs),
+        Ok(secs) if secs == 0.0 || (MIN_INTERVAL_SECS..=MAX_INTERVAL_SECS).contains(&secs) => {
+            Ok(secs)
+        }
         _ => Err(format!(
-            "'{text}' is not a number of seconds from 0 to {MAX_INTERVAL_SECS}; e.g. --interval 2, \
-             or 0 to judge totals since boot"
+            "'{text}' is not 0 or a number of seconds from {MIN_INTERVAL_SECS} to \
+             {MAX_INTERVAL_SECS}; e.g. --interval 2, or 0 to judge totals since boot"
         )),
     }
 }
 
 fn rate(text: &str) -> Result<u64, String> {
-    crate::base::units::parse_rate(text).map_err(|e| format!("{e:#}"))
+    let (lo, hi) = crate::cli::plan::BANDWIDTH_RANGE;
+    crate::base::units::parse_rate_within(text, lo, hi).map_err(|e| format!("{e:#}"))
 }
 
 fn time(text: &str) -> Result<Duration, String> {
-    crate::base::units::parse_time(text).map_err(|e| format!("{e:#}"))
+    let (lo, hi) = crate::cli::plan::RTT_RANGE;
+    crate::base::units::parse_time_within(text, lo, hi).map_err(|e| format!("{e:#}"))
 }
 
 /// Run `nettune doctor`.
@@ -134,7 +143,7 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<Status> {
 /// namespace, or the tree) and still in place, with what drifted since.
 /// Best effort: without a readable state directory there are none.
 fn applied_states(args: &DoctorArgs) -> Vec<AppliedState> {
-    let (state, _) = crate::cli::apply::state_dir(None, args.root.as_deref());
+    let state = crate::cli::apply::state_dir(None, args.root.as_deref());
     let Ok(listing) = state.list() else {
         return Vec::new();
     };
@@ -152,10 +161,22 @@ fn applied_states(args: &DoctorArgs) -> Vec<AppliedState> {
         .iter()
         .filter(|j| j.status == StateStatus::Complete && place::not_undoable(j).is_none())
         .filter(|j| j.root == tree && j.netns == args.netns)
-        .map(|j| AppliedState {
-            id: j.id,
-            profile: j.profile.name().to_string(),
-            drift: crate::apply::drift(j, &backend),
+        .map(|j| {
+            let netns = j
+                .netns
+                .as_ref()
+                .map(|ns| format!(" --netns {ns}"))
+                .unwrap_or_default();
+            AppliedState {
+                id: j.id,
+                profile: j.profile.name().to_string(),
+                drift: crate::apply::drift(j, &backend),
+                rollback: state.command(&format!("rollback {}", j.id)),
+                apply_again: state.command(&format!(
+                    "apply {}{netns}",
+                    crate::cli::plan::option_flags(&j.options)
+                )),
+            }
         })
         .collect()
 }
@@ -240,6 +261,18 @@ mod tests {
         let err = parse(&["--interval", "-1"]).expect_err("negative interval");
         assert!(err.contains("--interval 2"), "{err}");
         assert!(parse(&["--interval", "soon"]).is_err());
+        for absurd in ["1ns", "0.001", "3601", "1e30"] {
+            let err = parse(&["--interval", absurd]).expect_err(absurd);
+            assert!(err.contains("0.1 to 3600"), "{absurd}: {err}");
+        }
+        assert_eq!(parse(&["--interval", "0"]).expect("0").interval, 0.0);
+        assert_eq!(parse(&["--interval", "500ms"]).expect("0.5").interval, 0.5);
+        let err = parse(&["--bandwidth", "1bit", "--rtt", "50ms"]).expect_err("1 bit/s");
+        assert!(err.contains("1mbit to 10tbit"), "{err}");
+        let err = parse(&["--bandwidth", "10gbit", "--rtt", "1000000s"]).expect_err("11 days");
+        assert!(err.contains("1 us to 10 s"), "{err}");
+        let args = parse(&["--bandwidth", "2.5G", "--rtt", "50ms"]).expect("as help shows it");
+        assert_eq!(args.bandwidth, Some(2_500_000_000));
         assert!(parse(&["--root", "/tmp/x", "--netns", "a"]).is_err());
     }
 }

@@ -1,12 +1,24 @@
 //! `nettune plan` arguments, shared with `apply` ([`TuneArgs`]).
 
+use std::time::Duration;
+
 use crate::base::cpuset::parse_list;
 use crate::error::Status;
 use crate::host::{self, Host, Selection};
 
 use super::HostArgs;
-use crate::base::units::{parse_rate, parse_time};
+use crate::base::units::{parse_rate_within, parse_time_within};
 use crate::plan::{render, Plan, PlanOptions, Profile};
+
+/// The path bandwidth a user may give (`--bandwidth` of plan, apply and
+/// doctor): 1 Mbit/s to 10 Tbit/s.
+pub const BANDWIDTH_RANGE: (u64, u64) = (1_000_000, 10_000_000_000_000);
+/// `--pace`: fq's maxrate is 32-bit bytes per second (about 34.3 Gbit/s).
+pub const PACE_RANGE: (u64, u64) = (1_000_000, 34_000_000_000);
+/// `--rtt`: a loopback path to a geostationary satellite hop, and then some.
+pub const RTT_RANGE: (Duration, Duration) = (Duration::from_micros(1), Duration::from_secs(10));
+/// `--streams`.
+pub const MAX_STREAMS: u32 = 1024;
 
 /// What to tune and for what: shared by `plan` and `apply`.
 #[derive(Debug, Clone, clap::Args)]
@@ -22,19 +34,20 @@ pub struct TuneArgs {
     /// CPU except isolated and nohz_full ones.
     #[arg(long, value_name = "LIST")]
     pub cpus: Option<String>,
-    /// throughput: the path's bandwidth for buffer sizes (`10gbit`, `2.5G`).
-    /// Default: the fastest selected link.
-    #[arg(long, value_name = "RATE")]
+    /// throughput: the path's bandwidth for buffer sizes (`10gbit`, `2.5G`:
+    /// bits per second; 1mbit to 10tbit). Default: the fastest selected link.
+    #[arg(long, value_name = "RATE", allow_hyphen_values = true)]
     pub bandwidth: Option<String>,
-    /// throughput: the path's round-trip time (`100ms`, `0.2s`). Default: 100ms.
-    #[arg(long, value_name = "TIME")]
+    /// throughput: the path's round-trip time (`100ms`, `0.2s`; 1us to 10s).
+    /// Default: 100ms.
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
     pub rtt: Option<String>,
-    /// throughput: fq's per-flow pacing cap (`2gbit`). Default: 80% of the
-    /// link speed / --streams.
-    #[arg(long, value_name = "RATE")]
+    /// throughput: fq's per-flow pacing cap (`2gbit`; 1mbit to 34gbit, fq's
+    /// limit). Default: 80% of the link speed / --streams.
+    #[arg(long, value_name = "RATE", allow_hyphen_values = true)]
     pub pace: Option<String>,
-    /// throughput: parallel streams sharing the path. Default: 1.
-    #[arg(long, value_name = "N")]
+    /// throughput: parallel streams sharing the path (1 to 1024). Default: 1.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=MAX_STREAMS as i64))]
     pub streams: Option<u32>,
     #[command(flatten)]
     pub target: HostArgs,
@@ -56,9 +69,9 @@ impl TuneArgs {
                 );
             }
         }
-        let rate = |flag: &str, v: &Option<String>| -> anyhow::Result<Option<u64>> {
+        let rate = |flag: &str, v: &Option<String>, (lo, hi): (u64, u64)| {
             v.as_deref()
-                .map(|t| parse_rate(t).map_err(|e| anyhow::anyhow!("{flag}: {e:#}")))
+                .map(|t| parse_rate_within(t, lo, hi).map_err(|e| anyhow::anyhow!("{flag}: {e:#}")))
                 .transpose()
         };
         let cpus = match &self.cpus {
@@ -71,17 +84,17 @@ impl TuneArgs {
             profile: self.profile,
             ifaces: self.ifaces.clone(),
             cpus,
-            bandwidth_bits: rate("--bandwidth", &self.bandwidth)?,
+            bandwidth_bits: rate("--bandwidth", &self.bandwidth, BANDWIDTH_RANGE)?,
             rtt_us: self
                 .rtt
                 .as_deref()
                 .map(|t| {
-                    parse_time(t)
+                    parse_time_within(t, RTT_RANGE.0, RTT_RANGE.1)
                         .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
                         .map_err(|e| anyhow::anyhow!("--rtt: {e:#}"))
                 })
                 .transpose()?,
-            pace_bits: rate("--pace", &self.pace)?,
+            pace_bits: rate("--pace", &self.pace, PACE_RANGE)?,
             streams: self.streams,
         })
     }
@@ -105,6 +118,33 @@ impl TuneArgs {
     }
 }
 
+/// The `plan`/`apply` options that give `opts` again: `--profile pps
+/// --iface eth0 --cpus 0-3`, for hints that repeat an apply.
+pub fn option_flags(opts: &PlanOptions) -> String {
+    use crate::base::cpuset::format_list;
+    use crate::base::units::format_tc_rate;
+    let mut flags = format!("--profile {}", opts.profile.name());
+    for iface in &opts.ifaces {
+        flags.push_str(&format!(" --iface {iface}"));
+    }
+    if let Some(cpus) = &opts.cpus {
+        flags.push_str(&format!(" --cpus {}", format_list(cpus)));
+    }
+    if let Some(bits) = opts.bandwidth_bits {
+        flags.push_str(&format!(" --bandwidth {}", format_tc_rate(bits)));
+    }
+    if let Some(us) = opts.rtt_us {
+        flags.push_str(&format!(" --rtt {us}us"));
+    }
+    if let Some(bits) = opts.pace_bits {
+        flags.push_str(&format!(" --pace {}", format_tc_rate(bits)));
+    }
+    if let Some(n) = opts.streams {
+        flags.push_str(&format!(" --streams {n}"));
+    }
+    flags
+}
+
 /// How `plan` prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum Format {
@@ -122,11 +162,11 @@ pub struct PlanArgs {
     #[command(flatten)]
     pub tune: TuneArgs,
     /// Print the plan as JSON (same as --format json).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "format")]
     pub json: bool,
-    /// text, json or sh.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
+    /// text, json or sh. Default: text.
+    #[arg(long, value_enum)]
+    pub format: Option<Format>,
 }
 
 impl Format {
@@ -141,11 +181,16 @@ impl Format {
 
 impl PlanArgs {
     pub fn format(&self) -> Format {
-        if self.json {
-            Format::Json
-        } else {
-            self.format
-        }
+        chosen_format(self.json, self.format)
+    }
+}
+
+/// `--json` or `--format F` (clap refuses both together), text by default.
+pub fn chosen_format(json: bool, format: Option<Format>) -> Format {
+    match (json, format) {
+        (true, _) => Format::Json,
+        (false, Some(f)) => f,
+        (false, None) => Format::Text,
     }
 }
 

@@ -104,6 +104,10 @@ pub struct AppliedState {
     pub id: u32,
     pub profile: String,
     pub drift: Vec<crate::apply::Drift>,
+    /// The commands that roll it back and apply its profile again, with
+    /// the options they need here (`--root`, `--netns`, `--state-dir`).
+    pub rollback: String,
+    pub apply_again: String,
 }
 
 impl<'a> Context<'a> {
@@ -304,6 +308,8 @@ mod tests {
                 applied: "1".to_string(),
                 now: "0-1".to_string(),
             }],
+            rollback: "nettune rollback 1".to_string(),
+            apply_again: "nettune apply --profile pps".to_string(),
         }];
         let findings = super::diagnose(&Context {
             host: &host,

@@ -390,6 +390,13 @@ fn read_mitigations(root: &Root) -> Result<Mitigations, KernelError> {
 /// it, no permission) is listed and the others are kept.
 fn read_sysctls(g: &mut Gather) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
+    // A kernel with networking has /proc/sys/net: without it (a container
+    // that hides /proc/sys, a capture without it), the sysctls could not be
+    // read, which is not "this kernel lacks them".
+    if !g.root.exists("/proc/sys/net") {
+        g.take::<()>("sysctls", |r| Err(absent(r, "/proc/sys/net").into()));
+        return out;
+    }
     for name in SYSCTLS {
         let path = format!("/proc/sys/{}", name.replace('.', "/"));
         if let Some(value) = g.take("sysctls", |r| Ok(r.read_value(&path)?)) {
@@ -397,6 +404,14 @@ fn read_sysctls(g: &mut Gather) -> BTreeMap<String, String> {
         }
     }
     out
+}
+
+/// The error for a directory every kernel has, missing from this tree.
+fn absent(root: &Root, path: &str) -> KernelError {
+    KernelError::Read {
+        path: root.shown(path),
+        source: std::io::Error::from_raw_os_error(libc::ENOENT),
+    }
 }
 
 /// tcp_rmem is printed with tabs (`4096\t131072\t6291456`): show it with
@@ -427,8 +442,11 @@ fn read_interfaces(
     g: &mut Gather,
 ) -> anyhow::Result<Vec<Interface>> {
     let root = src.root;
+    // Every kernel has /sys/class/net (lo at least): without it, the
+    // interfaces could not be read, which is not "no interfaces".
     let names = g.take("interfaces", |r| {
-        Ok(r.list("/sys/class/net")?.unwrap_or_default())
+        r.list("/sys/class/net")?
+            .ok_or_else(|| absent(r, "/sys/class/net").into())
     });
     if let Some(wanted) = &selection.iface {
         if !names.contains(wanted) {

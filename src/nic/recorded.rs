@@ -164,6 +164,7 @@ impl Netdev for Recorded {
 /// order and layout kept), so undoing every change gives back the same bytes.
 #[derive(Debug, Clone)]
 pub struct RecordedWriter {
+    base: PathBuf,
     path: PathBuf,
 }
 
@@ -173,6 +174,7 @@ const FIRST_KERNEL_HANDLE: &str = "8001:";
 impl RecordedWriter {
     pub fn new(root: &Root) -> RecordedWriter {
         RecordedWriter {
+            base: root.base().to_path_buf(),
             path: root.base().join(DRIVER_FILE),
         }
     }
@@ -208,6 +210,8 @@ impl RecordedWriter {
         change(entry)?;
         let mut out = serde_json::to_string_pretty(&file).map_err(|e| failed(&e))?;
         out.push('\n');
+        // A driver file linked out of the tree is never written.
+        crate::base::root::ensure_inside(&self.base, &self.path).map_err(|e| failed(&e))?;
         fs::write(&self.path, out).map_err(|e| failed(&e))
     }
 }

@@ -222,6 +222,14 @@ fn sysctl(d: &mut Draft, host: &Host, name: &str, want: Want, reason: String) {
         return;
     }
     let Some(current) = host.sysctls.get(name) else {
+        if let Some(unread) = host.sources.iter().find(|i| i.section == "sysctls") {
+            let why = format!(
+                "{name} could not be read ({}: {})",
+                unread.path, unread.error
+            );
+            d.skip(KERNEL_GROUP, &target, &why);
+            return;
+        }
         let place = match &host.source.netns {
             Some(ns) => format!(" in network namespace '{ns}'"),
             None => " on this kernel".to_string(),

@@ -12,6 +12,7 @@
 pub mod compare;
 mod cpus;
 mod driver;
+pub mod irqbalance;
 mod kernel;
 pub mod preflight;
 mod queues;
@@ -121,6 +122,9 @@ pub struct Plan {
     pub interfaces: Vec<String>,
     pub changes: Vec<Change>,
     pub skipped: Vec<Skipped>,
+    /// Set when irqbalance runs and the plan pins IRQs: it will move them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub irqbalance: Option<irqbalance::IrqbalanceWarning>,
 }
 
 /// The group of host-wide settings.
@@ -151,6 +155,7 @@ pub fn plan(host: &Host, opts: &PlanOptions) -> anyhow::Result<Plan> {
         profile: opts.profile,
         cpus,
         interfaces: ifaces.iter().map(|i| i.name.clone()).collect(),
+        irqbalance: irqbalance::warning(host, &draft.changes),
         changes: draft.changes,
         skipped: draft.skipped,
     })

@@ -78,8 +78,9 @@ pub fn text(plan: &Plan, place: &str) -> String {
         for ((name, diff), change) in rows.iter().zip(&changes) {
             let _ = writeln!(
                 o,
-                "  {name:<name_width$}  {diff:<diff_width$}  {}",
-                change.reason
+                "  {name:<name_width$}  {diff:<diff_width$}  {}{}",
+                change.reason,
+                irqbalance_mark(plan, change)
             );
         }
     }
@@ -95,6 +96,9 @@ pub fn text(plan: &Plan, place: &str) -> String {
             let _ = writeln!(o, "  {label}: {}", s.reason);
         }
     }
+    if let Some(warning) = &plan.irqbalance {
+        let _ = writeln!(o, "\nwarning: {}", warning.note);
+    }
     let _ = writeln!(
         o,
         "\n{} change(s), {} left alone.",
@@ -102,6 +106,14 @@ pub fn text(plan: &Plan, place: &str) -> String {
         plan.skipped.len()
     );
     out
+}
+
+/// `[irqbalance runs: ...]` after an IRQ change while irqbalance runs.
+fn irqbalance_mark(plan: &Plan, change: &Change) -> String {
+    match (&plan.irqbalance, change.target.irq()) {
+        (Some(_), Some(_)) => format!(" [{}]", super::irqbalance::BESIDE),
+        _ => String::new(),
+    }
 }
 
 pub fn json(plan: &Plan) -> serde_json::Result<String> {
@@ -163,6 +175,9 @@ pub fn shell(plan: &Plan, place: &str, netns: Option<&str>) -> String {
             "# Run it inside the namespace: ip netns exec {ns} sh THIS_FILE"
         );
     }
+    if let Some(warning) = &plan.irqbalance {
+        let _ = writeln!(o, "# WARNING: {}", warning.note);
+    }
     let _ = writeln!(o, "set -e");
     for group in groups(plan) {
         let changes: Vec<&Change> = plan.changes.iter().filter(|c| c.group == group).collect();
@@ -171,7 +186,13 @@ pub fn shell(plan: &Plan, place: &str, netns: Option<&str>) -> String {
         }
         let _ = writeln!(o, "\n# {group}");
         for change in changes {
-            let _ = writeln!(o, "# {} (was {})", change.reason, shown(&change.from));
+            let _ = writeln!(
+                o,
+                "# {} (was {}){}",
+                change.reason,
+                shown(&change.from),
+                irqbalance_mark(plan, change)
+            );
             let _ = writeln!(o, "{}", command(change));
         }
     }

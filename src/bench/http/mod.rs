@@ -173,6 +173,7 @@ impl LoadConfig {
             );
         }
         if let Some(rate) = self.rate {
+            within("rate", rate, 1, crate::bench::MAX_RATE)?;
             if rate < u64::from(self.threads) {
                 anyhow::bail!(
                     "--rate '{rate}' is below -t '{}': each thread sends at least 1 request/s; \

@@ -175,6 +175,7 @@ impl FloodConfig {
             );
         }
         if let Some(rate) = self.rate {
+            within("rate", rate, 1, crate::bench::MAX_RATE)?;
             if rate < u64::from(self.threads) {
                 anyhow::bail!(
                     "--rate '{rate}' is below --threads '{}': each thread sends at least 1 \

@@ -99,7 +99,7 @@ pub struct LoadArgs {
     /// Open loop: this many requests per second in all, scheduled per thread;
     /// latency counts from each request's scheduled send time (corrected
     /// for coordinated omission) and, separately, from its actual send.
-    #[arg(short = 'R', long, value_name = "RPS", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(short = 'R', long, value_name = "RPS", value_parser = super::rate)]
     pub rate: Option<u64>,
     /// Pin thread i to the i-th CPU this process may use (twrk's option).
     #[arg(long, conflicts_with = "pin")]

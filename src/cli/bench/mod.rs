@@ -77,7 +77,24 @@ pub(crate) fn pin_list(text: &str) -> Result<CpuList, String> {
 
 /// `--duration`: how long a bench runs.
 pub(crate) fn duration(text: &str) -> Result<Duration, String> {
-    crate::base::units::parse_duration(text)
+    let d = crate::base::units::parse_duration(text)?;
+    if d < MIN_DURATION {
+        return Err(format!(
+            "duration '{text}' is shorter than {} ms: nothing can be measured in it; give \
+             e.g. 10, 500ms or 1m",
+            MIN_DURATION.as_millis()
+        ));
+    }
+    Ok(d)
+}
+
+/// The shortest bench run or timeout: one tick of the engines' stop poll.
+const MIN_DURATION: Duration = crate::bench::stop::POLL;
+
+/// `--rate`: packets or requests per second, 1 to [`crate::bench::MAX_RATE`].
+pub(crate) fn rate(text: &str) -> Result<u64, String> {
+    crate::base::units::parse_count_within(text, 1, crate::bench::MAX_RATE)
+        .map_err(|e| format!("{e:#}"))
 }
 
 /// An engine's progress on a terminal: the ready line and warnings on

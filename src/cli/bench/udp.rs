@@ -3,7 +3,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use super::{duration, finish, pin_list, CpuList, Lines};
+use super::{duration, finish, pin_list, rate, CpuList, Lines};
 use crate::bench::addr::{parse_bind, parse_destination};
 use crate::bench::observe::Observer;
 use crate::bench::udp::{self, render, FloodConfig, Interval, SinkConfig};
@@ -38,9 +38,10 @@ pub struct SinkArgs {
     /// Packets per recvmmsg call (at most 1024, the kernel's UIO_MAXIOV).
     #[arg(long, value_name = "N", default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub batch: u32,
-    /// Socket receive buffer to ask for (SO_RCVBUFFORCE as root, else
-    /// SO_RCVBUF capped by net.core.rmem_max); the granted size is reported.
-    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u32).range(1..=i32::MAX as i64))]
+    /// Socket receive buffer to ask for, in bytes (4194304 or 4M, at most
+    /// 2147483647): SO_RCVBUFFORCE as root, else SO_RCVBUF capped by
+    /// net.core.rmem_max; the granted size is reported.
+    #[arg(long, value_name = "BYTES", value_parser = rcvbuf)]
     pub rcvbuf: Option<u32>,
     /// How long to receive: seconds (10, 1.5) or 500ms, 5s, 1m; Ctrl-C or
     /// SIGTERM stops early with the report.
@@ -80,7 +81,7 @@ pub struct FloodArgs {
     pub flows: u32,
     /// Total packets per second, split evenly over the threads and paced
     /// smoothly (default: as fast as possible).
-    #[arg(long, value_name = "PPS", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "PPS", value_parser = rate)]
     pub rate: Option<u64>,
     /// Pin thread i to the i-th CPU of this list (e.g. 0 or 0-3), wrapping.
     #[arg(long, value_name = "CPUS", value_parser = pin_list)]
@@ -169,4 +170,12 @@ pub fn flood(args: &FloodArgs, stop: &crate::bench::stop::Stop) -> anyhow::Resul
     let report = udp::run_flood(&args.config(), stop, &mut progress)?;
     progress.0.done();
     finish(&report, args.json, render::flood_text, report.problem())
+}
+
+/// `--rcvbuf`: bytes, plain or with a binary suffix (`4M`), as the kernel
+/// takes SO_RCVBUF: 1 to 2^31-1.
+fn rcvbuf(text: &str) -> Result<u32, String> {
+    crate::base::units::parse_bytes_within(text, 1, i32::MAX as u64)
+        .map(|b| b as u32)
+        .map_err(|e| format!("{e:#}"))
 }

@@ -49,15 +49,15 @@ pub fn check(ctx: &Context, out: &mut Vec<Finding>) {
                 }
             ),
             fix: format!(
-                "Find what changes them{}, then apply again (`nettune rollback {}`, then `nettune \
-                 apply --profile {}`); `--persist` brings them back after a reboot.",
+                "Find what changes them{}, then apply again (`{}`, then `{}`); `--persist` \
+                 brings them back after a reboot.",
                 if irqs {
                     " (irqbalance: `systemctl status irqbalance`; stop it or ban these IRQs)"
                 } else {
                     ""
                 },
-                state.id,
-                state.profile
+                state.rollback,
+                state.apply_again,
             ),
             profile: None,
             changes: Vec::new(),
@@ -87,6 +87,8 @@ mod tests {
                 applied: "3".to_string(),
                 now: "0".to_string(),
             }],
+            rollback: "nettune rollback 3 --state-dir /tmp/st".to_string(),
+            apply_again: "nettune apply --profile pps --netns blue --state-dir /tmp/st".to_string(),
         }];
         let ctx = Context {
             applied: &applied,
@@ -101,7 +103,14 @@ mod tests {
             out[0].title
         );
         assert_eq!(out[0].evidence, "eth0 rx-0/rps_cpus is '0', was set to '3'");
-        assert!(out[0].fix.contains("nettune rollback 3"));
+        assert!(
+            out[0].fix.contains(
+                "(`nettune rollback 3 --state-dir /tmp/st`, then `nettune apply --profile pps \
+                 --netns blue --state-dir /tmp/st`)"
+            ),
+            "{}",
+            out[0].fix
+        );
         // A state that still holds says nothing.
         let holds = [AppliedState {
             drift: Vec::new(),
