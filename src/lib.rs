@@ -15,3 +15,4 @@ pub mod inspect;
 pub mod nic;
 pub mod output;
 pub mod plan;
+pub mod wording;

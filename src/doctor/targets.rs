@@ -1,18 +1,18 @@
 //! Which CPUs the rules count as able to take network work, and where a
-//! NIC's RPS targets are, following the planning rules of `nettune plan`
-//! (issue 4). The values a fix names come from the plan itself
+//! NIC's RPS targets are, following the planning rules of `nettune plan`.
+//! The values a fix names come from the plan itself
 //! (`crate::plan::values` and the plan's changes: see `planned.rs`).
 
 use crate::host::{Host, Interface};
 
 /// A backlog-style limit that overflowed: double it, as bpftune does while
-/// drops continue (ANCHORS.md).
+/// drops continue.
 pub fn doubled(current: u64) -> u64 {
     current.saturating_mul(2)
 }
 
 /// CPUs that may take network work: online, not isolated, not nohz_full
-/// (issue 4's default `--cpus`).
+/// (plan's default `--cpus`).
 pub fn eligible_cpus(host: &Host) -> Vec<u32> {
     let online: Vec<u32> = if host.online_cpus.is_empty() {
         host.cpus.iter().map(|c| c.id).collect()

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{Context, Finding, Rates, Severity};
+use super::{AppliedState, Context, Finding, Rates, Severity};
 use crate::base::driver::{Channels, Coalesce, DriverSettings, FlowHash, Qdisc, QueueStats, Rings};
 use crate::base::Probe;
 use crate::host::softnet::SoftnetCpu;
@@ -606,4 +606,96 @@ fn sorted(cpus: &[u32]) -> Vec<u32> {
     let mut v = cpus.to_vec();
     v.sort_unstable();
     v
+}
+
+/// The findings of a host with every problem doctor knows (each rule in
+/// `RULE_IDS` fires): the 2-socket host with a second NIC on node 1, every
+/// queue IRQ of eth0 on CPU0, no RPS/RFS, an address-only UDP hash, small
+/// rings, unused queues, NIC drops, contradicting buffers, no fq, no MTU
+/// probing, SACK off, irqbalance, powersave, a packet tap, a full conntrack
+/// table, a softirq hotspot, softnet drops and squeezes, UDP and listen
+/// errors, and an applied state that drifted.
+pub fn every_finding() -> Vec<Finding> {
+    use crate::base::driver::FlowHash;
+    use crate::base::Probe;
+    use crate::host::PacketSocket;
+
+    let mut host = two_socket_smt_8q();
+    let mut eth1 = host.interfaces[0].clone();
+    eth1.name = "eth1".into();
+    eth1.ifindex = Some(3);
+    eth1.numa_node = Some(1);
+    pin_rx_irqs(&mut eth1, &[8, 9, 10, 11, 8, 9, 10, 11]);
+    host.interfaces.push(eth1);
+
+    let eth0 = iface(&mut host, "eth0");
+    pin_rx_irqs(eth0, &[0; 8]);
+    for q in &mut eth0.rx_queues {
+        q.rps_cpus = Some(vec![]);
+        q.rps_flow_cnt = Some(0);
+    }
+    let settings = &mut eth0.driver_settings;
+    settings.rx_flow_hash.insert(
+        "udp4".into(),
+        Probe::Value(FlowHash {
+            fields: vec!["ip_src".into(), "ip_dst".into()],
+        }),
+    );
+    if let Probe::Value(r) = &mut settings.rings {
+        r.rx = 512;
+    }
+    if let Probe::Value(c) = &mut settings.channels {
+        c.combined = 4;
+    }
+    eth0.statistics.insert("rx_missed_errors".into(), 12_345);
+
+    for (name, value) in [
+        ("net.core.rmem_max", "4194304"),
+        ("net.core.default_qdisc", "pfifo_fast"),
+        ("net.ipv4.tcp_mtu_probing", "0"),
+        ("net.ipv4.tcp_sack", "0"),
+    ] {
+        set_sysctl(&mut host, name, value);
+    }
+    host.irqbalance.running = true;
+    host.cpufreq.governors = [("powersave".to_string(), (0..32).collect())].into();
+    host.packet_sockets = vec![PacketSocket {
+        inode: 31337,
+        protocol: "0003".into(),
+        ifindex: 0,
+        uid: 0,
+    }];
+    host.conntrack.loaded = true;
+    host.conntrack.count = Some(65_000);
+    host.conntrack.max = Some(65_536);
+
+    let r = rates(&host, 2.0, |after| {
+        for s in &mut after.softirqs {
+            s.net_rx += if s.cpu == 0 { 97_000 } else { 97 };
+        }
+        after.softnet[0].dropped += 500;
+        after.softnet[0].time_squeeze += 300;
+        *after.udp.entry("RcvbufErrors".into()).or_default() += 100;
+        *after.tcp_ext.entry("ListenOverflows".into()).or_default() += 10;
+    });
+    let applied = [AppliedState {
+        id: 1,
+        profile: "pps".to_string(),
+        drift: vec![crate::apply::Drift {
+            target: crate::plan::Target::IrqAffinity(24),
+            group: "eth0".to_string(),
+            applied: "1".to_string(),
+            now: "0-1".to_string(),
+        }],
+        rollback: "nettune rollback 1".to_string(),
+        apply_again: "nettune apply --profile pps".to_string(),
+    }];
+    super::diagnose(&Context {
+        host: &host,
+        rates: Some(&r),
+        bandwidth_bps: Some(10_000_000_000),
+        rtt_secs: Some(0.05),
+        all_interfaces: false,
+        applied: &applied,
+    })
 }

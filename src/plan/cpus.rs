@@ -1,5 +1,6 @@
 //! Which CPUs network work may use, in which order a NIC's queues take them,
-//! and the queue -> CPU assignment (REFERENCE sections 1, 3 and 6).
+//! and the queue -> CPU assignment (irq-affinity.rst and scaling.rst; NUMA
+//! locality as in the Cloudflare 1M packets/s post and fasterdata.es.net).
 
 use std::collections::BTreeMap;
 
@@ -10,7 +11,7 @@ use crate::host::{Host, Interface};
 
 /// The CPUs network work may use: `--cpus` (every one online), or by
 /// default every online CPU except isolated and nohz_full ones (they
-/// belong to latency-critical work; irqbalance bans them too, ANCHORS).
+/// belong to latency-critical work; irqbalance bans them too).
 pub fn network_cpus(host: &Host, asked: Option<&[u32]>) -> anyhow::Result<Vec<u32>> {
     match asked {
         Some(cpus) => {

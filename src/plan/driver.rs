@@ -10,7 +10,7 @@ use crate::base::Probe;
 use crate::host::Interface;
 
 /// fq at the root caps each flow at this share of the link when no
-/// `--pace` is given: 8gbit on a 10G host (REFERENCE 6).
+/// `--pace` is given: 8gbit on a 10G host (fasterdata.es.net, fq pacing).
 const PACE_SHARE_PERCENT: u64 = 80;
 
 pub(super) fn plan_driver(d: &mut Draft, iface: &Interface, opts: &PlanOptions) {
@@ -28,7 +28,7 @@ pub(super) fn plan_driver(d: &mut Draft, iface: &Interface, opts: &PlanOptions) 
                                     flow_type: flow.to_string(),
                                     hash: wider,
                                 },
-                                &format!("{flow} hashes on addresses only: all flows between two hosts land on one queue; add the ports (REFERENCE 3)"),
+                                &format!("{flow} hashes on addresses only: all flows between two hosts land on one queue; add the ports (Cloudflare 1M pps)"),
                             );
                         }
                     }
@@ -46,13 +46,13 @@ pub(super) fn plan_driver(d: &mut Draft, iface: &Interface, opts: &PlanOptions) 
                 d,
                 iface,
                 DriverSetting::AdaptiveRx(false),
-                "low coalescing: adaptive moderation holds interrupts back under load (REFERENCE 4)",
+                "low coalescing: adaptive moderation holds interrupts back under load (talawah.io)",
             );
             want(
                 d,
                 iface,
                 DriverSetting::RxUsecs(0),
-                "low coalescing: interrupt at once for each packet (REFERENCE 4)",
+                "low coalescing: interrupt at once for each packet (talawah.io)",
             );
         }
         Profile::Throughput => {
@@ -63,7 +63,7 @@ pub(super) fn plan_driver(d: &mut Draft, iface: &Interface, opts: &PlanOptions) 
                             d,
                             iface,
                             DriverSetting::RingRx(r.rx_max),
-                            "rings to maximum: absorb bursts at 40/100G (REFERENCE 6)",
+                            "rings to maximum: absorb bursts at 40/100G (fasterdata 100G tuning)",
                         );
                     }
                     if r.tx < r.tx_max {
@@ -71,7 +71,7 @@ pub(super) fn plan_driver(d: &mut Draft, iface: &Interface, opts: &PlanOptions) 
                             d,
                             iface,
                             DriverSetting::RingTx(r.tx_max),
-                            "rings to maximum (REFERENCE 6)",
+                            "rings to maximum (fasterdata 100G tuning)",
                         );
                     }
                 }
@@ -83,13 +83,13 @@ pub(super) fn plan_driver(d: &mut Draft, iface: &Interface, opts: &PlanOptions) 
                 d,
                 iface,
                 DriverSetting::AdaptiveRx(true),
-                "adaptive coalescing on: fewer interrupts for bulk traffic (REFERENCE 6)",
+                "adaptive coalescing on: fewer interrupts for bulk traffic (fasterdata 100G tuning)",
             );
             want(
                 d,
                 iface,
                 DriverSetting::AdaptiveTx(true),
-                "adaptive coalescing on (REFERENCE 6)",
+                "adaptive coalescing on (fasterdata 100G tuning)",
             );
             gro_on(d, iface);
             root_fq(d, iface, opts);
@@ -142,8 +142,8 @@ fn skip_missing(d: &mut Draft, iface: &Interface, key: &str, probe: Probe<String
     d.skip(&iface.name, &target(iface, key), &reason);
 }
 
-/// GRO on where the driver lets it be switched (REFERENCE 4: part of the
-/// kernel path's tuning; it merges a bulk flow's segments).
+/// GRO on where the driver lets it be switched (part of the kernel path's
+/// tuning in talawah.io's HTTP showdown; it merges a bulk flow's segments).
 fn gro_on(d: &mut Draft, iface: &Interface) {
     let Some(features) = iface.driver_settings.features.value() else {
         skip_missing(
@@ -182,7 +182,7 @@ fn gro_on(d: &mut Draft, iface: &Interface) {
             name: name.to_string(),
             on: true,
         },
-        "GRO on: merge a bulk flow's segments before the stack (REFERENCE 4, 6)",
+        "GRO on: merge a bulk flow's segments before the stack (talawah.io; fasterdata)",
     );
 }
 
@@ -219,14 +219,14 @@ pub(super) fn channels_change(d: &mut Draft, iface: &Interface, n_cpus: usize) -
         iface,
         DriverSetting::Channels { kind, count: wanted },
         &format!(
-            "perfect locality: one queue per network CPU ({n_cpus} CPUs, driver maximum {}) (REFERENCE 4)",
+            "perfect locality: one queue per network CPU ({n_cpus} CPUs, driver maximum {}) (talawah.io HTTP tuning)",
             kind.max(&channels)
         ),
     );
     true
 }
 
-/// `throughput`: fq at the root, pacing each flow (REFERENCE 6).
+/// `throughput`: fq at the root, pacing each flow (fasterdata.es.net).
 fn root_fq(d: &mut Draft, iface: &Interface, opts: &PlanOptions) {
     let group = iface.name.as_str();
     let target = Target::root_qdisc(group);
@@ -285,6 +285,6 @@ fn root_fq(d: &mut Draft, iface: &Interface, opts: &PlanOptions) {
         target,
         &current.kind,
         to,
-        format!("fq paces each flow ({why}); pacing gains 2-4x on 50-80 ms paths (REFERENCE 6)"),
+        format!("fq paces each flow ({why}); pacing gains 2-4x on 50-80 ms paths (fasterdata)"),
     );
 }

@@ -1,6 +1,7 @@
 //! Host-wide settings: sysctls, the CPU frequency governor and haltpoll.
 //! Which sysctls a network namespace has, and which are read-only there,
-//! follows ENVIRONMENT.md ("Per network namespace").
+//! follows what the kernel makes per namespace (ip-sysctl.rst, net.rst,
+//! and what a namespace shows under /proc/sys).
 
 use super::values::{
     buffer_tier, BUSY_POLL_US, GOVERNOR, HALT_POLL_NS, HTTP_LISTEN_BACKLOG, PPS_NETDEV_BUDGET,
@@ -33,8 +34,8 @@ const ROOT_NAMESPACE_ONLY: &[&str] = &[
     "net.ipv4.tcp_mem",
 ];
 
-/// Default round trip for buffer sizes: REFERENCE 6's first tier, "paths
-/// up to 100 ms".
+/// Default round trip for buffer sizes: fasterdata.es.net's first tier,
+/// "paths up to 100 ms".
 const DEFAULT_RTT_US: u64 = 100_000;
 /// Link speed assumed when no selected link reports one.
 const DEFAULT_BANDWIDTH_BITS: u64 = 10_000_000_000;
@@ -101,43 +102,43 @@ pub(super) fn plan_kernel(
         (
             "net.core.rps_sock_flow_entries",
             AtLeast(RFS_ENTRIES),
-            "RFS: steer each flow to the CPU of the thread reading it; 32768 entries (REFERENCE 2)",
+            "RFS: steer each flow to the CPU of the thread reading it; 32768 entries (scaling.rst)",
         )
     };
     let busy_read = (
         "net.core.busy_read",
         AtLeast(BUSY_POLL_US),
-        "busy polling: a blocking read spins 50 us on the queue instead of sleeping (ANCHORS: tuned network-latency; REFERENCE 4)",
+        "busy polling: a blocking read spins 50 us on the queue instead of sleeping (tuned network-latency; talawah.io)",
     );
     let busy_poll = (
         "net.core.busy_poll",
         AtLeast(BUSY_POLL_US),
-        "busy polling for poll/epoll: 50 us (ANCHORS: tuned network-latency; REFERENCE 4)",
+        "busy polling for poll/epoll: 50 us (tuned network-latency; talawah.io)",
     );
     let wanted: Vec<(&str, Want, &str)> = match opts.profile {
         Profile::Pps => vec![
-            ("net.core.rmem_max", AtLeast(PPS_RMEM_MAX), "room for sockets that ask for big receive buffers: RcvbufErrors (REFERENCE 3)"),
-            ("net.core.rmem_default", AtLeast(PPS_RMEM_DEFAULT), "4 MB receive buffer for UDP sockets that do not set one (REFERENCE 6; ANCHORS: udpreceiver never sets it)"),
-            ("net.ipv4.udp_rmem_min", AtLeast(PPS_UDP_RMEM_MIN), "each UDP socket keeps 64 KB of receive buffer under udp_mem pressure: bursts of small packets (REFERENCE 3)"),
-            ("net.core.netdev_max_backlog", AtLeast(PPS_NETDEV_MAX_BACKLOG), "per-CPU backlog for RPS and bursts: softnet drops (ANCHORS: bpftune raises it on drops)"),
-            ("net.core.netdev_budget", AtLeast(PPS_NETDEV_BUDGET), "more packets per softirq round: time_squeeze (ANCHORS: bpftune)"),
+            ("net.core.rmem_max", AtLeast(PPS_RMEM_MAX), "room for sockets that ask for big receive buffers: RcvbufErrors (Cloudflare 1M pps)"),
+            ("net.core.rmem_default", AtLeast(PPS_RMEM_DEFAULT), "4 MB receive buffer for UDP sockets that do not set one (fasterdata UDP tuning; Cloudflare's udpreceiver never sets one)"),
+            ("net.ipv4.udp_rmem_min", AtLeast(PPS_UDP_RMEM_MIN), "each UDP socket keeps 64 KB of receive buffer under udp_mem pressure: bursts of small packets (Cloudflare 1M pps)"),
+            ("net.core.netdev_max_backlog", AtLeast(PPS_NETDEV_MAX_BACKLOG), "per-CPU backlog for RPS and bursts: softnet drops (bpftune raises it on drops)"),
+            ("net.core.netdev_budget", AtLeast(PPS_NETDEV_BUDGET), "more packets per softirq round: time_squeeze (bpftune raises it)"),
             rfs(),
         ],
         Profile::Latency => {
             let mut v = vec![
                 busy_read,
                 busy_poll,
-                ("net.ipv4.tcp_fastopen", BitsSet(3), "TCP Fast Open for clients and servers: data in the SYN saves a round trip (ANCHORS: tuned network-latency)"),
+                ("net.ipv4.tcp_fastopen", BitsSet(3), "TCP Fast Open for clients and servers: data in the SYN saves a round trip (tuned network-latency)"),
                 rfs(),
             ];
             if host.numa_nodes.len() > 1 {
-                v.push(("kernel.numa_balancing", Exactly("0".to_string()), "no NUMA balancing: page migration stalls threads (ANCHORS: tuned network-latency)"));
+                v.push(("kernel.numa_balancing", Exactly("0".to_string()), "no NUMA balancing: page migration stalls threads (tuned network-latency)"));
             }
             v
         }
         Profile::Http => vec![
-            ("net.core.somaxconn", AtLeast(HTTP_LISTEN_BACKLOG), "listen backlog for bursts of new connections: ListenOverflows (REFERENCE 4; ANCHORS: tuned somaxconn >= 2048)"),
-            ("net.ipv4.tcp_max_syn_backlog", AtLeast(HTTP_LISTEN_BACKLOG), "SYN queue for bursts of new connections (REFERENCE 4)"),
+            ("net.core.somaxconn", AtLeast(HTTP_LISTEN_BACKLOG), "listen backlog for bursts of new connections: ListenOverflows (talawah.io; tuned: somaxconn >= 2048)"),
+            ("net.ipv4.tcp_max_syn_backlog", AtLeast(HTTP_LISTEN_BACKLOG), "SYN queue for bursts of new connections (talawah.io)"),
             busy_read,
             busy_poll,
             rfs(),
@@ -154,12 +155,19 @@ pub(super) fn plan_kernel(
     match opts.profile {
         Profile::Throughput => {
             buffers(d, host, opts, ifaces);
-            sysctl(d, host, "net.ipv4.tcp_no_metrics_save", Exactly("1".to_string()), "do not start new connections from an old connection's cached (possibly bad) metrics (REFERENCE 6)".to_string());
-            sysctl(d, host, "net.ipv4.tcp_slow_start_after_idle", Exactly("0".to_string()), "keep the congestion window across idle periods (ANCHORS: tuned network-throughput)".to_string());
-            sysctl(d, host, "net.ipv4.tcp_moderate_rcvbuf", Exactly("1".to_string()), "receive autotuning on: sockets grow to the tcp_rmem maximum instead of staying at its default (REFERENCE 6)".to_string());
+            sysctl(d, host, "net.ipv4.tcp_no_metrics_save", Exactly("1".to_string()), "do not start new connections from an old connection's cached (possibly bad) metrics (fasterdata)".to_string());
+            sysctl(
+                d,
+                host,
+                "net.ipv4.tcp_slow_start_after_idle",
+                Exactly("0".to_string()),
+                "keep the congestion window across idle periods (tuned network-throughput)"
+                    .to_string(),
+            );
+            sysctl(d, host, "net.ipv4.tcp_moderate_rcvbuf", Exactly("1".to_string()), "receive autotuning on: sockets grow to the tcp_rmem maximum instead of staying at its default (fasterdata)".to_string());
             if let Some(jumbo) = ifaces.iter().find(|i| i.mtu.is_some_and(|m| m > 1500)) {
                 let reason = format!(
-                    "MTU probing with jumbo frames ({} has MTU {}); 1, not 2 (REFERENCE 6)",
+                    "MTU probing with jumbo frames ({} has MTU {}); 1, not 2 (fasterdata)",
                     jumbo.name,
                     jumbo.mtu.unwrap_or_default()
                 );
@@ -171,12 +179,12 @@ pub(super) fn plan_kernel(
                     reason,
                 );
             }
-            congestion_control(d, host, "bbr", "bbr: paced, model-based congestion control for long fat paths (REFERENCE 6: try bbr)");
+            congestion_control(d, host, "bbr", "bbr: paced, model-based congestion control for long fat paths (fasterdata: try bbr)");
             governor(
                 d,
                 host,
                 cpus,
-                "performance governor: full clock for 40/100G flows (REFERENCE 6)",
+                "performance governor: full clock for 40/100G flows (fasterdata 100G tuning)",
             );
         }
         Profile::Latency => {
@@ -184,7 +192,7 @@ pub(super) fn plan_kernel(
                 d,
                 host,
                 cpus,
-                "performance governor: no wake-up at a low clock (ANCHORS: tuned network-latency)",
+                "performance governor: no wake-up at a low clock (tuned network-latency)",
             );
             halt_poll(d, host);
         }
@@ -320,13 +328,13 @@ fn buffers(d: &mut Draft, host: &Host, opts: &PlanOptions, ifaces: &[&Interface]
     ] {
         // Never below the autotuning maximum left in place (a bigger one
         // set by hand is kept): a socket cap under it is the contradiction
-        // doctor's tcp.buffers-inconsistent reports (ANCHORS).
+        // doctor's tcp.buffers-inconsistent reports (ip-sysctl.rst).
         let kept = largest_field(host, tcp).unwrap_or(0);
         let (cap, why) = if kept > core_max {
             (
                 kept,
                 format!(
-                    "{why}; raised to {tcp}'s maximum {}: the socket cap is never below autotuning's (ANCHORS)",
+                    "{why}; raised to {tcp}'s maximum {}: the socket cap is never below autotuning's (ip-sysctl.rst)",
                     format_bytes(kept)
                 ),
             )
@@ -463,6 +471,6 @@ fn halt_poll(d: &mut Draft, host: &Host) {
         target,
         &current.to_string(),
         HALT_POLL_NS.to_string(),
-        "poll 200 us before halting the vCPU: a cross-CPU wake-up without a VM exit (ENVIRONMENT: TCP_RR 14k -> 78k/s)".to_string(),
+        "poll 200 us before halting the vCPU: a cross-CPU wake-up without a VM exit (guest-halt-polling.rst)".to_string(),
     );
 }

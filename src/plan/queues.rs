@@ -1,5 +1,6 @@
 //! Per-queue settings of one interface: IRQ affinity (one queue per CPU),
-//! RPS masks, RFS flow counts and XPS (REFERENCE sections 1-3, ANCHORS).
+//! RPS masks, RFS flow counts and XPS (Documentation/networking/scaling.rst,
+//! irq-affinity.rst; Scylla perftune.py and Redpanda's tuners).
 
 use std::collections::BTreeMap;
 
@@ -40,7 +41,7 @@ pub(super) fn plan_queues(
         None => cpus.to_vec(),
     };
     let pool = match opts.profile {
-        // Queue i on CPU i: listener i is created on CPU i (REFERENCE 4).
+        // Queue i on CPU i: listener i is created on CPU i (talawah.io).
         Profile::Http => cpus.to_vec(),
         // Only NIC-local CPUs: a remote node costs a cross-socket hop.
         Profile::Latency if !local.is_empty() => preference_order(host, &local, node.as_deref()),
@@ -55,7 +56,8 @@ pub(super) fn plan_queues(
 
     let place = |cpu: u32| -> String {
         if opts.profile == Profile::Http {
-            return "perfect locality: queue i on the i-th network CPU (REFERENCE 4)".to_string();
+            return "perfect locality: queue i on the i-th network CPU (talawah.io HTTP tuning)"
+                .to_string();
         }
         let is_local = node.as_ref().is_none_or(|n| n.contains(&cpu));
         let sibling = host
@@ -69,7 +71,7 @@ pub(super) fn plan_queues(
             (false, false) => "a core on a remote node (the NIC's node is full)",
             (false, true) => "an SMT sibling on a remote node",
         };
-        format!("one queue IRQ per CPU, {kind} (REFERENCE 1, 6)")
+        format!("one queue IRQ per CPU, {kind} (irq-affinity.rst; fasterdata)")
     };
 
     for v in &iface.irq_vectors {
@@ -116,7 +118,7 @@ pub(super) fn plan_queues(
                 &format_mask(current),
                 format_mask(&[cpu]),
                 format!(
-                    "XPS: CPU {cpu} sends on tx-{}, the queue it serves (REFERENCE 2)",
+                    "XPS: CPU {cpu} sends on tx-{}, the queue it serves (scaling.rst)",
                     q.index
                 ),
             );
@@ -204,13 +206,13 @@ fn rps(
                 let (to, reason) = if covered {
                     (
                         "0".to_string(),
-                        format!("RPS off: {n_rx} RX queues cover the {} network CPUs, RPS would only add a cross-CPU hop (ANCHORS: redpanda)", cpus.len()),
+                        format!("RPS off: {n_rx} RX queues cover the {} network CPUs, RPS would only add a cross-CPU hop (Redpanda rpk tune)", cpus.len()),
                     )
                 } else {
                     (
                         format_mask(rps_cpus),
                         format!(
-                            "RPS: {n_rx} RX queue(s) for {} network CPUs; spread over {whence}'s CPUs {} (REFERENCE 2, 3)",
+                            "RPS: {n_rx} RX queue(s) for {} network CPUs; spread over {whence}'s CPUs {} (scaling.rst)",
                             cpus.len(),
                             format_list(rps_cpus)
                         ),
@@ -244,7 +246,7 @@ fn rps(
                 &current.to_string(),
                 count.to_string(),
                 format!(
-                    "RFS: {entries} flow entries / {n_rx} RX queue(s) = {share}{rounding} (REFERENCE 2)"
+                    "RFS: {entries} flow entries / {n_rx} RX queue(s) = {share}{rounding} (scaling.rst)"
                 ),
             );
         }

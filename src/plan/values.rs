@@ -6,33 +6,35 @@
 const KB: u64 = 1 << 10;
 const MB: u64 = 1 << 20;
 
-/// net.core.rps_sock_flow_entries for RFS (REFERENCE 2; perftune, ANCHORS).
+/// net.core.rps_sock_flow_entries for RFS (scaling.rst; Scylla perftune.py).
 pub const RFS_ENTRIES: u64 = 32768;
-/// busy_read / busy_poll in microseconds (tuned network-latency, ANCHORS).
+/// busy_read / busy_poll in microseconds (tuned's network-latency profile).
 pub const BUSY_POLL_US: u64 = 50;
-/// haltpoll's poll window that removed most cross-CPU wake-up cost on the
-/// development VMs (ENVIRONMENT: TCP_RR 14k -> 78k transactions/s).
+/// haltpoll's poll window: long enough that a cross-CPU wake-up in a
+/// request/response loop finds the vCPU still polling
+/// (Documentation/virt/guest-halt-polling.rst).
 pub const HALT_POLL_NS: u64 = 200_000;
 /// pps: net.core.rmem_max, room for sockets that ask for big receive
-/// buffers (REFERENCE 3).
+/// buffers (Cloudflare, receiving 1M UDP packets/s).
 pub const PPS_RMEM_MAX: u64 = 16 * MB;
-/// pps: net.core.rmem_default, the 4 MB UDP socket buffer of REFERENCE 6
-/// for receivers that never set SO_RCVBUF (ANCHORS: udpreceiver).
+/// pps: net.core.rmem_default, the 4 MB UDP socket buffer of
+/// fasterdata.es.net's UDP tuning, for receivers that never set SO_RCVBUF
+/// (Cloudflare's udpreceiver does not).
 pub const PPS_RMEM_DEFAULT: u64 = 4 * MB;
 /// pps: net.ipv4.udp_rmem_min, what each UDP socket keeps under udp_mem
-/// pressure (REFERENCE 3).
+/// pressure (Cloudflare, receiving 1M UDP packets/s).
 pub const PPS_UDP_RMEM_MIN: u64 = 64 * KB;
 /// pps: net.core.netdev_max_backlog, the per-CPU backlog RPS queues into
-/// (ANCHORS: bpftune raises it on drops).
+/// (bpftune raises it on drops).
 pub const PPS_NETDEV_MAX_BACKLOG: u64 = 10_000;
-/// pps: net.core.netdev_budget, packets per softirq round (ANCHORS: bpftune
-/// raises it on time_squeeze).
+/// pps: net.core.netdev_budget, packets per softirq round (bpftune raises
+/// it on time_squeeze).
 pub const PPS_NETDEV_BUDGET: u64 = 600;
-/// http: net.core.somaxconn and net.ipv4.tcp_max_syn_backlog (REFERENCE 4;
-/// ANCHORS: tuned somaxconn >= 2048).
+/// http: net.core.somaxconn and net.ipv4.tcp_max_syn_backlog (talawah.io's
+/// kernel vs DPDK HTTP tuning; tuned sets somaxconn >= 2048).
 pub const HTTP_LISTEN_BACKLOG: u64 = 65535;
 /// throughput: net.ipv4.tcp_mtu_probing with jumbo frames; 1, not 2
-/// (REFERENCE 6).
+/// (fasterdata.es.net).
 pub const TCP_MTU_PROBING: u64 = 1;
 /// The governor the latency and throughput profiles set.
 pub const GOVERNOR: &str = "performance";
@@ -40,27 +42,23 @@ pub const GOVERNOR: &str = "performance";
 /// Buffer tiers for throughput: autotuning maximum (tcp_rmem/tcp_wmem third
 /// field) and the socket-option cap (rmem_max/wmem_max), smallest first.
 const BUFFER_TIERS: &[(u64, u64, &str)] = &[
-    (16 * MB, 16 * MB, "ANCHORS: tuned network-throughput"),
-    (
-        32 * MB,
-        64 * MB,
-        "REFERENCE 6: 10G host, paths up to 100 ms",
-    ),
+    (16 * MB, 16 * MB, "tuned network-throughput"),
+    (32 * MB, 64 * MB, "fasterdata: 10G host, paths up to 100 ms"),
     (
         64 * MB,
         128 * MB,
-        "REFERENCE 6: 10G up to 200 ms or 40G up to 50 ms",
+        "fasterdata: 10G up to 200 ms or 40G up to 50 ms",
     ),
-    (128 * MB, 256 * MB, "REFERENCE 6: measurement hosts"),
+    (128 * MB, 256 * MB, "fasterdata: measurement hosts"),
     (
         256 * MB,
         512 * MB,
-        "REFERENCE 6: measurement hosts, the bigger case",
+        "fasterdata: measurement hosts, the bigger case",
     ),
     (
         1024 * MB,
         2_147_483_647,
-        "REFERENCE 6: 40/100G, buffers up to 2 GB",
+        "fasterdata: 40/100G, buffers up to 2 GB",
     ),
 ];
 

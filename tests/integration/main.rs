@@ -18,3 +18,4 @@ mod nic_set;
 mod partial_hosts;
 mod plan;
 mod plan_props;
+mod product_text;

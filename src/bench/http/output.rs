@@ -507,7 +507,7 @@ mod tests {
 
     #[test]
     fn rows_line_up_like_the_articles_twrk_output() {
-        // The DPDK run in the article (002).
+        // The DPDK run in "Linux Kernel vs DPDK: HTTP Performance Showdown".
         let latency = row(
             "Latency",
             [205.32, 36.57, 1340.0, 62.0].map(format_time_us),

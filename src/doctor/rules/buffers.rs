@@ -14,7 +14,7 @@ use crate::plan::Profile;
 const CRIT_CEILING_FRACTION: f64 = 0.5;
 
 /// MTUs above this are jumbo frames (9000 in practice; some NICs say 8192
-/// or 8996), where path-MTU blackholes bite (REFERENCE.md §6).
+/// or 8996), where path-MTU blackholes bite (fasterdata.es.net host tuning).
 const JUMBO_MTU: u32 = 8000;
 
 /// The largest window TCP can announce without window scaling.
@@ -23,25 +23,27 @@ const UNSCALED_WINDOW_BYTES: u64 = 65_535;
 const WHY_SMALL: &str = "A TCP sender keeps at most one buffer of data unacknowledged, so one \
 flow moves at most buffer / RTT: to fill the path, send and receive buffers must hold bandwidth x \
 RTT (the bandwidth-delay product). Autotuning grows buffers up to the tcp_rmem/tcp_wmem maximum, \
-and rmem_max/wmem_max cap what applications ask for with SO_RCVBUF/SO_SNDBUF (REFERENCE.md §6: \
-1 Gbit/s x 50 ms needs 6.25 MB, 10 Gbit/s x 100 ms ~120 MB).";
+and rmem_max/wmem_max cap what applications ask for with SO_RCVBUF/SO_SNDBUF (fasterdata.es.net \
+host tuning: 1 Gbit/s x 50 ms needs 6.25 MB, 10 Gbit/s x 100 ms ~120 MB).";
 
 const WHY_INCONSISTENT: &str = "Linux has two sets of limits: tcp_rmem/tcp_wmem bound what \
 autotuning grows a socket to, and rmem_max/wmem_max bound what an application may request with \
 SO_RCVBUF/SO_SNDBUF, after which that socket is no longer autotuned. When they disagree, \
 programs on the same host get different ceilings without a word (a benchmark run with -w gets \
-less than a download); tcp_rmem above rmem_max is a common mistake (ANCHORS.md; REFERENCE.md §6 \
+less than a download); tcp_rmem above rmem_max is a common mistake (Documentation/networking/\
+ip-sysctl.rst: the tcp_rmem maximum does not override rmem_max; fasterdata.es.net host tuning \
 sets rmem_max at or above the tcp_rmem maximum).";
 
 const WHY_OPTIONS: &str = "Without window scaling (RFC 7323) the TCP window field holds at most \
 64 KiB, so no buffer size helps: each flow moves 64 KiB per round trip. SACK lets a sender resend \
-only what was lost and timestamps give RTT measurement and PAWS; REFERENCE.md §6 says to leave \
-both on for fast long paths.";
+only what was lost and timestamps give RTT measurement and PAWS; fasterdata.es.net host tuning \
+says to leave both on for fast long paths.";
 
 const WHY_PROBING: &str = "With jumbo frames, a hop that carries less must say so with ICMP \
 \"fragmentation needed\"; where that ICMP is filtered, full-size segments vanish and connections \
 stall (a path-MTU blackhole). tcp_mtu_probing=1 makes TCP detect the blackhole and probe down to \
-a size that passes (REFERENCE.md §6: 1 with jumbo frames; 2, always probing, can hurt).";
+a size that passes (fasterdata.es.net host tuning: 1 with jumbo frames; 2, always probing, can \
+hurt).";
 
 pub fn check(ctx: &Context, plans: &Plans, out: &mut Vec<Finding>) {
     buffers_small(ctx, plans, out);

@@ -26,23 +26,27 @@ const MAX_PAIRS_SHOWN: usize = 8;
 const WHY_ONE_CPU: &str = "A queue's NET_RX softirq runs on the CPU that took its IRQ, so with \
 every queue on one CPU the NIC gets one core's worth of receive work however many queues it has: \
 the ksoftirqd/N symptom, one CPU near 100% soft while the others idle. A mask with several CPUs \
-does not spread an IRQ, it is delivered to one of them (REFERENCE.md §1); in 001's netperf \
-TCP_RR runs one queue IRQ per CPU gained 135-443%.";
+does not spread an IRQ, it is delivered to one of them (effective_affinity_list shows which; \
+Documentation/core-api/irq/irq-affinity.rst, Documentation/networking/scaling.rst: one queue \
+IRQ per CPU).";
 
 const WHY_SHARED: &str = "Two queues whose IRQs share a CPU split that CPU's softirq budget \
 while another CPU takes no network work; two on SMT siblings share one core's execution units \
-and caches (REFERENCE.md §3: a receiver on the queue CPU's HT sibling did ~200k pps against \
-430k on its own core). Bind one queue IRQ per CPU, whole cores first (REFERENCE.md §1).";
+and caches (Cloudflare, \"How to receive a million packets per second\": a receiver on the queue \
+CPU's HT sibling did ~200k pps against 430k on its own core). Bind one queue IRQ per CPU, whole \
+cores first (Documentation/networking/scaling.rst).";
 
 const WHY_REMOTE: &str = "The NIC's PCI slot hangs off one socket: packets land in that node's \
 memory, and every IRQ, softirq and copy done on another node crosses the interconnect. \
-REFERENCE.md §6 measures up to 2x lost on the wrong socket; §3 saw a receiver on the other node \
-do ~330k pps, erratically, against 430k on the queue's own CPU.";
+fasterdata.es.net (100G tuning) measures up to 2x lost on the wrong socket; Cloudflare's \"How to \
+receive a million packets per second\" saw a receiver on the other node do ~330k pps, \
+erratically, against 430k on the queue's own CPU.";
 
 const WHY_BALANCER: &str = "irqbalance re-places IRQs every 10 s from the load it sees in \
 /proc/interrupts and /proc/stat: it moves affinities set by hand or by nettune, places IRQs on \
-remote nodes, and does nothing for RPS or XPS (ANCHORS.md). REFERENCE.md §6: stop irqbalance \
-and bind the NIC's IRQs to its own node.";
+remote nodes, and does nothing for RPS or XPS (irqbalance(1); its --banirq and \
+IRQBALANCE_BANNED_CPULIST keep it away). fasterdata.es.net (100G tuning): stop irqbalance and \
+bind the NIC's IRQs to its own node.";
 
 pub fn check(ctx: &Context, plans: &Plans, out: &mut Vec<Finding>) {
     for iface in judged_interfaces(ctx) {

@@ -89,7 +89,8 @@ fn judged_interfaces<'a>(ctx: &Context<'a>) -> impl Iterator<Item = &'a Interfac
 struct QueueIrq {
     irq: u32,
     /// The CPU that takes it: effective affinity when the kernel shows it,
-    /// else the first CPU of the mask (REFERENCE section 1).
+    /// else the first CPU of the mask (irq-affinity.rst: a mask with
+    /// several CPUs is delivered to one of them).
     delivered: Option<u32>,
     /// The kernel showed the effective affinity (else the mask's first CPU).
     by_effective: bool,
@@ -138,7 +139,7 @@ fn delivered_cpu(effective: Option<&[u32]>, affinity: Option<&[u32]>) -> Option<
 /// The effective affinity is shown and still current: inside the
 /// configured mask. One outside it is stale: the affinity was just set (by
 /// `nettune apply` or by hand) and the kernel moves the IRQ at its next
-/// interrupt, which the plan's rules count on too (issue 4: judge an IRQ by
+/// interrupt, which the plan's rules count on too (they judge an IRQ by
 /// smp_affinity_list).
 fn effective_current(effective: Option<&[u32]>, affinity: Option<&[u32]>) -> bool {
     match (effective, affinity) {

@@ -36,34 +36,38 @@ const NIC_LOSS_COUNTERS: &[&str] = &["rx_missed_errors", "rx_fifo_errors", "rx_o
 const WHY_RPS: &str = "With fewer RX queues than CPUs the hardware spreads receive work over \
 only as many CPUs as it has queues; the rest take none of it. RPS is RSS in software: it hashes \
 each flow of a queue to one of the CPUs in rps_cpus, and RFS then steers a flow to the CPU where \
-its reader runs (REFERENCE.md §2). On these 2-vCPU VMs RPS to the other CPU took a 32-byte UDP \
-flood from ~240k to ~350k pps (ENVIRONMENT.md).";
+its reader runs (Documentation/networking/scaling.rst, \"RPS: Receive Packet Steering\").";
 
 const WHY_RFS: &str = "RFS needs both halves: net.core.rps_sock_flow_entries sizes the global \
 table that records the CPU where each flow's reader last ran, and each RX queue's rps_flow_cnt \
 sizes the table that steers its packets there. With either at 0 RFS does nothing for that queue; \
-sized far from entries / queues, flows collide and lose their steering (REFERENCE.md §2: \
-rps_flow_cnt = rps_sock_flow_entries / N, 32768 recommended).";
+sized far from entries / queues, flows collide and lose their steering \
+(Documentation/networking/scaling.rst, \"RFS: Receive Flow Steering\": rps_flow_cnt = \
+rps_sock_flow_entries / N, 32768 suggested for a moderately loaded server).";
 
 const WHY_UDP_HASH: &str = "RSS picks a packet's queue from a hash of the header fields the NIC \
 is told to use; for UDP many NICs hash the IP addresses only, so every datagram between two hosts \
-lands on one queue and one CPU however many ports the flows use (REFERENCE.md §3). 001 measured \
-it: bnx2 hashes UDP on IPs only, and binding queue IRQs alone changed UDP_RR by -8 to -11%.";
+lands on one queue and one CPU however many ports the flows use (Cloudflare, \"How to receive a \
+million packets per second\": all traffic on one RX queue until `ethtool -N eth2 rx-flow-hash udp4 \
+sdfn` adds the ports to the hash).";
 
 const WHY_RINGS: &str = "The RX ring holds the descriptors for packets the NIC has received but \
 the kernel has not yet taken; when a burst outlasts it (a softirq late, a CPU busy) the NIC drops \
 and counts the packets before the kernel sees them. A larger ring absorbs longer bursts \
-(REFERENCE.md §6: rings to the maximum on fast hosts; §3: the NIC's own drop counters).";
+(fasterdata.es.net 100G tuning: rings to the maximum, `ethtool -G ethN rx 8192 tx 8192`; the \
+Cloudflare 1M packets/s post reads the NIC's own drop counters with `ethtool -S`).";
 
 const WHY_QUEUES: &str = "Hardware queues spread receive work without RPS's extra hop between \
 CPUs: each queue has its own IRQ and NAPI context. With a queue per core, and XPS sending from \
 tx-i on CPU i, a request is received, handled and answered on one CPU: the \"perfect locality\" \
-that was part of 002's step from 358k to 726k HTTP requests/s (REFERENCE.md §2, §4).";
+that was part of the step from 358k to 726k HTTP requests/s in \"Linux Kernel vs DPDK: HTTP \
+Performance Showdown\" (talawah.io; XPS: Documentation/networking/scaling.rst).";
 
 const WHY_QDISC: &str = "A FIFO qdisc sends packets in arrival order: one bulk flow's burst \
 delays every other flow queued behind it, and nothing paces. fq keeps a queue per flow and paces \
-each to its rate (SO_MAX_PACING_RATE, BBR): REFERENCE.md §6 reports 2-4x from pacing on 50-80 ms \
-paths; fq_codel, the default since 4.12, gives flow fairness without pacing.";
+each to its rate (SO_MAX_PACING_RATE, BBR): fasterdata.es.net (fair queuing and pacing) reports \
+2-4x from pacing on 50-80 ms paths; fq_codel, the default since 4.12, gives flow fairness without \
+pacing.";
 
 pub fn check(ctx: &Context, plans: &Plans, out: &mut Vec<Finding>) {
     let entries = sysctl_u64(ctx.host, RFS_SYSCTL);

@@ -33,25 +33,27 @@ const MAX_SOCKETS_NAMED: usize = 4;
 
 const WHY_RCVBUF: &str = "RcvbufErrors counts datagrams the kernel had received and then \
 dropped because the socket's receive buffer was full: the application reads more slowly than \
-they arrive. REFERENCE.md §3: at 650k pps netstat -s showed these receive errors; one socket per \
-thread with SO_REUSEPORT reached 1.1M pps with 4 threads, while several threads on one socket \
-were slower.";
+they arrive. Cloudflare, \"How to receive a million packets per second\": at 650k pps netstat -s \
+showed these receive errors; one socket per thread with SO_REUSEPORT reached 1.1M pps with 4 \
+threads, while several threads on one socket were slower.";
 
 const WHY_LISTEN: &str = "ListenOverflows counts connections dropped because a listening \
 socket's accept queue was full: the server did not call accept() fast enough or its backlog is \
 small. The client's handshake packet is dropped and retried after a second or more; the queue \
-holds min(listen() backlog, net.core.somaxconn) (REFERENCE.md §4: many connections per core; \
-tuned uses somaxconn >= 2048, ANCHORS.md).";
+holds min(listen() backlog, net.core.somaxconn) (listen(2); tuned's network-throughput and \
+network-latency profiles raise somaxconn to 2048 or more).";
 
 const WHY_TAPS: &str = "Every packet on an interface is also offered to each AF_PACKET socket \
 bound to it: the kernel runs the socket's filter and, for a match, clones the packet; sockets on \
-all protocols (ETH_P_ALL) see the transmit path too. 002 removed the AF_PACKET sockets on its \
-way from 358k to 726k HTTP requests/s (REFERENCE.md §4).";
+all protocols (ETH_P_ALL) see the transmit path too. \"Linux Kernel vs DPDK: HTTP Performance \
+Showdown\" (talawah.io) removed the AF_PACKET sockets on its way from 358k to 726k HTTP \
+requests/s.";
 
 const WHY_CONNTRACK: &str = "With nf_conntrack loaded every packet is looked up in the \
 connection table and every new flow inserted, a cost paid per packet on every CPU; when the table \
 is full, new connections are dropped (\"nf_conntrack: table full, dropping packet\"). Like the \
-AF_PACKET taps 002 removed (REFERENCE.md §4), it is per-packet work the service did not ask for.";
+AF_PACKET taps removed in \"Linux Kernel vs DPDK: HTTP Performance Showdown\" (talawah.io), it is \
+per-packet work the service did not ask for.";
 
 pub fn check(ctx: &Context, plans: &Plans, out: &mut Vec<Finding>) {
     let window = Window::of(ctx);

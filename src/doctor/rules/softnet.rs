@@ -29,7 +29,7 @@ const MIN_IDLE_OTHERS: usize = 2;
 
 /// A CPU spending more than this share of its time in softirq during the
 /// sample is saturated by packet work: ksoftirqd takes over and the NIC
-/// ring fills (REFERENCE.md §1: 001's CPU0 at 90.86% soft).
+/// ring fills.
 const SATURATED_SOFTIRQ: f64 = 0.8;
 
 /// Below this many NET_RX softirqs since boot the shares mean nothing: a
@@ -46,19 +46,20 @@ const MAX_CPUS_NAMED: usize = 4;
 const WHY_HOTSPOT: &str = "The NET_RX softirq runs on the CPU that took the queue's IRQ (or the \
 CPU RPS chose); when one CPU does most of it, that CPU's cycles cap the host's packet rate while \
 the others idle, and once it is saturated the work moves to ksoftirqd/N and packets wait \
-(REFERENCE.md §1: 001's mpstat showed CPU0 at 90.86% soft and every other CPU at 0%).";
+(Documentation/networking/scaling.rst; `mpstat -P ALL 1` shows it as one CPU near 100% %soft).";
 
 const WHY_DROPS: &str = "softnet_stat's second column counts packets thrown away because a \
 CPU's input backlog (the per-CPU queue fed by RPS and by non-NAPI drivers) already held \
 net.core.netdev_max_backlog packets: the NIC delivered them and no socket ever saw them. It \
-happens when packets are steered to a CPU faster than its softirq drains them (REFERENCE.md \
-§1-2; bpftune raises the backlog when drops pass 1/32 of it per minute, ANCHORS.md).";
+happens when packets are steered to a CPU faster than its softirq drains them \
+(Documentation/admin-guide/sysctl/net.rst, netdev_max_backlog; bpftune raises the backlog when \
+drops pass 1/32 of it per minute).";
 
 const WHY_SQUEEZE: &str = "time_squeeze counts the times the receive softirq stopped with \
 packets still waiting because it used its budget (net.core.netdev_budget packets or \
 netdev_budget_usecs); the rest waits for the next run or for ksoftirqd, which adds latency, and \
-the NIC ring can overflow meanwhile (REFERENCE.md §1; bpftune raises netdev_budget on squeezes, \
-ANCHORS.md).";
+the NIC ring can overflow meanwhile (Documentation/admin-guide/sysctl/net.rst, netdev_budget; \
+bpftune raises netdev_budget on squeezes).";
 
 pub fn check(ctx: &Context, plans: &Plans, out: &mut Vec<Finding>) {
     let window = Window::of(ctx);
