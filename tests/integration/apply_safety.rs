@@ -286,6 +286,55 @@ fn irqbalance_blocks_irq_affinity_changes_unless_allowed() {
     with_irqbalance(&tree);
     let state = dir.path().join("state");
     let on = ["--root", s(&tree), "--state-dir", s(&state)];
+    // plan says it beside every IRQ change, in text, JSON and sh.
+    let (code, text, _) = run(&["plan", "--profile", "pps", "--root", s(&tree)]);
+    assert_eq!(code, 0);
+    let irq_lines: Vec<&str> = text
+        .lines()
+        .filter(|l| l.trim_start().starts_with("/proc/irq/"))
+        .collect();
+    assert!(!irq_lines.is_empty(), "{text}");
+    for line in &irq_lines {
+        assert!(
+            line.ends_with("[irqbalance runs: it will move this IRQ again]"),
+            "{line}"
+        );
+    }
+    assert!(text.contains("warning: irqbalance is running"), "{text}");
+    let plan = run_json(&["plan", "--profile", "pps", "--root", s(&tree), "--json"]);
+    let irqs: Vec<u64> = plan["changes"]
+        .as_array()
+        .expect("changes")
+        .iter()
+        .filter_map(|c| {
+            c["target"]
+                .as_str()?
+                .strip_prefix("/proc/irq/")?
+                .split('/')
+                .next()?
+                .parse()
+                .ok()
+        })
+        .collect();
+    assert_eq!(
+        plan["irqbalance"]["irqs"],
+        serde_json::json!(irqs),
+        "{plan:#}"
+    );
+    assert_eq!(plan["irqbalance"]["pids"], serde_json::json!([4242]));
+    let (_, script, _) = run(&[
+        "plan",
+        "--profile",
+        "pps",
+        "--root",
+        s(&tree),
+        "--format",
+        "sh",
+    ]);
+    assert!(
+        script.contains("# WARNING: irqbalance is running"),
+        "{script}"
+    );
     let (code, _, err) = run(&[&["apply", "--profile", "pps"][..], &on].concat());
     assert_eq!(code, 2);
     for words in [
@@ -365,6 +414,22 @@ fn history_shows_a_value_that_changed_after_apply() {
             .is_some_and(|e| e.contains("rps_cpus is '0'")),
         "{finding}"
     );
+    // Its commands say where the state is, so that they work when copied.
+    let fix = finding["fix"].as_str().expect("fix");
+    for command in [
+        format!(
+            "`nettune rollback 1 --root {} --state-dir {}`",
+            s(&tree),
+            s(&state)
+        ),
+        format!(
+            "`nettune apply --profile pps --root {} --state-dir {}`",
+            s(&tree),
+            s(&state)
+        ),
+    ] {
+        assert!(fix.contains(&command), "{command} not in: {fix}");
+    }
 }
 
 #[test]
@@ -405,4 +470,122 @@ fn persist_finds_irqs_by_name_and_leaves_no_temporary_file() {
     );
     let irq = sh(&["sh", "-c", &lookup]);
     assert!(irq.trim().parse::<u32>().is_ok(), "{name}: {irq:?}");
+}
+
+/// A tree whose files lead out of it (a capture with a symlink to the live
+/// /proc/sys, or to any other place) is never written through: the apply
+/// fails naming the link, everything already changed is restored, and the
+/// place the link leads to is untouched.
+#[test]
+fn a_link_out_of_the_tree_is_never_written_through() {
+    let (dir, tree) = fixture_copy("vm-2cpu-virtio");
+    let outside = dir.path().join("outside-ipv4");
+    let ipv4 = tree.join("proc/sys/net/ipv4");
+    fs::rename(&ipv4, &outside).expect("move ipv4 out");
+    std::os::unix::fs::symlink(&outside, &ipv4).expect("link it back");
+    let before = fs::read_to_string(outside.join("udp_rmem_min")).expect("read");
+    let state = dir.path().join("state");
+    let on = ["--root", s(&tree), "--state-dir", s(&state)];
+    let (code, _, err) = run(&[&["apply", "--profile", "pps"][..], &on].concat());
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("udp_rmem_min") && err.contains("outside the tree"),
+        "{err}"
+    );
+    assert!(err.contains("were restored"), "{err}");
+    assert_eq!(
+        fs::read_to_string(outside.join("udp_rmem_min")).expect("read"),
+        before
+    );
+    // --persist: /etc linked out of the tree is refused the same way.
+    let (dir, tree) = fixture_copy("vm-2cpu-virtio");
+    let etc = dir.path().join("outside-etc");
+    fs::create_dir(&etc).expect("mkdir");
+    std::os::unix::fs::symlink(&etc, tree.join("etc")).expect("link");
+    let state = dir.path().join("state");
+    let on = ["--root", s(&tree), "--state-dir", s(&state)];
+    let (code, _, err) = run(&[&["apply", "--profile", "pps", "--persist"][..], &on].concat());
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("outside the tree"), "{err}");
+    assert!(
+        fs::read_dir(&etc).expect("etc").next().is_none(),
+        "nothing was written where the link leads"
+    );
+}
+
+/// `/` bind-mounted elsewhere is the live host under another name. Run in
+/// a private mount namespace (the mount vanishes with it) and, after the
+/// mount, as an unprivileged user: even a broken refusal could not write
+/// this host.
+#[test]
+fn a_bind_mount_of_the_live_root_is_refused() {
+    if skip_unless_root("a_bind_mount_of_the_live_root_is_refused") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mnt = dir.path().join("mnt");
+    let state = dir.path().join("state");
+    fs::create_dir(&mnt).expect("mkdir");
+    fs::create_dir(&state).expect("mkdir");
+    for d in [dir.path(), &state] {
+        fs::set_permissions(d, std::os::unix::fs::PermissionsExt::from_mode(0o777)).expect("chmod");
+    }
+    let script = format!(
+        "mount --bind / {mnt} && exec setpriv --reuid 65534 --regid 65534 --clear-groups {bin} \
+         apply --profile pps --root {mnt} --state-dir {state}",
+        mnt = s(&mnt),
+        bin = env!("CARGO_BIN_EXE_nettune"),
+        state = s(&state)
+    );
+    let out = Command::new("unshare")
+        .args(["-m", "--propagation", "private", "sh", "-c", &script])
+        .output()
+        .expect("unshare");
+    let (code, _, err) = split(out);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("live root directory") && err.contains("nothing was changed"),
+        "{err}"
+    );
+    assert!(fs::read_dir(&state).expect("state").next().is_none());
+}
+
+/// Every hint names the command to copy with the options it needs: a state
+/// that cannot be undone is dropped with `rollback --forget N --state-dir
+/// DIR`, in history and in rollback's refusal, and that command works.
+#[test]
+fn hints_about_a_state_repeat_the_state_dir() {
+    let (dir, tree) = fixture_copy("vm-2cpu-virtio");
+    let state = dir.path().join("my states");
+    let (code, _, err) = run(&[
+        "apply",
+        "--profile",
+        "pps",
+        "--root",
+        s(&tree),
+        "--state-dir",
+        s(&state),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    fs::remove_dir_all(&tree).expect("the tree goes away");
+    let forget = format!("nettune rollback --forget 1 --state-dir '{}'", s(&state));
+    let (code, out, _) = run(&["history", "--state-dir", s(&state)]);
+    assert_eq!(code, 0);
+    assert!(out.contains(&forget), "{forget} not in:\n{out}");
+    let (code, _, err) = run(&["rollback", "--state-dir", s(&state)]);
+    assert_eq!(code, 2);
+    assert!(err.contains("nettune history --state-dir '"), "{err}");
+    let (code, _, err) = run(&["rollback", "1", "--state-dir", s(&state)]);
+    assert_eq!(code, 2);
+    assert!(err.contains(&forget), "{err}");
+    // The hint, pasted into a shell, does what it says.
+    let pasted = forget.replacen("nettune", env!("CARGO_BIN_EXE_nettune"), 1);
+    let (code, out, err) = split(
+        Command::new("sh")
+            .args(["-c", &pasted])
+            .output()
+            .expect("sh"),
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("forgot state 1"), "{out}");
 }

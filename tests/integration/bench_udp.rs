@@ -525,6 +525,52 @@ fn sigterm_ends_sink_and_flood_with_their_reports() {
     assert_eq!(u(&sink, "/packets"), sent);
 }
 
+/// `timeout(1)` sends its signal to the bench and then to its whole process
+/// group: the bench gets SIGTERM twice, microseconds apart. That is one
+/// request to stop, with the report, not "a second signal: exit at once".
+/// The flood runs under `timeout` itself; the sink gets two SIGTERMs 5 ms
+/// apart (the first one handled, the run not yet ended, when the second
+/// arrives).
+#[test]
+fn a_sigterm_that_comes_twice_at_once_still_ends_with_the_report() {
+    let _serial = measuring();
+    let sink = Running::start(nettune(
+        None,
+        &[
+            "bench",
+            "udp-sink",
+            "--json",
+            "--bind",
+            "127.0.0.1:0",
+            "--duration",
+            "60",
+        ],
+    ));
+    let addr = sink.bound_addr();
+    let mut under_timeout = Command::new("timeout");
+    under_timeout
+        .args(["--preserve-status", "-s", "TERM", "1.5", BIN])
+        .args([
+            "bench",
+            "udp-flood",
+            "--json",
+            "--to",
+            &addr,
+            "--rate",
+            "20000",
+            "--duration",
+            "60",
+        ]);
+    let flood = json_report(Running::start(under_timeout), Duration::from_secs(20));
+    assert_eq!(flood["ended"], "interrupted");
+    terminate(&sink);
+    std::thread::sleep(Duration::from_millis(5));
+    terminate(&sink);
+    let sink = json_report(sink, Duration::from_secs(10));
+    assert_eq!(sink["ended"], "interrupted");
+    assert_eq!(u(&sink, "/packets"), u(&flood, "/packets"));
+}
+
 /// Nothing listens at the destination: the kernel answers ECONNREFUSED, and
 /// the flood says so and fails instead of reporting a success.
 #[test]

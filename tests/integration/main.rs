@@ -5,6 +5,7 @@
 mod apply;
 mod apply_netns;
 mod apply_safety;
+mod bad_input;
 mod bench_http;
 mod bench_lib;
 mod bench_rr;

@@ -85,6 +85,46 @@ fn a_container_that_hides_cpu_and_queue_files() {
     assert_eq!(code, 0, "{err}");
 }
 
+/// A container that hides /proc/sys and /sys/class/net: that is not a
+/// kernel without sysctls or interfaces, it is a host whose sysctls and
+/// interfaces could not be read, and doctor and plan say so.
+#[test]
+fn a_container_that_hides_proc_sys_and_the_interfaces() {
+    let (_dir, tree) = fixture_copy("two-socket-smt-8q");
+    fs::remove_dir_all(tree.join("proc/sys")).expect("rm proc/sys");
+    fs::remove_dir_all(tree.join("sys/class/net")).expect("rm class/net");
+    let host = inspect(&tree);
+    for (section, path) in [("sysctls", "proc/sys/net"), ("interfaces", "sys/class/net")] {
+        let missing = issue(&host, section);
+        assert_eq!(missing["kind"], "missing", "{section}");
+        assert_eq!(missing["path"], format!("{}/{path}", s(&tree)), "{section}");
+    }
+    let not = unjudged(&doctor(&tree));
+    for id in [
+        "tcp.buffers-small",
+        "tcp.options-off",
+        "rps.off",
+        "nic.rings-small",
+    ] {
+        assert!(not.iter().any(|n| n == id), "{id}: {not:?}");
+    }
+    // The plan does not call a sysctl it could not read absent from the kernel.
+    let plan = run_json(&["plan", "--profile", "pps", "--root", s(&tree), "--json"]);
+    let reasons: Vec<&str> = plan["skipped"]
+        .as_array()
+        .expect("skipped")
+        .iter()
+        .filter_map(|x| x["reason"].as_str())
+        .collect();
+    assert!(!reasons.is_empty(), "{plan:#}");
+    for reason in reasons.iter().filter(|r| r.contains("net.core.")) {
+        assert!(
+            reason.contains("could not be read") && !reason.contains("does not exist"),
+            "{reason}"
+        );
+    }
+}
+
 #[test]
 fn an_old_or_stripped_kernel_without_newer_files() {
     let (_dir, tree) = fixture_copy("vm-2cpu-virtio");
