@@ -16,7 +16,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 
-use crate::common::measuring;
+use crate::common::{measuring, skipped};
 
 const BIN: &str = env!("CARGO_BIN_EXE_nettune");
 
@@ -490,7 +490,10 @@ fn open_loop_corrected_tail_shows_a_stall_the_uncorrected_one_hides() {
 fn cbpf_steers_each_connection_to_the_listener_of_its_cpu() {
     let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
     if online.trim() == "0" {
-        eprintln!("SKIPPED cbpf steering: needs two CPUs");
+        skipped(
+            "cbpf_steers_each_connection_to_the_listener_of_its_cpu",
+            "needs two CPUs",
+        );
         return;
     }
     let _serial = measuring();

@@ -38,6 +38,9 @@ fn a_sink_and_a_flood_in_one_process_count_the_same_packets() {
     let _serial = measuring();
     let mut sink = SinkConfig::new("127.0.0.1:0".parse().expect("addr"));
     sink.duration = Some(Duration::from_millis(2500));
+    // Room for seconds of the flood: a receiver left off the CPU for a
+    // while (a loaded machine) loses nothing.
+    sink.rcvbuf = Some(64 << 20);
     let (sink, flood, seen) = sink_and_flood(sink, |to| {
         let mut flood = FloodConfig::new(vec![to]);
         flood.rate = Some(20_000);
@@ -46,7 +49,9 @@ fn a_sink_and_a_flood_in_one_process_count_the_same_packets() {
         flood
     });
     assert!(flood.problem().is_none(), "{flood:?}");
-    assert!(flood.packets > 10_000, "{flood:?}");
+    // A real run; its exact rate depends on the CPU the sender gets (the
+    // pacer itself is checked on a simulated clock in flood.rs).
+    assert!(flood.packets >= 100, "{flood:?}");
     assert_eq!(sink.packets, flood.packets);
     assert_eq!(sink.sequence.lost, 0);
     assert_eq!(sink.sequence.flows, 2);
@@ -116,6 +121,9 @@ fn a_sink_in_one_namespace_and_a_flood_in_another_in_one_process() {
 
     let mut sink = SinkConfig::new("10.80.0.2:0".parse().expect("addr"));
     sink.duration = Some(Duration::from_millis(2500));
+    // Room for seconds of the flood: a receiver left off the CPU for a
+    // while (a loaded machine) loses nothing.
+    sink.rcvbuf = Some(64 << 20);
     sink.netns = Some(rx.name.clone());
     let (sink, flood, _) = sink_and_flood(sink, |to| {
         let mut flood = FloodConfig::new(vec![to]);
@@ -126,7 +134,9 @@ fn a_sink_in_one_namespace_and_a_flood_in_another_in_one_process() {
         flood
     });
     assert!(flood.problem().is_none(), "{flood:?}");
-    assert!(flood.packets > 10_000, "{flood:?}");
+    // A real run; its exact rate depends on the CPU the sender gets (the
+    // pacer itself is checked on a simulated clock in flood.rs).
+    assert!(flood.packets >= 100, "{flood:?}");
     assert_eq!(sink.packets, flood.packets);
     assert_eq!(sink.sequence.lost, 0);
     // The receiving namespace's own UDP counters: exactly our packets.

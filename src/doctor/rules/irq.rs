@@ -341,29 +341,20 @@ fn remote_numa(
         ));
     }
 
-    let mut rps_queues = Vec::new();
-    let mut rps_remote = BTreeSet::new();
-    for q in &iface.rx_queues {
-        let cpus: Vec<u32> = q
-            .rps_cpus
+    let (rps_queues, rps_remote) = off_node(
+        iface
+            .rx_queues
             .iter()
-            .flatten()
-            .copied()
-            .filter(remote)
-            .collect();
-        if !cpus.is_empty() {
-            rps_queues.push(q.index);
-            rps_remote.extend(cpus);
-        }
-    }
+            .map(|q| (q.index, q.rps_cpus.as_deref())),
+        remote,
+    );
     let rps_problem = !rps_queues.is_empty();
     if rps_problem {
-        let cpus: Vec<u32> = rps_remote.into_iter().collect();
         problems.push(format!(
             "RPS of RX queues {} includes CPUs {}{}",
             format_list(&rps_queues),
-            format_list(&cpus),
-            nodes_of(host, &cpus)
+            format_list(&rps_remote),
+            nodes_of(host, &rps_remote)
         ));
     }
 
@@ -372,29 +363,20 @@ fn remote_numa(
         .iter()
         .flat_map(|q| q.xps_cpus.iter().flatten().copied())
         .collect();
-    let mut xps_queues = Vec::new();
-    let mut xps_remote = BTreeSet::new();
-    for q in &iface.tx_queues {
-        let cpus: Vec<u32> = q
-            .xps_cpus
+    let (xps_queues, xps_remote) = off_node(
+        iface
+            .tx_queues
             .iter()
-            .flatten()
-            .copied()
-            .filter(remote)
-            .collect();
-        if !cpus.is_empty() {
-            xps_queues.push(q.index);
-            xps_remote.extend(cpus);
-        }
-    }
+            .map(|q| (q.index, q.xps_cpus.as_deref())),
+        remote,
+    );
     let xps_problem = !xps_queues.is_empty() && local.iter().any(|c| !xps_used.contains(c));
     if xps_problem {
-        let cpus: Vec<u32> = xps_remote.into_iter().collect();
         problems.push(format!(
             "XPS of TX queues {} maps CPUs {}{}",
             format_list(&xps_queues),
-            format_list(&cpus),
-            nodes_of(host, &cpus)
+            format_list(&xps_remote),
+            nodes_of(host, &xps_remote)
         ));
     }
 
@@ -444,6 +426,24 @@ fn remote_numa(
         changes: Vec::new(),
         scope,
     });
+}
+
+/// The queues whose CPU set (RPS or XPS) names CPUs of another node, and
+/// those CPUs: (queue indices, remote CPUs in order).
+fn off_node<'a>(
+    queues: impl Iterator<Item = (u32, Option<&'a [u32]>)>,
+    remote: impl Fn(&u32) -> bool,
+) -> (Vec<u32>, Vec<u32>) {
+    let mut indices = Vec::new();
+    let mut cpus = BTreeSet::new();
+    for (index, set) in queues {
+        let off: Vec<u32> = set.unwrap_or(&[]).iter().copied().filter(&remote).collect();
+        if !off.is_empty() {
+            indices.push(index);
+            cpus.extend(off);
+        }
+    }
+    (indices, cpus.into_iter().collect())
 }
 
 /// RPS masks from the plan: the NIC node's CPUs, or off where the queues
