@@ -17,8 +17,11 @@ use nix::sys::socket::{
 /// and the pause between them.
 pub const CONNECT_TRIES: u32 = 3;
 const CONNECT_PAUSE: Duration = Duration::from_millis(100);
-/// How long one TCP connect may take.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+/// How long one TCP connect may take: longer than one SYN retransmission
+/// (the initial RTO is 1 s, RFC 6298) and one ARP retry (1 s), so a first
+/// packet lost on a link just brought up, or a loaded host, does not fail
+/// the run; a server that is not there still fails within seconds.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 
 fn family(addr: SocketAddr) -> AddressFamily {
     if addr.is_ipv4() {
