@@ -46,7 +46,9 @@ pub struct Failed(pub String);
 pub enum KernelError {
     #[error("cannot read {path}: {source}")]
     Read { path: PathBuf, source: io::Error },
-    #[error("cannot write '{value}' to {path}: {source}")]
+    /// The value as written (`echo VALUE > FILE` adds a newline), shown
+    /// without its trailing newline so the message stays one line.
+    #[error("cannot write '{}' to {}: {source}", .value.trim_end(), .path.display())]
     Write {
         path: PathBuf,
         value: String,
@@ -104,6 +106,21 @@ pub fn message(err: &anyhow::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failed_write_is_one_line() {
+        let err = KernelError::Write {
+            path: PathBuf::from("/proc/sys/net/ipv4/udp_rmem_min"),
+            value: "65536\n".to_string(),
+            source: io::Error::from_raw_os_error(libc::EACCES),
+        };
+        let line = err.to_string();
+        assert!(!line.contains('\n'), "{line:?}");
+        assert!(
+            line.starts_with("cannot write '65536' to /proc/sys/net/ipv4/udp_rmem_min: "),
+            "{line}"
+        );
+    }
 
     #[test]
     fn each_cause_is_printed_once() {

@@ -493,6 +493,7 @@ fn a_link_out_of_the_tree_is_never_written_through() {
         "{err}"
     );
     assert!(err.contains("were restored"), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
     assert_eq!(
         fs::read_to_string(outside.join("udp_rmem_min")).expect("read"),
         before
