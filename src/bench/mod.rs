@@ -11,7 +11,9 @@
 
 pub mod addr;
 pub mod cpu;
+pub mod errqueue;
 pub mod event;
+pub mod frame;
 pub mod harness;
 pub mod http;
 pub mod latency;
@@ -22,6 +24,7 @@ pub mod port;
 pub mod report;
 pub mod rr;
 pub mod secs;
+pub mod stream;
 pub mod stop;
 pub mod udp;
 

@@ -4,6 +4,7 @@
 
 mod http;
 mod rr;
+mod stream;
 mod udp;
 
 use std::time::Duration;
@@ -14,6 +15,7 @@ use crate::error::{Failed, Status};
 
 pub use http::{LoadArgs as HttpArgs, ServerArgs as HttpServerArgs};
 pub use rr::{ClientArgs as RrArgs, ServerArgs as RrServerArgs};
+pub use stream::{ClientArgs as StreamArgs, ServerArgs as StreamServerArgs};
 pub use udp::{FloodArgs, SinkArgs};
 
 #[derive(Debug, Clone, clap::Subcommand)]
@@ -38,6 +40,13 @@ pub enum BenchCommand {
     /// Load an HTTP server wrk style (closed loop, or open loop at --rate
     /// with latency corrected for coordinated omission).
     Http(HttpArgs),
+    /// Receive bulk TCP streams for `bench stream` (many tests at once,
+    /// each stream on a thread of its own; prints the bound ADDR:PORT first).
+    StreamServer(StreamServerArgs),
+    /// Bulk TCP throughput, iperf3 style: -P streams on pinned threads,
+    /// --reverse, --window, --pace (SO_MAX_PACING_RATE), --cc, zero-copy;
+    /// TCP_INFO per second and the receiver's exact byte count.
+    Stream(StreamArgs),
 }
 
 pub fn run(cmd: BenchCommand) -> anyhow::Result<Status> {
@@ -49,6 +58,8 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<Status> {
         BenchCommand::Rr(args) => rr::client(&args, &stop),
         BenchCommand::HttpServer(args) => http::server(&args, &stop),
         BenchCommand::Http(args) => http::load(&args, &stop),
+        BenchCommand::StreamServer(args) => stream::server(&args, &stop),
+        BenchCommand::Stream(args) => stream::client(&args, &stop),
     }
 }
 
