@@ -260,7 +260,10 @@ pub fn parse_bytes(text: &str) -> anyhow::Result<u64> {
         bail!("size '{}' is zero: {BYTES_EXAMPLE}", text.trim());
     }
     if bytes.fract() != 0.0 {
-        bail!("size '{}' is not a whole number of bytes: {BYTES_EXAMPLE}", text.trim());
+        bail!(
+            "size '{}' is not a whole number of bytes: {BYTES_EXAMPLE}",
+            text.trim()
+        );
     }
     if bytes >= u64::MAX as f64 {
         bail!("size '{}' is too large: {BYTES_EXAMPLE}", text.trim());

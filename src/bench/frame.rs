@@ -89,7 +89,9 @@ pub fn read_exact_by(
             Err(e)
                 if matches!(
                     e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
+                    io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
+                        | io::ErrorKind::Interrupted
                 ) => {}
             Err(e) if e.kind() == io::ErrorKind::ConnectionReset => return Err(FrameError::Closed),
             Err(e) => return Err(FrameError::Io(e)),
@@ -130,8 +132,8 @@ mod tests {
         // Half a length prefix, then nothing: the deadline ends the read.
         a.write_all(&[0, 0]).expect("write");
         let started = Instant::now();
-        let err = read::<u32>(&b, 64, started + Duration::from_millis(200), &|| false)
-            .expect_err("slow");
+        let err =
+            read::<u32>(&b, 64, started + Duration::from_millis(200), &|| false).expect_err("slow");
         assert!(matches!(err, FrameError::TimedOut), "{err}");
         assert!(started.elapsed() < Duration::from_secs(2));
 

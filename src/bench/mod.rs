@@ -24,8 +24,8 @@ pub mod port;
 pub mod report;
 pub mod rr;
 pub mod secs;
-pub mod stream;
 pub mod stop;
+pub mod stream;
 pub mod udp;
 
 /// The highest `--rate` (packets or requests per second) a load generator

@@ -9,6 +9,7 @@ mod bad_input;
 mod bench_http;
 mod bench_lib;
 mod bench_rr;
+mod bench_stream;
 mod bench_udp;
 mod common;
 mod doctor;

@@ -228,11 +228,18 @@ pub fn run(
         Some(Source::new(config.size, config.zerocopy)?)
     };
     let opened = netns::within(config.netns.as_deref(), || open_test(config))?;
-    observer.ready(None, &super::render::header(config, &pinning, &opened.window, opened.pacer));
+    observer.ready(
+        None,
+        &super::render::header(config, &pinning, &opened.window, opened.pacer),
+    );
     if let Some(warning) = sock::window_capped(&opened.window) {
         observer.warning(&warning);
     }
-    let live: Vec<LiveCounter> = opened.streams.iter().map(|_| LiveCounter::default()).collect();
+    let live: Vec<LiveCounter> = opened
+        .streams
+        .iter()
+        .map(|_| LiveCounter::default())
+        .collect();
     let mut meter = Meter::new(config, &opened, &live, observer);
     let timeline = Timeline {
         warmup: config.warmup,
@@ -248,7 +255,9 @@ pub fn run(
         &mut meter,
         |i, (stream, live), phase| {
             let moved = match &source {
-                Some(source) => pump::send(stream, source, &|| phase.stopped(), live).map(Moved::Sent),
+                Some(source) => {
+                    pump::send(stream, source, &|| phase.stopped(), live).map(Moved::Sent)
+                }
                 None => {
                     let stopped_at = Cell::new(None::<Instant>);
                     let give_up = || {
@@ -514,7 +523,10 @@ impl Rtts {
         self.max = Some(self.max.map_or(info.rtt, |m| m.max(info.rtt)));
         self.sum += u64::from(info.rtt);
         self.count += 1;
-        self.max_cwnd = Some(self.max_cwnd.map_or(info.snd_cwnd, |m| m.max(info.snd_cwnd)));
+        self.max_cwnd = Some(
+            self.max_cwnd
+                .map_or(info.snd_cwnd, |m| m.max(info.snd_cwnd)),
+        );
     }
 
     fn mean(&self) -> Option<u32> {
@@ -607,8 +619,9 @@ impl Control for Meter<'_> {
                 pacing_bits_per_second: None,
             };
             if let (Some(info), true) = (info, self.sender) {
-                interval.retransmits =
-                    Some(u64::from(info.total_retrans.saturating_sub(self.last_retrans[i])));
+                interval.retransmits = Some(u64::from(
+                    info.total_retrans.saturating_sub(self.last_retrans[i]),
+                ));
                 interval.snd_cwnd = Some(info.snd_cwnd);
                 interval.pacing_bits_per_second = Some(info.pacing_bits_per_second);
                 self.last_retrans[i] = info.total_retrans;
@@ -761,9 +774,8 @@ fn build_report(
             Moved::Sent(_) => remote(i).is_some_and(|r| r.eof),
             Moved::Received(got) => got.eof,
         };
-        let bytes_match = eof
-            && server.is_some()
-            && receiver.as_ref().is_some_and(|r| r.bytes == sender.bytes);
+        let bytes_match =
+            eof && server.is_some() && receiver.as_ref().is_some_and(|r| r.bytes == sender.bytes);
         per_stream.push(StreamTotals {
             stream: i as u32,
             cpu: pinning.cpu_for(i),
@@ -781,12 +793,18 @@ fn build_report(
         .map(|(end, start)| end.saturating_sub(*start))
         .sum();
     let retransmits = |streams: &[StreamTotals]| -> Option<u64> {
-        let all: Vec<u64> = streams.iter().filter_map(|s| s.sender.retransmits).collect();
+        let all: Vec<u64> = streams
+            .iter()
+            .filter_map(|s| s.sender.retransmits)
+            .collect();
         (!all.is_empty()).then(|| all.iter().sum())
     };
     let sum_sent = if config.reverse {
         let bytes: u64 = per_stream.iter().map(|s| s.sender.bytes).sum();
-        let seconds = per_stream.iter().map(|s| s.sender.seconds).fold(0.0, f64::max);
+        let seconds = per_stream
+            .iter()
+            .map(|s| s.sender.seconds)
+            .fold(0.0, f64::max);
         Sum {
             bytes,
             seconds,
@@ -818,10 +836,7 @@ fn build_report(
     };
     let ran = o.ran.as_secs_f64();
     let pct = |cpu: f64| if ran > 0.0 { cpu * 100.0 / ran } else { 0.0 };
-    let (remote_user, remote_sys) = server
-        .as_ref()
-        .map(|s| (s.cpu_user_s, s.cpu_sys_s))
-        .unzip();
+    let (remote_user, remote_sys) = server.as_ref().map(|s| (s.cpu_user_s, s.cpu_sys_s)).unzip();
     let received_total: u64 = per_stream
         .iter()
         .filter_map(|s| s.receiver.as_ref().map(|r| r.bytes))

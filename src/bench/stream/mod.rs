@@ -130,7 +130,12 @@ impl StreamConfig {
                 self.to
             );
         }
-        within("streams", u64::from(self.streams), 1, u64::from(MAX_STREAMS))?;
+        within(
+            "streams",
+            u64::from(self.streams),
+            1,
+            u64::from(MAX_STREAMS),
+        )?;
         check_size(self.size)?;
         if let Some(window) = self.window {
             within("window", u64::from(window), 2048, i32::MAX as u64 / 2)?;
@@ -227,14 +232,21 @@ mod tests {
         );
         let mut bad = config.clone();
         bad.streams = 0;
-        assert!(bad.validate().expect_err("0").to_string().contains("1 to 128"));
+        assert!(bad
+            .validate()
+            .expect_err("0")
+            .to_string()
+            .contains("1 to 128"));
         let mut bad = config.clone();
         bad.size = MAX_SIZE + 1;
         assert!(bad.validate().is_err());
         let mut bad = config;
         bad.cc = Some("no-such-algorithm".into());
         let err = bad.validate().expect_err("cc").to_string();
-        assert!(err.contains("'no-such-algorithm'") && err.contains("available"), "{err}");
+        assert!(
+            err.contains("'no-such-algorithm'") && err.contains("available"),
+            "{err}"
+        );
 
         let server = ServerConfig::new(to);
         let text = serde_json::to_string(&server).expect("json");

@@ -93,9 +93,8 @@ fn memfd(size: usize) -> anyhow::Result<OwnedFd> {
     while off < size {
         let n = page.len().min(size - off);
         // SAFETY: page holds n bytes; off is within the file.
-        let wrote = unsafe {
-            libc::pwrite(fd.as_raw_fd(), page.as_ptr().cast(), n, off as libc::off_t)
-        };
+        let wrote =
+            unsafe { libc::pwrite(fd.as_raw_fd(), page.as_ptr().cast(), n, off as libc::off_t) };
         if wrote <= 0 {
             return Err(io::Error::last_os_error()).context("cannot fill the sendfile buffer");
         }
@@ -352,7 +351,8 @@ mod tests {
         let (tx_live, rx_live) = (LiveCounter::default(), LiveCounter::default());
         std::thread::scope(|s| {
             let receiving = s.spawn(|| receive(&rx, 128 * 1024, &|| false, &rx_live));
-            let sending = s.spawn(|| send(&tx, &source, &|| stop.load(Ordering::Relaxed), &tx_live));
+            let sending =
+                s.spawn(|| send(&tx, &source, &|| stop.load(Ordering::Relaxed), &tx_live));
             std::thread::sleep(Duration::from_millis(200));
             stop.store(true, Ordering::Relaxed);
             let sent = sending.join().expect("sender").expect("send");

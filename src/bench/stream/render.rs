@@ -35,7 +35,12 @@ fn window_text(w: &Buffers) -> String {
 }
 
 /// The line a client prints before the first interval.
-pub fn header(config: &StreamConfig, pinning: &Pinning, window: &Buffers, pacer: Option<Pacer>) -> String {
+pub fn header(
+    config: &StreamConfig,
+    pinning: &Pinning,
+    window: &Buffers,
+    pacer: Option<Pacer>,
+) -> String {
     let n = config.streams as usize;
     let mut line = format!(
         "{n} stream{} {} {} for {} s{}, {} per {}, {}",
@@ -143,7 +148,14 @@ pub fn text(r: &StreamReport) -> String {
     let _ = writeln!(
         out,
         "{:<6} {:>17} {:>17} {:>13} {:>6} {:>10} {:>18} {:>6}",
-        "stream", "sent bytes", "received bytes", "rate", "retr", "max cwnd", "rtt min/mean/max", "exact"
+        "stream",
+        "sent bytes",
+        "received bytes",
+        "rate",
+        "retr",
+        "max cwnd",
+        "rtt min/mean/max",
+        "exact"
     );
     for s in &r.per_stream {
         let rate = if r.reverse {
@@ -274,7 +286,11 @@ fn test_line(t: &TestReport) -> String {
         "test {:#018x} from {}: {} {} bytes on {} stream{} in {:.2} s ({}), {}",
         t.test,
         t.peer,
-        if t.role == "sender" { "sent" } else { "received" },
+        if t.role == "sender" {
+            "sent"
+        } else {
+            "received"
+        },
         format_count(t.bytes),
         t.streams.len(),
         plural(t.streams.len()),

@@ -348,7 +348,9 @@ fn accept_loop(server: &StreamServer, shared: &Shared, phase: &Phase) {
                 if peer.ip() != allowed {
                     shared.refuse(
                         |r| r.foreign_peer += 1,
-                        format!("closed a connection from {peer}: this server serves {allowed} only"),
+                        format!(
+                            "closed a connection from {peer}: this server serves {allowed} only"
+                        ),
                     );
                     continue;
                 }
@@ -381,7 +383,13 @@ fn wait_readable(fd: std::os::fd::BorrowedFd<'_>, timeout: Duration) {
 }
 
 /// Read a new connection's header and pass it on.
-fn handle(conn: TcpStream, peer: SocketAddr, server: &StreamServer, shared: &Shared, phase: &Phase) {
+fn handle(
+    conn: TcpStream,
+    peer: SocketAddr,
+    server: &StreamServer,
+    shared: &Shared,
+    phase: &Phase,
+) {
     // Accepted sockets inherit O_NONBLOCK from the listener: block, with
     // timeouts, like every other socket here.
     if conn.set_nonblocking(false).is_err() {
@@ -471,7 +479,13 @@ fn effective_pace(p: &Params, config: &ServerConfig) -> Option<u64> {
 
 /// One test on its control connection: parameters, data connections, the
 /// transfer on one thread per stream, the results back to the client.
-fn run_test(ctl: TcpStream, peer: SocketAddr, server: &StreamServer, shared: &Shared, phase: &Phase) {
+fn run_test(
+    ctl: TcpStream,
+    peer: SocketAddr,
+    server: &StreamServer,
+    shared: &Shared,
+    phase: &Phase,
+) {
     let _ = ctl.set_write_timeout(Some(HELLO_WAIT));
     let deadline = Instant::now() + HELLO_WAIT;
     let params = match frame::read::<ToServer>(&ctl, MAX_MESSAGE, deadline, &|| phase.stopped()) {
@@ -479,7 +493,9 @@ fn run_test(ctl: TcpStream, peer: SocketAddr, server: &StreamServer, shared: &Sh
         Ok(other) => {
             return shared.refuse(
                 |r| r.bad_params += 1,
-                format!("dropped a control connection from {peer}: {other:?} before the parameters"),
+                format!(
+                    "dropped a control connection from {peer}: {other:?} before the parameters"
+                ),
             )
         }
         Err(FrameError::Cancelled) => return,
@@ -491,9 +507,12 @@ fn run_test(ctl: TcpStream, peer: SocketAddr, server: &StreamServer, shared: &Sh
         }
     };
     let refuse = |error: String| {
-        let _ = frame::write(&ctl, &ToClient::Refused {
-            error: error.clone(),
-        });
+        let _ = frame::write(
+            &ctl,
+            &ToClient::Refused {
+                error: error.clone(),
+            },
+        );
         shared.refuse(
             |r| r.bad_params += 1,
             format!("refused a test from {peer}: {error}"),
@@ -532,7 +551,9 @@ fn run_test(ctl: TcpStream, peer: SocketAddr, server: &StreamServer, shared: &Sh
         None
     };
     if frame::write(&ctl, &ToClient::Ready).is_err() {
-        return shared.note(format!("test {test:#x} from {peer}: the client left before the start"));
+        return shared.note(format!(
+            "test {test:#x} from {peer}: the client left before the start"
+        ));
     }
     shared.running.fetch_add(1, Ordering::SeqCst);
     let run = Run {
@@ -560,7 +581,11 @@ fn run_test(ctl: TcpStream, peer: SocketAddr, server: &StreamServer, shared: &Sh
         shared.note(format!(
             "test {test:#x} from {peer} ended {}{}",
             report.ended,
-            report.error.as_deref().map(|e| format!(": {e}")).unwrap_or_default()
+            report
+                .error
+                .as_deref()
+                .map(|e| format!(": {e}"))
+                .unwrap_or_default()
         ));
     }
     let _ = frame::write(&ctl, &ToClient::Results(Box::new(report.clone())));
@@ -653,6 +678,9 @@ enum Moved {
     Sent(pump::Sent),
 }
 
+/// A stream's CPU (when pinned) and what its thread brought back.
+type StreamResult = (Option<u32>, anyhow::Result<Moved>);
+
 /// A running test.
 struct Run<'a> {
     params: &'a Params,
@@ -671,8 +699,9 @@ impl Run<'_> {
         &self,
         ctl: &TcpStream,
         streams: &[TcpStream],
-    ) -> (&'static str, Vec<(Option<u32>, anyhow::Result<Moved>)>) {
-        let limit = Duration::try_from_secs_f64(self.params.seconds).unwrap_or(super::MAX_TEST) + GRACE;
+    ) -> (&'static str, Vec<StreamResult>) {
+        let limit =
+            Duration::try_from_secs_f64(self.params.seconds).unwrap_or(super::MAX_TEST) + GRACE;
         let started = Instant::now();
         let live: Vec<LiveCounter> = streams.iter().map(|_| LiveCounter::default()).collect();
         std::thread::scope(|scope| {
@@ -690,7 +719,9 @@ impl Run<'_> {
             let mut ctl_open = true;
             while !handles.iter().all(|h| h.is_finished()) {
                 let moved: u64 = live.iter().map(|l| l.read().1).sum();
-                self.shared.bytes.fetch_add(moved - counted, Ordering::Relaxed);
+                self.shared
+                    .bytes
+                    .fetch_add(moved - counted, Ordering::Relaxed);
                 counted = moved;
                 if self.end.load(Ordering::SeqCst) {
                     std::thread::sleep(Duration::from_millis(1));
@@ -721,7 +752,9 @@ impl Run<'_> {
                 }
             }
             let moved: u64 = live.iter().map(|l| l.read().1).sum();
-            self.shared.bytes.fetch_add(moved - counted, Ordering::Relaxed);
+            self.shared
+                .bytes
+                .fetch_add(moved - counted, Ordering::Relaxed);
             let results = handles
                 .into_iter()
                 .map(|h| {
@@ -736,7 +769,12 @@ impl Run<'_> {
 
     /// One stream's thread: pinned, then receive to the FIN or send until
     /// the end.
-    fn stream(&self, stream: &TcpStream, cpu: Option<u32>, live: &LiveCounter) -> anyhow::Result<Moved> {
+    fn stream(
+        &self,
+        stream: &TcpStream,
+        cpu: Option<u32>,
+        live: &LiveCounter,
+    ) -> anyhow::Result<Moved> {
         if let Some(cpu) = cpu {
             pin_current_thread(cpu)?;
         }
@@ -779,7 +817,7 @@ fn build_report(
     peer: SocketAddr,
     params: &Params,
     ended: &str,
-    results: Vec<(Option<u32>, anyhow::Result<Moved>)>,
+    results: Vec<StreamResult>,
     streams: &[TcpStream],
     buffers: Vec<Buffers>,
 ) -> TestReport {

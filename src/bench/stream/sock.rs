@@ -325,7 +325,10 @@ mod tests {
             Errno::ENOENT,
         );
         let text = err.to_string();
-        assert!(text.contains("'vegas'") && text.contains("reno cubic"), "{text}");
+        assert!(
+            text.contains("'vegas'") && text.contains("reno cubic"),
+            "{text}"
+        );
         let err = cc_error("cubic", &["cubic".into()], &["reno".into()], Errno::EPERM);
         assert!(err.to_string().contains("may only pick reno"), "{err}");
     }

@@ -8,7 +8,9 @@ use super::{duration, finish, pin_list, CpuList, Lines};
 use crate::bench::addr::{parse_bind, parse_destination};
 use crate::bench::observe::Observer;
 use crate::bench::stop::Stop;
-use crate::bench::stream::{self, render, Interval, ServerConfig, ServerInterval, StreamConfig, ZeroCopy};
+use crate::bench::stream::{
+    self, render, Interval, ServerConfig, ServerInterval, StreamConfig, ZeroCopy,
+};
 use crate::error::Status;
 
 /// Receive (or, for a `--reverse` client, send) bulk TCP streams.
