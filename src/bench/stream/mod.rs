@@ -25,12 +25,14 @@ use crate::bench::within;
 pub mod client;
 mod pump;
 pub mod render;
+pub mod report;
 pub mod server;
 mod sock;
 mod wire;
 
-pub use client::{run as run_client, Interval, StreamReport};
+pub use client::run as run_client;
 pub use pump::ZeroCopyStats;
+pub use report::{Interval, StreamReport};
 pub use server::{open as open_server, ServerInterval, ServerReport, StreamServer, TestReport};
 pub use sock::{check_cc, Buffers, Pacer, TcpInfo};
 

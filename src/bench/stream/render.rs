@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use super::client::{Interval, StreamInterval, StreamReport};
+use super::report::{Interval, StreamInterval, StreamReport};
 use super::server::{ServerInterval, ServerReport, TestReport};
 use super::sock::{Buffers, Pacer};
 use super::StreamConfig;
