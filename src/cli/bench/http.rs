@@ -143,6 +143,7 @@ impl ServerArgs {
             duration: self.duration,
             netns: self.netns.clone(),
             share_port: self.share_port,
+            peer: None,
         }
     }
 }

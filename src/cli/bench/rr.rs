@@ -139,6 +139,8 @@ impl ServerArgs {
             duration: self.duration,
             netns: self.netns.clone(),
             drop_every: self.drop_every,
+            peer: None,
+            max_reply: None,
         }
     }
 }
