@@ -12,6 +12,7 @@ pub mod bench;
 pub mod doctor;
 pub mod inspect;
 pub mod plan;
+pub mod serve;
 pub mod signals;
 
 use apply::{ApplyArgs, HistoryArgs, RollbackArgs};
@@ -105,6 +106,9 @@ pub enum Command {
     /// the packets and CPU time went.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
+    /// Start the server side of any bench on request, for clients with
+    /// `bench ... --remote ADDR:PORT --token-file FILE` (docs/serve.md).
+    Serve(serve::ServeArgs),
 }
 
 /// Which host to read: live (default), a named network namespace, or a
@@ -187,6 +191,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Status> {
         Command::Rollback(args) => apply::run_rollback(args),
         Command::History(args) => apply::run_history(args),
         Command::Bench(cmd) => bench::run(cmd),
+        Command::Serve(args) => serve::run(args),
     }
 }
 

@@ -3,6 +3,7 @@
 //! (`crate::bench`) neither print nor exit.
 
 mod http;
+mod remote;
 mod rr;
 mod stream;
 mod udp;
@@ -86,6 +87,19 @@ pub(crate) fn pin_list(text: &str) -> Result<CpuList, String> {
     Ok(CpuList(cpus))
 }
 
+/// Where the load goes: the daemon's server side with `--remote`, else
+/// `--to` (clap makes sure one of the two is there).
+pub(crate) fn target(
+    to: Option<std::net::SocketAddr>,
+    remote: Option<&crate::serve::RemoteTest>,
+) -> anyhow::Result<std::net::SocketAddr> {
+    match (remote, to) {
+        (Some(test), _) => Ok(test.addr),
+        (None, Some(to)) => Ok(to),
+        (None, None) => anyhow::bail!("give --to ADDR:PORT, or --remote ADDR:PORT for a daemon"),
+    }
+}
+
 /// `--duration`: how long a bench runs.
 pub(crate) fn duration(text: &str) -> Result<Duration, String> {
     let d = crate::base::units::parse_duration(text)?;
@@ -149,6 +163,15 @@ impl Lines {
     pub fn done(&mut self) {
         self.progress.clear();
     }
+}
+
+/// Print a report as JSON or text; no check to fail.
+pub(crate) fn finish_report<R: serde::Serialize>(
+    report: &R,
+    json: bool,
+    text: impl FnOnce(&R) -> String,
+) -> anyhow::Result<Status> {
+    finish(report, json, text, None)
 }
 
 /// Print a report (JSON or text), then fail with `problem` (exit 1) when

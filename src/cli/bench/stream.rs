@@ -4,6 +4,7 @@ use std::io::Write as _;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use super::remote::{self, RemoteArgs};
 use super::{duration, finish, pin_list, CpuList, Lines};
 use crate::bench::addr::{parse_bind, parse_destination};
 use crate::bench::observe::Observer;
@@ -65,8 +66,8 @@ pub struct ServerArgs {
 #[command(verbatim_doc_comment)]
 pub struct ClientArgs {
     /// The stream-server's address (`nettune bench stream-server` prints it).
-    #[arg(long, value_name = "ADDR:PORT", value_parser = parse_destination)]
-    pub to: SocketAddr,
+    #[arg(long, value_name = "ADDR:PORT", value_parser = parse_destination, required_unless_present = "remote", conflicts_with = "remote")]
+    pub to: Option<SocketAddr>,
     /// Parallel TCP connections, each on a thread of its own on both sides
     /// (iperf3 -P).
     #[arg(long, short = 'P', value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=128))]
@@ -114,6 +115,8 @@ pub struct ClientArgs {
     /// Print the final report as JSON on stdout (see docs/bench-stream.md).
     #[arg(long, short = 'J')]
     pub json: bool,
+    #[command(flatten)]
+    pub remote: RemoteArgs,
 }
 
 fn size(text: &str) -> Result<usize, String> {
@@ -148,9 +151,10 @@ impl ServerArgs {
 }
 
 impl ClientArgs {
-    pub fn config(&self) -> StreamConfig {
+    /// The config against `to` (--to, or the daemon's server side).
+    pub fn config(&self, to: SocketAddr) -> StreamConfig {
         StreamConfig {
-            to: self.to,
+            to,
             streams: self.streams,
             reverse: self.reverse,
             duration: self.duration,
@@ -212,8 +216,12 @@ pub fn server(args: &ServerArgs, stop: &Stop) -> anyhow::Result<Status> {
 }
 
 pub fn client(args: &ClientArgs, stop: &Stop) -> anyhow::Result<Status> {
+    let seconds = (args.warmup + args.duration).as_secs_f64();
+    let side = crate::serve::ServerSide::StreamServer {};
+    let remote = args.remote.start(side, seconds, args.netns.as_deref())?;
+    let to = super::target(args.to, remote.as_ref())?;
     let mut lines = ClientLines(Lines::new("stream", args.json));
-    let report = stream::run_client(&args.config(), stop, &mut lines)?;
+    let report = stream::run_client(&args.config(to), stop, &mut lines)?;
     lines.0.done();
-    finish(&report, args.json, render::text, report.problem())
+    remote::finish(&report, remote, args.json, render::text, report.problem())
 }
