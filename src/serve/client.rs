@@ -63,7 +63,11 @@ pub struct RemoteTest {
 /// missing token (the daemon closes the connection without a word), a
 /// daemon that does not prove it holds the token, versions too far apart
 /// ("upgrade"), a request out of the daemon's limits, `max_tests` busy.
-pub fn start(daemon: SocketAddr, token: Option<&Token>, start: &Start) -> anyhow::Result<RemoteTest> {
+pub fn start(
+    daemon: SocketAddr,
+    token: Option<&Token>,
+    start: &Start,
+) -> anyhow::Result<RemoteTest> {
     let conn = TcpStream::connect_timeout(&daemon, ANSWER_WAIT).with_context(|| {
         format!("--remote '{daemon}': cannot connect; is `nettune serve` listening there?")
     })?;

@@ -140,7 +140,9 @@ pub fn bind(config: DaemonConfig) -> anyhow::Result<Daemon> {
     listener
         .set_nonblocking(true)
         .context("cannot make the listener non-blocking")?;
-    let bound = listener.local_addr().context("cannot read the bound address")?;
+    let bound = listener
+        .local_addr()
+        .context("cannot read the bound address")?;
     Ok(Daemon {
         config,
         listener,
@@ -222,12 +224,15 @@ impl Daemon {
             let mut sessions = Vec::new();
             while !stop.is_set() {
                 flush(observer);
-                let (done, alive): (Vec<_>, Vec<_>) =
-                    sessions.into_iter().partition(|h: &std::thread::ScopedJoinHandle<'_, ()>| h.is_finished());
+                let (done, alive): (Vec<_>, Vec<_>) = sessions
+                    .into_iter()
+                    .partition(|h: &std::thread::ScopedJoinHandle<'_, ()>| h.is_finished());
                 sessions = alive;
                 for handle in done {
                     if handle.join().is_err() {
-                        shared.log("a session thread panicked; its server side was stopped".to_string());
+                        shared.log(
+                            "a session thread panicked; its server side was stopped".to_string(),
+                        );
                     }
                 }
                 let (conn, peer) = match self.listener.accept() {
@@ -300,7 +305,9 @@ fn session(conn: TcpStream, peer: SocketAddr, shared: &Shared<'_>) {
         Ok(()) => {}
         Err(Refusal::Auth) => {
             shared.count(|c| c.auth_failures += 1);
-            shared.log(format!("{peer}: authentication failed; closed without an answer"));
+            shared.log(format!(
+                "{peer}: authentication failed; closed without an answer"
+            ));
             return;
         }
         Err(Refusal::Dropped(why)) => {
@@ -311,18 +318,22 @@ fn session(conn: TcpStream, peer: SocketAddr, shared: &Shared<'_>) {
         Err(Refusal::Quiet) => return,
     }
     let cancel = || shared.stop.is_set();
-    let start = match frame::read::<FromClient>(&conn, MAX_MESSAGE, Instant::now() + REQUEST_WAIT, &cancel) {
-        Ok(FromClient::Start(start)) => start,
-        Ok(_) => {
-            shared.count(|c| c.dropped += 1);
-            return shared.log(format!("{peer}: dropped: a message other than 'start' after the handshake"));
-        }
-        Err(FrameError::Cancelled) => return,
-        Err(e) => {
-            shared.count(|c| c.dropped += 1);
-            return shared.log(format!("{peer}: dropped: {e}"));
-        }
-    };
+    let start =
+        match frame::read::<FromClient>(&conn, MAX_MESSAGE, Instant::now() + REQUEST_WAIT, &cancel)
+        {
+            Ok(FromClient::Start(start)) => start,
+            Ok(_) => {
+                shared.count(|c| c.dropped += 1);
+                return shared.log(format!(
+                    "{peer}: dropped: a message other than 'start' after the handshake"
+                ));
+            }
+            Err(FrameError::Cancelled) => return,
+            Err(e) => {
+                shared.count(|c| c.dropped += 1);
+                return shared.log(format!("{peer}: dropped: {e}"));
+            }
+        };
     test(&conn, peer, &start, shared);
 }
 
@@ -393,16 +404,27 @@ fn greet(conn: &TcpStream, shared: &Shared<'_>) -> Result<(), Refusal> {
         },
     };
     frame::write(conn, &challenge).map_err(|e| Refusal::Dropped(format!("{e:#}")))?;
-    let (client_nonce, mac) = match frame::read::<FromClient>(conn, MAX_MESSAGE, deadline, &cancel)? {
+    let (client_nonce, mac) = match frame::read::<FromClient>(conn, MAX_MESSAGE, deadline, &cancel)?
+    {
         FromClient::Auth { nonce, mac } => (nonce, mac),
-        _ => return Err(Refusal::Dropped("a message other than 'auth' in the handshake".to_string())),
+        _ => {
+            return Err(Refusal::Dropped(
+                "a message other than 'auth' in the handshake".to_string(),
+            ))
+        }
     };
     let client_nonce = proto::unhex(&client_nonce)
         .filter(|n| n.len() == NONCE_LEN)
         .ok_or_else(|| Refusal::Dropped("a malformed nonce".to_string()))?;
     let daemon_mac = match token {
         Some(token) => {
-            if !proto::verify(token.secret(), proto::CLIENT_LABEL, &nonce, &client_nonce, &mac) {
+            if !proto::verify(
+                token.secret(),
+                proto::CLIENT_LABEL,
+                &nonce,
+                &client_nonce,
+                &mac,
+            ) {
                 return Err(Refusal::Auth);
             }
             proto::mac(token.secret(), proto::DAEMON_LABEL, &client_nonce, &nonce)
@@ -463,7 +485,12 @@ fn check(start: &Start, config: &DaemonConfig) -> anyhow::Result<Duration> {
         | ServerSide::HttpServer { threads } => *threads,
         ServerSide::StreamServer {} => 1,
     };
-    crate::bench::within("remote-threads", u64::from(threads), 1, u64::from(config.max_threads))?;
+    crate::bench::within(
+        "remote-threads",
+        u64::from(threads),
+        1,
+        u64::from(config.max_threads),
+    )?;
     if let ServerSide::RrServer { max_reply, .. } = &start.side {
         if *max_reply > config.max_reply {
             anyhow::bail!(
@@ -539,7 +566,13 @@ impl Drop for Slot<'_> {
     }
 }
 
-fn refuse(conn: &TcpStream, peer: SocketAddr, kind: ErrorKind, message: String, shared: &Shared<'_>) {
+fn refuse(
+    conn: &TcpStream,
+    peer: SocketAddr,
+    kind: ErrorKind,
+    message: String,
+    shared: &Shared<'_>,
+) {
     shared.count(|c| c.tests_refused += 1);
     shared.log(format!("{peer}: refused: {message}"));
     let _ = frame::write(conn, &FromDaemon::Error { kind, message });
@@ -607,7 +640,12 @@ fn test(conn: &TcpStream, peer: SocketAddr, start: &Start, shared: &Shared<'_>) 
             if !wait_readable(conn.as_fd(), POLL) {
                 continue;
             }
-            match frame::read::<FromClient>(conn, MAX_MESSAGE, Instant::now() + HANDSHAKE_WAIT, &|| false) {
+            match frame::read::<FromClient>(
+                conn,
+                MAX_MESSAGE,
+                Instant::now() + HANDSHAKE_WAIT,
+                &|| false,
+            ) {
                 Ok(FromClient::Finish) => {
                     // Let what is queued in the server side's sockets be read.
                     std::thread::sleep(LINGER);
@@ -646,7 +684,9 @@ fn test(conn: &TcpStream, peer: SocketAddr, start: &Start, shared: &Shared<'_>) 
     match ended {
         "client-gone" => {
             shared.count(|c| c.clients_gone += 1);
-            shared.log(format!("test {id}: {peer} left mid-test; its {bench} was stopped"));
+            shared.log(format!(
+                "test {id}: {peer} left mid-test; its {bench} was stopped"
+            ));
         }
         _ => {
             shared.count(|c| c.tests_finished += 1);
@@ -655,7 +695,11 @@ fn test(conn: &TcpStream, peer: SocketAddr, start: &Start, shared: &Shared<'_>) 
             shared.log(format!(
                 "test {id}: {bench} for {peer} ended ({}){}",
                 remote.ended,
-                remote.error.as_deref().map(|e| format!(": {e}")).unwrap_or_default()
+                remote
+                    .error
+                    .as_deref()
+                    .map(|e| format!(": {e}"))
+                    .unwrap_or_default()
             ));
         }
     }

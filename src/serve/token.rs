@@ -45,9 +45,8 @@ impl Token {
 /// at least [`MIN_LEN`] bytes once a trailing newline is taken off.
 pub fn load(path: &Path) -> anyhow::Result<Token> {
     let shown = path.display();
-    let meta = std::fs::metadata(path).with_context(|| {
-        format!("--token-file '{shown}': cannot read it; {MAKE_ONE}")
-    })?;
+    let meta = std::fs::metadata(path)
+        .with_context(|| format!("--token-file '{shown}': cannot read it; {MAKE_ONE}"))?;
     if !meta.is_file() {
         anyhow::bail!("--token-file '{shown}' is not a regular file");
     }
@@ -95,13 +94,25 @@ mod tests {
         );
         let open = write(dir.path(), "open", "0123456789abcdef0123\n", 0o644);
         let err = format!("{:#}", load(&open).expect_err("world-readable"));
-        assert!(err.contains("mode 0644") && err.contains("chmod 600"), "{err}");
+        assert!(
+            err.contains("mode 0644") && err.contains("chmod 600"),
+            "{err}"
+        );
         let group = write(dir.path(), "group", "0123456789abcdef0123\n", 0o640);
         assert!(load(&group).is_err());
         let short = write(dir.path(), "short", "abc\n", 0o600);
         assert!(format!("{:#}", load(&short).expect_err("short")).contains("at least 16"));
-        let err = format!("{:#}", load(&dir.path().join("missing")).expect_err("missing"));
-        assert!(err.contains("missing") && err.contains("head -c 32"), "{err}");
-        assert_eq!(format!("{:?}", load(&good).expect("token")), "Token(20 bytes)");
+        let err = format!(
+            "{:#}",
+            load(&dir.path().join("missing")).expect_err("missing")
+        );
+        assert!(
+            err.contains("missing") && err.contains("head -c 32"),
+            "{err}"
+        );
+        assert_eq!(
+            format!("{:?}", load(&good).expect("token")),
+            "Token(20 bytes)"
+        );
     }
 }

@@ -21,3 +21,4 @@ mod partial_hosts;
 mod plan;
 mod plan_props;
 mod product_text;
+mod serve;

@@ -404,7 +404,11 @@ impl Worker<'_> {
         {
             return;
         }
-        // Until a read times out (Idle), closed, or a reply that did not fit.
+        // Until a read times out (Idle), closed, a reply that did not fit,
+        // or a slice has passed: a busy client must not keep the loop from
+        // the listener (a second client) and the end of the run.
+        let slice = Instant::now();
+        let mut rounds = 0u32;
         let after = loop {
             let mut after =
                 read_requests(conn, &mut self.buf, &mut self.report, self.plan.max_reply);
@@ -413,6 +417,10 @@ impl Worker<'_> {
             }
             if !matches!(after, After::Keep) || conn.writing {
                 break after;
+            }
+            rounds = rounds.wrapping_add(1);
+            if rounds % 64 == 0 && slice.elapsed() >= ALONE_SLICE {
+                break After::Keep;
             }
         };
         if let After::Close = after {
@@ -489,9 +497,14 @@ impl Worker<'_> {
     fn answer_udp(&mut self, socket: &UdpSocket, alone: bool) -> anyhow::Result<()> {
         // Alone: until a read times out or another flow comes.
         let budget = if alone { usize::MAX } else { BUDGET };
-        for _ in 0..budget {
+        let slice = Instant::now();
+        for round in 0..budget {
             if alone && self.flows.len() != 1 {
                 // A second client: back to epoll.
+                return Ok(());
+            }
+            // A busy lone flow: back to the loop (listener, end) each slice.
+            if alone && round % 64 == 63 && slice.elapsed() >= ALONE_SLICE {
                 return Ok(());
             }
             let (n, peer) = match socket.recv_from(&mut self.buf) {

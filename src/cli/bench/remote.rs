@@ -71,9 +71,8 @@ impl RemoteArgs {
             seconds: seconds + MARGIN,
             pin: super::CpuList::of(&self.remote_pin),
         };
-        let test = crate::bench::netns::within(netns, || {
-            serve::start(daemon, token.as_ref(), &start)
-        })?;
+        let test =
+            crate::bench::netns::within(netns, || serve::start(daemon, token.as_ref(), &start))?;
         eprintln!("remote: {} (test {})", test.detail, test.test);
         Ok(Some(test))
     }

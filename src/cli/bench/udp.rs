@@ -184,7 +184,13 @@ pub fn flood(args: &FloodArgs, stop: &crate::bench::stop::Stop) -> anyhow::Resul
     let mut progress = Progress(Lines::new("udp-flood", args.json));
     let report = udp::run_flood(&config, stop, &mut progress)?;
     progress.0.done();
-    remote::finish(&report, remote, args.json, render::flood_text, report.problem())
+    remote::finish(
+        &report,
+        remote,
+        args.json,
+        render::flood_text,
+        report.problem(),
+    )
 }
 
 /// `--rcvbuf`: bytes, plain or with a binary suffix (`4M`), as the kernel
