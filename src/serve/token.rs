@@ -59,9 +59,12 @@ pub fn load(path: &Path) -> anyhow::Result<Token> {
     }
     // SAFETY: geteuid has no preconditions.
     let me = unsafe { libc::geteuid() };
-    if meta.uid() != me && me != 0 {
+    // As ssh with a private key: owned by this user or by root (systemd's
+    // credentials are root's, readable by the service's user).
+    if meta.uid() != me && meta.uid() != 0 && me != 0 {
         anyhow::bail!(
-            "--token-file '{shown}' belongs to uid {}, not to this user ({me}); use a file of your own",
+            "--token-file '{shown}' belongs to uid {}, neither this user ({me}) nor root; use a \
+             file of your own",
             meta.uid()
         );
     }
