@@ -232,45 +232,6 @@ fn prefix_scale(prefix: &str) -> Option<f64> {
     })
 }
 
-const BYTES_EXAMPLE: &str = "e.g. '131072', '128K', '4M' or '1G' (K, M, G are powers of 1024, \
-     as iperf3's -l and -w read them)";
-
-/// Parse a size in bytes: a plain number, or with `K`, `M`, `G` (also
-/// `KB`/`KiB`, ...), all powers of 1024 as iperf3 reads `-l 128K` and
-/// `-w 4M`. Zero is refused.
-pub fn parse_bytes(text: &str) -> anyhow::Result<u64> {
-    let (number, unit) = split_number(text, "size", BYTES_EXAMPLE)?;
-    let lower = unit.to_ascii_lowercase();
-    let prefix = lower
-        .strip_suffix("ib")
-        .or_else(|| lower.strip_suffix('b'))
-        .unwrap_or(&lower);
-    let scale: f64 = match prefix {
-        "" => 1.0,
-        "k" => 1024.0,
-        "m" => 1024.0 * 1024.0,
-        "g" => 1024.0 * 1024.0 * 1024.0,
-        _ => bail!(
-            "size '{}' has an unknown unit '{unit}': {BYTES_EXAMPLE}",
-            text.trim()
-        ),
-    };
-    let bytes = number * scale;
-    if bytes < 1.0 {
-        bail!("size '{}' is zero: {BYTES_EXAMPLE}", text.trim());
-    }
-    if bytes.fract() != 0.0 {
-        bail!(
-            "size '{}' is not a whole number of bytes: {BYTES_EXAMPLE}",
-            text.trim()
-        );
-    }
-    if bytes >= u64::MAX as f64 {
-        bail!("size '{}' is too large: {BYTES_EXAMPLE}", text.trim());
-    }
-    Ok(bytes as u64)
-}
-
 /// `10 Gbit/s`, `2.5 Gbit/s`, `100 Mbit/s`: bits per second in 1000s.
 pub fn format_rate(bits_per_sec: u64) -> String {
     let units = [
@@ -472,21 +433,6 @@ mod tests {
             assert!(err.contains(&format!("'{bad}'")), "{bad}: {err}");
         }
         assert!(parse_duration_or_zero("-1").is_err());
-    }
-
-    #[test]
-    fn sizes_in_powers_of_1024() {
-        assert_eq!(parse_bytes("131072").expect("bytes"), 131_072);
-        assert_eq!(parse_bytes("128K").expect("bytes"), 131_072);
-        assert_eq!(parse_bytes("128KiB").expect("bytes"), 131_072);
-        assert_eq!(parse_bytes("4m").expect("bytes"), 4 << 20);
-        assert_eq!(parse_bytes("1.5M").expect("bytes"), 1_572_864);
-        assert_eq!(parse_bytes("1G").expect("bytes"), 1 << 30);
-        for bad in ["0", "-1K", "4 T", "x", "1.5", "K"] {
-            let err = parse_bytes(bad).expect_err(bad).to_string();
-            assert!(err.contains(&format!("'{bad}'")), "{bad}: {err}");
-            assert!(err.contains("128K"), "{bad}: {err}");
-        }
     }
 
     #[test]

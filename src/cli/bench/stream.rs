@@ -120,19 +120,15 @@ pub struct ClientArgs {
 }
 
 fn size(text: &str) -> Result<usize, String> {
-    let bytes = crate::base::units::parse_bytes(text).map_err(|e| format!("{e:#}"))?;
-    let bytes = usize::try_from(bytes).map_err(|_| format!("'{text}' is too large"))?;
-    stream::check_size(bytes).map_err(|e| e.to_string())?;
-    Ok(bytes)
+    crate::base::units::parse_bytes_within(text, 1, stream::MAX_SIZE as u64)
+        .map(|b| b as usize)
+        .map_err(|e| format!("{e:#}"))
 }
 
 fn window(text: &str) -> Result<u32, String> {
-    let bytes = crate::base::units::parse_bytes(text).map_err(|e| format!("{e:#}"))?;
-    let max = i32::MAX as u64 / 2;
-    if !(2048..=max).contains(&bytes) {
-        return Err(format!("'{text}': give 2K to 1G"));
-    }
-    Ok(bytes as u32)
+    crate::base::units::parse_bytes_within(text, 2048, i32::MAX as u64 / 2)
+        .map(|b| b as u32)
+        .map_err(|e| format!("{e:#}"))
 }
 
 fn rate(text: &str) -> Result<u64, String> {
