@@ -39,6 +39,18 @@ pub const TCP_MTU_PROBING: u64 = 1;
 /// The governor the latency and throughput profiles set.
 pub const GOVERNOR: &str = "performance";
 
+/// latency and http: per-NAPI IRQ deferral (napi-set, Linux 6.13), the
+/// values of the kernel's own busy-poll selftest
+/// (tools/testing/selftests/net/busy_poll_test.sh): after a poll that found
+/// packets the device IRQ stays masked for up to this many empty polls.
+pub const NAPI_DEFER_HARD_IRQS: u64 = 100;
+/// The deferral's timer, nanoseconds: while IRQs are deferred, NAPI is
+/// polled again after this long if no application busy-polls first.
+pub const NAPI_GRO_FLUSH_TIMEOUT_NS: u64 = 50_000;
+/// IRQ suspension, nanoseconds: the longest IRQs stay off while an
+/// application with prefer-busy-poll epoll keeps finding events.
+pub const NAPI_IRQ_SUSPEND_TIMEOUT_NS: u64 = 20_000_000;
+
 /// Buffer tiers for throughput: autotuning maximum (tcp_rmem/tcp_wmem third
 /// field) and the socket-option cap (rmem_max/wmem_max), smallest first.
 const BUFFER_TIERS: &[(u64, u64, &str)] = &[
