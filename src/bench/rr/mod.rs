@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::bench::busy_poll::BusyPoll;
 use crate::bench::within;
 
 pub mod client;
@@ -104,6 +105,16 @@ pub struct ServerConfig {
     pub netns: Option<String>,
     /// Testing aid: each thread drops every N-th UDP request it receives.
     pub drop_every: Option<u64>,
+    /// SO_BUSY_POLL microseconds on every socket and the same on each
+    /// thread's epoll instance (EPIOCSPARAMS, Linux 6.9); `None`: off.
+    #[serde(default)]
+    pub busy_poll: Option<u32>,
+    /// SO_PREFER_BUSY_POLL (and epoll's prefer_busy_poll).
+    #[serde(default)]
+    pub prefer_busy_poll: bool,
+    /// SO_BUSY_POLL_BUDGET (and epoll's busy_poll_budget).
+    #[serde(default)]
+    pub busy_poll_budget: Option<u16>,
 }
 
 impl ServerConfig {
@@ -116,7 +127,15 @@ impl ServerConfig {
             duration: None,
             netns: None,
             drop_every: None,
+            busy_poll: None,
+            prefer_busy_poll: false,
+            busy_poll_budget: None,
         }
+    }
+
+    /// The busy polling asked for.
+    pub fn busy(&self) -> BusyPoll {
+        BusyPoll::new(self.busy_poll, self.prefer_busy_poll, self.busy_poll_budget)
     }
 
     pub fn validate(&self) -> anyhow::Result<()> {
@@ -129,7 +148,7 @@ impl ServerConfig {
         if self.drop_every == Some(0) {
             anyhow::bail!("--drop-every '0': give 1 or more");
         }
-        Ok(())
+        self.busy().validate("--bind", self.bind)
     }
 }
 
@@ -161,9 +180,24 @@ pub struct ClientConfig {
     pub resend_after: Duration,
     /// Run inside this named network namespace.
     pub netns: Option<String>,
+    /// SO_BUSY_POLL microseconds on every socket and the same on each
+    /// thread's epoll instance (EPIOCSPARAMS, Linux 6.9); `None`: off.
+    #[serde(default)]
+    pub busy_poll: Option<u32>,
+    /// SO_PREFER_BUSY_POLL (and epoll's prefer_busy_poll).
+    #[serde(default)]
+    pub prefer_busy_poll: bool,
+    /// SO_BUSY_POLL_BUDGET (and epoll's busy_poll_budget).
+    #[serde(default)]
+    pub busy_poll_budget: Option<u16>,
 }
 
 impl ClientConfig {
+    /// The busy polling asked for.
+    pub fn busy(&self) -> BusyPoll {
+        BusyPoll::new(self.busy_poll, self.prefer_busy_poll, self.busy_poll_budget)
+    }
+
     pub fn new(to: SocketAddr, proto: Proto) -> ClientConfig {
         ClientConfig {
             to,
@@ -179,6 +213,9 @@ impl ClientConfig {
             pin: Vec::new(),
             resend_after: Duration::from_millis(10),
             netns: None,
+            busy_poll: None,
+            prefer_busy_poll: false,
+            busy_poll_budget: None,
         }
     }
 
@@ -204,7 +241,7 @@ impl ClientConfig {
         )?;
         let ms = u64::try_from(self.resend_after.as_millis()).unwrap_or(u64::MAX);
         within("resend-after", ms, 1, 10_000)?;
-        Ok(())
+        self.busy().validate("--to", self.to)
     }
 
     /// Threads actually used: never more than the instances.

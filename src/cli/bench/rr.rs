@@ -4,6 +4,7 @@ use std::io::Write as _;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use super::busy::BusyPollArgs;
 use super::{duration, finish, pin_list, CpuList, Lines};
 use crate::bench::addr::{parse_bind, parse_destination};
 use crate::bench::observe::Observer;
@@ -40,6 +41,8 @@ pub struct ServerArgs {
     /// Serve inside this network namespace (as `ip netns exec NAME`).
     #[arg(long, value_name = "NAME")]
     pub netns: Option<String>,
+    #[command(flatten)]
+    pub busy: BusyPollArgs,
     /// Print the final report as JSON on stdout (after the address line).
     #[arg(long)]
     pub json: bool,
@@ -93,6 +96,8 @@ pub struct ClientArgs {
     /// Run inside this network namespace (as `ip netns exec NAME`).
     #[arg(long, value_name = "NAME")]
     pub netns: Option<String>,
+    #[command(flatten)]
+    pub busy: BusyPollArgs,
     /// Print the final report as JSON on stdout (see docs/bench-rr.md).
     #[arg(long)]
     pub json: bool,
@@ -139,6 +144,9 @@ impl ServerArgs {
             duration: self.duration,
             netns: self.netns.clone(),
             drop_every: self.drop_every,
+            busy_poll: self.busy.busy_poll,
+            prefer_busy_poll: self.busy.prefer_busy_poll,
+            busy_poll_budget: self.busy.busy_poll_budget,
         }
     }
 }
@@ -156,6 +164,9 @@ impl ClientArgs {
             pin: CpuList::of(&self.pin),
             resend_after: Duration::from_millis(self.resend_after),
             netns: self.netns.clone(),
+            busy_poll: self.busy.busy_poll,
+            prefer_busy_poll: self.busy.prefer_busy_poll,
+            busy_poll_budget: self.busy.busy_poll_budget,
         }
     }
 }
