@@ -312,9 +312,6 @@ pub fn restore(backend: &Backend, entries: &[Entry]) -> Vec<String> {
 
 fn restore_one(backend: &Backend, entry: &Entry) -> anyhow::Result<()> {
     let target = &entry.target;
-    if backend.napi_gone(target) {
-        return Ok(());
-    }
     let current = backend.read(target)?;
     if same_value(target, &current, &entry.original) {
         return Ok(());

@@ -8,7 +8,7 @@
 //! nothing: it is reported as [`WriteError::Refused`] and apply records it
 //! as skipped. Any other error is a failure that undoes the apply.
 
-use crate::base::driver::netdev::{parse_napi_value, NoNapi};
+use crate::base::driver::netdev::parse_napi_value;
 use crate::base::driver::setting::current_text;
 use crate::base::driver::DriverSetting;
 use crate::base::driver::{Ethtool, EthtoolSet, Netlink, Qdisc, QdiscSet, QdiscSpec, SetError};
@@ -115,17 +115,6 @@ impl Backend {
             }
             _ => anyhow::bail!("{target} is a scope, not a setting: nothing to read"),
         }
-    }
-
-    /// The NAPI a NAPI target changed is gone with its settings (veth with
-    /// GRO and XDP switched off since): nothing is left to restore, and a
-    /// NAPI created later starts from the device's defaults.
-    pub fn napi_gone(&self, target: &Target) -> bool {
-        let Target::Napi { iface, queue, .. } = target else {
-            return false;
-        };
-        crate::nic::netdev_source(&self.root)
-            .is_ok_and(|netdev| netdev.state(iface).napi_of_rx(*queue) == Err(NoNapi::NoneNow))
     }
 
     /// Write a planned value (`to` of a change).

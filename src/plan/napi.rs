@@ -70,28 +70,33 @@ pub(super) fn plan_napi(d: &mut Draft, iface: &Interface, opts: &PlanOptions) {
     }
     let group = iface.name.as_str();
     let n = &iface.netdev;
-    // One reason for the whole interface, on its first RX queue.
+    // One reason for the whole interface, on its first RX queue's first
+    // setting: one message, not one per queue and setting.
     let skip_all = |d: &mut Draft, why: String| {
-        for (key, _, _) in &wanted {
-            d.skip(group, &Target::napi(group, first, *key), &why);
-        }
+        let queues = iface.rx_queues.len();
+        let names: Vec<&str> = wanted.iter().map(|(key, _, _)| key.name()).collect();
+        d.skip(
+            group,
+            &Target::napi(group, first, wanted[0].0),
+            &format!(
+                "{why}: the NAPI settings ({}) of its {queues} RX queue{} stay as they are",
+                names.join(", "),
+                if queues == 1 { "" } else { "s" }
+            ),
+        );
     };
     match &n.napi_set {
         Probe::Value(true) => {}
         Probe::Value(false) => {
             return skip_all(
                 d,
-                "this kernel has no netdev napi-set (Linux 6.13+): per-NAPI settings cannot be \
-                 changed; left alone"
-                    .to_string(),
+                "this kernel has no netdev napi-set (Linux 6.13+)".to_string(),
             )
         }
         Probe::Missing(Missing::NotSupported) => {
             return skip_all(
                 d,
-                "this kernel has no netdev netlink family (Linux 6.3+; napi-set 6.13+): \
-                 per-NAPI settings cannot be changed; left alone"
-                    .to_string(),
+                "this kernel has no netdev netlink family (napi-set: Linux 6.13+)".to_string(),
             )
         }
         Probe::Missing(Missing::Unknown) => {
@@ -108,7 +113,7 @@ pub(super) fn plan_napi(d: &mut Draft, iface: &Interface, opts: &PlanOptions) {
             Ok(rx) => rx.napi,
             // The whole device: say it once.
             Err(why @ (NoNapi::NoneNow | NoNapi::NotLinked | NoNapi::Unknown(_))) => {
-                return skip_all(d, format!("{}; left alone", why.reason(group, queue)));
+                return skip_all(d, why.reason(group, queue));
             }
             Err(why) => {
                 for (key, _, _) in &wanted {
@@ -139,7 +144,7 @@ pub(super) fn plan_napi(d: &mut Draft, iface: &Interface, opts: &PlanOptions) {
                 None => d.skip(
                     group,
                     &target,
-                    &format!("this kernel does not report {key} (Linux 6.13+); left alone"),
+                    &format!("this kernel does not report {key} (Linux 6.13+)"),
                 ),
             }
         }
