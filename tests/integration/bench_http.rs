@@ -671,3 +671,59 @@ fn netns_flag_runs_server_and_load_in_their_namespaces() {
     assert_eq!(served["netns"], b.name.as_str());
     assert!(u(&served, "/requests") >= u(&load, "/requests"));
 }
+
+/// http-server busy-polling across a veth pair with GRO on: requests are
+/// served and the report says what was set; on loopback it is refused.
+#[test]
+fn busy_polling_server_across_veth_with_gro_on() {
+    if crate::common::skip_unless_root("busy_polling_server_across_veth_with_gro_on") {
+        return;
+    }
+    let (a, b) = (
+        crate::common::Netns::new("hb"),
+        crate::common::Netns::new("hb"),
+    );
+    crate::common::veth_between(&a, &b, "hb", ("10.84.0.1/24", "10.84.0.2/24"), true);
+    let server = Server::start_in(
+        &b.name,
+        "10.84.0.2:0",
+        &["--threads", "1", "--busy-poll", "50", "--prefer-busy-poll"],
+    );
+    let load = load_json(
+        &[
+            "--netns",
+            &a.name,
+            "-t",
+            "1",
+            "-c",
+            "2",
+            "-d",
+            "0.5",
+            &server.url("/plaintext"),
+        ],
+        Duration::from_secs(20),
+    );
+    assert!(u(&load, "/requests") > 0, "{load:#}");
+    let served = server.stop();
+    assert_eq!(u(&served, "/busy_poll_us"), 50);
+    assert_eq!(served["busy_poll"]["prefer"], true);
+    assert_eq!(
+        served["busy_poll"]["epoll"],
+        nettune::bench::busy_poll::epoll_params_supported()
+    );
+    let (code, _, err) = run_bounded(
+        &[
+            "bench",
+            "http-server",
+            "--bind",
+            "127.0.0.1:0",
+            "--busy-poll",
+            "50",
+            "--duration",
+            "1",
+        ],
+        Duration::from_secs(10),
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("loopback has no NAPI instance"), "{err}");
+}

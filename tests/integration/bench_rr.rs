@@ -566,3 +566,102 @@ fn netns_flag_runs_server_and_client_in_their_namespaces() {
     assert_eq!(served["netns"], b.name.as_str());
     assert!(u(&served, "/total/tcp_transactions") >= u(&report, "/transactions"));
 }
+
+/// Busy polling across a veth pair with GRO on (so veth has NAPI): both
+/// ends busy-poll, the reports say what was set, and whether the kernel
+/// took the epoll parameters (EPIOCSPARAMS, Linux 6.9) as probed here.
+#[test]
+fn busy_polling_rr_across_veth_with_gro_on() {
+    if skip_unless_root("busy_polling_rr_across_veth_with_gro_on") {
+        return;
+    }
+    let (a, b) = (Netns::new("rb"), Netns::new("rb"));
+    crate::common::veth_between(&a, &b, "rb", ("10.83.0.1/24", "10.83.0.2/24"), true);
+    let busy = [
+        "--busy-poll",
+        "50",
+        "--prefer-busy-poll",
+        "--busy-poll-budget",
+        "16",
+    ];
+    let server_args = [&["--netns", &b.name, "--bind", "10.83.0.2:0"][..], &busy].concat();
+    let server = Server::start(None, &server_args);
+    let epoll = nettune::bench::busy_poll::epoll_params_supported();
+    for proto in ["tcp", "udp"] {
+        let args = [&["--netns", &a.name, "--proto", proto][..], &busy].concat();
+        let report = client(None, &server.addr, &args);
+        assert!(u(&report, "/transactions") > 0, "{report:#}");
+        assert_eq!(u(&report, "/busy_poll/usecs"), 50, "{report:#}");
+        assert_eq!(report["busy_poll"]["prefer"], true);
+        assert_eq!(u(&report, "/busy_poll/budget"), 16);
+        assert_eq!(report["busy_poll"]["epoll"], epoll);
+    }
+    let served = server.stop();
+    assert_eq!(u(&served, "/busy_poll/usecs"), 50, "{served:#}");
+    assert_eq!(served["busy_poll"]["epoll"], epoll);
+    assert!(u(&served, "/total/udp_transactions") > 0);
+}
+
+/// Busy polling asked for where it cannot work, or half asked for: exit 2,
+/// one line naming the flag and what to do.
+#[test]
+fn busy_poll_bad_input_exits_2() {
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &[
+                "bench",
+                "rr",
+                "--to",
+                "127.0.0.1:9",
+                "--proto",
+                "tcp",
+                "--busy-poll",
+                "50",
+            ],
+            "loopback has no NAPI instance",
+        ),
+        (
+            &[
+                "bench",
+                "rr-server",
+                "--bind",
+                "[::1]:0",
+                "--busy-poll",
+                "50",
+            ],
+            "loopback has no NAPI instance",
+        ),
+        (
+            &[
+                "bench",
+                "rr",
+                "--to",
+                "10.9.9.9:9",
+                "--proto",
+                "udp",
+                "--prefer-busy-poll",
+            ],
+            "--busy-poll",
+        ),
+        (
+            &[
+                "bench",
+                "rr",
+                "--to",
+                "10.9.9.9:9",
+                "--proto",
+                "udp",
+                "--busy-poll",
+                "50",
+                "--busy-poll-budget",
+                "0",
+            ],
+            "--busy-poll-budget",
+        ),
+    ];
+    for (args, words) in cases {
+        let (code, _, err) = crate::common::run(args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains(words), "{args:?}: {err}");
+    }
+}

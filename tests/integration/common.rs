@@ -265,3 +265,29 @@ pub fn reuseport_listener() -> std::net::TcpListener {
     socket::listen(&fd, Backlog::new(16).expect("backlog")).expect("listen");
     std::net::TcpListener::from(fd)
 }
+
+/// A veth pair between namespaces `a` and `b` (unique names from `tag`),
+/// addressed `addr_a` and `addr_b` (CIDR), both up, with GRO switched on at
+/// both ends when `gro`: veth then gives each RX queue a NAPI instance (to
+/// busy-poll, to defer IRQs for). Returns the two interface names.
+pub fn veth_between(
+    a: &Netns,
+    b: &Netns,
+    tag: &str,
+    (addr_a, addr_b): (&str, &str),
+    gro: bool,
+) -> (String, String) {
+    let (va, vb) = (unique(&format!("{tag}a")), unique(&format!("{tag}b")));
+    sh(&[
+        "ip", "link", "add", &va, "netns", &a.name, "type", "veth", "peer", "name", &vb, "netns",
+        &b.name,
+    ]);
+    for (ns, dev, addr) in [(a, &va, addr_a), (b, &vb, addr_b)] {
+        ns.ip(&["addr", "add", addr, "dev", dev]);
+        ns.ip(&["link", "set", dev, "up"]);
+        if gro {
+            ns.exec(&["ethtool", "-K", dev, "gro", "on"]);
+        }
+    }
+    (va, vb)
+}
