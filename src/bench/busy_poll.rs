@@ -43,7 +43,7 @@ pub struct BusyPoll {
 }
 
 /// What a run did about busy polling, for its report.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BusyPollReport {
     pub usecs: u32,
     pub prefer: bool,
@@ -51,6 +51,11 @@ pub struct BusyPollReport {
     /// The epoll instances got the same values (EPIOCSPARAMS, Linux 6.9);
     /// false: this kernel lacks it, epoll waits follow net.core.busy_poll.
     pub epoll: bool,
+    /// The NAPI instances the sockets' packets arrived through
+    /// (SO_INCOMING_NAPI_ID after the hello), where checked (the rr
+    /// client): empty means busy polling had nothing to poll.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub napi_ids: Option<Vec<u32>>,
 }
 
 impl BusyPoll {
@@ -89,8 +94,8 @@ impl BusyPoll {
         if addr.ip().is_loopback() {
             anyhow::bail!(
                 "--busy-poll with {flag} '{addr}': loopback has no NAPI instance to poll, so busy \
-                 polling would never engage; run across a veth pair with GRO on (ethtool -K DEV \
-                 gro on) or a NIC"
+                 polling would never engage; run across a NIC, or a veth pair with GRO on and \
+                 TSO off (ethtool -K DEV gro on tso off)"
             );
         }
         Ok(())
@@ -103,6 +108,7 @@ impl BusyPoll {
             prefer: self.prefer,
             budget: self.budget,
             epoll,
+            napi_ids: None,
         })
     }
 
@@ -192,6 +198,23 @@ impl BusyPoll {
         }
     }
 }
+
+/// SO_INCOMING_NAPI_ID: the NAPI instance the socket's last packet came
+/// through; `None` when none did (loopback, a packet steered by RPS, veth
+/// traffic that took the backlog) or the kernel does not say.
+pub fn incoming_napi_id(fd: BorrowedFd<'_>) -> Option<u32> {
+    const SO_INCOMING_NAPI_ID: libc::c_int = 56;
+    get_int(fd, SO_INCOMING_NAPI_ID)
+        .ok()
+        .and_then(|id| u32::try_from(id).ok())
+        .filter(|&id| id != 0)
+}
+
+/// Why busy polling cannot engage when no socket saw a NAPI id.
+pub const NO_NAPI_WARNING: &str = "busy polling cannot engage: the replies reach these sockets \
+through no NAPI instance (SO_INCOMING_NAPI_ID 0); loopback has none, RPS hands packets to \
+another CPU's backlog, and veth delivers through NAPI only with GRO or XDP on at the receiver and, \
+for locally sent traffic, TSO off at the sender (ethtool -K DEV gro on; ethtool -K PEER tso off)";
 
 /// Whether this kernel has per-epoll busy-poll parameters (EPIOCGPARAMS on
 /// a fresh epoll instance): checked at start, so the header says it.

@@ -11,7 +11,7 @@
 //! created later starts from.
 
 use super::target::Target;
-use super::values::{NAPI_DEFER_HARD_IRQS, NAPI_GRO_FLUSH_TIMEOUT_NS, NAPI_IRQ_SUSPEND_TIMEOUT_NS};
+use super::values::{HTTP_NAPI, LATENCY_NAPI};
 use super::{Draft, PlanOptions, Profile};
 use crate::base::driver::netdev::NoNapi;
 use crate::base::driver::NapiKey;
@@ -22,42 +22,53 @@ const SOURCE: &str = "kernel Documentation/networking/napi.rst";
 
 /// The value and reason of each NAPI setting for a profile.
 fn wanted(profile: Profile) -> Vec<(NapiKey, u64, String)> {
-    match profile {
-        Profile::Latency | Profile::Http => vec![
-            (
-                NapiKey::DeferHardIrqs,
-                NAPI_DEFER_HARD_IRQS,
-                format!(
-                    "IRQ deferral: after a poll that found packets the device IRQ stays masked \
-                     for up to {NAPI_DEFER_HARD_IRQS} empty polls, so busy polling is not \
-                     interrupted by IRQs and softirqs ({SOURCE})"
-                ),
+    let (v, why) = match profile {
+        Profile::Latency => (
+            LATENCY_NAPI,
+            "a short deferral: a packet nobody polls for waits one timer at most",
+        ),
+        Profile::Http => (
+            HTTP_NAPI,
+            "a busy server keeps IRQs off while it polls, in batches",
+        ),
+        Profile::Baseline => {
+            return NapiKey::ALL
+                .into_iter()
+                .map(|key| (key, 0, "kernel default".to_string()))
+                .collect()
+        }
+        Profile::Pps | Profile::Throughput => return Vec::new(),
+    };
+    vec![
+        (
+            NapiKey::DeferHardIrqs,
+            v.defer_hard_irqs,
+            format!(
+                "IRQ deferral: after a poll that found packets the device IRQ stays masked for up \
+                 to {} empty polls, so busy polling is not interrupted by IRQs and softirqs; {why} \
+                 ({SOURCE})",
+                v.defer_hard_irqs
             ),
-            (
-                NapiKey::GroFlushTimeout,
-                NAPI_GRO_FLUSH_TIMEOUT_NS,
-                format!(
-                    "the deferral's timer: while IRQs are deferred NAPI is polled again after \
-                     {} us when no application busy-polls first ({SOURCE})",
-                    NAPI_GRO_FLUSH_TIMEOUT_NS / 1000
-                ),
+        ),
+        (
+            NapiKey::GroFlushTimeout,
+            v.gro_flush_timeout_ns,
+            format!(
+                "the deferral's timer: while IRQs are deferred NAPI is polled again after {} us \
+                 when no application busy-polls first ({SOURCE})",
+                v.gro_flush_timeout_ns / 1000
             ),
-            (
-                NapiKey::IrqSuspendTimeout,
-                NAPI_IRQ_SUSPEND_TIMEOUT_NS,
-                format!(
-                    "IRQ suspension: IRQs stay off up to {} ms while an application that \
-                     busy-polls with prefer-busy-poll epoll keeps finding events ({SOURCE})",
-                    NAPI_IRQ_SUSPEND_TIMEOUT_NS / 1_000_000
-                ),
+        ),
+        (
+            NapiKey::IrqSuspendTimeout,
+            v.irq_suspend_timeout_ns,
+            format!(
+                "IRQ suspension: IRQs stay off up to {} ms while an application that busy-polls \
+                 with prefer-busy-poll epoll keeps finding events ({SOURCE})",
+                v.irq_suspend_timeout_ns / 1_000_000
             ),
-        ],
-        Profile::Baseline => NapiKey::ALL
-            .into_iter()
-            .map(|key| (key, 0, "kernel default".to_string()))
-            .collect(),
-        Profile::Pps | Profile::Throughput => Vec::new(),
-    }
+        ),
+    ]
 }
 
 pub(super) fn plan_napi(d: &mut Draft, iface: &Interface, opts: &PlanOptions) {

@@ -567,9 +567,10 @@ fn netns_flag_runs_server_and_client_in_their_namespaces() {
     assert!(u(&served, "/total/tcp_transactions") >= u(&report, "/transactions"));
 }
 
-/// Busy polling across a veth pair with GRO on (so veth has NAPI): both
-/// ends busy-poll, the reports say what was set, and whether the kernel
-/// took the epoll parameters (EPIOCSPARAMS, Linux 6.9) as probed here.
+/// Busy polling across a veth pair with GRO on and TSO off (so veth
+/// delivers through NAPI): both ends busy-poll, the reports say what was
+/// set, which NAPI the client's sockets poll, and whether the kernel took
+/// the epoll parameters (EPIOCSPARAMS, Linux 6.9) as probed here.
 #[test]
 fn busy_polling_rr_across_veth_with_gro_on() {
     if skip_unless_root("busy_polling_rr_across_veth_with_gro_on") {
@@ -595,6 +596,10 @@ fn busy_polling_rr_across_veth_with_gro_on() {
         assert_eq!(report["busy_poll"]["prefer"], true);
         assert_eq!(u(&report, "/busy_poll/budget"), 16);
         assert_eq!(report["busy_poll"]["epoll"], epoll);
+        let ids = report["busy_poll"]["napi_ids"]
+            .as_array()
+            .expect("napi_ids");
+        assert!(!ids.is_empty(), "no NAPI to poll: {report:#}");
     }
     let served = server.stop();
     assert_eq!(u(&served, "/busy_poll/usecs"), 50, "{served:#}");
@@ -664,4 +669,48 @@ fn busy_poll_bad_input_exits_2() {
         assert_eq!(code, 2, "{args:?}: {err}");
         assert!(err.contains(words), "{args:?}: {err}");
     }
+}
+
+/// veth with TSO on at the sender delivers through the backlog, not NAPI:
+/// busy polling has nothing to poll, and the client says so once.
+#[test]
+fn busy_polling_without_a_napi_path_says_it_never_engaged() {
+    if skip_unless_root("busy_polling_without_a_napi_path_says_it_never_engaged") {
+        return;
+    }
+    let (a, b) = (Netns::new("rt"), Netns::new("rt"));
+    crate::common::veth_between(&a, &b, "rt", ("10.86.0.1/24", "10.86.0.2/24"), false);
+    let server = Server::start(None, &["--netns", &b.name, "--bind", "10.86.0.2:0"]);
+    let all = [
+        "bench",
+        "rr",
+        "--to",
+        &server.addr,
+        "--netns",
+        &a.name,
+        "--proto",
+        "tcp",
+        "--busy-poll",
+        "50",
+        "--warmup",
+        "0.2",
+        "--duration",
+        "0.5",
+        "--json",
+    ];
+    let child = command(None, &all)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn rr");
+    let (code, stdout, stderr) = finish(child, LIMIT);
+    assert_eq!(code, Some(0), "{stderr}");
+    let report: Value = serde_json::from_str(&stdout).expect("json");
+    assert_eq!(report["busy_poll"]["napi_ids"], Value::Array(Vec::new()));
+    assert_eq!(
+        stderr.matches("busy polling cannot engage").count(),
+        1,
+        "{stderr}"
+    );
+    assert!(stderr.contains("tso off"), "{stderr}");
 }

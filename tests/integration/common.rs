@@ -267,15 +267,16 @@ pub fn reuseport_listener() -> std::net::TcpListener {
 }
 
 /// A veth pair between namespaces `a` and `b` (unique names from `tag`),
-/// addressed `addr_a` and `addr_b` (CIDR), both up, with GRO switched on at
-/// both ends when `gro`: veth then gives each RX queue a NAPI instance (to
-/// busy-poll, to defer IRQs for). Returns the two interface names.
+/// addressed `addr_a` and `addr_b` (CIDR), both up. With `napi`, GRO is on
+/// and TSO off at both ends: veth then gives each RX queue a NAPI instance
+/// and delivers locally sent packets through it (with TSO on they take the
+/// backlog, and no socket sees a NAPI id). Returns the two interface names.
 pub fn veth_between(
     a: &Netns,
     b: &Netns,
     tag: &str,
     (addr_a, addr_b): (&str, &str),
-    gro: bool,
+    napi: bool,
 ) -> (String, String) {
     let (va, vb) = (unique(&format!("{tag}a")), unique(&format!("{tag}b")));
     sh(&[
@@ -285,8 +286,8 @@ pub fn veth_between(
     for (ns, dev, addr) in [(a, &va, addr_a), (b, &vb, addr_b)] {
         ns.ip(&["addr", "add", addr, "dev", dev]);
         ns.ip(&["link", "set", dev, "up"]);
-        if gro {
-            ns.exec(&["ethtool", "-K", dev, "gro", "on"]);
+        if napi {
+            ns.exec(&["ethtool", "-K", dev, "gro", "on", "tso", "off"]);
         }
     }
     (va, vb)

@@ -60,8 +60,8 @@ fn latency_triples(iface: &str, queues: u32) -> Vec<(String, String, String)> {
     let mut out = Vec::new();
     for q in 0..queues {
         for (key, to) in [
-            ("defer-hard-irqs", "100"),
-            ("gro-flush-timeout", "50000"),
+            ("defer-hard-irqs", "2"),
+            ("gro-flush-timeout", "20000"),
             ("irq-suspend-timeout", "20000000"),
         ] {
             out.push((
@@ -158,10 +158,7 @@ fn napi_values_planned_applied_and_rolled_back_in_a_recorded_tree() {
     ]);
     assert_eq!(code, 0, "{err}");
     let host = run_json(&["inspect", "--root", s(&tree), "--json"]);
-    assert_eq!(
-        napis(iface(&host, "eth0")),
-        [(257, 100, 50_000, 20_000_000)]
-    );
+    assert_eq!(napis(iface(&host, "eth0")), [(257, 2, 20_000, 20_000_000)]);
     assert!(!findings(&tree).contains(&"napi.no-irq-deferral".to_string()));
     let (code, _, err) = run(&["rollback", "--root", s(&tree), "--state-dir", state_dir]);
     assert_eq!(code, 0, "{err}");
@@ -276,7 +273,7 @@ fn napi_values_round_trip_on_a_veth_with_gro_on_in_a_namespace() {
     assert_eq!(
         napis(&applied),
         ids.iter()
-            .map(|&id| (id, 100, 50_000, 20_000_000))
+            .map(|&id| (id, 2, 20_000, 20_000_000))
             .collect::<Vec<_>>()
     );
     // Per NAPI: the device-wide sysfs defaults are not what changed.
@@ -357,7 +354,7 @@ fn napi_settings_follow_the_queue_when_gro_toggles_and_ids_change() {
     // The plan tunes physical interfaces unless named: the fix says how.
     let fix = finding["fix"].as_str().expect("fix");
     assert!(
-        fix.contains("defer-hard-irqs 100") && fix.contains(&format!("add --iface {a}")),
+        fix.contains("defer-hard-irqs 2,") && fix.contains(&format!("add --iface {a}")),
         "{fix}"
     );
 
@@ -365,7 +362,7 @@ fn napi_settings_follow_the_queue_when_gro_toggles_and_ids_change() {
     nettune_ok(&apply);
     assert!(napis(&inspect_ns(&ns, &a))
         .iter()
-        .all(|n| (n.1, n.2, n.3) == (100, 50_000, 20_000_000)));
+        .all(|n| (n.1, n.2, n.3) == (2, 20_000, 20_000_000)));
     let report = doctor();
     assert!(
         !report.to_string().contains("napi.no-irq-deferral"),
@@ -386,7 +383,7 @@ fn napi_settings_follow_the_queue_when_gro_toggles_and_ids_change() {
     let history = nettune_ok(&["history", "--netns", &ns.name, "--state-dir", state_dir]);
     assert!(
         history.contains(&format!(
-            "{a} rx-1 napi defer-hard-irqs is '0', was set to '100'"
+            "{a} rx-1 napi defer-hard-irqs is '0', was set to '2'"
         )),
         "{history}"
     );

@@ -142,12 +142,18 @@ pub fn run(
     let threads = config.threads_used();
     conn::ensure_descriptors(instances as u64 + 64)?;
     let per_thread = netns::within(config.netns.as_deref(), || open_instances(config, threads))?;
+    // The hello's reply came in already: its NAPI says whether there is
+    // anything to busy-poll.
+    let napi_ids = config.busy().is_on().then(|| napi_ids(&per_thread));
     let epoll_params = config.busy().is_on() && crate::bench::busy_poll::epoll_params_supported();
     let mut header = output::header(config, threads, &pinning);
     if config.busy().is_on() {
         header.push_str(&format!("; {}", config.busy().describe(epoll_params)));
     }
     observer.ready(None, &header);
+    if napi_ids.as_ref().is_some_and(Vec::is_empty) {
+        observer.warning(crate::bench::busy_poll::NO_NAPI_WARNING);
+    }
 
     let live: Vec<LiveCounter> = (0..threads).map(|_| LiveCounter::default()).collect();
     let running = AtomicUsize::new(threads);
@@ -189,7 +195,10 @@ pub fn run(
         intervals: std::mem::take(&mut control.intervals),
     };
     let mut report = build_report(config, threads, &pinning, measured, done.results);
-    report.busy_poll = config.busy().report(epoll_params);
+    report.busy_poll = config
+        .busy()
+        .report(epoll_params)
+        .map(|b| BusyPollReport { napi_ids, ..b });
     Ok(report)
 }
 
@@ -244,6 +253,27 @@ fn open_instances(args: &ClientConfig, threads: usize) -> anyhow::Result<Vec<Ins
                 .collect())
         }
     }
+}
+
+/// The distinct NAPI ids the instances' packets arrived through.
+fn napi_ids(per_thread: &[Instances]) -> Vec<u32> {
+    let mut ids: Vec<u32> = per_thread
+        .iter()
+        .flat_map(|instances| match instances {
+            Instances::Tcp(streams) => streams
+                .iter()
+                .map(|s| crate::bench::busy_poll::incoming_napi_id(s.as_fd()))
+                .collect::<Vec<_>>(),
+            Instances::Udp(flows) => flows
+                .iter()
+                .map(|s| crate::bench::busy_poll::incoming_napi_id(s.as_fd()))
+                .collect(),
+        })
+        .flatten()
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    ids
 }
 
 fn deal<T>(items: Vec<T>, threads: usize) -> Vec<Vec<T>> {

@@ -128,6 +128,14 @@ pub fn busy_poll_text(b: &crate::bench::busy_poll::BusyPollReport) -> String {
     } else {
         ", sockets only (no EPIOCSPARAMS)"
     });
+    match b.napi_ids.as_deref() {
+        Some([]) => text.push_str("; no NAPI to poll (SO_INCOMING_NAPI_ID 0): it never engaged"),
+        Some(ids) => {
+            let ids: Vec<String> = ids.iter().map(u32::to_string).collect();
+            text.push_str(&format!("; polling NAPI {}", ids.join(", ")));
+        }
+        None => {}
+    }
     text
 }
 

@@ -16,8 +16,10 @@ pub struct BusyPollArgs {
     /// SO_PREFER_BUSY_POLL (Linux 5.11+; and epoll's prefer_busy_poll): while
     /// the application polls, the kernel leaves the queue to it and keeps
     /// the device IRQ masked as the NAPI's IRQ deferral allows
-    /// (defer-hard-irqs, gro-flush-timeout; `nettune plan --profile
-    /// latency` sets them). Needs --busy-poll and CAP_NET_ADMIN.
+    /// (defer-hard-irqs, gro-flush-timeout). Meant for applications that
+    /// poll under steady load; a ping-pong that sleeps between requests
+    /// waits for the deferral's timer instead. Needs --busy-poll and
+    /// CAP_NET_ADMIN.
     #[arg(long, requires = "busy_poll")]
     pub prefer_busy_poll: bool,
     /// SO_BUSY_POLL_BUDGET (Linux 5.11+; and epoll's busy_poll_budget):
