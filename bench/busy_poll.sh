@@ -130,8 +130,18 @@ rr_one() { # variant -> "rate p50 p99 p999"
 # sockperf percentile line "---> percentile 99.000 =   12.345" (usec, RTT).
 sp_pct() { awk -v p="$2" '$0 ~ "percentile " p " =" { print $NF; exit }' "$1"; }
 
+# A TCP port free in the server's namespace.
+free_port() {
+    local p
+    for p in $(shuf -i 20000-29999 -n 100); do
+        if [ -z "$(ip netns exec "$nss" ss -Htln "sport = :$p")" ]; then echo "$p"; return; fi
+    done
+    echo "no free port" >&2; exit 1
+}
+
 sockperf_one() { # variant -> "rate p50 p99 p999"
-    local v=$1 lls=() spid port=27011
+    local v=$1 lls=() spid port
+    port=$(free_port)
     case $v in
         lls) lls=(--lls 50) ;;
         napi) lls=(--lls 50); apply_napi ;;
@@ -139,7 +149,11 @@ sockperf_one() { # variant -> "rate p50 p99 p999"
     ip netns exec "$nss" timeout -s INT "$life" "${on_server[@]}" \
         sockperf sr --tcp -i "$server_ip" -p "$port" "${lls[@]}" >/dev/null 2>&1 &
     spid=$!; pids+=("$spid")
-    sleep 0.3
+    local i
+    for i in $(seq 100); do
+        [ -n "$(ip netns exec "$nss" ss -Htln "sport = :$port")" ] && break
+        sleep 0.05
+    done
     ip netns exec "$nsc" "${on_client[@]}" sockperf pp --tcp -i "$server_ip" -p "$port" -t "$secs" \
         -m "$size" --mps "$rate" --full-rtt "${lls[@]}" >"$work/pp.log" 2>&1 \
         || { echo "sockperf pp failed ($v):" >&2; tail -3 "$work/pp.log" >&2; }
