@@ -18,7 +18,7 @@ use crate::base::driver::NapiKey;
 use crate::base::{Missing, Probe};
 use crate::host::Interface;
 
-const SOURCE: &str = "kernel Documentation/networking/napi.rst";
+const SOURCE: &str = "napi.rst";
 
 /// The value and reason of each NAPI setting for a profile.
 fn wanted(profile: Profile) -> Vec<(NapiKey, u64, String)> {
