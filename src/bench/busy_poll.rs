@@ -34,11 +34,14 @@ const UNPRIVILEGED_BUDGET: u16 = 64;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BusyPoll {
     /// SO_BUSY_POLL, and the epoll instances' busy_poll_usecs.
+    #[serde(default, rename = "busy_poll")]
     pub usecs: Option<u32>,
     /// SO_PREFER_BUSY_POLL, and the epoll instances' prefer_busy_poll.
+    #[serde(default, rename = "prefer_busy_poll")]
     pub prefer: bool,
     /// SO_BUSY_POLL_BUDGET, and the epoll instances' busy_poll_budget;
     /// `None`: the kernel's (8).
+    #[serde(default, rename = "busy_poll_budget")]
     pub budget: Option<u16>,
 }
 

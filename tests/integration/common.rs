@@ -292,3 +292,13 @@ pub fn veth_between(
     }
     (va, vb)
 }
+
+/// The `interfaces[]` entry named `name` of an inspect `--json` model.
+pub fn iface<'a>(host: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    host["interfaces"]
+        .as_array()
+        .expect("interfaces")
+        .iter()
+        .find(|i| i["name"] == name)
+        .unwrap_or_else(|| panic!("no interface {name}"))
+}

@@ -10,20 +10,10 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::common::{fixture, fixture_copy, run, run_json, skip_unless_root, unique, Netns};
+use crate::common::{fixture, fixture_copy, iface, run, run_json, skip_unless_root, unique, Netns};
 
 fn s(p: &Path) -> &str {
     p.to_str().expect("utf-8 path")
-}
-
-/// The `interfaces[]` entry named `name`.
-fn iface<'a>(host: &'a Value, name: &str) -> &'a Value {
-    host["interfaces"]
-        .as_array()
-        .expect("interfaces")
-        .iter()
-        .find(|i| i["name"] == name)
-        .unwrap_or_else(|| panic!("no {name} in {host:#}"))
 }
 
 /// (target, from, to) of the plan's NAPI changes.
@@ -225,6 +215,13 @@ fn inspect_ns(ns: &Netns, dev: &str) -> Value {
     iface(&host, dev).clone()
 }
 
+/// `VERB ... --netns NS --iface DEV --profile latency`.
+fn latency<'a>(verb: &[&'a str], ns: &'a Netns, dev: &'a str) -> Vec<&'a str> {
+    let mut args = verb.to_vec();
+    args.extend(["--netns", &ns.name, "--iface", dev, "--profile", "latency"]);
+    args
+}
+
 fn nettune_ok(args: &[&str]) -> String {
     let (code, out, err) = run(args);
     assert_eq!(code, 0, "nettune {args:?}: {err}\n{out}");
@@ -243,31 +240,14 @@ fn napi_values_round_trip_on_a_veth_with_gro_on_in_a_namespace() {
     assert_eq!(ids.len(), 2, "veth with GRO on: one NAPI per RX queue");
     assert!(napis(&before).iter().all(|n| (n.1, n.2, n.3) == (0, 0, 0)));
 
-    let plan_args = [
-        "plan",
-        "--json",
-        "--netns",
-        &ns.name,
-        "--iface",
-        &a,
-        "--profile",
-        "latency",
-    ];
-    assert_eq!(napi_changes(&run_json(&plan_args)), latency_triples(&a, 2));
+    assert_eq!(
+        napi_changes(&run_json(&latency(&["plan", "--json"], &ns, &a))),
+        latency_triples(&a, 2)
+    );
 
     let state = tempfile::tempdir().expect("state dir");
     let state_dir = s(state.path());
-    let apply = [
-        "apply",
-        "--netns",
-        &ns.name,
-        "--iface",
-        &a,
-        "--profile",
-        "latency",
-        "--state-dir",
-        state_dir,
-    ];
+    let apply = latency(&["apply", "--state-dir", state_dir], &ns, &a);
     nettune_ok(&apply);
     let applied = inspect_ns(&ns, &a);
     assert_eq!(
@@ -299,28 +279,9 @@ fn napi_settings_follow_the_queue_when_gro_toggles_and_ids_change() {
     let (ns, a, _b) = veth("napig");
     let state = tempfile::tempdir().expect("state dir");
     let state_dir = s(state.path());
-    let apply = [
-        "apply",
-        "--netns",
-        &ns.name,
-        "--iface",
-        &a,
-        "--profile",
-        "latency",
-        "--state-dir",
-        state_dir,
-    ];
+    let apply = latency(&["apply", "--state-dir", state_dir], &ns, &a);
     // GRO off: no NAPI, one reason, nothing changed on the NAPIs.
-    let plan = run_json(&[
-        "plan",
-        "--json",
-        "--netns",
-        &ns.name,
-        "--iface",
-        &a,
-        "--profile",
-        "latency",
-    ]);
+    let plan = run_json(&latency(&["plan", "--json"], &ns, &a));
     let skips = napi_skips(&plan);
     assert_eq!(skips.len(), 1, "{skips:#?}");
     assert!(skips[0].1.contains("gro on"), "{}", skips[0].1);

@@ -144,11 +144,11 @@ pub fn run(
     let per_thread = netns::within(config.netns.as_deref(), || open_instances(config, threads))?;
     // The hello's reply came in already: its NAPI says whether there is
     // anything to busy-poll.
-    let napi_ids = config.busy().is_on().then(|| napi_ids(&per_thread));
-    let epoll_params = config.busy().is_on() && crate::bench::busy_poll::epoll_params_supported();
+    let napi_ids = config.busy.is_on().then(|| napi_ids(&per_thread));
+    let epoll_params = config.busy.is_on() && crate::bench::busy_poll::epoll_params_supported();
     let mut header = output::header(config, threads, &pinning);
-    if config.busy().is_on() {
-        header.push_str(&format!("; {}", config.busy().describe(epoll_params)));
+    if config.busy.is_on() {
+        header.push_str(&format!("; {}", config.busy.describe(epoll_params)));
     }
     observer.ready(None, &header);
     if napi_ids.as_ref().is_some_and(Vec::is_empty) {
@@ -175,7 +175,7 @@ pub fn run(
                 cpu: pinning.cpu_for(i),
                 sizes: config.size,
                 resend_after: config.resend_after,
-                busy: config.busy(),
+                busy: config.busy,
             };
             let result = engine::run(instances, &plan, phase, live);
             // Every thread's instances gone (the server closed them): the
@@ -196,7 +196,7 @@ pub fn run(
     };
     let mut report = build_report(config, threads, &pinning, measured, done.results);
     report.busy_poll = config
-        .busy()
+        .busy
         .report(epoll_params)
         .map(|b| BusyPollReport { napi_ids, ..b });
     Ok(report)
@@ -224,7 +224,7 @@ fn open_instances(args: &ClientConfig, threads: usize) -> anyhow::Result<Vec<Ins
             let mut streams = Vec::with_capacity(count);
             for _ in 0..count {
                 let mut stream = conn::connect_tcp(args.to)?;
-                args.busy().apply_socket(stream.as_fd())?;
+                args.busy.apply_socket(stream.as_fd())?;
                 stream
                     .write_all(&hello.encode())
                     .with_context(|| format!("--to '{}': cannot send the hello", args.to))?;
@@ -242,7 +242,7 @@ fn open_instances(args: &ClientConfig, threads: usize) -> anyhow::Result<Vec<Ins
             let flows = (0..count)
                 .map(|_| {
                     let flow = conn::udp_flow(args.to)?;
-                    args.busy().apply_socket(flow.as_fd())?;
+                    args.busy.apply_socket(flow.as_fd())?;
                     Ok(flow)
                 })
                 .collect::<anyhow::Result<Vec<_>>>()?;

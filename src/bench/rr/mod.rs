@@ -105,16 +105,10 @@ pub struct ServerConfig {
     pub netns: Option<String>,
     /// Testing aid: each thread drops every N-th UDP request it receives.
     pub drop_every: Option<u64>,
-    /// SO_BUSY_POLL microseconds on every socket and the same on each
-    /// thread's epoll instance (EPIOCSPARAMS, Linux 6.9); `None`: off.
-    #[serde(default)]
-    pub busy_poll: Option<u32>,
-    /// SO_PREFER_BUSY_POLL (and epoll's prefer_busy_poll).
-    #[serde(default)]
-    pub prefer_busy_poll: bool,
-    /// SO_BUSY_POLL_BUDGET (and epoll's busy_poll_budget).
-    #[serde(default)]
-    pub busy_poll_budget: Option<u16>,
+    /// Busy polling on every socket and each thread's epoll instance
+    /// (in JSON: `busy_poll`, `prefer_busy_poll`, `busy_poll_budget`).
+    #[serde(flatten)]
+    pub busy: BusyPoll,
 }
 
 impl ServerConfig {
@@ -127,15 +121,8 @@ impl ServerConfig {
             duration: None,
             netns: None,
             drop_every: None,
-            busy_poll: None,
-            prefer_busy_poll: false,
-            busy_poll_budget: None,
+            busy: BusyPoll::default(),
         }
-    }
-
-    /// The busy polling asked for.
-    pub fn busy(&self) -> BusyPoll {
-        BusyPoll::new(self.busy_poll, self.prefer_busy_poll, self.busy_poll_budget)
     }
 
     pub fn validate(&self) -> anyhow::Result<()> {
@@ -148,7 +135,7 @@ impl ServerConfig {
         if self.drop_every == Some(0) {
             anyhow::bail!("--drop-every '0': give 1 or more");
         }
-        self.busy().validate("--bind", self.bind)
+        self.busy.validate("--bind", self.bind)
     }
 }
 
@@ -180,24 +167,13 @@ pub struct ClientConfig {
     pub resend_after: Duration,
     /// Run inside this named network namespace.
     pub netns: Option<String>,
-    /// SO_BUSY_POLL microseconds on every socket and the same on each
-    /// thread's epoll instance (EPIOCSPARAMS, Linux 6.9); `None`: off.
-    #[serde(default)]
-    pub busy_poll: Option<u32>,
-    /// SO_PREFER_BUSY_POLL (and epoll's prefer_busy_poll).
-    #[serde(default)]
-    pub prefer_busy_poll: bool,
-    /// SO_BUSY_POLL_BUDGET (and epoll's busy_poll_budget).
-    #[serde(default)]
-    pub busy_poll_budget: Option<u16>,
+    /// Busy polling on every socket and each thread's epoll instance
+    /// (in JSON: `busy_poll`, `prefer_busy_poll`, `busy_poll_budget`).
+    #[serde(flatten)]
+    pub busy: BusyPoll,
 }
 
 impl ClientConfig {
-    /// The busy polling asked for.
-    pub fn busy(&self) -> BusyPoll {
-        BusyPoll::new(self.busy_poll, self.prefer_busy_poll, self.busy_poll_budget)
-    }
-
     pub fn new(to: SocketAddr, proto: Proto) -> ClientConfig {
         ClientConfig {
             to,
@@ -213,9 +189,7 @@ impl ClientConfig {
             pin: Vec::new(),
             resend_after: Duration::from_millis(10),
             netns: None,
-            busy_poll: None,
-            prefer_busy_poll: false,
-            busy_poll_budget: None,
+            busy: BusyPoll::default(),
         }
     }
 
@@ -241,7 +215,7 @@ impl ClientConfig {
         )?;
         let ms = u64::try_from(self.resend_after.as_millis()).unwrap_or(u64::MAX);
         within("resend-after", ms, 1, 10_000)?;
-        self.busy().validate("--to", self.to)
+        self.busy.validate("--to", self.to)
     }
 
     /// Threads actually used: never more than the instances.

@@ -142,7 +142,7 @@ pub fn open(config: ServerConfig) -> anyhow::Result<RrServer> {
         }
         open_all(config.bind, config.threads as usize)
     })?;
-    let busy = config.busy();
+    let busy = config.busy;
     for s in &sockets {
         busy.apply_socket(s.listener.as_fd())?;
         busy.apply_socket(s.udp.as_fd())?;
@@ -175,8 +175,8 @@ impl RrServer {
                     [] => String::new(),
                     cpus => format!(" pinned to CPUs {}", crate::base::cpuset::format_list(cpus)),
                 },
-                if self.config.busy().is_on() {
-                    format!("; {}", self.config.busy().describe(self.epoll_params))
+                if self.config.busy.is_on() {
+                    format!("; {}", self.config.busy.describe(self.epoll_params))
                 } else {
                     String::new()
                 }
@@ -187,7 +187,7 @@ impl RrServer {
             duration: self.config.duration,
         };
         let drop_every = self.config.drop_every;
-        let busy = self.config.busy();
+        let busy = self.config.busy;
         let pinning = &self.pinning;
         let done = harness::run(
             self.sockets,

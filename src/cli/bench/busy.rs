@@ -1,6 +1,8 @@
 //! `--busy-poll`, `--prefer-busy-poll`, `--busy-poll-budget`: the same three
 //! flags on http-server, rr-server and rr.
 
+use crate::bench::busy_poll::BusyPoll;
+
 /// Busy polling: a blocking read or an epoll wait polls the NIC queue's
 /// NAPI instead of sleeping until its interrupt. Needs a queue with NAPI (a
 /// NIC, or veth with GRO or XDP on); loopback has none and is refused.
@@ -27,4 +29,10 @@ pub struct BusyPollArgs {
     /// CAP_NET_ADMIN). Needs --busy-poll.
     #[arg(long, value_name = "N", requires = "busy_poll", value_parser = clap::value_parser!(u16).range(1..))]
     pub busy_poll_budget: Option<u16>,
+}
+
+impl BusyPollArgs {
+    pub fn config(&self) -> BusyPoll {
+        BusyPoll::new(self.busy_poll, self.prefer_busy_poll, self.busy_poll_budget)
+    }
 }

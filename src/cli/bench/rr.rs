@@ -144,9 +144,7 @@ impl ServerArgs {
             duration: self.duration,
             netns: self.netns.clone(),
             drop_every: self.drop_every,
-            busy_poll: self.busy.busy_poll,
-            prefer_busy_poll: self.busy.prefer_busy_poll,
-            busy_poll_budget: self.busy.busy_poll_budget,
+            busy: self.busy.config(),
         }
     }
 }
@@ -164,9 +162,7 @@ impl ClientArgs {
             pin: CpuList::of(&self.pin),
             resend_after: Duration::from_millis(self.resend_after),
             netns: self.netns.clone(),
-            busy_poll: self.busy.busy_poll,
-            prefer_busy_poll: self.busy.prefer_busy_poll,
-            busy_poll_budget: self.busy.busy_poll_budget,
+            busy: self.busy.config(),
         }
     }
 }
