@@ -15,6 +15,7 @@ mod common;
 mod doctor;
 mod doctor_plan;
 mod inspect;
+mod napi;
 mod nic;
 mod nic_set;
 mod partial_hosts;
