@@ -4,8 +4,8 @@ use std::io::Write as _;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use super::remote::{self, RemoteArgs};
 use super::busy::BusyPollArgs;
+use super::remote::{self, RemoteArgs};
 use super::{duration, finish, pin_list, CpuList, Lines};
 use crate::bench::addr::{parse_bind, parse_destination};
 use crate::bench::observe::Observer;
