@@ -9,7 +9,7 @@
 //! missing trailing columns read as 0; fewer than 4 is a broken line. Guest
 //! time is already inside user and nice, so it is not kept.
 
-use super::CpuTime;
+use super::{CpuTime, SystemCounters};
 use crate::base::Root;
 use crate::error::{KernelError, ParseError};
 
@@ -17,17 +17,39 @@ pub fn read(root: &Root) -> Result<Vec<CpuTime>, KernelError> {
     root.parse("/proc/stat", parse)
 }
 
+/// The per-CPU times and the host-wide lines, from one reading.
+pub fn read_all(root: &Root) -> Result<(Vec<CpuTime>, SystemCounters), KernelError> {
+    root.parse("/proc/stat", parse_all)
+}
+
 /// The `cpuN` lines (not the `cpu` total), in file order.
 pub fn parse(text: &str) -> Result<Vec<CpuTime>, ParseError> {
+    parse_all(text).map(|(cpus, _)| cpus)
+}
+
+/// The `cpuN` lines and the `ctxt`, `procs_running` and `procs_blocked`
+/// lines (absent ones are `None`; a value that is not a number is an error).
+pub fn parse_all(text: &str) -> Result<(Vec<CpuTime>, SystemCounters), ParseError> {
     let mut out = Vec::new();
+    let mut system = SystemCounters::default();
     for (n, line) in text.lines().enumerate() {
         let n = n + 1;
         let mut fields = line.split_whitespace();
-        let Some(id) = fields
-            .next()
-            .and_then(|tag| tag.strip_prefix("cpu"))
-            .filter(|id| !id.is_empty())
-        else {
+        let tag = fields.next().unwrap_or_default();
+        let slot = match tag {
+            "ctxt" => Some(&mut system.context_switches),
+            "procs_running" => Some(&mut system.procs_running),
+            "procs_blocked" => Some(&mut system.procs_blocked),
+            _ => None,
+        };
+        if let Some(slot) = slot {
+            let value = fields.next().unwrap_or_default();
+            *slot = Some(value.parse::<u64>().map_err(|_| {
+                ParseError::new(format!("line {n}: {tag} '{value}' is not a number"))
+            })?);
+            continue;
+        }
+        let Some(id) = tag.strip_prefix("cpu").filter(|id| !id.is_empty()) else {
             continue;
         };
         let cpu = id.parse::<u32>().map_err(|_| {
@@ -65,7 +87,7 @@ pub fn parse(text: &str) -> Result<Vec<CpuTime>, ParseError> {
     if out.is_empty() {
         return Err(ParseError::new("no per-CPU 'cpuN' lines (file truncated?)"));
     }
-    Ok(out)
+    Ok((out, system))
 }
 
 #[cfg(test)]
@@ -143,6 +165,24 @@ ctxt 10230120
         // The per-CPU lines add up to the kernel's own total.
         let user: u64 = cpus.iter().map(|c| c.user).sum();
         assert_eq!(user, 9_903_019);
+    }
+
+    #[test]
+    fn host_wide_lines() {
+        let (_, system) = parse_all(STAT_XEON_16CPU).expect("parse");
+        assert_eq!(system.context_switches, Some(8_620_331_957));
+        assert_eq!(system.procs_running, Some(3));
+        assert_eq!(system.procs_blocked, Some(0));
+        // 2.6.9 has ctxt but no procs_running line.
+        let (_, old) = parse_all(STAT_2_6_9).expect("parse");
+        assert_eq!(old.context_switches, Some(10_230_120));
+        assert_eq!(old.procs_running, None);
+        let err = parse_all("cpu0 1 2 3 4\nctxt many\n").expect_err("garbled");
+        assert!(
+            err.0.contains("line 2") && err.0.contains("'many'"),
+            "{}",
+            err.0
+        );
     }
 
     #[test]
