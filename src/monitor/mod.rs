@@ -25,6 +25,8 @@ pub mod rates;
 pub mod sample;
 pub mod sampler;
 pub mod state;
+#[cfg(test)]
+mod testkit;
 
 pub use ladder::{DropCounter, DropLadder, DropLayer, Layer};
 pub use rates::{

@@ -599,3 +599,7 @@ fn queue_rates(
         counters,
     }
 }
+
+#[cfg(test)]
+#[path = "rates_tests.rs"]
+mod tests;

@@ -381,33 +381,5 @@ fn with_queues(src: &Inputs, mut link: InterfaceCounters) -> InterfaceCounters {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::base::Root;
-    use crate::nic::live::{LiveEthtool, LiveNetdev, LiveNetlink};
-
-    #[test]
-    fn samples_the_live_host_twice() {
-        let root = Root::live();
-        let src = Inputs {
-            root: &root,
-            ethtool: &LiveEthtool,
-            netlink: &LiveNetlink,
-            netdev: &LiveNetdev,
-            netns: None,
-        };
-        let mut sampler = Sampler::new(Selection {
-            all: true,
-            iface: None,
-        });
-        let start = std::time::Instant::now();
-        let first = sampler.sample(&src, Stamp::since(start)).expect("first");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-        let second = sampler.sample(&src, Stamp::since(start)).expect("second");
-        let rates = crate::monitor::between(&first, &second);
-        assert!(rates.interval_secs > 0.04, "{}", rates.interval_secs);
-        assert!(!rates.cpus.is_empty());
-        assert!(rates.interface("lo").is_some(), "{:?}", second.interfaces);
-        eprintln!("{}", serde_json::to_string_pretty(&rates).expect("json"));
-    }
-}
+#[path = "sampler_tests.rs"]
+mod tests;
