@@ -20,6 +20,7 @@
 //!
 //! Nothing here prints, sleeps or handles signals.
 
+pub mod findings;
 pub mod ladder;
 pub mod rates;
 pub mod sample;
@@ -28,6 +29,7 @@ pub mod state;
 #[cfg(test)]
 mod testkit;
 
+pub use findings::{findings, LiveFinding};
 pub use ladder::{DropCounter, DropLadder, DropLayer, Layer};
 pub use rates::{
     between, CpuRates, CpuShares, InterfaceRates, IrqCpuRate, IrqRates, Lifecycle, QueueRates,
