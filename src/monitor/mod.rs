@@ -18,17 +18,29 @@
 //!   driver traits (live, in a namespace, or from a recorded series), and
 //!   picks up interfaces and IRQs that appear or vanish.
 //!
-//! Nothing here prints, sleeps or handles signals.
+//! - [`Feed`] and [`run`] (`feed.rs`): samples from the live host every
+//!   interval or from a recorded series (`series.rs`, written by
+//!   `nettune capture --samples`), turned into a [`Frame`] per interval
+//!   (rates plus live [`findings`], `findings.rs`) for a view.
+//! - `text.rs`: the sar-style text view. The NDJSON line is
+//!   [`Frame::json_line`].
+//!
+//! Nothing here prints or handles signals; the live feed waits for its
+//! next tick on the caller's `Stop` token.
 
+pub mod feed;
 pub mod findings;
 pub mod ladder;
 pub mod rates;
 pub mod sample;
 pub mod sampler;
+pub mod series;
 pub mod state;
 #[cfg(test)]
 mod testkit;
+pub mod text;
 
+pub use feed::{run, Feed, Frame, RunEnd};
 pub use findings::{findings, LiveFinding};
 pub use ladder::{DropCounter, DropLadder, DropLayer, Layer};
 pub use rates::{
