@@ -163,7 +163,7 @@ pub struct CaptureArgs {
     pub json: bool,
     /// Record N snapshots of the counters (a series `nettune monitor --root`
     /// replays); 1, the default, is a capture for inspect and doctor.
-    #[arg(long, value_name = "N", default_value = "1", value_parser = samples)]
+    #[arg(long, value_name = "N", default_value = "1", allow_hyphen_values = true, value_parser = samples)]
     pub samples: u32,
     /// Seconds between snapshots with --samples: 1 (the default), 0.5, 2s.
     #[arg(long, value_name = "SECONDS", allow_hyphen_values = true, value_parser = monitor::interval)]

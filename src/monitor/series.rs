@@ -205,7 +205,8 @@ impl<F: FnMut(usize, usize)> CaptureProgress for F {
     }
 }
 
-/// Record `samples` snapshots `interval` apart into `dest` (new or empty):
+/// Record `samples` snapshots `interval` apart (each an interval after the
+/// previous one was read) into `dest` (new or empty):
 /// the first as a complete capture, the others as the files each sample
 /// read. Stopping early (`stop`) keeps the snapshots taken so far, listed
 /// in the series file, which is rewritten after every snapshot so that the
@@ -234,10 +235,14 @@ pub fn capture_series(
     let total = samples as usize;
     let mut files = 0;
     let mut interfaces = Vec::new();
+    let mut last = start;
     for k in 0..total {
-        if k > 0 && stop.sleep_until(start + interval * k as u32) {
+        // Each snapshot an interval after the one before: copying the
+        // first (the whole capture) takes longer than an interval may.
+        if k > 0 && stop.sleep_until(last + interval) {
             break;
         }
+        last = Instant::now();
         let dir = if k == 0 {
             ".".to_string()
         } else {

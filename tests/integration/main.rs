@@ -14,6 +14,7 @@ mod common;
 mod doctor;
 mod doctor_plan;
 mod inspect;
+mod monitor;
 mod nic;
 mod nic_set;
 mod partial_hosts;
