@@ -688,7 +688,11 @@ fn per_cpu_shares_agree_with_mpstat_under_load() {
                 } else {
                     let c = f["cpus"]
                         .as_array()
-                        .and_then(|all| all.iter().find(|c| c["cpu"].to_string() == cpu))
+                        .and_then(|all| {
+                            all.iter().find(|c| {
+                                c["cpu"].as_u64().map(|n| n.to_string()).as_deref() == Some(cpu)
+                            })
+                        })
                         .unwrap_or_else(|| panic!("no cpu {cpu} in {f}"));
                     num(c, &format!("/time/{field}"))
                 }
