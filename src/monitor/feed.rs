@@ -177,7 +177,7 @@ impl LiveFeed {
         let passed = (self.start.elapsed().as_secs_f64() / interval).floor() as u64;
         let tick = self.next_tick.max(passed);
         let due = self.start + Duration::from_secs_f64(interval * tick as f64);
-        if stop.sleep_until(due) {
+        if wait_until(stop, due) {
             return Ok(None);
         }
         self.next_tick = tick + 1;
@@ -200,6 +200,25 @@ impl LiveFeed {
         };
         let sample = self.sampler.sample(&src, Stamp::since(self.start))?;
         Ok(Some(sample))
+    }
+}
+
+/// How often a waiting live feed looks at its stop token: a stop (Ctrl-C)
+/// is seen within this, and an idle monitor wakes up 10 times a second,
+/// not 50 as an engine polling at [`crate::bench::stop::POLL`] would.
+const WAIT_SLICE: Duration = Duration::from_millis(100);
+
+/// Sleep until `until` or until `stop` is triggered (true then).
+fn wait_until(stop: &Stop, until: Instant) -> bool {
+    loop {
+        if stop.is_set() {
+            return true;
+        }
+        let now = Instant::now();
+        if now >= until {
+            return false;
+        }
+        std::thread::sleep((until - now).min(WAIT_SLICE));
     }
 }
 
