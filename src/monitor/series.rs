@@ -183,13 +183,16 @@ impl Series {
             netdev: netdev.as_ref(),
             netns: self.file.netns.clone(),
         };
-        sampler.sample(
+        let mut sample = sampler.sample(
             &src,
             Stamp {
                 elapsed_secs: entry.elapsed_secs,
                 unix_ms: entry.unix_ms,
             },
-        )
+        )?;
+        // Where it came from, as the user named it: the capture.
+        sample.source.root = self.base.display().to_string();
+        Ok(sample)
     }
 }
 

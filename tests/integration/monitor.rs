@@ -119,6 +119,7 @@ fn replays_a_series_as_ndjson_with_the_documented_fields() {
         assert!(f.get(key).is_some(), "no '{key}' in {f}");
     }
     assert_eq!(f["schema_version"], 1);
+    assert_eq!(f["source"]["root"], fixture_arg("two-socket-smt-8q").as_str());
     assert_eq!(f["cpus"].as_array().map(Vec::len), Some(32));
     assert_eq!(num(f, "/cpus/0/time/soft"), 95.0);
     assert!(
