@@ -119,7 +119,10 @@ fn replays_a_series_as_ndjson_with_the_documented_fields() {
         assert!(f.get(key).is_some(), "no '{key}' in {f}");
     }
     assert_eq!(f["schema_version"], 1);
-    assert_eq!(f["source"]["root"], fixture_arg("two-socket-smt-8q").as_str());
+    assert_eq!(
+        f["source"]["root"],
+        fixture_arg("two-socket-smt-8q").as_str()
+    );
     assert_eq!(f["cpus"].as_array().map(Vec::len), Some(32));
     assert_eq!(num(f, "/cpus/0/time/soft"), 95.0);
     assert!(
@@ -279,6 +282,39 @@ fn bad_input_is_one_line_and_exit_2() {
         assert!(err.contains(expect), "{args:?}: {err}");
         assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
     }
+}
+
+#[test]
+fn unreadable_counters_degrade_to_what_can_be_read() {
+    // A container that hides softnet_stat and has no IPv6: every snapshot
+    // lacks both files.
+    let (_dir, tree) = fixture_copy("vm-2cpu-virtio");
+    for snapshot in [
+        ".",
+        "nettune/samples/0001",
+        "nettune/samples/0002",
+        "nettune/samples/0003",
+    ] {
+        for file in ["proc/net/softnet_stat", "proc/net/snmp6"] {
+            std::fs::remove_file(tree.join(snapshot).join(file)).expect("rm");
+        }
+    }
+    let (code, out, err) = monitor(&["--root", &tree.display().to_string(), "--once"]);
+    assert_eq!(code, 1, "{err}");
+    let b = blocks(&out)[0];
+    let not_read = line_of(b, "not read:");
+    assert!(
+        not_read.contains("counters.softnet") && not_read.contains("softnet_stat: missing"),
+        "{b}"
+    );
+    // No IPv6 is not a missing source: the kernel simply has none.
+    assert!(!not_read.contains("snmp6"), "{not_read}");
+    // The rest is all there.
+    assert!(line_of(b, "38 ").contains("CPU1 4998.50"), "{b}");
+    assert!(line_of(b, "drops/s").contains("UDP 19994.00"), "{b}");
+    assert!(!line_of(b, "drops/s").contains("softnet"), "{b}");
+    let cpu1: Vec<&str> = line_of(b, "1 ").split_whitespace().collect();
+    assert_eq!((cpu1[6], cpu1[11]), ("91.00", "-"), "{b}");
 }
 
 #[test]
