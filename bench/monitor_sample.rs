@@ -74,12 +74,13 @@ fn live() -> anyhow::Result<()> {
     use nettune::base::Root;
     use nettune::host::Inputs;
     use nettune::monitor::{Sampler, Stamp};
-    use nettune::nic::live::{LiveEthtool, LiveNetlink};
+    use nettune::nic::live::{LiveEthtool, LiveNetdev, LiveNetlink};
     let root = Root::live();
     let src = Inputs {
         root: &root,
         ethtool: &LiveEthtool,
         netlink: &LiveNetlink,
+        netdev: &LiveNetdev,
         netns: None,
     };
     let mut sampler = Sampler::new(Selection::default()).settings_every(f64::MAX);

@@ -31,7 +31,7 @@ pub struct MonitorArgs {
     pub once: bool,
 
     /// Show N intervals and exit (N+1 samples).
-    #[arg(long, value_name = "N", value_parser = count)]
+    #[arg(long, value_name = "N", allow_hyphen_values = true, value_parser = count)]
     pub count: Option<u64>,
 
     /// Print one JSON object per interval, one per line (NDJSON; schema in
