@@ -6,13 +6,16 @@
 //! /proc/stat counts in USER_HZ ticks (10 ms on almost every kernel), so a
 //! 1-second run gives each CPU about 100 ticks: the percentages are good to
 //! about 1 point. The columns of a row are its tick deltas divided by their
-//! own sum, so every row adds up to 100% (mpstat does the same); a counter
-//! that went backwards (iowait may, on tickless kernels) counts as 0.
+//! own sum, so every row adds up to 100% (mpstat does the same); idle and
+//! iowait going backwards (tickless kernels) count as 0, and a CPU whose
+//! other counters went backwards (it came back online) is left out
+//! (`host::stat::tick_deltas`, which `monitor` shares).
 
 use std::io::{self, Write};
 
 use serde::Serialize;
 
+use crate::host::stat::{tick_deltas, CpuShares};
 use crate::host::CpuTime;
 
 /// One row: a CPU, or `all` (every CPU's ticks summed, as mpstat's `all`).
@@ -42,46 +45,31 @@ impl CpuUsage {
     pub fn between(before: &[CpuTime], after: &[CpuTime]) -> CpuUsage {
         let mut deltas: Vec<CpuTime> = after
             .iter()
-            .filter_map(|a| {
-                let b = before.iter().find(|b| b.cpu == a.cpu)?;
-                Some(CpuTime {
-                    cpu: a.cpu,
-                    user: a.user.saturating_sub(b.user),
-                    nice: a.nice.saturating_sub(b.nice),
-                    system: a.system.saturating_sub(b.system),
-                    idle: a.idle.saturating_sub(b.idle),
-                    iowait: a.iowait.saturating_sub(b.iowait),
-                    irq: a.irq.saturating_sub(b.irq),
-                    softirq: a.softirq.saturating_sub(b.softirq),
-                    steal: a.steal.saturating_sub(b.steal),
-                })
-            })
+            .filter_map(|a| tick_deltas(before.iter().find(|b| b.cpu == a.cpu)?, a))
             .collect();
         deltas.sort_by_key(|d| d.cpu);
-        let all = deltas.iter().fold(
-            CpuTime {
-                cpu: 0,
-                user: 0,
-                nice: 0,
-                system: 0,
-                idle: 0,
-                iowait: 0,
-                irq: 0,
-                softirq: 0,
-                steal: 0,
-            },
-            |sum, d| CpuTime {
-                cpu: 0,
-                user: sum.user + d.user,
-                nice: sum.nice + d.nice,
-                system: sum.system + d.system,
-                idle: sum.idle + d.idle,
-                iowait: sum.iowait + d.iowait,
-                irq: sum.irq + d.irq,
-                softirq: sum.softirq + d.softirq,
-                steal: sum.steal + d.steal,
-            },
-        );
+        let zero = CpuTime {
+            cpu: 0,
+            user: 0,
+            nice: 0,
+            system: 0,
+            idle: 0,
+            iowait: 0,
+            irq: 0,
+            softirq: 0,
+            steal: 0,
+        };
+        let all = deltas.iter().fold(zero, |sum, d| CpuTime {
+            cpu: 0,
+            user: sum.user + d.user,
+            nice: sum.nice + d.nice,
+            system: sum.system + d.system,
+            idle: sum.idle + d.idle,
+            iowait: sum.iowait + d.iowait,
+            irq: sum.irq + d.irq,
+            softirq: sum.softirq + d.softirq,
+            steal: sum.steal + d.steal,
+        });
         let mut rows = vec![row("all".to_string(), &all)];
         rows.extend(deltas.iter().map(|d| row(d.cpu.to_string(), d)));
         CpuUsage { rows }
@@ -104,26 +92,20 @@ impl CpuUsage {
     }
 }
 
-/// Percentages of the row's own tick total; all zero when no tick passed.
+/// Percentages of the row's own tick total (100% idle when no tick passed,
+/// as mpstat shows a tickless CPU).
 fn row(cpu: String, d: &CpuTime) -> CpuRow {
-    let total = d.total();
-    let pct = |ticks: u64| {
-        if total == 0 {
-            0.0
-        } else {
-            ticks as f64 * 100.0 / total as f64
-        }
-    };
+    let s = CpuShares::of_ticks(d);
     CpuRow {
         cpu,
-        usr: pct(d.user),
-        nice: pct(d.nice),
-        sys: pct(d.system),
-        iowait: pct(d.iowait),
-        irq: pct(d.irq),
-        soft: pct(d.softirq),
-        steal: pct(d.steal),
-        idle: pct(d.idle),
+        usr: s.usr,
+        nice: s.nice,
+        sys: s.sys,
+        iowait: s.iowait,
+        irq: s.irq,
+        soft: s.soft,
+        steal: s.steal,
+        idle: s.idle,
     }
 }
 
@@ -181,8 +163,9 @@ ctxt 733216
             "{:?}",
             usage.rows[1]
         );
+        // No tick at all: 100% idle, as mpstat shows a tickless CPU.
         let idle = CpuUsage::between(&before, &before);
-        assert!(idle.rows.iter().all(|r| r.idle == 0.0 && r.usr == 0.0));
+        assert!(idle.rows.iter().all(|r| r.idle == 100.0 && r.usr == 0.0));
     }
 
     #[test]

@@ -62,6 +62,35 @@ pub struct Selection {
     pub iface: Option<String>,
 }
 
+impl Selection {
+    /// Whether the interface `name` is selected.
+    pub fn chooses(&self, name: &str) -> bool {
+        match &self.iface {
+            Some(wanted) => name == wanted,
+            None => self.all || name != "lo",
+        }
+    }
+
+    /// The interface asked for is among `present` (in network namespace
+    /// `netns`), or an error naming what is there (bad input).
+    pub fn check_present(&self, present: &[String], netns: Option<&str>) -> anyhow::Result<()> {
+        let Some(wanted) = &self.iface else {
+            return Ok(());
+        };
+        if present.contains(wanted) {
+            return Ok(());
+        }
+        let place = match netns {
+            Some(ns) => format!(" in network namespace '{ns}'"),
+            None => String::new(),
+        };
+        anyhow::bail!(
+            "interface '{wanted}' does not exist{place} (present: {})",
+            present.join(", ")
+        )
+    }
+}
+
 /// Where to read from: files through `root`, driver state through the traits.
 pub struct Inputs<'a> {
     pub root: &'a Root,
@@ -461,26 +490,11 @@ fn read_interfaces(
         r.list("/sys/class/net")?
             .ok_or_else(|| absent(r, "/sys/class/net").into())
     });
-    if let Some(wanted) = &selection.iface {
-        if !names.contains(wanted) {
-            let place = match &src.netns {
-                Some(ns) => format!(" in network namespace '{ns}'"),
-                None => String::new(),
-            };
-            anyhow::bail!(
-                "interface '{wanted}' does not exist{place} (present: {})",
-                names.join(", ")
-            );
-        }
-    }
+    selection.check_present(&names, src.netns.as_deref())?;
     let mut out = Vec::new();
     for name in names {
-        let chosen = match &selection.iface {
-            Some(wanted) => &name == wanted,
-            None => selection.all || name != "lo",
-        };
         // bonding_masters is a file in /sys/class/net, not an interface.
-        if chosen && root.exists(&format!("/sys/class/net/{name}/ifindex")) {
+        if selection.chooses(&name) && root.exists(&format!("/sys/class/net/{name}/ifindex")) {
             let section = format!("interface {name}");
             if let Some(iface) = g.take(&section, |_| read_interface(src, &name, irqs).map(Some)) {
                 out.push(iface);

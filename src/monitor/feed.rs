@@ -177,7 +177,7 @@ impl LiveFeed {
         let passed = (self.start.elapsed().as_secs_f64() / interval).floor() as u64;
         let tick = self.next_tick.max(passed);
         let due = self.start + Duration::from_secs_f64(interval * tick as f64);
-        if wait_until(stop, due) {
+        if stop.sleep_until_polling(due, WAIT_SLICE) {
             return Ok(None);
         }
         self.next_tick = tick + 1;
@@ -207,20 +207,6 @@ impl LiveFeed {
 /// is seen within this, and an idle monitor wakes up 10 times a second,
 /// not 50 as an engine polling at [`crate::bench::stop::POLL`] would.
 const WAIT_SLICE: Duration = Duration::from_millis(100);
-
-/// Sleep until `until` or until `stop` is triggered (true then).
-fn wait_until(stop: &Stop, until: Instant) -> bool {
-    loop {
-        if stop.is_set() {
-            return true;
-        }
-        let now = Instant::now();
-        if now >= until {
-            return false;
-        }
-        std::thread::sleep((until - now).min(WAIT_SLICE));
-    }
-}
 
 /// How a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

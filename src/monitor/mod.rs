@@ -40,12 +40,13 @@ pub mod state;
 mod testkit;
 pub mod text;
 
+pub use crate::host::stat::CpuShares;
 pub use feed::{run, Feed, Frame, RunEnd};
 pub use findings::{findings, LiveFinding};
 pub use ladder::{DropCounter, DropLadder, DropLayer, Layer};
 pub use rates::{
-    between, CpuRates, CpuShares, InterfaceRates, IrqCpuRate, IrqRates, Lifecycle, QueueRates,
-    Rates, SoftnetRates, SystemRates, Vanished,
+    between, CpuRates, InterfaceRates, IrqCpuRate, IrqRates, Lifecycle, QueueRates, Rates,
+    SoftnetRates, SystemRates, Vanished,
 };
 pub use sample::{
     InterfaceCounters, IrqCounters, QueueSource, Sample, LINK_COUNTERS, MONITOR_SCHEMA_VERSION,

@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::base::counter::{delta, Width};
 use crate::base::driver::QueueStats;
+use crate::host::stat::{tick_deltas, CpuShares};
 use crate::host::{CpuTime, VectorRole};
 
 use super::ladder::{ladder, DropLadder};
@@ -50,31 +51,13 @@ pub struct Rates {
     pub vanished: Vanished,
 }
 
-/// Shares of a CPU's time over the interval, in percent, computed as
-/// mpstat computes them: each /proc/stat field's increase divided by the
-/// increase of their sum (user + nice + system + idle + iowait + irq +
-/// softirq + steal). Guest time is inside `usr` and `nice` here (mpstat
-/// shows it apart as %guest; on a host that runs no VMs it is 0). A CPU
-/// whose counters did not move at all (tickless and idle) is 100% idle,
-/// as mpstat shows it.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct CpuShares {
-    pub usr: f64,
-    pub nice: f64,
-    pub sys: f64,
-    pub iowait: f64,
-    pub irq: f64,
-    pub soft: f64,
-    pub steal: f64,
-    pub idle: f64,
-}
-
 /// One CPU over the interval.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CpuRates {
     pub cpu: u32,
-    /// `None` when /proc/stat lacks the CPU in either sample, or one of
-    /// its times went backwards.
+    /// Shares of its time as mpstat computes them ([`CpuShares`]); `None`
+    /// when /proc/stat lacks the CPU in either sample, or its counters
+    /// restarted (a field other than idle and iowait went backwards).
     pub time: Option<CpuShares>,
     /// NET_RX softirqs run on this CPU per second (/proc/softirqs).
     pub net_rx_per_sec: Option<f64>,
@@ -285,81 +268,30 @@ pub fn between(prev: &Sample, cur: &Sample) -> Rates {
     }
 }
 
-/// Shares of one CPU's time between two readings, `None` for a gap.
-pub fn cpu_shares(then: &CpuTime, now: &CpuTime) -> Option<CpuShares> {
-    let d = |f: fn(&CpuTime) -> u64| delta(f(then), f(now), Width::U64);
-    let fields = [
-        d(|t| t.user)?,
-        d(|t| t.nice)?,
-        d(|t| t.system)?,
-        d(|t| t.iowait)?,
-        d(|t| t.irq)?,
-        d(|t| t.softirq)?,
-        d(|t| t.steal)?,
-        d(|t| t.idle)?,
-    ];
-    Some(shares(fields))
-}
-
-/// [usr, nice, sys, iowait, irq, soft, steal, idle] ticks as percentages
-/// of their sum; all zero is a tickless idle CPU: 100% idle.
-fn shares(ticks: [u64; 8]) -> CpuShares {
-    let total: u64 = ticks.iter().sum();
-    if total == 0 {
-        return CpuShares {
-            usr: 0.0,
-            nice: 0.0,
-            sys: 0.0,
-            iowait: 0.0,
-            irq: 0.0,
-            soft: 0.0,
-            steal: 0.0,
-            idle: 100.0,
-        };
-    }
-    let pct = |n: u64| 100.0 * n as f64 / total as f64;
-    CpuShares {
-        usr: pct(ticks[0]),
-        nice: pct(ticks[1]),
-        sys: pct(ticks[2]),
-        iowait: pct(ticks[3]),
-        irq: pct(ticks[4]),
-        soft: pct(ticks[5]),
-        steal: pct(ticks[6]),
-        idle: pct(ticks[7]),
-    }
-}
-
-/// mpstat's `all` row: the fields summed over the CPUs present in both
-/// samples without a gap.
+/// mpstat's `all` row: the tick increases summed over the CPUs present in
+/// both samples without a gap.
 fn all_cpus(prev: &Sample, cur: &Sample) -> Option<CpuShares> {
     let before: BTreeMap<u32, &CpuTime> =
         prev.counters.cpu_time.iter().map(|t| (t.cpu, t)).collect();
-    let mut sum = [0u64; 8];
-    let mut any = false;
-    for now in &cur.counters.cpu_time {
-        let Some(then) = before.get(&now.cpu) else {
-            continue;
-        };
-        let d = |f: fn(&CpuTime) -> u64| delta(f(then), f(now), Width::U64);
-        let fields = [
-            d(|t| t.user),
-            d(|t| t.nice),
-            d(|t| t.system),
-            d(|t| t.iowait),
-            d(|t| t.irq),
-            d(|t| t.softirq),
-            d(|t| t.steal),
-            d(|t| t.idle),
-        ];
-        if fields.iter().all(Option::is_some) {
-            any = true;
-            for (s, f) in sum.iter_mut().zip(fields) {
-                *s += f.unwrap_or(0);
-            }
-        }
-    }
-    any.then(|| shares(sum))
+    let deltas: Vec<CpuTime> = cur
+        .counters
+        .cpu_time
+        .iter()
+        .filter_map(|now| tick_deltas(before.get(&now.cpu)?, now))
+        .collect();
+    let first = deltas.first()?;
+    let sum = deltas.iter().skip(1).fold(first.clone(), |s, d| CpuTime {
+        cpu: s.cpu,
+        user: s.user + d.user,
+        nice: s.nice + d.nice,
+        system: s.system + d.system,
+        idle: s.idle + d.idle,
+        iowait: s.iowait + d.iowait,
+        irq: s.irq + d.irq,
+        softirq: s.softirq + d.softirq,
+        steal: s.steal + d.steal,
+    });
+    Some(CpuShares::of_ticks(&sum))
 }
 
 fn cpu_rates(
@@ -424,7 +356,7 @@ fn cpu_rates(
                 time: time_then
                     .get(&cpu)
                     .zip(time_now.get(&cpu))
-                    .and_then(|(then, now)| cpu_shares(then, now)),
+                    .and_then(|(then, now)| CpuShares::between(then, now)),
                 net_rx_per_sec: softirq(|s| s.0),
                 net_tx_per_sec: softirq(|s| s.1),
                 softnet,

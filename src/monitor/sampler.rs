@@ -200,25 +200,12 @@ impl Sampler {
                 Vec::new()
             }
         };
-        if let Some(wanted) = &self.selection.iface {
-            if self.layout.is_none() && !names.contains(wanted) {
-                let place = match &src.netns {
-                    Some(ns) => format!(" in network namespace '{ns}'"),
-                    None => String::new(),
-                };
-                anyhow::bail!(
-                    "interface '{wanted}' does not exist{place} (present: {})",
-                    names.join(", ")
-                );
-            }
+        if self.layout.is_none() {
+            self.selection.check_present(&names, src.netns.as_deref())?;
         }
         let mut out = Vec::new();
         for name in names {
-            let chosen = match &self.selection.iface {
-                Some(wanted) => &name == wanted,
-                None => self.selection.all || name != "lo",
-            };
-            if !chosen {
+            if !self.selection.chooses(&name) {
                 continue;
             }
             let base = format!("/sys/class/net/{name}");

@@ -11,7 +11,8 @@ use std::fmt::Write as _;
 use crate::base::units::format_time;
 
 use super::feed::Frame;
-use super::rates::{CpuShares, Lifecycle};
+use super::rates::Lifecycle;
+use super::CpuShares;
 
 /// CPUs named one by one in an IRQ row; more are counted.
 const IRQ_CPUS_NAMED: usize = 8;
