@@ -70,6 +70,33 @@ impl CpuShares {
     }
 }
 
+/// The tick increases of several CPUs added up (mpstat's `all` row), as
+/// CPU 0 of a `CpuTime`.
+pub fn sum_ticks(deltas: &[CpuTime]) -> CpuTime {
+    let zero = CpuTime {
+        cpu: 0,
+        user: 0,
+        nice: 0,
+        system: 0,
+        idle: 0,
+        iowait: 0,
+        irq: 0,
+        softirq: 0,
+        steal: 0,
+    };
+    deltas.iter().fold(zero, |sum, d| CpuTime {
+        cpu: 0,
+        user: sum.user + d.user,
+        nice: sum.nice + d.nice,
+        system: sum.system + d.system,
+        idle: sum.idle + d.idle,
+        iowait: sum.iowait + d.iowait,
+        irq: sum.irq + d.irq,
+        softirq: sum.softirq + d.softirq,
+        steal: sum.steal + d.steal,
+    })
+}
+
 /// Each field's increase from `before` to `after`. idle and iowait may go
 /// backwards on tickless kernels (Documentation/filesystems/proc.rst): 0
 /// then, as mpstat counts them. Any other field that went backwards means

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::base::counter::{delta, Width};
 use crate::base::driver::QueueStats;
-use crate::host::stat::{tick_deltas, CpuShares};
+use crate::host::stat::{sum_ticks, tick_deltas, CpuShares};
 use crate::host::{CpuTime, VectorRole};
 
 use super::ladder::{ladder, DropLadder};
@@ -279,18 +279,10 @@ fn all_cpus(prev: &Sample, cur: &Sample) -> Option<CpuShares> {
         .iter()
         .filter_map(|now| tick_deltas(before.get(&now.cpu)?, now))
         .collect();
-    let first = deltas.first()?;
-    let sum = deltas.iter().skip(1).fold(first.clone(), |s, d| CpuTime {
-        cpu: s.cpu,
-        user: s.user + d.user,
-        nice: s.nice + d.nice,
-        system: s.system + d.system,
-        idle: s.idle + d.idle,
-        iowait: s.iowait + d.iowait,
-        irq: s.irq + d.irq,
-        softirq: s.softirq + d.softirq,
-        steal: s.steal + d.steal,
-    });
+    if deltas.is_empty() {
+        return None;
+    }
+    let sum = sum_ticks(&deltas);
     Some(CpuShares::of_ticks(&sum))
 }
 
