@@ -25,7 +25,7 @@ echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 echo "== 1. one sample + rates, 128 CPUs / 64 queues (recorded series, in-process)"
 python3 tests/fixtures/make_hosts.py --big "$work/big" --samples 12
-cargo bench --quiet --bench monitor_sample -- "$work/big" 2>/dev/null
+cargo run --quiet --release --example monitor_sample -- "$work/big"
 t0=$(date +%s%N)
 "$bin" monitor --root "$work/big" --json >/dev/null || true
 t1=$(date +%s%N)

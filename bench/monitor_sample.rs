@@ -1,6 +1,7 @@
 //! The cost of one monitor sample plus its rates on a recorded series
 //! (`bench/monitor.sh` generates the 128-CPU / 64-queue one and runs this
-//! with `cargo bench --bench monitor_sample -- DIR`).
+//! with `cargo run --release --example monitor_sample -- DIR`; `-- live`
+//! samples this host back to back).
 //!
 //! Each pass replays the whole series with a fresh sampler; the first
 //! sample of a pass (which also reads the host model: settings, IRQ
@@ -16,8 +17,7 @@ use nettune::monitor::{between, findings};
 
 fn main() -> anyhow::Result<()> {
     let dir: PathBuf = std::env::args_os()
-        .skip(1)
-        .find(|a| a != "--bench")
+        .nth(1)
         .map(PathBuf::from)
         .ok_or_else(|| anyhow::anyhow!("usage: monitor_sample SERIES_DIR | live"))?;
     if dir.as_os_str() == "live" {
