@@ -671,11 +671,14 @@ fn per_cpu_shares_agree_with_mpstat_under_load() {
     let port = {
         use std::io::{BufRead, BufReader};
         let mut line = String::new();
-        let stderr = sink.stderr.take().expect("stderr");
-        BufReader::new(stderr).read_line(&mut line).expect("line");
+        let mut stderr = BufReader::new(sink.stderr.take().expect("stderr"));
+        stderr.read_line(&mut line).expect("line");
+        // Keep reading, so the sink never writes into a closed pipe.
+        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
         line.split_whitespace()
-            .find_map(|w| w.rsplit_once(':').map(|(_, p)| p.to_string()))
-            .unwrap_or_default()
+            .find_map(|w| w.trim_end_matches(',').parse::<std::net::SocketAddr>().ok())
+            .unwrap_or_else(|| panic!("no address in the sink's first line: {line}"))
+            .port()
     };
     let flood = Command::new(env!("CARGO_BIN_EXE_nettune"))
         .args([
@@ -689,9 +692,10 @@ fn per_cpu_shares_agree_with_mpstat_under_load() {
             "150000",
             "--duration",
             "8",
+            "--json",
         ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
         .spawn()
         .expect("flood");
     std::thread::sleep(Duration::from_millis(800));
@@ -706,8 +710,13 @@ fn per_cpu_shares_agree_with_mpstat_under_load() {
     let ours = spawn_monitor(&["--json", "--interval", "1", "--count", "5"]);
     let (mcode, mout, merr) = finish_bounded(mpstat, Duration::from_secs(20));
     let (code, out, err) = finish_bounded(ours, Duration::from_secs(20));
-    let _ = finish_bounded(flood, Duration::from_secs(20));
+    let (fcode, fout, ferr) = finish_bounded(flood, Duration::from_secs(20));
     let _ = finish_bounded(sink, Duration::from_secs(20));
+    assert_eq!(fcode, Some(0), "the flood failed: {ferr}");
+    // The load was real (how much of it shows as softirq time depends on
+    // what else the machine runs).
+    let report: Value = serde_json::from_str(&fout).expect("flood report");
+    assert!(num(&report, "/packets") > 100_000.0, "{report}");
     assert_eq!(mcode, Some(0), "{merr}");
     assert!(matches!(code, Some(0 | 1)), "{err}");
     let theirs: Value = serde_json::from_str(&mout).expect("mpstat JSON");
@@ -755,12 +764,6 @@ fn per_cpu_shares_agree_with_mpstat_under_load() {
     assert!(
         worst <= TOLERANCE,
         "largest difference {worst:.2}:\n{}",
-        report.join("\n")
-    );
-    // The load was real: softirq time on some CPU.
-    assert!(
-        reference.iter().any(|(_, m)| m[2] > 1.0),
-        "no softirq load:\n{}",
         report.join("\n")
     );
 }
