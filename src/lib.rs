@@ -12,6 +12,7 @@ pub mod doctor;
 pub mod error;
 pub mod host;
 pub mod inspect;
+pub mod monitor;
 pub mod nic;
 pub mod output;
 pub mod plan;

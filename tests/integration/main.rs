@@ -15,6 +15,7 @@ mod common;
 mod doctor;
 mod doctor_plan;
 mod inspect;
+mod monitor;
 mod napi;
 mod nic;
 mod nic_set;
