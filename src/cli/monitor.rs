@@ -10,7 +10,7 @@ use clap::Args;
 use crate::doctor::Severity;
 use crate::error::Status;
 use crate::host::Selection;
-use crate::monitor::{run as run_feed, text, Feed, Frame, Lifecycle};
+use crate::monitor::{run as run_feed, text, tui, Feed, Frame, Lifecycle};
 
 /// Shortest interval: below it the sampling itself would be what one sees.
 pub const MIN_INTERVAL_SECS: f64 = 0.1;
@@ -43,6 +43,11 @@ pub struct MonitorArgs {
     /// protocol figures stay whole.
     #[arg(long, value_name = "NAME")]
     pub iface: Option<String>,
+
+    /// Print text blocks even when stdout is a terminal (where the
+    /// interactive view is the default).
+    #[arg(long, conflicts_with = "json")]
+    pub text: bool,
 
     /// Include the loopback interface.
     #[arg(long)]
@@ -93,23 +98,31 @@ enum View {
     Text,
     /// One JSON object per line.
     Json,
+    /// The interactive terminal view (`crate::monitor::tui`).
+    Tui,
 }
 
-/// The view for these arguments. The terminal UI plugs in here: it is the
-/// default when stdout is a terminal and the run is open-ended (no --json,
-/// --once or --count); until it exists a terminal gets the text blocks.
+/// The view for these arguments: the terminal view when stdout is a
+/// terminal and the run is open-ended (no --json, --text, --once or
+/// --count); text blocks otherwise.
 fn choose_view(args: &MonitorArgs) -> View {
     if args.json {
         return View::Json;
     }
     let open_ended = !args.once && args.count.is_none();
-    if open_ended && io::stdout().is_terminal() {
-        eprintln!(
-            "nettune monitor: the interactive view is not available yet; printing a text block \
-             per interval (--json for NDJSON, Ctrl-C to stop)"
-        );
+    if open_ended && !args.text && io::stdout().is_terminal() {
+        return View::Tui;
     }
     View::Text
+}
+
+/// How the terminal view's title bar names where the frames come from.
+fn source_label(args: &MonitorArgs) -> String {
+    match (&args.root, &args.netns) {
+        (Some(dir), _) => format!("replay {}", dir.display()),
+        (None, Some(ns)) => format!("live, netns {ns}"),
+        (None, None) => "live".to_string(),
+    }
 }
 
 /// Run `nettune monitor`.
@@ -139,12 +152,26 @@ pub fn run(args: MonitorArgs) -> anyhow::Result<Status> {
     };
     let stop = super::signals::stop_on_signals()?;
     let view = choose_view(&args);
+    if view == View::Tui {
+        // An interactive view is watched, not a check: quitting it is a
+        // success whatever it showed.
+        tui::run(
+            feed,
+            &stop,
+            tui::TuiOptions {
+                source: source_label(&args),
+                theme: tui::Theme::from_env(),
+            },
+        )?;
+        return Ok(Status::Clean);
+    }
     let mut out = io::stdout().lock();
     let mut watch = IfaceWatch::new(args.iface.clone());
     let end = run_feed(&mut feed, &stop, count, &mut |frame: &Frame| {
         watch.note(frame);
         match view {
-            View::Text => out.write_all(text::render(frame).as_bytes())?,
+            // (The terminal view returned above.)
+            View::Text | View::Tui => out.write_all(text::render(frame).as_bytes())?,
             View::Json => {
                 out.write_all(frame.json_line()?.as_bytes())?;
                 out.write_all(b"\n")?;

@@ -39,6 +39,7 @@ pub mod state;
 #[cfg(test)]
 mod testkit;
 pub mod text;
+pub mod tui;
 
 pub use crate::host::stat::CpuShares;
 pub use feed::{run, Feed, Frame, RunEnd};

@@ -1,0 +1,45 @@
+//! The terminal view of `nettune monitor` (ratatui + crossterm): the
+//! default when stdout is a terminal.
+//!
+//! Collection is apart from presentation, as in `bottom`: the sampler runs
+//! on a thread of its own ([`term`]) and sends each interval's [`Frame`]
+//! (sample, rates, live findings) over a channel; the drawing loop keeps
+//! only the latest and redraws when a frame, a key or a resize arrives.
+//!
+//! - [`app`]: what the view shows and how (focus, sort, filter, pause,
+//!   scroll, help): plain state, changed by [`keys::handle`] and by
+//!   [`App::on_frame`]; no terminal in sight, so it is tested directly.
+//! - [`ui`]: the screen for an [`App`], pane by pane: [`cpus`] (per-CPU
+//!   usr/sys/irq/soft bars, the softirq hotspot in red), [`heatmap`] (queue
+//!   x CPU interrupts), [`queues`] (packets and bytes per queue),
+//!   [`ladder`] (drops from the NIC up to TCP, the losing layer marked) and
+//!   [`findings`]. Drawn into any ratatui backend: the tests use
+//!   `TestBackend` and read the cells a person would see.
+//! - [`term`]: the terminal itself (raw mode, alternate screen), restored by
+//!   a guard's `Drop`, by a panic hook, and on SIGTERM (the run's `Stop`).
+//!
+//! Colour carries no information of its own: the hot CPU also says `!`,
+//! the losing layer says `<< losing`, and with `NO_COLOR` set ([`Theme`])
+//! emphasis is bold and reverse video only.
+
+pub mod app;
+pub mod cpus;
+pub mod findings;
+pub mod fmt;
+pub mod heatmap;
+pub mod help;
+pub mod keys;
+pub mod ladder;
+pub mod queues;
+pub mod term;
+pub mod theme;
+pub mod ui;
+
+pub use app::{App, Filter, Pane};
+pub use keys::{handle, Action};
+pub use term::{run, TuiEnd, TuiOptions};
+pub use theme::Theme;
+pub use ui::{draw, MIN_HEIGHT, MIN_WIDTH};
+
+#[cfg(test)]
+use super::Frame;

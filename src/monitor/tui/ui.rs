@@ -1,0 +1,328 @@
+//! The screen: a title bar, the five panes, a status bar; the help over
+//! them on `?`; a plain message when the terminal is too small.
+//!
+//! Narrow terminals (80x24 upward) stack the panes; each gets the rows
+//! its content wants when they fit, and otherwise its minimum (title,
+//! header, a row or two) while the focused pane takes the rest: Tab
+//! moves the room where one looks. From 150 columns the CPUs and the heat
+//! map sit left of the queues, the drop ladder and the findings.
+
+use ratatui::layout::Rect;
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+
+use crate::base::units::format_time;
+use crate::monitor::Frame;
+
+use super::app::{App, Pane};
+use super::theme::Theme;
+use super::{cpus, findings, fmt, heatmap, help, ladder, queues};
+
+/// Below this many columns the panes cannot show a row: the screen says so.
+pub const MIN_WIDTH: u16 = 60;
+/// Below this many rows the panes cannot show a row: the screen says so.
+pub const MIN_HEIGHT: u16 = 16;
+/// From this many columns (and [`WIDE_HEIGHT`] rows) two columns of panes.
+pub const WIDE_WIDTH: u16 = 150;
+pub const WIDE_HEIGHT: u16 = 30;
+
+/// What a pane shows: its title (the focus mark and the row counter are
+/// added), lines that always show (column headers), and the list that
+/// scrolls.
+#[derive(Debug, Default)]
+pub struct PaneText {
+    pub title: Vec<Span<'static>>,
+    pub fixed: Vec<Line<'static>>,
+    pub rows: Vec<Line<'static>>,
+    /// Rows the pane needs at least below the fixed lines.
+    pub min_rows: usize,
+}
+
+impl PaneText {
+    fn wants(&self) -> u16 {
+        clamp_u16(1 + self.fixed.len() + self.rows.len().max(self.min_rows))
+    }
+
+    fn min(&self) -> u16 {
+        clamp_u16(1 + self.fixed.len() + self.min_rows.min(self.rows.len().max(1)))
+    }
+}
+
+fn clamp_u16(n: usize) -> u16 {
+    u16::try_from(n).unwrap_or(u16::MAX)
+}
+
+/// Draw `app` into `frame` (any ratatui backend).
+pub fn draw(canvas: &mut ratatui::Frame, app: &App, theme: &Theme) {
+    let area = canvas.area();
+    if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
+        help::too_small(canvas, area);
+        return;
+    }
+    title_bar(canvas, app, theme, Rect { height: 1, ..area });
+    status_bar(
+        canvas,
+        app,
+        theme,
+        Rect {
+            y: area.bottom() - 1,
+            height: 1,
+            ..area
+        },
+    );
+    let body = Rect {
+        y: area.y + 1,
+        height: area.height - 2,
+        ..area
+    };
+    match &app.frame {
+        None => {
+            let text = if app.ended.is_some() {
+                "No interval to show: the recording holds fewer than two snapshots."
+            } else {
+                "Taking the first two samples, one interval apart..."
+            };
+            canvas.render_widget(Paragraph::new(text), body);
+        }
+        Some(frame) => panes(canvas, app, theme, frame, body),
+    }
+    if app.help {
+        help::overlay(canvas, area, theme);
+    }
+}
+
+fn panes(canvas: &mut ratatui::Frame, app: &App, theme: &Theme, frame: &Frame, body: Rect) {
+    let text = |pane: Pane, width: u16| -> PaneText {
+        let width = usize::from(width);
+        match pane {
+            Pane::Cpus => cpus::text(frame, app, theme, width),
+            Pane::Heatmap => heatmap::text(frame, app, theme, width),
+            Pane::Queues => queues::text(frame, app, theme, width),
+            Pane::Ladder => ladder::text(frame, theme, width),
+            Pane::Findings => findings::text(frame, theme, width),
+        }
+    };
+    let columns: Vec<(Rect, Vec<Pane>)> =
+        if body.width >= WIDE_WIDTH && body.height + 2 >= WIDE_HEIGHT {
+            let left = body.width * 11 / 20;
+            vec![
+                (
+                    Rect {
+                        width: left,
+                        ..body
+                    },
+                    vec![Pane::Cpus, Pane::Heatmap],
+                ),
+                (
+                    Rect {
+                        x: body.x + left + 1,
+                        width: body.width - left - 1,
+                        ..body
+                    },
+                    vec![Pane::Queues, Pane::Ladder, Pane::Findings],
+                ),
+            ]
+        } else {
+            vec![(body, Pane::ALL.to_vec())]
+        };
+    for (area, column) in columns {
+        let texts: Vec<PaneText> = column.iter().map(|&p| text(p, area.width)).collect();
+        let wants: Vec<u16> = texts.iter().map(PaneText::wants).collect();
+        let mins: Vec<u16> = texts.iter().map(PaneText::min).collect();
+        let focus = column.iter().position(|&p| p == app.focus);
+        let heights = share(area.height, &wants, &mins, focus);
+        let mut y = area.y;
+        for ((pane, text), height) in column.iter().zip(texts).zip(heights) {
+            let rect = Rect {
+                y,
+                height,
+                ..area
+            };
+            draw_pane(canvas, app, theme, *pane, text, rect);
+            y += height;
+        }
+    }
+}
+
+/// Heights for panes that want `wants` rows (at least `mins`) in `total`:
+/// all they want when it fits (the rest to the focused pane); else each
+/// its minimum, the focused pane what it wants of the rest, then the
+/// others in order. When not even the minimums fit, the panes in order
+/// take what is left.
+pub fn share(total: u16, wants: &[u16], mins: &[u16], focus: Option<usize>) -> Vec<u16> {
+    let sum: u16 = wants.iter().fold(0u16, |a, &w| a.saturating_add(w));
+    if sum <= total {
+        let mut out = wants.to_vec();
+        let i = focus.unwrap_or(out.len().saturating_sub(1));
+        if let Some(h) = out.get_mut(i) {
+            *h += total - sum;
+        }
+        return out;
+    }
+    let mut left = total;
+    let mut out: Vec<u16> = mins
+        .iter()
+        .map(|&m| {
+            let h = m.min(left);
+            left -= h;
+            h
+        })
+        .collect();
+    let order = focus
+        .into_iter()
+        .chain((0..wants.len()).filter(|&i| Some(i) != focus));
+    for i in order {
+        let more = wants[i].saturating_sub(out[i]).min(left);
+        out[i] += more;
+        left -= more;
+    }
+    out
+}
+
+/// One pane: its title line, its fixed lines, then as many list rows as
+/// fit from the scroll position.
+fn draw_pane(
+    canvas: &mut ratatui::Frame,
+    app: &App,
+    theme: &Theme,
+    pane: Pane,
+    text: PaneText,
+    area: Rect,
+) {
+    if area.height == 0 {
+        return;
+    }
+    let focused = app.focus == pane;
+    let room = usize::from(area.height) - 1;
+    let fixed = text.fixed.len().min(room);
+    let visible = room - fixed;
+    app.set_visible(pane, visible);
+    let total = text.rows.len();
+    let first = app.first_row(pane, total, visible);
+    let shown = total.saturating_sub(first).min(visible);
+    let style = theme.title(focused);
+    let mut title = vec![Span::styled(if focused { "> " } else { "  " }, style)];
+    title.extend(text.title.into_iter().map(|s| {
+        let merged = style.patch(s.style);
+        Span::styled(s.content, merged)
+    }));
+    if shown < total {
+        title.push(Span::styled(
+            format!(
+                "  rows {}-{} of {total} (arrows scroll)",
+                first + 1,
+                first + shown
+            ),
+            style,
+        ));
+    }
+    let title_width: usize = title.iter().map(|s| s.content.chars().count()).sum();
+    let pad = usize::from(area.width).saturating_sub(title_width);
+    title.push(Span::styled(" ".repeat(pad), style));
+    let mut lines = vec![Line::from(title)];
+    lines.extend(text.fixed.into_iter().take(fixed));
+    lines.extend(text.rows.into_iter().skip(first).take(visible));
+    canvas.render_widget(Paragraph::new(lines), area);
+}
+
+fn title_bar(canvas: &mut ratatui::Frame, app: &App, theme: &Theme, area: Rect) {
+    let mut parts = vec![format!(" nettune monitor  {}", app.source)];
+    if let Some(frame) = &app.frame {
+        let r = &frame.rates;
+        parts.push(format!("{} CPUs", r.cpus.len()));
+        parts.push(format!("interval {}", format_time(r.interval_secs)));
+        parts.push(clock(r.unix_ms));
+        if frame.sample.source.netns.is_some() {
+            parts.push("CPU figures are the whole host's".to_string());
+        }
+    }
+    let mut spans = vec![Span::styled(
+        parts.join("  |  "),
+        Style::new().add_modifier(Modifier::BOLD),
+    )];
+    if app.paused {
+        let since = app.pending.as_ref().map_or(0, |_| 1);
+        let note = if since > 0 {
+            "  PAUSED (newer data waiting; p resumes)"
+        } else {
+            "  PAUSED (p resumes)"
+        };
+        spans.push(Span::styled(note, theme.alarm()));
+    }
+    if let Some(ended) = &app.ended {
+        spans.push(Span::styled(format!("  {ended}"), theme.warn()));
+    }
+    canvas.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+fn status_bar(canvas: &mut ratatui::Frame, app: &App, theme: &Theme, area: Rect) {
+    let line = if let Some(input) = &app.input {
+        Line::from(vec![
+            Span::styled(" filter: ", theme.title(true)),
+            Span::raw(format!("{}_", input.text)),
+            Span::styled(
+                "   CPU list (0-7, cpu3) or interface name; Enter keeps, Esc cancels",
+                theme.dim(),
+            ),
+        ])
+    } else if let Some(notice) = &app.notice {
+        Line::from(Span::styled(format!(" {notice}"), theme.warn()))
+    } else {
+        let mut spans = Vec::new();
+        if let Some(label) = app.filter.label() {
+            spans.push(Span::styled(
+                format!(" filter: {label} (Esc clears) "),
+                theme.title(true),
+            ));
+        }
+        spans.push(Span::styled(
+            " q quit  p pause  Tab pane  s sort  / filter  arrows scroll  ? help",
+            theme.dim(),
+        ));
+        Line::from(spans)
+    };
+    canvas.render_widget(Paragraph::new(line), area);
+}
+
+/// Local `HH:MM:SS` of a Unix time in ms.
+fn clock(unix_ms: u64) -> String {
+    let secs = (unix_ms / 1000) as libc::time_t;
+    // SAFETY: localtime_r fills the tm we own; both pointers are valid.
+    let tm = unsafe {
+        let mut tm: libc::tm = std::mem::zeroed();
+        if libc::localtime_r(&secs, &mut tm).is_null() {
+            return format!("{}s", unix_ms / 1000);
+        }
+        tm
+    };
+    format!("{:02}:{:02}:{:02}", tm.tm_hour, tm.tm_min, tm.tm_sec)
+}
+
+/// A column header: `text` right-aligned in `width`, as one span.
+pub fn head(text: &str, width: usize, theme: &Theme) -> Span<'static> {
+    Span::styled(fmt::right(text, width), theme.header())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn everything_fits_and_the_rest_goes_to_the_focus() {
+        assert_eq!(share(20, &[4, 3, 3], &[2, 2, 2], Some(1)), [4, 10, 3]);
+        assert_eq!(share(10, &[4, 3, 3], &[2, 2, 2], None), [4, 3, 3]);
+    }
+
+    #[test]
+    fn too_little_room_gives_the_focus_what_it_wants() {
+        // 3 panes want 40, 20, 5; 22 rows: minimums 4+3+3, focus (0) takes
+        // 12 more, then pane 1 nothing is left.
+        assert_eq!(share(22, &[40, 20, 5], &[4, 3, 3], Some(0)), [16, 3, 3]);
+        assert_eq!(share(22, &[40, 20, 5], &[4, 3, 3], Some(2)), [14, 3, 5]);
+        assert_eq!(share(22, &[40, 20, 5], &[4, 3, 3], Some(1)), [4, 15, 3]);
+        // Not even the minimums: in order.
+        assert_eq!(share(5, &[40, 20, 5], &[4, 3, 3], Some(1)), [4, 1, 0]);
+        assert_eq!(share(0, &[4], &[2], Some(0)), [0]);
+    }
+}
