@@ -244,7 +244,11 @@ impl App {
 pub fn cycle<T: Copy + PartialEq>(all: &[T], now: T, forward: bool) -> T {
     let i = all.iter().position(|&x| x == now).unwrap_or(0);
     let n = all.len().max(1);
-    let j = if forward { (i + 1) % n } else { (i + n - 1) % n };
+    let j = if forward {
+        (i + 1) % n
+    } else {
+        (i + n - 1) % n
+    };
     all.get(j).copied().unwrap_or(now)
 }
 
@@ -263,10 +267,7 @@ mod tests {
         assert_eq!(Filter::parse("cpu"), Filter::Iface("cpu".into()));
         assert_eq!(Filter::parse("-"), Filter::Iface("-".into()));
         // Not a list the kernel would write: an interface name then.
-        assert_eq!(
-            Filter::parse("99999999"),
-            Filter::Iface("99999999".into())
-        );
+        assert_eq!(Filter::parse("99999999"), Filter::Iface("99999999".into()));
         let f = Filter::parse("1-2");
         assert!(f.cpu(1) && f.cpu(2) && !f.cpu(3) && f.iface("eth0"));
         let f = Filter::parse("eth");

@@ -25,7 +25,13 @@ pub enum Sort {
 }
 
 impl Sort {
-    pub const ALL: [Sort; 5] = [Sort::Cpu, Sort::Soft, Sort::Busy, Sort::NetRx, Sort::NicIrqs];
+    pub const ALL: [Sort; 5] = [
+        Sort::Cpu,
+        Sort::Soft,
+        Sort::Busy,
+        Sort::NetRx,
+        Sort::NicIrqs,
+    ];
 
     pub fn label(self) -> &'static str {
         match self {
@@ -71,11 +77,7 @@ pub fn rows<'a>(frame: &'a Frame, app: &App) -> Vec<&'a CpuRates> {
         .filter(|c| app.filter.cpu(c.cpu))
         .collect();
     let sort = app.cpu_sort;
-    rows.sort_by(|a, b| {
-        sort.key(b)
-            .total_cmp(&sort.key(a))
-            .then(a.cpu.cmp(&b.cpu))
-    });
+    rows.sort_by(|a, b| sort.key(b).total_cmp(&sort.key(a)).then(a.cpu.cmp(&b.cpu)));
     rows
 }
 
@@ -101,7 +103,7 @@ pub fn text(frame: &Frame, app: &App, theme: &Theme, width: usize) -> PaneText {
             theme.alarm(),
         ));
     }
-    let mut fixed = vec![Line::from(vec![
+    let mut header = vec![
         head("CPU", 5, theme),
         head("usr", 5, theme),
         head("sys", 5, theme),
@@ -111,11 +113,9 @@ pub fn text(frame: &Frame, app: &App, theme: &Theme, width: usize) -> PaneText {
         head("NET_RX/s", 9, theme),
         head("nicirq/s", 9, theme),
         Span::raw("  "),
-        Span::styled(
-            legend(theme).chars().take(bar).collect::<String>(),
-            theme.header(),
-        ),
-    ])];
+    ];
+    header.extend(legend(theme, bar));
+    let mut fixed = vec![Line::from(header)];
     let all_net_rx = sum(&frame.rates.cpus, |c| c.net_rx_per_sec);
     let all_irqs = sum(&frame.rates.cpus, |c| c.nic_irqs_per_sec);
     fixed.push(row(
@@ -154,14 +154,25 @@ fn sum(cpus: &[CpuRates], pick: fn(&CpuRates) -> Option<f64>) -> Option<f64> {
     cpus.iter().map(pick).try_fold(0.0, |s, v| Some(s + v?))
 }
 
-fn legend(theme: &Theme) -> String {
-    format!(
-        "{} usr  {} sys  {} irq  {} soft",
-        theme.glyph(Part::Usr),
-        theme.glyph(Part::Sys),
-        theme.glyph(Part::Irq),
-        theme.glyph(Part::Soft)
-    )
+/// What the bar's glyphs (and colours) mean, cut to `width`.
+fn legend(theme: &Theme, width: usize) -> Vec<Span<'static>> {
+    let mut spans = Vec::new();
+    let mut used = 0;
+    for (part, name) in [
+        (Part::Usr, "usr"),
+        (Part::Sys, "sys"),
+        (Part::Irq, "irq"),
+        (Part::Soft, "soft"),
+    ] {
+        let text = format!("{} {name}  ", theme.glyph(part));
+        let len = text.chars().count();
+        if used + len > width + 2 {
+            break;
+        }
+        used += len;
+        spans.push(Span::styled(text, theme.part(part, Heat::Calm)));
+    }
+    spans
 }
 
 fn row(

@@ -147,10 +147,7 @@ pub fn text(frame: &Frame, app: &App, theme: &Theme, width: usize) -> PaneText {
     let room = width.saturating_sub(label_width + TOTAL + 2);
     let cols = Columns::new(cpus, room);
     if cols.fold > 1 {
-        title.push(Span::raw(format!(
-            "  (each cell {} CPUs)",
-            cols.fold
-        )));
+        title.push(Span::raw(format!("  (each cell {} CPUs)", cols.fold)));
     }
     let value = |irq: &IrqRates, cpus: &[u32]| -> f64 {
         irq.per_cpu
@@ -173,10 +170,7 @@ pub fn text(frame: &Frame, app: &App, theme: &Theme, width: usize) -> PaneText {
     let rows = list
         .iter()
         .map(|irq| {
-            let mut spans = vec![
-                Span::raw(fit(&label(irq), label_width)),
-                Span::raw(" "),
-            ];
+            let mut spans = vec![Span::raw(fit(&label(irq), label_width)), Span::raw(" ")];
             let total = match (irq.lifecycle, irq.per_sec) {
                 (Lifecycle::Continuing, v @ Some(_)) => short(v),
                 (Lifecycle::Continuing, None) => "gap".to_string(),

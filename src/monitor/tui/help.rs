@@ -51,7 +51,7 @@ pub fn lines(theme: &Theme) -> Vec<Line<'static>> {
 /// The help in a box over the middle of `area`.
 pub fn overlay(canvas: &mut ratatui::Frame, area: Rect, theme: &Theme) {
     let width = area.width.saturating_sub(4).min(86);
-    let height = area.height.saturating_sub(2).min(20);
+    let height = area.height.saturating_sub(2).min(24);
     let rect = Rect {
         x: area.x + (area.width - width) / 2,
         y: area.y + (area.height - height) / 2,

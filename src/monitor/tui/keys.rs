@@ -180,7 +180,11 @@ mod tests {
         press(&mut app, KeyCode::Tab);
         press(&mut app, KeyCode::Tab);
         press(&mut app, KeyCode::Char('s'));
-        assert!(app.notice.as_deref().unwrap_or("").contains("keeps its order"));
+        assert!(app
+            .notice
+            .as_deref()
+            .unwrap_or("")
+            .contains("keeps its order"));
         press(&mut app, KeyCode::Char('p'));
         assert!(app.paused);
         press(&mut app, KeyCode::Char('p'));

@@ -53,7 +53,11 @@ pub fn text(frame: &Frame, theme: &Theme, _width: usize) -> PaneText {
                 .iter()
                 .filter(|c| c.per_sec.is_some_and(|r| r > 0.0))
                 .map(|c| {
-                    let scope = c.scope.as_deref().map(|s| format!("{s} ")).unwrap_or_default();
+                    let scope = c
+                        .scope
+                        .as_deref()
+                        .map(|s| format!("{s} "))
+                        .unwrap_or_default();
                     let part = if c.counted { "" } else { " (within)" };
                     format!("{scope}{} {}/s{part}", c.name, short(c.per_sec))
                 })
@@ -66,10 +70,7 @@ pub fn text(frame: &Frame, theme: &Theme, _width: usize) -> PaneText {
                 Span::raw(format!(": {}", counters.join(", "))),
             ])
         }
-        None => Line::from(Span::styled(
-            " no packets lost this interval",
-            theme.dim(),
-        )),
+        None => Line::from(Span::styled(" no packets lost this interval", theme.dim())),
     };
     PaneText {
         title: vec![Span::raw("Drops/s, NIC to socket")],

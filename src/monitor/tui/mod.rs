@@ -42,4 +42,4 @@ pub use theme::Theme;
 pub use ui::{draw, MIN_HEIGHT, MIN_WIDTH};
 
 #[cfg(test)]
-use super::Frame;
+mod tests;

@@ -112,6 +112,12 @@ fn join_bounded(handle: JoinHandle<()>, limit: Duration) {
     }
 }
 
+/// Test hook (debug builds only, so it cannot exist in a release build):
+/// panic in the drawing loop once a frame is on screen, to test that a
+/// panic gives the terminal back.
+#[cfg(debug_assertions)]
+const PANIC_ENV: &str = "NETTUNE_TEST_TUI_PANIC";
+
 /// The drawing loop.
 fn show(rx: &Receiver<Msg>, stop: &Stop, options: &TuiOptions) -> anyhow::Result<TuiEnd> {
     let mut terminal = Terminal::new(CrosstermBackend::new(io::stdout()))?;
@@ -151,6 +157,10 @@ fn show(rx: &Receiver<Msg>, stop: &Stop, options: &TuiOptions) -> anyhow::Result
         if dirty {
             terminal.draw(|canvas| draw(canvas, &app, &options.theme))?;
             dirty = false;
+            #[cfg(debug_assertions)]
+            if app.frame.is_some() && std::env::var_os(PANIC_ENV).is_some() {
+                panic!("{PANIC_ENV} is set: a panic while the view is on screen");
+            }
         }
         if event::poll(TICK)? {
             match event::read()? {

@@ -134,11 +134,7 @@ fn panes(canvas: &mut ratatui::Frame, app: &App, theme: &Theme, frame: &Frame, b
         let heights = share(area.height, &wants, &mins, focus);
         let mut y = area.y;
         for ((pane, text), height) in column.iter().zip(texts).zip(heights) {
-            let rect = Rect {
-                y,
-                height,
-                ..area
-            };
+            let rect = Rect { y, height, ..area };
             draw_pane(canvas, app, theme, *pane, text, rect);
             y += height;
         }
@@ -146,10 +142,10 @@ fn panes(canvas: &mut ratatui::Frame, app: &App, theme: &Theme, frame: &Frame, b
 }
 
 /// Heights for panes that want `wants` rows (at least `mins`) in `total`:
-/// all they want when it fits (the rest to the focused pane); else each
-/// its minimum, the focused pane what it wants of the rest, then the
-/// others in order. When not even the minimums fit, the panes in order
-/// take what is left.
+/// all they want when it fits (the rest to the focused pane). Else each
+/// its minimum; the focused pane up to 60% of what is left; the others in
+/// order; whatever remains to the focused pane. When not even the
+/// minimums fit, the panes in order take what there is.
 pub fn share(total: u16, wants: &[u16], mins: &[u16], focus: Option<usize>) -> Vec<u16> {
     let sum: u16 = wants.iter().fold(0u16, |a, &w| a.saturating_add(w));
     if sum <= total {
@@ -169,13 +165,20 @@ pub fn share(total: u16, wants: &[u16], mins: &[u16], focus: Option<usize>) -> V
             h
         })
         .collect();
-    let order = focus
-        .into_iter()
-        .chain((0..wants.len()).filter(|&i| Some(i) != focus));
-    for i in order {
-        let more = wants[i].saturating_sub(out[i]).min(left);
+    let give = |i: usize, most: u16, out: &mut Vec<u16>, left: &mut u16| {
+        let more = wants[i].saturating_sub(out[i]).min(*left).min(most);
         out[i] += more;
-        left -= more;
+        *left -= more;
+    };
+    if let Some(f) = focus {
+        let most = left - left * 2 / 5;
+        give(f, most, &mut out, &mut left);
+    }
+    for i in (0..wants.len()).filter(|&i| Some(i) != focus) {
+        give(i, u16::MAX, &mut out, &mut left);
+    }
+    if let Some(f) = focus {
+        give(f, u16::MAX, &mut out, &mut left);
     }
     out
 }
@@ -227,18 +230,23 @@ fn draw_pane(
 }
 
 fn title_bar(canvas: &mut ratatui::Frame, app: &App, theme: &Theme, area: Rect) {
-    let mut parts = vec![format!(" nettune monitor  {}", app.source)];
+    let mut parts = vec![" nettune monitor".to_string()];
     if let Some(frame) = &app.frame {
         let r = &frame.rates;
-        parts.push(format!("{} CPUs", r.cpus.len()));
-        parts.push(format!("interval {}", format_time(r.interval_secs)));
         parts.push(clock(r.unix_ms));
-        if frame.sample.source.netns.is_some() {
-            parts.push("CPU figures are the whole host's".to_string());
-        }
+        parts.push(format!("interval {}", format_time(r.interval_secs)));
+        parts.push(format!("{} CPUs", r.cpus.len()));
+    }
+    parts.push(app.source.clone());
+    if app
+        .frame
+        .as_ref()
+        .is_some_and(|f| f.sample.source.netns.is_some())
+    {
+        parts.push("CPU figures are the whole host's".to_string());
     }
     let mut spans = vec![Span::styled(
-        parts.join("  |  "),
+        parts.join("  "),
         Style::new().add_modifier(Modifier::BOLD),
     )];
     if app.paused {
@@ -310,17 +318,17 @@ mod tests {
 
     #[test]
     fn everything_fits_and_the_rest_goes_to_the_focus() {
-        assert_eq!(share(20, &[4, 3, 3], &[2, 2, 2], Some(1)), [4, 10, 3]);
+        assert_eq!(share(20, &[4, 3, 3], &[2, 2, 2], Some(1)), [4, 13, 3]);
         assert_eq!(share(10, &[4, 3, 3], &[2, 2, 2], None), [4, 3, 3]);
     }
 
     #[test]
     fn too_little_room_gives_the_focus_what_it_wants() {
-        // 3 panes want 40, 20, 5; 22 rows: minimums 4+3+3, focus (0) takes
-        // 12 more, then pane 1 nothing is left.
-        assert_eq!(share(22, &[40, 20, 5], &[4, 3, 3], Some(0)), [16, 3, 3]);
+        // 3 panes want 40, 20, 5; 22 rows: minimums 4+3+3, 12 left; the
+        // focus takes 60% of them (8), then the others in order.
+        assert_eq!(share(22, &[40, 20, 5], &[4, 3, 3], Some(0)), [12, 7, 3]);
         assert_eq!(share(22, &[40, 20, 5], &[4, 3, 3], Some(2)), [14, 3, 5]);
-        assert_eq!(share(22, &[40, 20, 5], &[4, 3, 3], Some(1)), [4, 15, 3]);
+        assert_eq!(share(22, &[40, 20, 5], &[4, 3, 3], Some(1)), [8, 11, 3]);
         // Not even the minimums: in order.
         assert_eq!(share(5, &[40, 20, 5], &[4, 3, 3], Some(1)), [4, 1, 0]);
         assert_eq!(share(0, &[4], &[2], Some(0)), [0]);
