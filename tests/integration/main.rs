@@ -18,6 +18,7 @@ mod doctor;
 mod doctor_plan;
 mod inspect;
 mod monitor;
+mod monitor_tui;
 mod napi;
 mod nic;
 mod nic_set;

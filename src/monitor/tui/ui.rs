@@ -230,6 +230,7 @@ fn draw_pane(
 }
 
 fn title_bar(canvas: &mut ratatui::Frame, app: &App, theme: &Theme, area: Rect) {
+    let bold = Style::new().add_modifier(Modifier::BOLD);
     let mut parts = vec![" nettune monitor".to_string()];
     if let Some(frame) = &app.frame {
         let r = &frame.rates;
@@ -237,21 +238,11 @@ fn title_bar(canvas: &mut ratatui::Frame, app: &App, theme: &Theme, area: Rect) 
         parts.push(format!("interval {}", format_time(r.interval_secs)));
         parts.push(format!("{} CPUs", r.cpus.len()));
     }
-    parts.push(app.source.clone());
-    if app
-        .frame
-        .as_ref()
-        .is_some_and(|f| f.sample.source.netns.is_some())
-    {
-        parts.push("CPU figures are the whole host's".to_string());
-    }
-    let mut spans = vec![Span::styled(
-        parts.join("  "),
-        Style::new().add_modifier(Modifier::BOLD),
-    )];
+    let mut spans = vec![Span::styled(parts.join("  "), bold)];
+    // What changes how to read the screen comes before the source, which
+    // may be a long path and is cut first.
     if app.paused {
-        let since = app.pending.as_ref().map_or(0, |_| 1);
-        let note = if since > 0 {
+        let note = if app.pending.is_some() {
             "  PAUSED (newer data waiting; p resumes)"
         } else {
             "  PAUSED (p resumes)"
@@ -261,6 +252,15 @@ fn title_bar(canvas: &mut ratatui::Frame, app: &App, theme: &Theme, area: Rect) 
     if let Some(ended) = &app.ended {
         spans.push(Span::styled(format!("  {ended}"), theme.warn()));
     }
+    let mut tail = vec![app.source.clone()];
+    if app
+        .frame
+        .as_ref()
+        .is_some_and(|f| f.sample.source.netns.is_some())
+    {
+        tail.push("CPU figures are the whole host's".to_string());
+    }
+    spans.push(Span::styled(format!("  {}", tail.join("  ")), bold));
     canvas.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 

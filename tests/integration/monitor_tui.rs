@@ -1,0 +1,274 @@
+//! `nettune monitor`'s terminal view in a real terminal: tmux runs an
+//! interactive bash, the test types the command, reads the screen with
+//! `capture-pane` and presses keys; after the view ends, the shell's prompt
+//! must be back, the alternate screen gone and `stty -a` show the
+//! terminal's cooked modes (icanon, echo, isig, opost), whether it ended
+//! by `q`, Ctrl-C, SIGTERM or a panic. Each test has its own tmux server
+//! (`-L`), killed on drop, also when the test fails.
+
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use crate::common::*;
+
+/// How long a screen may take to show what a test waits for (a debug
+/// build on a loaded 2-CPU machine).
+const WAIT: Duration = Duration::from_secs(20);
+const PROMPT: &str = "nt$";
+
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    /// A tmux server of its own with one `width` x `height` window running
+    /// an interactive bash without rc files.
+    fn start(tag: &str, width: u16, height: u16) -> Tmux {
+        let tmux = Tmux {
+            socket: format!("nt-{tag}-{}", unique("t")),
+        };
+        let shell = format!(
+            "env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/tmp TERM=tmux-256color TZ=UTC \
+             PS1='{PROMPT} ' bash --norc --noprofile -i"
+        );
+        tmux.ok(&[
+            "new-session",
+            "-d",
+            "-s",
+            "main",
+            "-x",
+            &width.to_string(),
+            "-y",
+            &height.to_string(),
+            &shell,
+        ]);
+        tmux.wait_for("the prompt", |s| s.contains(PROMPT));
+        tmux
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        Command::new("tmux")
+            .args(["-L", &self.socket])
+            .args(args)
+            .output()
+            .expect("tmux (scripts/test installs it)")
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(
+            out.status.success(),
+            "tmux {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Type `text` and Enter.
+    fn type_line(&self, text: &str) {
+        self.ok(&["send-keys", "-t", "main", "-l", text]);
+        self.ok(&["send-keys", "-t", "main", "Enter"]);
+    }
+
+    /// Press keys as tmux names them (`q`, `?`, `C-c`, `Tab`).
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "main"];
+        args.extend_from_slice(keys);
+        self.ok(&args);
+    }
+
+    fn screen(&self) -> String {
+        self.ok(&["capture-pane", "-p", "-t", "main"])
+    }
+
+    fn alternate_screen(&self) -> bool {
+        self.ok(&["display-message", "-p", "-t", "main", "#{alternate_on}"]).trim() == "1"
+    }
+
+    /// Poll the screen until `done` holds; the screen then.
+    fn wait_for(&self, what: &str, done: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let screen = self.screen();
+            if done(&screen) {
+                return screen;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no {what} on screen within {WAIT:?}:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn resize(&self, width: u16, height: u16) {
+        self.ok(&[
+            "resize-window",
+            "-t",
+            "main",
+            "-x",
+            &width.to_string(),
+            "-y",
+            &height.to_string(),
+        ]);
+    }
+
+    /// The PID of the program the shell runs in the foreground.
+    fn foreground_pid(&self) -> i32 {
+        let shell = self.ok(&["display-message", "-p", "-t", "main", "#{pane_pid}"]);
+        let shell = shell.trim();
+        let children =
+            std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children"))
+                .expect("children of the shell");
+        children
+            .split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .find(|pid: &i32| {
+                std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                    .is_ok_and(|c| c.trim() == "nettune")
+            })
+            .unwrap_or_else(|| panic!("no nettune under the shell: {children}"))
+    }
+
+    /// After the view ended: the prompt is back on the normal screen, the
+    /// command's exit status is `status` and the terminal is cooked again.
+    fn assert_restored(&self, status: i32) {
+        let screen = self.wait_for("the prompt after the view", |s| {
+            s.lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .is_some_and(|l| l.trim() == PROMPT)
+        });
+        assert!(!self.alternate_screen(), "still on the alternate screen");
+        assert!(
+            !screen.contains("Drops/s, NIC to socket"),
+            "the view was left on the normal screen:\n{screen}"
+        );
+        self.type_line(
+            "echo \"exit=$? modes=$(stty -a | tr -s ' ;' '\\n\\n' \
+             | grep -E '^-?(icanon|echo|isig|opost)$' | tr '\\n' ' ')\"",
+        );
+        let screen = self.wait_for("stty's answer", |s| {
+            s.lines().any(|l| l.starts_with("exit=") && l.contains("opost"))
+        });
+        let answer = screen
+            .lines()
+            .find(|l| l.starts_with("exit="))
+            .unwrap_or_default();
+        assert!(answer.starts_with(&format!("exit={status} ")), "{screen}");
+        let words: Vec<&str> = answer
+            .split(|c: char| c.is_whitespace() || c == '=')
+            .collect();
+        let modes = answer;
+        for mode in ["icanon", "echo", "isig", "opost"] {
+            assert!(words.contains(&mode), "{mode} is off: {modes}");
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.run(&["kill-server"]);
+    }
+}
+
+fn command(args: &str) -> String {
+    format!("{} monitor {args}", env!("CARGO_BIN_EXE_nettune"))
+}
+
+fn panes_shown(s: &str) -> bool {
+    ["CPUs", "Interrupts/s, queue x CPU", "Queues", "Drops/s, NIC to socket", "Findings"]
+        .iter()
+        .all(|p| s.contains(p))
+}
+
+#[test]
+fn a_replay_shows_the_panes_help_and_q_restores_the_terminal() {
+    let tmux = Tmux::start("replay", 100, 30);
+    let fixture = fixture("vm-2cpu-virtio").display().to_string();
+    tmux.type_line(&command(&format!("--root {fixture}")));
+    let screen = tmux.wait_for("the five panes", panes_shown);
+    assert!(tmux.alternate_screen());
+    // CPU1's 91% soft, marked; UDP losing; the findings.
+    assert!(screen.contains("91!"), "{screen}");
+    assert!(screen.contains("<< losing at UDP"), "{screen}");
+    assert!(screen.contains("crit softirq.hotspot"), "{screen}");
+    tmux.keys(&["?"]);
+    let help = tmux.wait_for("the help", |s| s.contains("help (any key closes)"));
+    assert!(help.contains("next / previous pane"), "{help}");
+    tmux.keys(&["Tab"]);
+    let screen = tmux.wait_for("the panes again", |s| !s.contains("help (any key"));
+    // The key closed the help and did nothing else.
+    assert!(screen.contains("> CPUs"), "{screen}");
+    tmux.keys(&["Tab"]);
+    tmux.wait_for("the focus on the heat map", |s| s.contains("> Interrupts/s"));
+    // Three intervals at their recorded pace, then the recording ends.
+    tmux.wait_for("the end of the recording", |s| {
+        s.contains("recording ended after 3 interval(s)")
+    });
+    tmux.keys(&["q"]);
+    tmux.assert_restored(0);
+}
+
+#[test]
+fn a_live_view_follows_resizes_and_sigterm_restores_the_terminal() {
+    let tmux = Tmux::start("live", 100, 30);
+    tmux.type_line(&command("--interval 0.3 --all"));
+    let screen = tmux.wait_for("the panes with an interval", |s| {
+        panes_shown(s) && s.contains("interval 300 ms")
+    });
+    assert!(screen.contains("live"), "{screen}");
+    assert!(
+        screen.lines().any(|l| l.starts_with("lo ")),
+        "lo is listed with --all:\n{screen}"
+    );
+    tmux.resize(80, 24);
+    tmux.wait_for("the panes at 80x24", |s| {
+        panes_shown(s) && s.lines().all(|l| l.chars().count() <= 80)
+    });
+    tmux.resize(40, 10);
+    tmux.wait_for("the too-small message", |s| s.contains("Terminal too small (40x10)"));
+    tmux.resize(100, 30);
+    tmux.wait_for("the panes again", panes_shown);
+    let pid = tmux.foreground_pid();
+    // SAFETY: kill has no memory preconditions; the PID is the nettune
+    // this test started in its own terminal.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    tmux.assert_restored(0);
+}
+
+#[test]
+fn ctrl_c_quits_a_live_view() {
+    let tmux = Tmux::start("ctrlc", 100, 30);
+    tmux.type_line(&command("--interval 0.2"));
+    tmux.wait_for("the panes", |s| panes_shown(s) && s.contains("interval 200 ms"));
+    tmux.keys(&["p"]);
+    tmux.wait_for("the pause", |s| s.contains("PAUSED"));
+    tmux.keys(&["C-c"]);
+    tmux.assert_restored(0);
+}
+
+#[test]
+fn a_panic_gives_the_terminal_back_before_its_message() {
+    let tmux = Tmux::start("panic", 100, 30);
+    let fixture = fixture("vm-2cpu-virtio").display().to_string();
+    // A debug build's test hook panics once a frame is on screen.
+    tmux.type_line(&format!(
+        "NETTUNE_TEST_TUI_PANIC=1 {}",
+        command(&format!("--root {fixture}"))
+    ));
+    let screen = tmux.wait_for("the panic message", |s| s.contains("panicked"));
+    assert!(screen.contains("NETTUNE_TEST_TUI_PANIC is set"), "{screen}");
+    tmux.assert_restored(101);
+}
+
+#[test]
+fn a_text_or_json_run_on_a_terminal_stays_line_by_line() {
+    let tmux = Tmux::start("text", 100, 30);
+    let fixture = fixture("vm-2cpu-virtio").display().to_string();
+    tmux.type_line(&command(&format!("--root {fixture} --text --count 1")));
+    let screen = tmux.wait_for("a text block", |s| s.contains("drops/s"));
+    assert!(!tmux.alternate_screen());
+    assert!(screen.contains("<- losing at UDP"), "{screen}");
+    tmux.assert_restored(1);
+}
