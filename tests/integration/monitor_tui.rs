@@ -82,7 +82,9 @@ impl Tmux {
     }
 
     fn alternate_screen(&self) -> bool {
-        self.ok(&["display-message", "-p", "-t", "main", "#{alternate_on}"]).trim() == "1"
+        self.ok(&["display-message", "-p", "-t", "main", "#{alternate_on}"])
+            .trim()
+            == "1"
     }
 
     /// Poll the screen until `done` holds; the screen then.
@@ -117,9 +119,8 @@ impl Tmux {
     fn foreground_pid(&self) -> i32 {
         let shell = self.ok(&["display-message", "-p", "-t", "main", "#{pane_pid}"]);
         let shell = shell.trim();
-        let children =
-            std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children"))
-                .expect("children of the shell");
+        let children = std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children"))
+            .expect("children of the shell");
         children
             .split_whitespace()
             .filter_map(|p| p.parse().ok())
@@ -149,7 +150,8 @@ impl Tmux {
              | grep -E '^-?(icanon|echo|isig|opost)$' | tr '\\n' ' ')\"",
         );
         let screen = self.wait_for("stty's answer", |s| {
-            s.lines().any(|l| l.starts_with("exit=") && l.contains("opost"))
+            s.lines()
+                .any(|l| l.starts_with("exit=") && l.contains("opost"))
         });
         let answer = screen
             .lines()
@@ -177,9 +179,15 @@ fn command(args: &str) -> String {
 }
 
 fn panes_shown(s: &str) -> bool {
-    ["CPUs", "Interrupts/s, queue x CPU", "Queues", "Drops/s, NIC to socket", "Findings"]
-        .iter()
-        .all(|p| s.contains(p))
+    [
+        "CPUs",
+        "Interrupts/s, queue x CPU",
+        "Queues",
+        "Drops/s, NIC to socket",
+        "Findings",
+    ]
+    .iter()
+    .all(|p| s.contains(p))
 }
 
 #[test]
@@ -201,7 +209,9 @@ fn a_replay_shows_the_panes_help_and_q_restores_the_terminal() {
     // The key closed the help and did nothing else.
     assert!(screen.contains("> CPUs"), "{screen}");
     tmux.keys(&["Tab"]);
-    tmux.wait_for("the focus on the heat map", |s| s.contains("> Interrupts/s"));
+    tmux.wait_for("the focus on the heat map", |s| {
+        s.contains("> Interrupts/s")
+    });
     // Three intervals at their recorded pace, then the recording ends.
     tmux.wait_for("the end of the recording", |s| {
         s.contains("recording ended after 3 interval(s)")
@@ -227,7 +237,9 @@ fn a_live_view_follows_resizes_and_sigterm_restores_the_terminal() {
         panes_shown(s) && s.lines().all(|l| l.chars().count() <= 80)
     });
     tmux.resize(40, 10);
-    tmux.wait_for("the too-small message", |s| s.contains("Terminal too small (40x10)"));
+    tmux.wait_for("the too-small message", |s| {
+        s.contains("Terminal too small (40x10)")
+    });
     tmux.resize(100, 30);
     tmux.wait_for("the panes again", panes_shown);
     let pid = tmux.foreground_pid();
@@ -241,7 +253,9 @@ fn a_live_view_follows_resizes_and_sigterm_restores_the_terminal() {
 fn ctrl_c_quits_a_live_view() {
     let tmux = Tmux::start("ctrlc", 100, 30);
     tmux.type_line(&command("--interval 0.2"));
-    tmux.wait_for("the panes", |s| panes_shown(s) && s.contains("interval 200 ms"));
+    tmux.wait_for("the panes", |s| {
+        panes_shown(s) && s.contains("interval 200 ms")
+    });
     tmux.keys(&["p"]);
     tmux.wait_for("the pause", |s| s.contains("PAUSED"));
     tmux.keys(&["C-c"]);
