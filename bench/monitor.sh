@@ -4,7 +4,10 @@
 #     NIC (a recorded series replayed in-process; target < 5 ms);
 #  2. live at a 1 s interval: CPU time and peak RSS over DURATION seconds
 #     (target < 0.5% of one CPU and < 20 MiB), beside mpstat -P ALL 1 and
-#     sar -n DEV 1 run over the same seconds.
+#     sar -n DEV 1 run over the same seconds; the terminal view too, in a
+#     tmux window of 100x30 (when tmux is installed);
+#  3. the terminal view replaying the 128-CPU series in a 200x60 window:
+#     the cost of drawing 128 CPU rows and a 65-row heat map every second.
 # Environment: DURATION (default 60), PASSES (default 20).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,8 +16,10 @@ cargo build --release --quiet
 bin=target/release/nettune
 work=$(mktemp -d)
 pids=()
+sock="nt-bench-$$"
 cleanup() {
     for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+    if command -v tmux >/dev/null; then tmux -L "$sock" kill-server 2>/dev/null || true; fi
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -35,8 +40,8 @@ echo
 echo "== 2. live, 1 s interval, ${duration} s"
 hz=$(getconf CLK_TCK)
 # CPU seconds (user + system) and peak RSS of a running process.
-cost() { # pid
-    local stat ticks
+cost() { # pid [seconds]
+    local stat ticks duration=${2:-$duration}
     stat=$(cut -d' ' -f14,15 "/proc/$1/stat")
     ticks=$(( ${stat% *} + ${stat#* } ))
     awk -v t="$ticks" -v hz="$hz" -v d="$duration" -v rss="$(awk '/VmHWM/ {print $2}' "/proc/$1/status")" \
@@ -55,8 +60,29 @@ start "mpstat -P ALL 1" mpstat -P ALL 1
 if command -v sar >/dev/null; then
     start "sar -n DEV 1" sar -n DEV 1
 fi
+# The terminal view needs a terminal: a tmux window; `exec` makes the
+# pane's process nettune itself.
+tui() { # session, width, height, monitor args...
+    local session=$1 width=$2 height=$3; shift 3
+    tmux -L "$sock" new-session -d -s "$session" -x "$width" -y "$height" "exec $bin monitor $*"
+    tmux -L "$sock" display-message -p -t "$session" '#{pane_pid}'
+}
+if command -v tmux >/dev/null; then
+    pids+=("$(tui live 100 30 --interval 1)")
+    labels+=("nettune monitor (terminal)")
+fi
 sleep "$duration"
 for i in "${!pids[@]}"; do
     printf '%-26s %s\n' "${labels[$i]}" "$(cost "${pids[$i]}")"
 done
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+if command -v tmux >/dev/null; then
+    echo
+    echo "== 3. the terminal view replaying the 128-CPU series (11 intervals at their recorded 1 s), 200x60"
+    big=$(tui big 200 60 --root "$work/big")
+    pids+=("$big")
+    sleep 13
+    printf '%-26s %s\n' "nettune monitor (terminal)" "$(cost "$big" 13)"
+    tmux -L "$sock" capture-pane -p -t big | head -8
+fi
