@@ -58,6 +58,7 @@ pub fn text(frame: &Frame, theme: &Theme, _width: usize) -> PaneText {
         title,
         fixed: Vec::new(),
         rows,
-        min_rows: 1,
+        // Up to three findings show even when another pane has the focus.
+        min_rows: 3,
     }
 }

@@ -53,7 +53,7 @@ fn clamp_u16(n: usize) -> u16 {
     u16::try_from(n).unwrap_or(u16::MAX)
 }
 
-/// Draw `app` into `frame` (any ratatui backend).
+/// Draw `app` on `canvas` (any ratatui backend).
 pub fn draw(canvas: &mut ratatui::Frame, app: &App, theme: &Theme) {
     let area = canvas.area();
     if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
