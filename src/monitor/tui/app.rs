@@ -8,7 +8,8 @@ use std::cell::Cell;
 use crate::base::cpuset;
 use crate::monitor::Frame;
 
-use super::{cpus, heatmap, queues};
+use super::theme::Theme;
+use super::{cpus, findings, heatmap, queues};
 
 /// The panes, in Tab order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -195,15 +196,16 @@ impl App {
         }
     }
 
-    /// Rows in the focused pane's list for the frame on screen.
+    /// Rows in `pane`'s list for the frame on screen.
     pub fn rows(&self, pane: Pane) -> usize {
         let Some(frame) = &self.frame else { return 0 };
         match pane {
             Pane::Cpus => cpus::rows(frame, self).len(),
             Pane::Heatmap => heatmap::rows(frame, self).len(),
             Pane::Queues => queues::rows(frame, self).len(),
-            Pane::Ladder => frame.rates.drops.layers.len(),
-            Pane::Findings => frame.findings.len() + frame.sample.missing.len(),
+            // The ladder's one line under its fixed two.
+            Pane::Ladder => 1,
+            Pane::Findings => findings::text(frame, &Theme::plain(), 0).rows.len(),
         }
     }
 

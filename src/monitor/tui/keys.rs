@@ -9,7 +9,7 @@
 //! | `/` | filter: a CPU list (`3`, `0-7`, `cpu12`) or part of an interface name; Enter keeps it, Esc restores the one before, an empty filter clears |
 //! | `Tab` / `Shift-Tab` | next / previous pane |
 //! | arrows, `j`/`k`, PgUp/PgDn, Home/End | scroll the focused pane |
-//! | `?` | help (any key closes it) |
+//! | `?`, F1 | help (any key closes it) |
 //! | `Esc` | close help, clear the filter |
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
@@ -63,7 +63,7 @@ pub fn handle(app: &mut App, key: KeyEvent) -> Action {
         }
         KeyCode::Tab => app.focus = app.focus.next(),
         KeyCode::BackTab => app.focus = app.focus.prev(),
-        KeyCode::Char('?') | KeyCode::Char('h') | KeyCode::F(1) => app.help = true,
+        KeyCode::Char('?') | KeyCode::F(1) => app.help = true,
         KeyCode::Esc => app.filter = Filter::None,
         KeyCode::Down | KeyCode::Char('j') => app.scroll_by(1),
         KeyCode::Up | KeyCode::Char('k') => app.scroll_by(-1),
