@@ -234,8 +234,14 @@ fn a_live_view_follows_resizes_and_sigterm_restores_the_terminal() {
         "lo is listed with --all:\n{screen}"
     );
     tmux.resize(80, 24);
-    tmux.wait_for("the panes at 80x24", |s| {
-        panes_shown(s) && s.lines().all(|l| l.chars().count() <= 80)
+    // Redrawn for 24 rows: the title bar on the first, the keys on the
+    // last (a screen not redrawn would have lost one of them).
+    tmux.wait_for("the panes redrawn at 80x24", |s| {
+        let lines: Vec<&str> = s.lines().collect();
+        panes_shown(s)
+            && lines.len() == 24
+            && lines[0].starts_with(" nettune monitor")
+            && lines[23].starts_with(" q quit")
     });
     tmux.resize(40, 10);
     tmux.wait_for("the too-small message", |s| {
