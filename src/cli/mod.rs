@@ -120,10 +120,13 @@ pub enum Command {
     /// packets per interface and queue, the drop ladder from the NIC to
     /// TCP, and the findings the rates show.
     ///
-    /// Prints a text block per interval (sar/mpstat style) or, with --json,
-    /// one JSON object per line. --once and --count N end the run (exit 1
-    /// when an interval showed a finding at warn or above); otherwise it runs
-    /// until Ctrl-C. Details: docs/monitor.md.
+    /// On a terminal it shows an interactive view (keys: q quit, p pause,
+    /// Tab pane, s sort, / filter by CPU or interface, ? help). Otherwise,
+    /// and with --text, it prints a text block per interval (sar/mpstat
+    /// style); with --json one JSON object per line. --once and --count N
+    /// end the run (exit 1 when an interval showed a finding at warn or
+    /// above); otherwise it runs until q, Ctrl-C or SIGTERM. Details:
+    /// docs/monitor.md.
     ///
     /// Examples:
     ///   nettune monitor
