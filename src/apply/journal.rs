@@ -127,6 +127,12 @@ pub struct Journal {
     /// When `rollback --forget` dropped it.
     #[serde(default)]
     pub forgotten_at: Option<String>,
+    /// The `nettune experiment` run that applied it (its result directory):
+    /// such a state is rolled back by the experiment itself, so one still
+    /// applied means the experiment was killed; the next experiment on the
+    /// same place refuses to start until `nettune rollback` restores it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub experiment: Option<String>,
 }
 
 impl Journal {
@@ -405,6 +411,7 @@ mod tests {
             failure: None,
             rolled_back_at: None,
             forgotten_at: None,
+            experiment: None,
         }
     }
 
