@@ -15,4 +15,5 @@ pub mod inspect;
 pub mod nic;
 pub mod output;
 pub mod plan;
+pub mod testbed;
 pub mod wording;

@@ -13,6 +13,7 @@ pub mod doctor;
 pub mod inspect;
 pub mod plan;
 pub mod signals;
+pub mod testbed;
 
 use apply::{ApplyArgs, HistoryArgs, RollbackArgs};
 use doctor::DoctorArgs;
@@ -105,6 +106,10 @@ pub enum Command {
     /// the packets and CPU time went.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
+    /// A pair of network namespaces joined by a multi-queue veth, to run
+    /// benchmarks and experiments without touching the host's interfaces.
+    #[command(subcommand)]
+    Testbed(testbed::TestbedCommand),
 }
 
 /// Which host to read: live (default), a named network namespace, or a
@@ -187,6 +192,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Status> {
         Command::Rollback(args) => apply::run_rollback(args),
         Command::History(args) => apply::run_history(args),
         Command::Bench(cmd) => bench::run(cmd),
+        Command::Testbed(cmd) => testbed::run(cmd),
     }
 }
 

@@ -232,7 +232,10 @@ pub fn resolve_with_host(tune: &TuneArgs) -> anyhow::Result<(PlanOptions, Plan, 
 }
 
 /// `--plan FILE`: the saved plan, checked against this place.
-fn saved_plan(tune: &TuneArgs, file: &std::path::Path) -> anyhow::Result<(PlanOptions, Plan, Host)> {
+fn saved_plan(
+    tune: &TuneArgs,
+    file: &std::path::Path,
+) -> anyhow::Result<(PlanOptions, Plan, Host)> {
     let plan = saved::load(file)?;
     let host = tune.read_host()?;
     let root = host::open_root(tune.target.root.as_deref())?;
@@ -242,7 +245,9 @@ fn saved_plan(tune: &TuneArgs, file: &std::path::Path) -> anyhow::Result<(PlanOp
         tune.target.netns.as_deref(),
     );
     let backend = Backend::new(root);
-    saved::check(&plan, &format!("'{}'", file.display()), &here, &|t| backend.read(t))?;
+    saved::check(&plan, &format!("'{}'", file.display()), &here, &|t| {
+        backend.read(t)
+    })?;
     Ok((saved::options(&plan), plan, host))
 }
 

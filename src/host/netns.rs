@@ -69,3 +69,38 @@ pub fn enter(name: &str) -> anyhow::Result<()> {
     .with_context(|| format!("cannot mount sysfs for network namespace '{name}'"))?;
     Ok(())
 }
+
+/// Where the process was before [`enter_returnable`]: its network and mount
+/// namespaces and its working directory, to go back to.
+pub struct Origin {
+    net: File,
+    mnt: File,
+    cwd: File,
+}
+
+/// [`enter`], keeping the way back: a command that tunes a namespace and
+/// then must act on the host again (delete the namespaces it made) leaves
+/// with [`Origin::leave`].
+pub fn enter_returnable(name: &str) -> anyhow::Result<Origin> {
+    let open = |path: &str| File::open(path).with_context(|| format!("cannot open {path}"));
+    let origin = Origin {
+        net: open("/proc/thread-self/ns/net")?,
+        mnt: open("/proc/thread-self/ns/mnt")?,
+        cwd: open(".")?,
+    };
+    enter(name)?;
+    Ok(origin)
+}
+
+impl Origin {
+    /// Go back to the namespaces and directory of before. Like [`enter`],
+    /// only while no other thread runs.
+    pub fn leave(self) -> anyhow::Result<()> {
+        setns(&self.mnt, CloneFlags::CLONE_NEWNS)
+            .context("cannot return to the host's mount namespace")?;
+        setns(&self.net, CloneFlags::CLONE_NEWNET)
+            .context("cannot return to the host's network namespace")?;
+        nix::unistd::fchdir(&self.cwd).context("cannot return to the working directory")?;
+        Ok(())
+    }
+}

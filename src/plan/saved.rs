@@ -204,23 +204,31 @@ mod tests {
     fn a_plan_for_another_host_or_namespace_is_refused() {
         let mut other = here();
         other.machine_id = Some("bbbb".to_string());
-        let err = check(&plan(), "p.json", &other, &|_| Ok("0\n".to_string()))
-            .expect_err("other host");
+        let err =
+            check(&plan(), "p.json", &other, &|_| Ok("0\n".to_string())).expect_err("other host");
         assert!(err.to_string().contains("machine id aaaa"), "{err}");
         let mut other = here();
         other.netns = None;
         let err =
             check(&plan(), "p.json", &other, &|_| Ok("0\n".to_string())).expect_err("other ns");
         assert!(err.to_string().contains("network namespace blue"), "{err}");
-        assert!(check(&plan(), "p.json", &here(), &|_| Ok("00000000\n".to_string())).is_ok());
+        assert!(check(
+            &plan(),
+            "p.json",
+            &here(),
+            &|_| Ok("00000000\n".to_string())
+        )
+        .is_ok());
     }
 
     #[test]
     fn a_plan_whose_from_values_moved_is_refused_unless_already_applied() {
-        let err = check(&plan(), "p.json", &here(), &|_| Ok("1\n".to_string()))
-            .expect_err("moved");
+        let err = check(&plan(), "p.json", &here(), &|_| Ok("1\n".to_string())).expect_err("moved");
         let text = err.to_string();
-        assert!(text.contains("is '1'") && text.contains("when it was '0'"), "{text}");
+        assert!(
+            text.contains("is '1'") && text.contains("when it was '0'"),
+            "{text}"
+        );
         assert!(check(&plan(), "p.json", &here(), &|_| Ok("2\n".to_string())).is_ok());
     }
 
