@@ -74,7 +74,7 @@ pub fn create(name: &str) -> anyhow::Result<()> {
     OpenOptions::new()
         .write(true)
         .create_new(true)
-        .mode(0)
+        .mode(0o000)
         .open(&file)
         .map_err(|e| {
             if e.kind() == std::io::ErrorKind::AlreadyExists {
