@@ -10,6 +10,7 @@ pub mod bench;
 pub mod cli;
 pub mod doctor;
 pub mod error;
+pub mod experiment;
 pub mod host;
 pub mod inspect;
 pub mod nic;

@@ -10,6 +10,7 @@ use crate::error::Status;
 pub mod apply;
 pub mod bench;
 pub mod doctor;
+pub mod experiment;
 pub mod inspect;
 pub mod plan;
 pub mod signals;
@@ -106,6 +107,11 @@ pub enum Command {
     /// the packets and CPU time went.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
+    /// Prove which tuning wins (configs x benches, interleaved, with
+    /// statistics and charts), compare two experiments, or search for the
+    /// best configuration by measurement.
+    #[command(subcommand)]
+    Experiment(experiment::ExperimentCommand),
     /// A pair of network namespaces joined by a multi-queue veth, to run
     /// benchmarks and experiments without touching the host's interfaces.
     #[command(subcommand)]
@@ -192,6 +198,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Status> {
         Command::Rollback(args) => apply::run_rollback(args),
         Command::History(args) => apply::run_history(args),
         Command::Bench(cmd) => bench::run(cmd),
+        Command::Experiment(cmd) => experiment::run(cmd),
         Command::Testbed(cmd) => testbed::run(cmd),
     }
 }

@@ -57,3 +57,25 @@ pub fn read_target(
     };
     read_host(&sources, selection)
 }
+
+/// The live host model as this process sees it now, after it entered
+/// network namespace `netns` (with [`netns::enter`]) or none: what a
+/// command that reads the same place again and again (an experiment) uses
+/// instead of [`read_target`], which enters the namespace itself.
+pub fn read_entered(netns: Option<&str>) -> anyhow::Result<Host> {
+    let root = Root::live();
+    let (ethtool, netlink) = crate::nic::sources(&root)?;
+    let sources = Inputs {
+        root: &root,
+        ethtool: ethtool.as_ref(),
+        netlink: netlink.as_ref(),
+        netns: netns.map(str::to_string),
+    };
+    read_host(
+        &sources,
+        &Selection {
+            all: true,
+            iface: None,
+        },
+    )
+}

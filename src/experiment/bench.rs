@@ -1,0 +1,285 @@
+//! One benchmark of an experiment: the client side (an engine config, as
+//! `nettune bench` builds it, with its target filled in here) and the
+//! server side the experiment starts itself (udp-sink, rr-server,
+//! http-server), pinned to the server CPUs, each in its namespace. A run
+//! gives one number (the rate the bench is judged by), the latency
+//! percentiles when the bench has them, and the engines' own reports.
+
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::bench::latency::LatencySummary;
+use crate::bench::observe::Observer;
+use crate::bench::stop::Stop;
+use crate::bench::{http, rr, udp};
+
+/// The client side of a bench, as a config whose target is filled in at
+/// each run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Client {
+    UdpFlood(udp::FloodConfig),
+    Rr(rr::ClientConfig),
+    Http(http::LoadConfig),
+}
+
+/// A bench of an experiment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Bench {
+    /// As the user wrote it (`rr --proto tcp --instances 100`).
+    pub name: String,
+    pub client: Client,
+    /// udp-flood has no warm-up of its own: a discarded run this long comes
+    /// first. (rr and http warm up inside the engine.)
+    #[serde(with = "crate::bench::secs")]
+    pub udp_warmup: Duration,
+}
+
+impl Bench {
+    pub fn kind(&self) -> &'static str {
+        match self.client {
+            Client::UdpFlood(_) => "udp-flood",
+            Client::Rr(_) => "rr",
+            Client::Http(_) => "http",
+        }
+    }
+
+    /// What the number of a run counts.
+    pub fn metric(&self) -> &'static str {
+        match self.client {
+            Client::UdpFlood(_) => "packets/s",
+            Client::Rr(_) => "transactions/s",
+            Client::Http(_) => "requests/s",
+        }
+    }
+
+    /// The server side's name.
+    pub fn server_kind(&self) -> &'static str {
+        match self.client {
+            Client::UdpFlood(_) => "udp-sink",
+            Client::Rr(_) => "rr-server",
+            Client::Http(_) => "http-server",
+        }
+    }
+
+    /// Warm-up and measured time of one run: the time the bench itself
+    /// needs, against which an experiment's overhead is counted.
+    pub fn own_time(&self) -> Duration {
+        match &self.client {
+            Client::UdpFlood(c) => self.udp_warmup + c.duration,
+            Client::Rr(c) => c.warmup + c.duration,
+            Client::Http(c) => c.warmup + c.duration,
+        }
+    }
+
+    /// The same bench measuring for `duration` (the search's short runs).
+    pub fn with_duration(&self, duration: Duration) -> Bench {
+        let mut b = self.clone();
+        match &mut b.client {
+            Client::UdpFlood(c) => c.duration = duration,
+            Client::Rr(c) => c.duration = duration,
+            Client::Http(c) => c.duration = duration,
+        }
+        b
+    }
+
+    /// The CPUs the client's threads are pinned to (empty: not pinned).
+    pub fn client_pin(&self) -> &[u32] {
+        match &self.client {
+            Client::UdpFlood(c) => &c.pin,
+            Client::Rr(c) => &c.pin,
+            Client::Http(c) => &c.pin,
+        }
+    }
+}
+
+/// Where a bench's two sides run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sides {
+    /// The server's address (port chosen by the kernel).
+    pub server_addr: IpAddr,
+    pub server_netns: Option<String>,
+    /// The server's threads, one per CPU (empty: one unpinned thread).
+    pub server_pin: Vec<u32>,
+    pub client_netns: Option<String>,
+}
+
+/// One run's result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Outcome {
+    /// The rate the bench is judged by ([`Bench::metric`]).
+    pub value: f64,
+    pub latency: Option<LatencySummary>,
+    /// Packets sent but not received (udp-flood).
+    pub lost: Option<u64>,
+    /// The engines' reports (client, server), as their `--json`.
+    pub client_report: serde_json::Value,
+    pub server_report: serde_json::Value,
+}
+
+/// Calls `mark` when the measured part of a run starts.
+struct Marker<'a> {
+    mark: &'a mut dyn FnMut(),
+    marked: bool,
+}
+
+impl<I> Observer<I> for Marker<'_> {
+    fn measuring(&mut self) {
+        if !self.marked {
+            self.marked = true;
+            (self.mark)();
+        }
+    }
+}
+
+/// Stop the server when the client is done (or the caller stops).
+fn stop_after<T>(server: &Stop, result: T) -> T {
+    // A moment for the last packets in flight to arrive.
+    std::thread::sleep(Duration::from_millis(50));
+    server.trigger();
+    result
+}
+
+fn json<T: Serialize>(report: &T) -> serde_json::Value {
+    serde_json::to_value(report).unwrap_or(serde_json::Value::Null)
+}
+
+/// Run `bench` once: start its server side, warm up, measure. `mark` is
+/// called when the measured part starts (the sampler's first snapshot);
+/// the measured part ends when this returns.
+pub fn run(
+    bench: &Bench,
+    sides: &Sides,
+    stop: &Stop,
+    mark: &mut dyn FnMut(),
+) -> anyhow::Result<Outcome> {
+    let bind = SocketAddr::new(sides.server_addr, 0);
+    let threads = (sides.server_pin.len() as u32).max(1);
+    match &bench.client {
+        Client::UdpFlood(config) => {
+            if !bench.udp_warmup.is_zero() {
+                let mut warm = config.clone();
+                warm.duration = bench.udp_warmup;
+                udp_run(&warm, sides, bind, threads, stop, &mut || {})?;
+            }
+            udp_run(config, sides, bind, threads, stop, mark)
+        }
+        Client::Rr(config) => {
+            let mut server = rr::ServerConfig::new(bind);
+            server.threads = threads;
+            server.pin = sides.server_pin.clone();
+            server.netns = sides.server_netns.clone();
+            let server = rr::open_server(server)?;
+            let mut client = config.clone();
+            client.to = server.local_addr();
+            client.netns = sides.client_netns.clone();
+            let server_stop = Stop::new();
+            std::thread::scope(|s| {
+                let serving =
+                    s.spawn(|| server.run(&server_stop, &mut crate::bench::observe::Quiet));
+                let mut marker = Marker {
+                    mark,
+                    marked: false,
+                };
+                let report = stop_after(&server_stop, rr::run_client(&client, stop, &mut marker));
+                let served = serving
+                    .join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("the rr-server panicked")))?;
+                let report = report?;
+                if let Some(problem) = report.problem() {
+                    anyhow::bail!("{problem}");
+                }
+                Ok(Outcome {
+                    value: report.transactions_per_sec,
+                    latency: Some(report.latency.clone()),
+                    lost: None,
+                    client_report: json(&report),
+                    server_report: json(&served),
+                })
+            })
+        }
+        Client::Http(config) => {
+            let mut server = http::ServerConfig::new(bind);
+            server.threads = Some(threads);
+            server.pin = sides.server_pin.clone();
+            server.netns = sides.server_netns.clone();
+            let server = http::open_server(server)?;
+            let mut load = config.clone();
+            let addr = server.local_addr();
+            load.url = http::url::parse(&format!("http://{addr}{}", config.url.path))
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            load.netns = sides.client_netns.clone();
+            let server_stop = Stop::new();
+            std::thread::scope(|s| {
+                let serving =
+                    s.spawn(|| server.run(&server_stop, &mut crate::bench::observe::Quiet));
+                let mut marker = Marker {
+                    mark,
+                    marked: false,
+                };
+                let report = stop_after(&server_stop, http::run_load(&load, stop, &mut marker));
+                let served = serving
+                    .join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("the http-server panicked")))?;
+                let report = report?;
+                if let Some(problem) = report.problem() {
+                    anyhow::bail!("{problem}");
+                }
+                Ok(Outcome {
+                    value: report.requests_per_s,
+                    latency: Some(report.latency.summary.clone()),
+                    lost: None,
+                    client_report: json(&report),
+                    server_report: json(&served),
+                })
+            })
+        }
+    }
+}
+
+/// A udp-flood run: the sink receives until the flood is done; the rate is
+/// the sink's (packets that reached the application).
+fn udp_run(
+    config: &udp::FloodConfig,
+    sides: &Sides,
+    bind: SocketAddr,
+    threads: u32,
+    stop: &Stop,
+    mark: &mut dyn FnMut(),
+) -> anyhow::Result<Outcome> {
+    let mut sink = udp::SinkConfig::new(bind);
+    sink.threads = threads;
+    sink.reuseport = threads > 1;
+    sink.pin = sides.server_pin.clone();
+    sink.duration = None;
+    sink.netns = sides.server_netns.clone();
+    let sink = udp::open_sink(sink)?;
+    let mut flood = config.clone();
+    flood.to = vec![sink.local_addr()];
+    flood.netns = sides.client_netns.clone();
+    let sink_stop = Stop::new();
+    std::thread::scope(|s| {
+        let receiving = s.spawn(|| sink.run(&sink_stop, &mut crate::bench::observe::Quiet));
+        mark();
+        let sent = stop_after(
+            &sink_stop,
+            udp::run_flood(&flood, stop, &mut crate::bench::observe::Quiet),
+        );
+        let received = receiving
+            .join()
+            .unwrap_or_else(|_| Err(anyhow::anyhow!("the udp-sink panicked")))?;
+        let sent = sent?;
+        if let Some(problem) = sent.problem().or_else(|| received.problem()) {
+            anyhow::bail!("{problem}");
+        }
+        Ok(Outcome {
+            value: received.pps,
+            latency: None,
+            lost: Some(sent.packets.saturating_sub(received.packets)),
+            client_report: json(&sent),
+            server_report: json(&received),
+        })
+    })
+}
