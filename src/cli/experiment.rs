@@ -55,6 +55,18 @@ pub enum ExperimentCommand {
     ///   nettune experiment search --testbed lab --space rps,rfs --bench 'rr --proto udp' --out plan.json
     #[command(verbatim_doc_comment)]
     Search(search::SearchArgs),
+    /// Write report.md, the charts and report.html again from a result
+    /// directory's results.json (after an upgrade, or for results copied
+    /// from another host).
+    ///
+    /// Example: nettune experiment report exp1
+    Report(ReportArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ReportArgs {
+    /// The experiment's directory (holding results.json).
+    pub dir: PathBuf,
 }
 
 /// Where an experiment runs: shared by `run` and `search`.
@@ -154,11 +166,21 @@ pub fn run(cmd: ExperimentCommand) -> anyhow::Result<Status> {
         ExperimentCommand::Run(args) => run_matrix(args),
         ExperimentCommand::Compare(args) => run_compare(&args),
         ExperimentCommand::Search(args) => search::run(args),
+        ExperimentCommand::Report(args) => {
+            let results = Results::load(&args.dir)?;
+            let page = report::write(&results, &args.dir)?;
+            crate::output::print(&format!(
+                "report: {}\n      {}\n",
+                args.dir.join("report.md").display(),
+                page.display()
+            ))?;
+            Ok(Status::Clean)
+        }
     }
 }
 
 /// A report directory that does not exist yet, or is empty: never mix two
-/// experiments' files.
+/// experiments' files. Made only once every check has passed.
 fn fresh_dir(dir: &Path) -> anyhow::Result<PathBuf> {
     if dir.exists() {
         let empty = std::fs::read_dir(dir)
@@ -173,9 +195,7 @@ fn fresh_dir(dir: &Path) -> anyhow::Result<PathBuf> {
             );
         }
     }
-    std::fs::create_dir_all(dir)
-        .with_context(|| format!("cannot create --out '{}'", dir.display()))?;
-    std::fs::canonicalize(dir).with_context(|| format!("--out '{}'", dir.display()))
+    Ok(absolute(dir))
 }
 
 fn require_root() -> anyhow::Result<()> {
@@ -275,6 +295,11 @@ impl Place {
         Ok(place)
     }
 
+    /// Whether the testbed was made for this command (and goes with it).
+    pub fn made_testbed(&self) -> bool {
+        self.made
+    }
+
     /// Back to the host's namespaces; remove a testbed made for this run.
     pub fn leave(mut self) -> anyhow::Result<()> {
         if let Some(origin) = self.origin.take() {
@@ -313,6 +338,13 @@ fn absolute(path: &Path) -> PathBuf {
     std::env::current_dir()
         .map(|d| d.join(path))
         .unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// This command line, each word quoted as a shell needs it.
+fn command_line() -> Vec<String> {
+    std::env::args()
+        .map(|w| shlex::try_quote(&w).map_or(w.clone(), |q| q.into_owned()))
+        .collect()
 }
 
 pub fn seed_or_clock(seed: Option<u64>) -> u64 {
@@ -382,7 +414,7 @@ fn run_matrix(args: RunArgs) -> anyhow::Result<Status> {
         repeat: args.repeat,
         sides: place.sides.clone(),
         settings: place.settings(args.repeat, args.duration, args.warmup, seed),
-        command: std::env::args().collect(),
+        command: command_line(),
     };
     let outcome = matrix(&spec, &place, &out);
     let left = place.leave();
@@ -408,6 +440,8 @@ fn matrix(spec: &Spec, place: &Place, out: &Path) -> anyhow::Result<Results> {
     );
     tuner.refuse_unfinished()?;
     run::check(spec, &tuner)?;
+    std::fs::create_dir_all(out)
+        .with_context(|| format!("cannot create --out '{}'", out.display()))?;
     let stop: Stop = super::signals::stop_on_signals_to_restore()?;
     let sampler = ProcSampler::new(crate::base::Root::live());
     Ok(run::run(spec, &tuner, &sampler, &stop, &mut Lines))

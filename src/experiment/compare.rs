@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::results::Results;
 use super::run::stats_seed;
-use super::stats::{self, percent, Comparison, Rng};
+use super::stats::{self, Comparison, Rng};
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Diff {
@@ -145,14 +145,12 @@ pub fn text(d: &Diff) -> String {
     for c in &d.cells {
         let x = &c.comparison;
         o.push_str(&format!(
-            "{:<20}  {:<36}  {:>14}  {:>14}  {} ({}..{}), {}\n",
+            "{:<20}  {:<36}  {:>14}  {:>14}  {}, {}\n",
             c.config,
             c.bench,
             super::report::text::rate(c.a_median),
             super::report::text::rate(c.b_median),
-            percent(x.ratio),
-            percent(x.ci_low),
-            percent(x.ci_high),
+            x.text(),
             x.verdict.word()
         ));
         if let Some(w) = &x.warning {

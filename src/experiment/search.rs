@@ -657,11 +657,9 @@ impl Trial for Measured<'_> {
 pub fn winning_plan(candidate: &Candidate, found: &Found, bench: &Bench, tuner: &Tuner) -> Plan {
     let c = &found.comparison;
     let why = format!(
-        "{} {} over the host as found (95% CI {}..{}, {} runs each), bench '{}'",
-        stats::percent(c.ratio),
+        "{} {} over the host as found ({} runs each), bench '{}'",
+        c.text(),
         bench.metric(),
-        stats::percent(c.ci_low),
-        stats::percent(c.ci_high),
         found.winner_runs.len(),
         bench.name
     );

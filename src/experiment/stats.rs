@@ -179,9 +179,9 @@ impl Verdict {
 pub struct Comparison {
     /// Median over the reference's median.
     pub ratio: f64,
-    /// Bootstrap 95% interval of the ratio.
-    pub ci_low: f64,
-    pub ci_high: f64,
+    /// Bootstrap 95% interval of the ratio; null with too few runs.
+    pub ci_low: Option<f64>,
+    pub ci_high: Option<f64>,
     pub verdict: Verdict,
     /// Why the verdict cannot be trusted to decide, if it cannot.
     pub warning: Option<String>,
@@ -190,11 +190,24 @@ pub struct Comparison {
 }
 
 impl Comparison {
+    /// "+48%, 95% CI +40%..+55%", or the change alone with too few runs.
+    pub fn text(&self) -> String {
+        match (self.ci_low, self.ci_high) {
+            (Some(lo), Some(hi)) => format!(
+                "{}, 95% CI {}..{}",
+                percent(self.ratio),
+                percent(lo),
+                percent(hi)
+            ),
+            _ => format!("{}, too few runs for an interval", percent(self.ratio)),
+        }
+    }
+
     pub fn reference() -> Comparison {
         Comparison {
             ratio: 1.0,
-            ci_low: 1.0,
-            ci_high: 1.0,
+            ci_low: Some(1.0),
+            ci_high: Some(1.0),
             verdict: Verdict::Reference,
             warning: None,
             repeats_needed: None,
@@ -210,8 +223,8 @@ pub fn compare(reference: &[f64], other: &[f64], rng: &mut Rng) -> Comparison {
     if n < MIN_RUNS || base <= 0.0 {
         return Comparison {
             ratio,
-            ci_low: 0.0,
-            ci_high: f64::INFINITY,
+            ci_low: None,
+            ci_high: None,
             verdict: Verdict::NoDifference,
             warning: Some(format!(
                 "{n} run(s) per config give no confidence interval; repeat at least {MIN_RUNS} \
@@ -257,8 +270,8 @@ pub fn compare(reference: &[f64], other: &[f64], rng: &mut Rng) -> Comparison {
     }
     Comparison {
         ratio,
-        ci_low,
-        ci_high,
+        ci_low: ci_low.is_finite().then_some(ci_low),
+        ci_high: ci_high.is_finite().then_some(ci_high),
         verdict,
         warning,
         repeats_needed,
@@ -306,10 +319,8 @@ mod tests {
             assert!(c.verdict != Verdict::Worse, "{c:?}");
             if c.verdict == Verdict::Better {
                 found += 1;
-                assert!(
-                    c.ci_low > 1.0 && c.ci_low < 1.1 && c.ci_high > 1.1 - 0.05,
-                    "{c:?}"
-                );
+                let (lo, hi) = (c.ci_low.expect("low"), c.ci_high.expect("high"));
+                assert!(lo > 1.0 && lo < 1.1 && hi > 1.1 - 0.05, "{c:?}");
             }
             let worse = compare(&better, &base, &mut rng);
             assert!(worse.verdict != Verdict::Better, "{worse:?}");

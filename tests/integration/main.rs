@@ -13,6 +13,7 @@ mod bench_udp;
 mod common;
 mod doctor;
 mod doctor_plan;
+mod experiment;
 mod inspect;
 mod nic;
 mod nic_set;

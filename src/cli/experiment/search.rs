@@ -110,6 +110,13 @@ pub fn run(args: SearchArgs) -> anyhow::Result<Status> {
     require_root()?;
     let seed = seed_or_clock(args.place.seed);
     let place = Place::enter(&args.place)?;
+    if out.is_some() && place.made_testbed() {
+        eprintln!(
+            "search: warning: the plan will be made for a testbed that is removed when the search \
+             ends, so it cannot be applied there; search on a named testbed (`nettune testbed up \
+             --name lab`, then --testbed lab) to use the plan"
+        );
+    }
     let found = search_here(&args, &place, &bench, dimensions, seed);
     let left = place.leave();
     let (candidates, notes, found, plan) = found?;
@@ -263,11 +270,9 @@ fn text(
     }
     let c = &found.comparison;
     o.push_str(&format!(
-        "winner: {} : {} against the host as found (95% CI {}..{}, {} runs each): {}\n",
+        "winner: {}: {} against the host as found ({} runs each): {}\n",
         found.winner_name,
-        percent(c.ratio),
-        percent(c.ci_low),
-        percent(c.ci_high),
+        c.text(),
         found.winner_runs.len(),
         c.verdict.word()
     ));

@@ -81,6 +81,7 @@ pub fn bars(results: &Results, bench: &str) -> anyhow::Result<String> {
             .x_label_formatter(&|v| category(&names, v))
             .y_label_formatter(&|v| short(*v))
             .y_desc(format!("{metric} (median, 95% interval)"))
+            .y_max_light_lines(1)
             .draw()
             .map_err(err)?;
         for (i, cell) in cells.iter().enumerate() {
@@ -103,6 +104,15 @@ pub fn bars(results: &Results, bench: &str) -> anyhow::Result<String> {
                     BLACK.stroke_width(2),
                 )))
                 .map_err(err)?;
+            // Caps: a short horizontal line at each end, in pixels.
+            for y in [lo, hi] {
+                let at = chart.backend_coord(&(x.clone(), y));
+                area.draw(&PathElement::new(
+                    vec![(at.0 - 8, at.1), (at.0 + 8, at.1)],
+                    BLACK.stroke_width(2),
+                ))
+                .map_err(err)?;
+            }
             let label = if cell.comparison.verdict == crate::experiment::stats::Verdict::Reference {
                 short(cell.summary.median)
             } else {

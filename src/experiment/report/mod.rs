@@ -87,7 +87,7 @@ pub fn write(results: &Results, dir: &Path) -> anyhow::Result<PathBuf> {
 pub(crate) mod text {
     use crate::base::units::format_count;
     use crate::experiment::results::{Cell, Results};
-    use crate::experiment::stats::{percent, Verdict};
+    use crate::experiment::stats::Verdict;
 
     pub fn rate(v: f64) -> String {
         if v >= 100.0 {
@@ -104,13 +104,7 @@ pub(crate) mod text {
         if c.verdict == Verdict::Reference {
             return format!("{rate} (reference)");
         }
-        format!(
-            "{rate} ({}, 95% CI {}..{}, {})",
-            percent(c.ratio),
-            percent(c.ci_low),
-            percent(c.ci_high),
-            c.verdict.word()
-        )
+        format!("{rate} ({}, {})", c.text(), c.verdict.word())
     }
 
     /// min..max over the runs, and the spread.
