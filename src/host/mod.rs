@@ -45,11 +45,16 @@ pub fn read_target(
     if let Some(name) = netns {
         netns::enter(name)?;
     }
-    let root = open_root(root)?;
-    let (ethtool, netlink) = crate::nic::sources(&root)?;
-    let netdev = crate::nic::netdev_source(&root)?;
+    read_at(&open_root(root)?, netns, selection)
+}
+
+/// The host model of `root` (with its driver answers), labelled as
+/// namespace `netns`.
+fn read_at(root: &Root, netns: Option<&str>, selection: &Selection) -> anyhow::Result<Host> {
+    let (ethtool, netlink) = crate::nic::sources(root)?;
+    let netdev = crate::nic::netdev_source(root)?;
     let sources = Inputs {
-        root: &root,
+        root,
         ethtool: ethtool.as_ref(),
         netlink: netlink.as_ref(),
         netdev: netdev.as_ref(),
@@ -63,16 +68,9 @@ pub fn read_target(
 /// command that reads the same place again and again (an experiment) uses
 /// instead of [`read_target`], which enters the namespace itself.
 pub fn read_entered(netns: Option<&str>) -> anyhow::Result<Host> {
-    let root = Root::live();
-    let (ethtool, netlink) = crate::nic::sources(&root)?;
-    let sources = Inputs {
-        root: &root,
-        ethtool: ethtool.as_ref(),
-        netlink: netlink.as_ref(),
-        netns: netns.map(str::to_string),
-    };
-    read_host(
-        &sources,
+    read_at(
+        &Root::live(),
+        netns,
         &Selection {
             all: true,
             iface: None,
