@@ -121,7 +121,8 @@ pub struct RunArgs {
     /// Configs, comma separated (the first is the reference): `current`
     /// (the host as found), a profile (pps, latency, throughput, http,
     /// baseline) with plan flags after a colon (`throughput:--rtt=50ms`),
-    /// or a saved plan file.
+    /// a saved plan file, or settings as the search names them, joined by
+    /// `+` (`rps=all`, `rps=app+rfs=on`, `xps=per-queue`, `irq=spread`).
     #[arg(long, value_name = "LIST", required = true)]
     pub configs: Vec<String>,
     /// A `nettune bench` client command line without its target
@@ -143,6 +144,11 @@ pub struct RunArgs {
     /// The report directory (new, or empty).
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
+    /// Let configs change host-wide values a network namespace cannot
+    /// (net.core.rps_sock_flow_entries for `rfs=on`), journaled and
+    /// restored like every change.
+    #[arg(long)]
+    pub allow_host: bool,
     #[command(flatten)]
     pub place: WhereArgs,
     /// Print results.json on stdout instead of the table.
@@ -295,6 +301,27 @@ impl Place {
         Ok(place)
     }
 
+    /// A tuner for this place, journaling in its state directory as
+    /// `experiment`.
+    pub fn tuner(&self, experiment: String, allow_host: bool) -> anyhow::Result<Tuner> {
+        let host_net = match &self.origin {
+            Some(origin) => Some(origin.net()?),
+            None => None,
+        };
+        Ok(Tuner::new(
+            StateDir::new(self.state.path().to_path_buf()),
+            self.tuned_netns.clone(),
+            experiment,
+            self.allow_irqbalance,
+        )
+        .with_host_net(host_net)
+        .with_scope(crate::experiment::tune::Scope {
+            ifaces: self.ifaces.clone(),
+            app_cpus: self.sides.server_pin.clone(),
+            allow_host,
+        }))
+    }
+
     /// Whether the testbed was made for this command (and goes with it).
     pub fn made_testbed(&self) -> bool {
         self.made
@@ -416,7 +443,7 @@ fn run_matrix(args: RunArgs) -> anyhow::Result<Status> {
         settings: place.settings(args.repeat, args.duration, args.warmup, seed),
         command: command_line(),
     };
-    let outcome = matrix(&spec, &place, &out);
+    let outcome = matrix(&spec, &place, &out, args.allow_host);
     let left = place.leave();
     let results = outcome?;
     left?;
@@ -430,21 +457,16 @@ fn run_matrix(args: RunArgs) -> anyhow::Result<Status> {
 }
 
 /// Lock, check, run: the results, or why nothing ran.
-fn matrix(spec: &Spec, place: &Place, out: &Path) -> anyhow::Result<Results> {
+fn matrix(spec: &Spec, place: &Place, out: &Path, allow_host: bool) -> anyhow::Result<Results> {
     let _lock = place.state.lock()?;
-    let tuner = Tuner::new(
-        StateDir::new(place.state.path().to_path_buf()),
-        place.tuned_netns.clone(),
-        out.display().to_string(),
-        place.allow_irqbalance,
-    );
+    let tuner = place.tuner(out.display().to_string(), allow_host)?;
     tuner.refuse_unfinished()?;
     run::check(spec, &tuner)?;
     std::fs::create_dir_all(out)
         .with_context(|| format!("cannot create --out '{}'", out.display()))?;
     let stop: Stop = super::signals::stop_on_signals_to_restore()?;
-    let sampler = ProcSampler::new(crate::base::Root::live());
-    Ok(run::run(spec, &tuner, &sampler, &stop, &mut Lines))
+    let mut sampler = ProcSampler::new(crate::base::Root::live());
+    Ok(run::run(spec, &tuner, &mut sampler, &stop, &mut Lines))
 }
 
 /// How the command ends: 0 when every run was made; 1 when stopped early

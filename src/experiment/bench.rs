@@ -134,13 +134,18 @@ impl<I> Observer<I> for Marker<'_> {
     }
 }
 
-/// Stop the server when the client is done (or the caller stops).
-fn stop_after<T>(server: &Stop, result: T) -> T {
-    // A moment for the last packets in flight to arrive.
-    std::thread::sleep(Duration::from_millis(50));
+/// Stop the server when the client is done (or the caller stops), after
+/// `linger`: a moment for the datagrams still in flight to be received.
+fn stop_after<T>(server: &Stop, linger: Duration, result: T) -> T {
+    std::thread::sleep(linger);
     server.trigger();
     result
 }
+
+/// How long a sink keeps receiving after the flood ends: packets in a
+/// backlog or socket queue are processed within microseconds to a few
+/// milliseconds.
+const UDP_LINGER: Duration = Duration::from_millis(20);
 
 fn json<T: Serialize>(report: &T) -> serde_json::Value {
     serde_json::to_value(report).unwrap_or(serde_json::Value::Null)
@@ -183,7 +188,11 @@ pub fn run(
                     mark,
                     marked: false,
                 };
-                let report = stop_after(&server_stop, rr::run_client(&client, stop, &mut marker));
+                let report = stop_after(
+                    &server_stop,
+                    Duration::ZERO,
+                    rr::run_client(&client, stop, &mut marker),
+                );
                 let served = serving
                     .join()
                     .unwrap_or_else(|_| Err(anyhow::anyhow!("the rr-server panicked")))?;
@@ -219,7 +228,11 @@ pub fn run(
                     mark,
                     marked: false,
                 };
-                let report = stop_after(&server_stop, http::run_load(&load, stop, &mut marker));
+                let report = stop_after(
+                    &server_stop,
+                    Duration::ZERO,
+                    http::run_load(&load, stop, &mut marker),
+                );
                 let served = serving
                     .join()
                     .unwrap_or_else(|_| Err(anyhow::anyhow!("the http-server panicked")))?;
@@ -265,6 +278,7 @@ fn udp_run(
         mark();
         let sent = stop_after(
             &sink_stop,
+            UDP_LINGER,
             udp::run_flood(&flood, stop, &mut crate::bench::observe::Quiet),
         );
         let received = receiving

@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use super::bench::{self, Bench, Sides};
 use super::results::{BenchInfo, Cell, ConfigInfo, HostInfo, Results, Run, Settings, Timing};
-use super::sample::{Drops, Sampler, Snapshot, Usage};
+use super::sample::{Drops, Sampler};
 use super::stats::{self, Comparison, Rng};
 use super::tune::{Config, Tuner};
 use crate::apply::journal::now_utc;
@@ -59,10 +59,10 @@ pub fn check(spec: &Spec, tuner: &Tuner) -> anyhow::Result<()> {
 
 /// Run the matrix. Always returns the results of the runs made, with
 /// `ended` saying how it ended (`done`, `interrupted`, `failed: WHY`).
-pub fn run(
+pub fn run<S: Sampler>(
     spec: &Spec,
     tuner: &Tuner,
-    sampler: &dyn Sampler,
+    sampler: &mut S,
     stop: &Stop,
     progress: &mut dyn Progress,
 ) -> Results {
@@ -115,7 +115,7 @@ pub fn run(
         .map(|b| b.own_time().as_secs_f64())
         .sum();
     let whole = match (&first, &last) {
-        (Some(a), Some(b)) => Some(Usage::between(a, b)),
+        (Some(a), Some(b)) => Some(sampler.usage(a, b)),
         _ => None,
     };
     let all = whole.as_ref().and_then(|u| u.cpus.first().cloned());
@@ -175,10 +175,10 @@ pub fn run(
     results
 }
 
-struct Matrix<'a> {
+struct Matrix<'a, S: Sampler> {
     spec: &'a Spec,
     tuner: &'a Tuner,
-    sampler: &'a dyn Sampler,
+    sampler: &'a mut S,
     stop: &'a Stop,
     progress: &'a mut dyn Progress,
     clock: Instant,
@@ -187,7 +187,7 @@ struct Matrix<'a> {
     tuning_s: f64,
 }
 
-impl Matrix<'_> {
+impl<S: Sampler> Matrix<'_, S> {
     /// Every round; false when stopped early.
     fn rounds(&mut self) -> anyhow::Result<bool> {
         let spec = self.spec;
@@ -254,12 +254,12 @@ impl Matrix<'_> {
     /// One run; None when it was stopped before its end (not a measurement).
     fn one(&mut self, round: u32, config: &Config, bench: &Bench) -> anyhow::Result<Option<Run>> {
         let at_s = self.clock.elapsed().as_secs_f64();
-        let sampler = self.sampler;
-        let mut first: Option<anyhow::Result<Snapshot>> = None;
+        let mut first: Option<anyhow::Result<S::Snapshot>> = None;
+        let sampler = &mut *self.sampler;
         let outcome = bench::run(bench, &self.spec.sides, self.stop, &mut || {
             first = Some(sampler.snapshot());
         });
-        let last = sampler.snapshot();
+        let last = self.sampler.snapshot();
         if self.stop.is_set() {
             return Ok(None);
         }
@@ -271,7 +271,7 @@ impl Matrix<'_> {
         })?;
         let first =
             first.unwrap_or_else(|| Err(anyhow::anyhow!("the run never started measuring")));
-        let usage = Usage::between(&first?, &last?);
+        let usage = self.sampler.usage(&first?, &last?);
         Ok(Some(Run {
             round,
             config: config.name.clone(),

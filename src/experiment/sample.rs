@@ -83,9 +83,13 @@ impl Usage {
     }
 }
 
-/// Takes snapshots while benchmarks run.
+/// Takes snapshots while benchmarks run, and says what happened between
+/// two of them. The experiment needs nothing else of a sampler, so that
+/// another one (the monitor's) can take this one's place.
 pub trait Sampler {
-    fn snapshot(&self) -> anyhow::Result<Snapshot>;
+    type Snapshot;
+    fn snapshot(&mut self) -> anyhow::Result<Self::Snapshot>;
+    fn usage(&self, before: &Self::Snapshot, after: &Self::Snapshot) -> Usage;
 }
 
 /// Snapshots from /proc: /proc/stat, /proc/net/softnet_stat, /proc/net/snmp
@@ -102,7 +106,13 @@ impl ProcSampler {
 }
 
 impl Sampler for ProcSampler {
-    fn snapshot(&self) -> anyhow::Result<Snapshot> {
+    type Snapshot = Snapshot;
+
+    fn usage(&self, before: &Snapshot, after: &Snapshot) -> Usage {
+        Usage::between(before, after)
+    }
+
+    fn snapshot(&mut self) -> anyhow::Result<Snapshot> {
         let counters = crate::host::read_counters(&self.root);
         if counters.cpu_time.is_empty() {
             anyhow::bail!("cannot read the per-CPU time in /proc/stat");
@@ -152,11 +162,11 @@ mod tests {
 
     #[test]
     fn the_live_sampler_reads_this_host() {
-        let sampler = ProcSampler::new(Root::live());
+        let mut sampler = ProcSampler::new(Root::live());
         let a = sampler.snapshot().expect("first");
         std::thread::sleep(std::time::Duration::from_millis(30));
         let b = sampler.snapshot().expect("second");
-        let usage = Usage::between(&a, &b);
+        let usage = sampler.usage(&a, &b);
         assert_eq!(usage.cpus.first().map(|r| r.cpu.as_str()), Some("all"));
         assert!(load_average(&Root::live()).is_some());
     }

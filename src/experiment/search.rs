@@ -93,8 +93,24 @@ pub struct Space {
     pub allow_host: bool,
     /// Tuning a network namespace, not the host.
     pub in_namespace: bool,
+    /// The host's net.core.rps_sock_flow_entries when tuning a namespace
+    /// (where it cannot be seen), read from the host's namespace; `None`
+    /// when it could not be read.
+    pub host_rfs_table: Option<String>,
     /// At most this many candidates (besides the baseline).
     pub max_candidates: usize,
+}
+
+/// The sysctls that exist only in the host's network namespace: a
+/// namespace's plan changes them from the host's namespace (journaled as
+/// the host's), never from inside.
+pub const HOST_ONLY_SYSCTLS: &[&str] = &["net.core.rps_sock_flow_entries"];
+
+/// Whether `target` is a host-wide value a namespace cannot change.
+pub fn host_only(target: &Target) -> bool {
+    target
+        .sysctl_name()
+        .is_some_and(|n| HOST_ONLY_SYSCTLS.contains(&n))
 }
 
 /// One choice in one dimension: its label and the changes it makes.
@@ -175,26 +191,32 @@ fn dimension_choices(
             }
         }
         Dimension::Rfs => {
-            let table = host.sysctls.get("net.core.rps_sock_flow_entries");
-            let host_table = if space.in_namespace {
-                notes.push(
-                    "rfs: skipped: RFS needs net.core.rps_sock_flow_entries, which exists only in \
-                     the host's namespace; searching it from a namespace is not supported yet"
-                        .to_string(),
-                );
-                return choices;
-            } else if table.is_some_and(|v| v.trim() != "0") {
-                None
-            } else if space.allow_host {
-                table.map(|v| v.trim().to_string())
+            let table = if space.in_namespace {
+                space.host_rfs_table.clone()
             } else {
-                notes.push(
-                    "rfs: skipped: RFS needs the host-wide net.core.rps_sock_flow_entries (0 \
-                     now); give --allow-host to search it (journaled and restored like every \
-                     change)"
-                        .to_string(),
-                );
-                return choices;
+                host.sysctls.get("net.core.rps_sock_flow_entries").cloned()
+            };
+            let host_table = match table {
+                None => {
+                    notes.push(
+                        "rfs: skipped: net.core.rps_sock_flow_entries (the host-wide RFS table) \
+                         cannot be read"
+                            .to_string(),
+                    );
+                    return choices;
+                }
+                // The table is on already: RFS is per queue from here.
+                Some(v) if v.trim() != "0" => None,
+                Some(v) if space.allow_host => Some(v.trim().to_string()),
+                Some(_) => {
+                    notes.push(
+                        "rfs: skipped: RFS needs the host-wide net.core.rps_sock_flow_entries (0 \
+                         now); give --allow-host to try it (journaled and restored like every \
+                         change)"
+                            .to_string(),
+                    );
+                    return choices;
+                }
             };
             let mut changes = Vec::new();
             if let Some(current) = host_table {
@@ -481,6 +503,97 @@ pub fn candidates(host: &Host, space: &Space) -> anyhow::Result<(Vec<Candidate>,
         out.truncate(limit);
     }
     Ok((out, notes))
+}
+
+/// A config named by settings, as the search labels them: `rps=all`,
+/// `rps=app+rfs=on`, `xps=off+irq=spread` (`+` between settings; a value
+/// with its CPUs in brackets, as the search prints it, is accepted too).
+pub fn parse_settings(text: &str) -> anyhow::Result<Vec<(Dimension, String)>> {
+    let mut out: Vec<(Dimension, String)> = Vec::new();
+    for part in text.split('+') {
+        let (key, value) = part.split_once('=').ok_or_else(|| {
+            anyhow::anyhow!("config '{text}': '{part}' is not SETTING=VALUE (e.g. rps=all)")
+        })?;
+        let d = Dimension::parse(key).map_err(|_| {
+            anyhow::anyhow!(
+                "config '{text}': unknown setting '{key}'; give rps, rfs, xps, irq or coalesce"
+            )
+        })?;
+        if out.iter().any(|(x, _)| *x == d) {
+            anyhow::bail!("config '{text}': {key} is given twice");
+        }
+        let value = value.split('(').next().unwrap_or(value).trim();
+        out.push((d, value.to_string()));
+    }
+    Ok(out)
+}
+
+/// The plan of settings `wanted` on `host` (see [`parse_settings`]).
+pub fn settings_plan(
+    host: &Host,
+    space: &Space,
+    wanted: &[(Dimension, String)],
+) -> anyhow::Result<Plan> {
+    let ifaces = interfaces(host, space)?;
+    let mut changes = Vec::new();
+    for (d, value) in wanted {
+        let mut notes = Vec::new();
+        let choices = dimension_choices(*d, host, &ifaces, space, &mut notes);
+        let label = format!("{}={value}", d.name());
+        let Some(choice) = choices
+            .iter()
+            .find(|c| c.label == label || c.label.starts_with(&format!("{label}(")))
+        else {
+            if let Some(why) = notes.first() {
+                anyhow::bail!("{why}");
+            }
+            let offered: Vec<&str> = choices
+                .iter()
+                .filter_map(|c| c.label.strip_prefix(&format!("{}=", d.name())))
+                .collect();
+            anyhow::bail!(
+                "{label} is not possible here; {} takes {}",
+                d.name(),
+                offered.join(", ")
+            );
+        };
+        changes.extend(choice.changes.iter().cloned());
+    }
+    Ok(Plan {
+        profile: Profile::Custom,
+        cpus: host.online_cpus.clone(),
+        interfaces: space.ifaces.clone(),
+        changes,
+        skipped: Vec::new(),
+        made_for: None,
+    })
+}
+
+/// The interfaces of `space`, each as `host` has it.
+fn interfaces<'h>(host: &'h Host, space: &Space) -> anyhow::Result<Vec<&'h Interface>> {
+    let ifaces: Vec<&Interface> = space
+        .ifaces
+        .iter()
+        .map(|name| {
+            host.interfaces
+                .iter()
+                .find(|i| &i.name == name)
+                .ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "interface '{name}' does not exist here (present: {})",
+                        host.interfaces
+                            .iter()
+                            .map(|i| i.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                })
+        })
+        .collect::<anyhow::Result<_>>()?;
+    if ifaces.is_empty() {
+        anyhow::bail!("no interface to tune: name one with --iface");
+    }
+    Ok(ifaces)
 }
 
 /// Measures one candidate once.

@@ -93,6 +93,14 @@ pub fn enter_returnable(name: &str) -> anyhow::Result<Origin> {
 }
 
 impl Origin {
+    /// The network namespace of before (a new descriptor): where host-wide
+    /// values can still be read and written, from a thread that joins it.
+    pub fn net(&self) -> anyhow::Result<File> {
+        self.net
+            .try_clone()
+            .context("cannot keep the host's network namespace open")
+    }
+
     /// Go back to the namespaces and directory of before. Like [`enter`],
     /// only while no other thread runs.
     pub fn leave(self) -> anyhow::Result<()> {

@@ -164,6 +164,92 @@ fn a_matrix_on_the_testbed_restores_every_tuned_value() {
     assert!(stdout.contains("overhead"), "{stdout}");
 }
 
+#[test]
+fn settings_configs_change_host_wide_values_only_when_allowed_and_restore_them() {
+    if skip_unless_root("settings_configs_change_host_wide_values_only_when_allowed") {
+        return;
+    }
+    let _guard = measuring();
+    let bed = Bed::up();
+    let table = "/proc/sys/net/core/rps_sock_flow_entries";
+    let host_before = std::fs::read_to_string(table).expect("host table");
+    let before = tuned_parts(&bed.server_ns);
+    let work = tempfile::tempdir().expect("tempdir");
+    let out = work.path().join("exp");
+    let state = work.path().join("state");
+    let experiment = |allow_host: bool| {
+        let mut cmd = nettune();
+        cmd.args(["experiment", "run", "--testbed", &bed.name])
+            .args(["--configs", "current,rps=app,rps=all+rfs=on"])
+            .args(["--bench", "udp-flood --flows 4", "--server-pin", "1"])
+            .args(["--repeat", "1", "--duration", "1s", "--warmup", "0"])
+            .arg("--out")
+            .arg(&out)
+            .arg("--state-dir")
+            .arg(&state)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if allow_host {
+            cmd.arg("--allow-host");
+        }
+        finish_bounded(cmd.spawn().expect("experiment"), Duration::from_secs(60))
+    };
+    if host_before.trim() == "0" {
+        let (code, _, stderr) = experiment(false);
+        assert_eq!(code, Some(2), "{stderr}");
+        assert!(stderr.contains("--allow-host"), "{stderr}");
+        assert!(!out.exists());
+    }
+    let (code, stdout, stderr) = experiment(true);
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(table).expect("host table"),
+        host_before
+    );
+    assert_eq!(tuned_parts(&bed.server_ns), before);
+    let results: Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join("results.json")).expect("results.json"),
+    )
+    .expect("json");
+    let changed = |name: &str| -> Vec<String> {
+        results["configs"]
+            .as_array()
+            .expect("configs")
+            .iter()
+            .find(|c| c["name"] == name)
+            .expect("config")["changes"]
+            .as_array()
+            .expect("changes")
+            .iter()
+            .map(|c| {
+                format!(
+                    "{}={}",
+                    c["target"].as_str().unwrap_or(""),
+                    c["to"].as_str().unwrap_or("")
+                )
+            })
+            .collect()
+    };
+    // rps=app steers to the server's CPU (1: mask 2) on both RX queues.
+    let app = changed("rps=app");
+    assert!(
+        app.iter().all(|c| c.ends_with("rps_cpus=2")) && app.len() == 2,
+        "{app:?}"
+    );
+    let rfs = changed("rps=all+rfs=on");
+    assert!(
+        rfs.iter().any(|c| c.ends_with("rps_flow_cnt=16384")),
+        "{rfs:?}"
+    );
+    if host_before.trim() == "0" {
+        assert!(rfs.contains(&format!("{table}=32768")), "{rfs:?}");
+        // Journaled as the host's, and rolled back.
+        assert!(journals(&state.display().to_string())
+            .iter()
+            .any(|j| j["netns"].is_null() && j["status"] == "rolled_back"));
+    }
+}
+
 /// Wait until a journal of `state` says `status`; false on timeout.
 fn wait_for_state(state: &str, status: &str, limit: Duration) -> bool {
     let deadline = Instant::now() + limit;

@@ -212,6 +212,13 @@ pub fn config(text: &str, ifaces: &[String], cpus: Option<&str>) -> anyhow::Resu
         });
     }
     let path = Path::new(text);
+    let settings_like = text.contains('=') && !text.contains('/') && !text.ends_with(".json");
+    if settings_like && !path.is_file() {
+        return Ok(Config {
+            name: text.to_string(),
+            tuning: Tuning::Settings(crate::experiment::search::parse_settings(text)?),
+        });
+    }
     if flags.is_empty() && path.is_file() {
         let plan = crate::plan::saved::load(path)?;
         return Ok(Config {
@@ -224,8 +231,8 @@ pub fn config(text: &str, ifaces: &[String], cpus: Option<&str>) -> anyhow::Resu
     }
     anyhow::bail!(
         "unknown config '{text}': give current, a profile (pps, latency, throughput, http, \
-         baseline; flags after a colon: throughput:--rtt=50ms) or a saved plan file (no such \
-         file)"
+         baseline; flags after a colon: throughput:--rtt=50ms), settings (rps=all, \
+         rps=app+rfs=on) or a saved plan file (no such file)"
     )
 }
 

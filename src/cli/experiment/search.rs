@@ -9,12 +9,10 @@ use anyhow::Context as _;
 use serde_json::json;
 
 use super::{input, require_root, seed_or_clock, Place, WhereArgs};
-use crate::apply::StateDir;
 use crate::error::{Failed, Status};
 use crate::experiment::bench::Bench;
-use crate::experiment::search::{self, Candidate, Dimension, Found, Round, Schedule, Space};
+use crate::experiment::search::{self, Candidate, Dimension, Found, Round, Schedule};
 use crate::experiment::stats::{percent, Rng, Verdict};
-use crate::experiment::tune::Tuner;
 
 #[derive(Debug, clap::Args)]
 pub struct SearchArgs {
@@ -174,33 +172,18 @@ fn search_here(
     seed: u64,
 ) -> anyhow::Result<Searched> {
     let _lock = place.state.lock()?;
-    let tuner = Tuner::new(
-        StateDir::new(place.state.path().to_path_buf()),
-        place.tuned_netns.clone(),
-        format!("search {}", bench.name),
-        place.allow_irqbalance,
-    );
+    let tuner = place.tuner(format!("search {}", bench.name), args.allow_host)?;
     tuner.refuse_unfinished()?;
     let host = tuner.host()?;
-    let ifaces = if place.ifaces.is_empty() {
-        let up: Vec<String> = host
+    let mut space = tuner.space(dimensions, args.max_candidates as usize);
+    if space.ifaces.is_empty() {
+        space.ifaces = host
             .interfaces
             .iter()
             .filter(|i| i.physical && i.operstate.as_deref() == Some("up"))
             .map(|i| i.name.clone())
             .collect();
-        up
-    } else {
-        place.ifaces.clone()
-    };
-    let space = Space {
-        dimensions,
-        ifaces,
-        app_cpus: place.sides.server_pin.clone(),
-        allow_host: args.allow_host,
-        in_namespace: place.tuned_netns.is_some(),
-        max_candidates: args.max_candidates as usize,
-    };
+    }
     let (candidates, notes) = search::candidates(&host, &space)?;
     for n in &notes {
         eprintln!("search: {n}");
