@@ -186,6 +186,7 @@ impl Listing {
 }
 
 /// The state directory.
+#[derive(Debug, Clone)]
 pub struct StateDir {
     dir: PathBuf,
     /// The options a command about these states must repeat to find them

@@ -232,8 +232,7 @@ impl Place {
     /// Resolve `args`: make or check the testbed, then enter the namespace
     /// to tune (this must come before any thread starts).
     pub fn enter(args: &WhereArgs) -> anyhow::Result<Place> {
-        let (state, _) = state_dir(args.state_dir.as_deref(), None);
-        let state = StateDir::new(absolute(state.path()));
+        let state = state_dir(args.state_dir.as_deref(), None);
         let server_pin = CpuList::of(&args.server_pin);
         let mut place = match &args.testbed {
             Some(name) => {
@@ -309,7 +308,7 @@ impl Place {
             None => None,
         };
         Ok(Tuner::new(
-            StateDir::new(self.state.path().to_path_buf()),
+            self.state.clone(),
             self.tuned_netns.clone(),
             experiment,
             self.allow_irqbalance,

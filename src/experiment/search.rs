@@ -490,6 +490,7 @@ pub fn candidates(host: &Host, space: &Space) -> anyhow::Result<(Vec<Candidate>,
                 changes: c.changes,
                 skipped: Vec::new(),
                 made_for: None,
+                irqbalance: None,
             },
         });
     }
@@ -566,6 +567,7 @@ pub fn settings_plan(
         changes,
         skipped: Vec::new(),
         made_for: None,
+        irqbalance: None,
     })
 }
 
@@ -798,6 +800,7 @@ mod tests {
                 changes: Vec::new(),
                 skipped: Vec::new(),
                 made_for: None,
+                irqbalance: None,
             },
         }
     }

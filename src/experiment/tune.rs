@@ -226,23 +226,13 @@ impl Tuner {
             };
             anyhow::bail!(
                 "state {} on {} was applied {by} and never finished or rolled back (was it \
-                 killed?); restore it with `nettune rollback {}`{}, then start again; nothing \
-                 was changed",
+                 killed?); restore it with `{}`, then start again; nothing was changed",
                 j.id,
                 crate::plan::render::place(None, j.netns.as_deref()),
-                j.id,
-                self.state_hint()
+                self.state.command(&format!("rollback {}", j.id))
             );
         }
         Ok(())
-    }
-
-    fn state_hint(&self) -> String {
-        if self.state.path() == std::path::Path::new(apply::DEFAULT_STATE_DIR) {
-            String::new()
-        } else {
-            format!(" --state-dir {}", self.state.path().display())
-        }
     }
 
     /// The host model here, now.

@@ -197,6 +197,7 @@ mod tests {
             }],
             skipped: Vec::new(),
             made_for: Some(here()),
+            irqbalance: None,
         }
     }
 
