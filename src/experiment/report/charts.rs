@@ -6,6 +6,7 @@
 
 use plotters::coord::ranged1d::SegmentValue;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::experiment::results::Results;
 use crate::experiment::stats::percent;
@@ -125,8 +126,11 @@ pub fn bars(results: &Results, bench: &str) -> anyhow::Result<String> {
             chart
                 .draw_series(std::iter::once(Text::new(
                     label,
-                    (x, hi.max(cell.summary.median) + top * 0.03),
-                    (FONT, 14).into_font().color(&BLACK),
+                    (x, hi.max(cell.summary.median) + top * 0.02),
+                    (FONT, 14)
+                        .into_font()
+                        .color(&BLACK)
+                        .pos(Pos::new(HPos::Center, VPos::Bottom)),
                 )))
                 .map_err(err)?;
         }
@@ -203,7 +207,10 @@ pub fn soft_heatmap(results: &Results, config: &str) -> anyhow::Result<String> {
                     .draw_series(std::iter::once(Text::new(
                         format!("{soft:.1}%"),
                         (SegmentValue::CenterOf(x), SegmentValue::CenterOf(y)),
-                        (FONT, 15).into_font().color(&BLACK),
+                        (FONT, 15)
+                            .into_font()
+                            .color(&BLACK)
+                            .pos(Pos::new(HPos::Center, VPos::Center)),
                     )))
                     .map_err(err)?;
             }
