@@ -740,13 +740,13 @@ pub struct Measured<'a> {
     pub bench: &'a Bench,
     pub sides: &'a Sides,
     pub stop: &'a Stop,
+    /// Runs that failed and were made again (a search makes many short
+    /// runs; on a loaded host one may measure nothing): the reasons.
+    pub retried: Vec<String>,
 }
 
-impl Trial for Measured<'_> {
-    fn measure(&mut self, candidate: &Candidate, duration: Duration) -> anyhow::Result<f64> {
-        if self.stop.is_set() {
-            anyhow::bail!("interrupted");
-        }
+impl Measured<'_> {
+    fn once(&self, candidate: &Candidate, duration: Duration) -> anyhow::Result<f64> {
         let opts = crate::plan::saved::options(&candidate.plan);
         let tuned = self
             .tuner
@@ -759,12 +759,34 @@ impl Trial for Measured<'_> {
             &mut || {},
         );
         tuned.restore()?;
-        if self.stop.is_set() {
-            anyhow::bail!("interrupted");
-        }
         Ok(outcome
             .map_err(|e| e.context(format!("measuring candidate '{}'", candidate.name)))?
             .value)
+    }
+}
+
+impl Trial for Measured<'_> {
+    fn measure(&mut self, candidate: &Candidate, duration: Duration) -> anyhow::Result<f64> {
+        if self.stop.is_set() {
+            anyhow::bail!("interrupted");
+        }
+        let first = self.once(candidate, duration);
+        if self.stop.is_set() {
+            anyhow::bail!("interrupted");
+        }
+        match first {
+            Ok(v) => Ok(v),
+            // A run that could not even apply or restore is not retried.
+            Err(e) if !format!("{e:#}").contains("measuring candidate") => Err(e),
+            Err(e) => {
+                self.retried.push(crate::error::message(&e));
+                let again = self.once(candidate, duration);
+                if self.stop.is_set() {
+                    anyhow::bail!("interrupted");
+                }
+                again.map_err(|e| e.context("made twice, failed twice"))
+            }
+        }
     }
 }
 

@@ -199,6 +199,7 @@ fn search_here(
         bench,
         sides: &place.sides,
         stop: &stop,
+        retried: Vec::new(),
     };
     let schedule = Schedule {
         first: args.min_duration,
@@ -211,7 +212,11 @@ fn search_here(
         &mut trial,
         &mut Rng::new(seed),
         &mut Lines,
-    )?;
+    );
+    for why in &trial.retried {
+        eprintln!("search: warning: a run failed and was made again: {why}");
+    }
+    let found = found?;
     let plan = search::winning_plan(&candidates[found.winner], &found, bench, &tuner);
     Ok((candidates, notes, found, plan))
 }
