@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::bench::latency::LatencySummary;
-use crate::bench::observe::Observer;
+use crate::bench::observe::{Observer, Quiet};
 use crate::bench::stop::Stop;
 use crate::bench::{http, rr, udp};
 
@@ -180,33 +180,25 @@ pub fn run(
             let mut client = config.clone();
             client.to = server.local_addr();
             client.netns = sides.client_netns.clone();
-            let server_stop = Stop::new();
-            std::thread::scope(|s| {
-                let serving =
-                    s.spawn(|| server.run(&server_stop, &mut crate::bench::observe::Quiet));
-                let mut marker = Marker {
-                    mark,
-                    marked: false,
-                };
-                let report = stop_after(
-                    &server_stop,
-                    Duration::ZERO,
-                    rr::run_client(&client, stop, &mut marker),
-                );
-                let served = serving
-                    .join()
-                    .unwrap_or_else(|_| Err(anyhow::anyhow!("the rr-server panicked")))?;
-                let report = report?;
-                if let Some(problem) = report.problem() {
-                    anyhow::bail!("{problem}");
-                }
-                Ok(Outcome {
-                    value: report.transactions_per_sec,
-                    latency: Some(report.latency.clone()),
-                    lost: None,
-                    client_report: json(&report),
-                    server_report: json(&served),
-                })
+            let mut marker = Marker {
+                mark,
+                marked: false,
+            };
+            let (report, served) = beside(
+                "rr-server",
+                move |st| server.run(st, &mut Quiet),
+                Duration::ZERO,
+                || rr::run_client(&client, stop, &mut marker),
+            )?;
+            if let Some(problem) = report.problem() {
+                anyhow::bail!("{problem}");
+            }
+            Ok(Outcome {
+                value: report.transactions_per_sec,
+                latency: Some(report.latency.clone()),
+                lost: None,
+                client_report: json(&report),
+                server_report: json(&served),
             })
         }
         Client::Http(config) => {
@@ -220,36 +212,48 @@ pub fn run(
             load.url = http::url::parse(&format!("http://{addr}{}", config.url.path))
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
             load.netns = sides.client_netns.clone();
-            let server_stop = Stop::new();
-            std::thread::scope(|s| {
-                let serving =
-                    s.spawn(|| server.run(&server_stop, &mut crate::bench::observe::Quiet));
-                let mut marker = Marker {
-                    mark,
-                    marked: false,
-                };
-                let report = stop_after(
-                    &server_stop,
-                    Duration::ZERO,
-                    http::run_load(&load, stop, &mut marker),
-                );
-                let served = serving
-                    .join()
-                    .unwrap_or_else(|_| Err(anyhow::anyhow!("the http-server panicked")))?;
-                let report = report?;
-                if let Some(problem) = report.problem() {
-                    anyhow::bail!("{problem}");
-                }
-                Ok(Outcome {
-                    value: report.requests_per_s,
-                    latency: Some(report.latency.summary.clone()),
-                    lost: None,
-                    client_report: json(&report),
-                    server_report: json(&served),
-                })
+            let mut marker = Marker {
+                mark,
+                marked: false,
+            };
+            let (report, served) = beside(
+                "http-server",
+                move |st| server.run(st, &mut Quiet),
+                Duration::ZERO,
+                || http::run_load(&load, stop, &mut marker),
+            )?;
+            if let Some(problem) = report.problem() {
+                anyhow::bail!("{problem}");
+            }
+            Ok(Outcome {
+                value: report.requests_per_s,
+                latency: Some(report.latency.summary.clone()),
+                lost: None,
+                client_report: json(&report),
+                server_report: json(&served),
             })
         }
     }
+}
+
+/// Run a server side on a thread of its own (`serve`, until its stop
+/// token) while `client` runs here; stop the server `linger` after the
+/// client ends. The client's result, then the server's.
+fn beside<S: Send, C>(
+    what: &str,
+    serve: impl FnOnce(&Stop) -> anyhow::Result<S> + Send,
+    linger: Duration,
+    client: impl FnOnce() -> anyhow::Result<C>,
+) -> anyhow::Result<(C, S)> {
+    let server_stop = Stop::new();
+    std::thread::scope(|s| {
+        let serving = s.spawn(|| serve(&server_stop));
+        let report = stop_after(&server_stop, linger, client());
+        let served = serving
+            .join()
+            .unwrap_or_else(|_| Err(anyhow::anyhow!("the {what} panicked")))?;
+        Ok((report?, served))
+    })
 }
 
 /// A udp-flood run: the sink receives until the flood is done; the rate is
@@ -272,28 +276,23 @@ fn udp_run(
     let mut flood = config.clone();
     flood.to = vec![sink.local_addr()];
     flood.netns = sides.client_netns.clone();
-    let sink_stop = Stop::new();
-    std::thread::scope(|s| {
-        let receiving = s.spawn(|| sink.run(&sink_stop, &mut crate::bench::observe::Quiet));
-        mark();
-        let sent = stop_after(
-            &sink_stop,
-            UDP_LINGER,
-            udp::run_flood(&flood, stop, &mut crate::bench::observe::Quiet),
-        );
-        let received = receiving
-            .join()
-            .unwrap_or_else(|_| Err(anyhow::anyhow!("the udp-sink panicked")))?;
-        let sent = sent?;
-        if let Some(problem) = sent.problem().or_else(|| received.problem()) {
-            anyhow::bail!("{problem}");
-        }
-        Ok(Outcome {
-            value: received.pps,
-            latency: None,
-            lost: Some(sent.packets.saturating_sub(received.packets)),
-            client_report: json(&sent),
-            server_report: json(&received),
-        })
+    let (sent, received) = beside(
+        "udp-sink",
+        move |st| sink.run(st, &mut Quiet),
+        UDP_LINGER,
+        || {
+            mark();
+            udp::run_flood(&flood, stop, &mut Quiet)
+        },
+    )?;
+    if let Some(problem) = sent.problem().or_else(|| received.problem()) {
+        anyhow::bail!("{problem}");
+    }
+    Ok(Outcome {
+        value: received.pps,
+        latency: None,
+        lost: Some(sent.packets.saturating_sub(received.packets)),
+        client_report: json(&sent),
+        server_report: json(&received),
     })
 }

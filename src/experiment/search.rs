@@ -419,28 +419,7 @@ fn names(ifaces: &[&Interface]) -> String {
 /// The candidates of `space` on `host`, the baseline (`current`) first,
 /// and notes on what was skipped and why.
 pub fn candidates(host: &Host, space: &Space) -> anyhow::Result<(Vec<Candidate>, Vec<String>)> {
-    let ifaces: Vec<&Interface> = space
-        .ifaces
-        .iter()
-        .map(|name| {
-            host.interfaces
-                .iter()
-                .find(|i| &i.name == name)
-                .ok_or_else(|| {
-                    anyhow::anyhow!(
-                        "interface '{name}' does not exist here (present: {})",
-                        host.interfaces
-                            .iter()
-                            .map(|i| i.name.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    )
-                })
-        })
-        .collect::<anyhow::Result<_>>()?;
-    if ifaces.is_empty() {
-        anyhow::bail!("no interface to search: name one with --iface");
-    }
+    let ifaces = interfaces(host, space)?;
     let mut notes = Vec::new();
     let mut combos: Vec<Choice> = vec![keep()];
     for d in &space.dimensions {
@@ -593,7 +572,7 @@ fn interfaces<'h>(host: &'h Host, space: &Space) -> anyhow::Result<Vec<&'h Inter
         })
         .collect::<anyhow::Result<_>>()?;
     if ifaces.is_empty() {
-        anyhow::bail!("no interface to tune: name one with --iface");
+        anyhow::bail!("no interface to tune or search: name one with --iface");
     }
     Ok(ifaces)
 }

@@ -16,30 +16,39 @@ use nix::sched::{setns, unshare, CloneFlags};
 /// Where `ip netns add` puts named namespaces.
 const NETNS_DIR: &str = "/run/netns";
 
+/// Every named network namespace (/run/netns), sorted.
+pub fn named() -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(NETNS_DIR)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// The named namespaces for a message: "a, b", or "none".
+pub fn present() -> String {
+    let names = named();
+    if names.is_empty() {
+        "none".to_string()
+    } else {
+        names.join(", ")
+    }
+}
+
 pub fn enter(name: &str) -> anyhow::Result<()> {
     if name.is_empty() || name.contains('/') || name == "." || name == ".." {
         anyhow::bail!("'{name}' is not a network namespace name");
     }
     let path = Path::new(NETNS_DIR).join(name);
     let file = File::open(&path).map_err(|e| {
-        let present = std::fs::read_dir(NETNS_DIR)
-            .map(|d| {
-                let mut names: Vec<String> = d
-                    .flatten()
-                    .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .collect();
-                names.sort();
-                names.join(", ")
-            })
-            .unwrap_or_default();
-        let present = if present.is_empty() {
-            "none".to_string()
-        } else {
-            present
-        };
         anyhow::anyhow!(
-            "network namespace '{name}' does not exist ({}: {e}); namespaces present: {present}",
-            path.display()
+            "network namespace '{name}' does not exist ({}: {e}); namespaces present: {}",
+            path.display(),
+            present()
         )
     })?;
     setns(&file, CloneFlags::CLONE_NEWNET).map_err(|e| {

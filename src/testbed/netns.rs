@@ -26,15 +26,7 @@ pub fn exists(name: &str) -> bool {
 
 /// Every named namespace, sorted.
 pub fn list() -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(NETNS_DIR)
-        .map(|d| {
-            d.flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
-    names.sort();
-    names
+    crate::host::netns::named()
 }
 
 /// /run/netns as a shared mount point (made one by binding it onto itself
