@@ -238,6 +238,9 @@ impl<S: Sampler> Matrix<'_, S> {
                     self.runs.push(run);
                 }
                 None => {
+                    self.progress.note(
+                        "stopped: this run was cut short and is not counted; restoring the host",
+                    );
                     completed = false;
                     break;
                 }

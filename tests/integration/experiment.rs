@@ -421,6 +421,56 @@ fn bad_input_is_one_clear_error_with_exit_2_and_nothing_changed() {
     }
 }
 
+#[test]
+fn a_plan_for_another_host_is_refused_before_anything_changes() {
+    if skip_unless_root("a_plan_for_another_host_is_refused_before_anything_changes") {
+        return;
+    }
+    let bed = Bed::up();
+    let before = tuned_parts(&bed.server_ns);
+    let work = tempfile::tempdir().expect("tempdir");
+    let plan = work.path().join("plan.json");
+    let text = serde_json::json!({
+        "profile": "custom", "cpus": [0], "interfaces": ["tb-server"],
+        "changes": [{"target": "/sys/class/net/tb-server/queues/rx-0/rps_cpus",
+                     "from": "0", "to": "1", "reason": "test", "group": "tb-server"}],
+        "skipped": [],
+        "made_for": {"machine_id": "00000000000000000000000000000000",
+                     "hostname": "elsewhere", "netns": bed.server_ns, "root": null}
+    });
+    std::fs::write(&plan, text.to_string()).expect("write");
+    let out = work.path().join("exp");
+    let state = work.path().join("state");
+    let configs = format!("current,{}", plan.display());
+    let (code, _, stderr) = split(
+        nettune()
+            .args([
+                "experiment",
+                "run",
+                "--testbed",
+                &bed.name,
+                "--configs",
+                &configs,
+            ])
+            .args(["--bench", "udp-flood", "--duration", "1s"])
+            .arg("--out")
+            .arg(&out)
+            .arg("--state-dir")
+            .arg(&state)
+            .output()
+            .expect("experiment"),
+    );
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("host elsewhere") && stderr.contains("nothing was changed"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(!out.exists());
+    assert!(journals(&state.display().to_string()).is_empty());
+    assert_eq!(tuned_parts(&bed.server_ns), before);
+}
+
 /// A plan saved on one tree and refused on another (another place) or
 /// after a value it changes moved; applied where it was made.
 #[test]
