@@ -165,7 +165,7 @@ pub(crate) mod text {
                 "runs".to_string(),
                 format!(
                     "{} config(s) x {} bench(es) x {} repeat(s), {} s each after {} s warm-up, \
-                     server pinned to CPUs {}, interleaved (config order shuffled per round, seed {})",
+                     server pinned to CPUs {}, interleaved (config order shuffled per round, --seed={})",
                     r.configs.len(),
                     r.benches.len(),
                     s.repeat,
