@@ -80,6 +80,10 @@ pub struct HostInfo {
     pub steal_percent: Option<f64>,
     /// Busy (non-idle) share of all CPUs over the whole experiment, percent.
     pub busy_percent: Option<f64>,
+    /// The share of all CPUs' time other processes used over the whole
+    /// experiment, percent (see [`super::sample::Usage::others_percent`]).
+    #[serde(default)]
+    pub others_percent: Option<f64>,
     /// `nettune inspect --json` of the tuned place before the first run.
     pub inspect: serde_json::Value,
 }

@@ -143,6 +143,7 @@ pub fn run<S: Sampler>(
             load_after: super::sample::load_average(&root),
             steal_percent: all.as_ref().map(|a| a.steal),
             busy_percent: all.as_ref().map(|a| 100.0 - a.idle - a.iowait),
+            others_percent: whole.as_ref().and_then(|u| u.others_percent),
             inspect,
         },
         configs,

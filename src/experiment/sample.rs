@@ -20,6 +20,8 @@ pub struct Snapshot {
     /// Per-CPU time (/proc/stat, host-wide).
     pub cpu: Vec<CpuTime>,
     pub drops: Drops,
+    /// This process's CPU time so far (all its threads), seconds.
+    pub own_cpu_s: f64,
 }
 
 /// Counters of lost packets: softnet's are the host's, the SNMP ones those
@@ -63,6 +65,13 @@ pub struct Usage {
     /// `all` first, then each CPU: mpstat's columns, in percent.
     pub cpus: Vec<CpuRow>,
     pub drops: Drops,
+    /// CPU time used by other processes, percent of all CPUs' time: the
+    /// host's busy time (not idle, not iowait) less nettune's own. Kernel
+    /// work done for nettune's packets on other tasks' time counts as
+    /// theirs, so a few percent is normal; tens of percent is a noisy
+    /// neighbour.
+    #[serde(default)]
+    pub others_percent: Option<f64>,
 }
 
 impl Usage {
@@ -70,6 +79,7 @@ impl Usage {
         Usage {
             cpus: CpuUsage::between(&before.cpu, &after.cpu).rows,
             drops: after.drops.since(&before.drops),
+            others_percent: others_percent(before, after),
         }
     }
 
@@ -81,6 +91,40 @@ impl Usage {
             .map(|r| (r.cpu.clone(), r.soft))
             .collect()
     }
+}
+
+/// The share of all CPUs' time that processes other than this one used
+/// between two snapshots.
+fn others_percent(before: &Snapshot, after: &Snapshot) -> Option<f64> {
+    let (mut total, mut busy) = (0u64, 0u64);
+    for a in &after.cpu {
+        let b = before.cpu.iter().find(|b| b.cpu == a.cpu)?;
+        let t = a.total().saturating_sub(b.total());
+        let idle = (a.idle + a.iowait).saturating_sub(b.idle + b.iowait);
+        total += t;
+        busy += t.saturating_sub(idle);
+    }
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if total == 0 || hz <= 0 {
+        return None;
+    }
+    let tick = 1.0 / hz as f64;
+    let own = (after.own_cpu_s - before.own_cpu_s).max(0.0);
+    let others = (busy as f64 * tick - own).max(0.0);
+    Some(others * 100.0 / (total as f64 * tick))
+}
+
+/// This process's CPU time so far, all threads (getrusage), seconds.
+pub fn own_cpu_seconds() -> f64 {
+    // SAFETY: rusage is plain data, valid all-zero; getrusage fills it.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid pointer to a rusage.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+        return 0.0;
+    }
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    secs(usage.ru_utime) + secs(usage.ru_stime)
 }
 
 /// Takes snapshots while benchmarks run, and says what happened between
@@ -129,6 +173,7 @@ impl Sampler for ProcSampler {
                 tcp_listen_drops: snmp(&counters.tcp_ext, "ListenDrops"),
             },
             cpu: counters.cpu_time,
+            own_cpu_s: own_cpu_seconds(),
         })
     }
 }
@@ -158,6 +203,47 @@ mod tests {
         };
         let d = after.since(&before);
         assert_eq!((d.softnet_dropped, d.udp_rcvbuf_errors), (15, 0));
+    }
+
+    fn cpu(id: u32, user: u64, idle: u64) -> CpuTime {
+        CpuTime {
+            cpu: id,
+            user,
+            nice: 0,
+            system: 0,
+            idle,
+            iowait: 0,
+            irq: 0,
+            softirq: 0,
+            steal: 0,
+        }
+    }
+
+    #[test]
+    fn others_are_the_busy_time_less_our_own() {
+        // SAFETY: sysconf has no preconditions.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
+        // Two CPUs, one second: 1.5 CPU-seconds busy, 0.5 of them ours.
+        let before = Snapshot {
+            cpu: vec![cpu(0, 0, 0), cpu(1, 0, 0)],
+            own_cpu_s: 10.0,
+            ..Snapshot::default()
+        };
+        let after = Snapshot {
+            cpu: vec![cpu(0, hz, 0), cpu(1, hz / 2, hz / 2)],
+            own_cpu_s: 10.5,
+            ..Snapshot::default()
+        };
+        let others = Usage::between(&before, &after)
+            .others_percent
+            .expect("others");
+        assert!((others - 50.0).abs() < 1e-6, "{others}");
+        // Our own time beyond the busy ticks (rounding) is never negative.
+        let after = Snapshot {
+            own_cpu_s: 20.0,
+            ..after
+        };
+        assert_eq!(Usage::between(&before, &after).others_percent, Some(0.0));
     }
 
     #[test]

@@ -118,6 +118,10 @@ pub(crate) mod text {
         )
     }
 
+    fn pct(v: Option<f64>) -> String {
+        v.map_or("unknown".to_string(), |v| format!("{v:.1}%"))
+    }
+
     /// The header facts: host, load, place, runs, timing.
     pub fn facts(r: &Results) -> Vec<(String, String)> {
         let h = &r.host;
@@ -151,13 +155,13 @@ pub(crate) mod text {
             (
                 "load".to_string(),
                 format!(
-                    "load average {} before, {} after; CPU time stolen by other guests {}; busy {}",
+                    "load average {} before, {} after; CPU time used by other processes {}, \
+                     stolen by other guests {}; busy {}",
                     load(&h.load_before),
                     load(&h.load_after),
-                    h.steal_percent
-                        .map_or("unknown".to_string(), |v| format!("{v:.1}%")),
-                    h.busy_percent
-                        .map_or("unknown".to_string(), |v| format!("{v:.1}%"))
+                    pct(h.others_percent),
+                    pct(h.steal_percent),
+                    pct(h.busy_percent)
                 ),
             ),
             ("place".to_string(), place),
@@ -213,12 +217,17 @@ pub(crate) mod text {
                 r.ended
             ));
         }
-        if let Some(steal) = r.host.steal_percent {
-            if steal > 5.0 {
-                out.push(format!(
-                    "{steal:.1}% of the CPU time was stolen by other guests: noisy neighbours"
-                ));
-            }
+        if let Some(steal) = r.host.steal_percent.filter(|s| *s > 5.0) {
+            out.push(format!(
+                "{steal:.1}% of the CPU time was stolen by other guests: noisy neighbours"
+            ));
+        }
+        if let Some(others) = r.host.others_percent.filter(|o| *o > 10.0) {
+            out.push(format!(
+                "other processes used {others:.0}% of all CPU time during the experiment: the runs \
+                 compete with them (quiet the host for tighter intervals; each run's share is \
+                 in results.json, runs[].usage.others_percent)"
+            ));
         }
         for cell in &r.cells {
             if let Some(w) = &cell.comparison.warning {
