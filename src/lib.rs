@@ -16,5 +16,6 @@ pub mod inspect;
 pub mod nic;
 pub mod output;
 pub mod plan;
+pub mod serve;
 pub mod testbed;
 pub mod wording;

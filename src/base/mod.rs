@@ -9,6 +9,7 @@ pub mod counter;
 pub mod cpuset;
 pub mod driver;
 pub mod probe;
+pub mod random;
 pub mod root;
 pub mod units;
 

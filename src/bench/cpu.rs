@@ -11,6 +11,9 @@
 
 use std::io::{self, Write};
 
+use std::time::Duration;
+
+use anyhow::Context;
 use serde::Serialize;
 
 use crate::host::CpuTime;
@@ -102,6 +105,22 @@ impl CpuUsage {
         }
         Ok(())
     }
+}
+
+/// The calling thread's (user, system) CPU time so far: each worker reads
+/// its own, so the figures are this engine's even when other engines share
+/// the process.
+pub fn thread_cpu() -> anyhow::Result<(Duration, Duration)> {
+    // SAFETY: rusage is plain data, valid all-zero; getrusage fills it.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid pointer to a rusage struct.
+    if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) } != 0 {
+        return Err(std::io::Error::last_os_error()).context("getrusage failed");
+    }
+    let time = |t: libc::timeval| {
+        Duration::from_secs(t.tv_sec.max(0) as u64) + Duration::from_micros(t.tv_usec.max(0) as u64)
+    };
+    Ok((time(usage.ru_utime), time(usage.ru_stime)))
 }
 
 /// Percentages of the row's own tick total; all zero when no tick passed.

@@ -11,7 +11,9 @@
 
 pub mod addr;
 pub mod cpu;
+pub mod errqueue;
 pub mod event;
+pub mod frame;
 pub mod harness;
 pub mod http;
 pub mod latency;
@@ -23,6 +25,7 @@ pub mod report;
 pub mod rr;
 pub mod secs;
 pub mod stop;
+pub mod stream;
 pub mod udp;
 
 /// The highest `--rate` (packets or requests per second) a load generator

@@ -13,6 +13,7 @@ pub mod doctor;
 pub mod experiment;
 pub mod inspect;
 pub mod plan;
+pub mod serve;
 pub mod signals;
 pub mod testbed;
 
@@ -116,6 +117,9 @@ pub enum Command {
     /// benchmarks and experiments without touching the host's interfaces.
     #[command(subcommand)]
     Testbed(testbed::TestbedCommand),
+    /// Start the server side of any bench on request, for clients with
+    /// `bench ... --remote ADDR:PORT --token-file FILE` (docs/serve.md).
+    Serve(serve::ServeArgs),
 }
 
 /// Which host to read: live (default), a named network namespace, or a
@@ -200,6 +204,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Status> {
         Command::Bench(cmd) => bench::run(cmd),
         Command::Experiment(cmd) => experiment::run(cmd),
         Command::Testbed(cmd) => testbed::run(cmd),
+        Command::Serve(args) => serve::run(args),
     }
 }
 

@@ -55,6 +55,8 @@ pub struct LoopOptions {
     pub idle_timeout: Duration,
     /// The epoll timeout while traffic flows.
     pub wait: Duration,
+    /// Serve this address only; others' connections are closed at once.
+    pub peer: Option<std::net::IpAddr>,
 }
 
 /// The wait while traffic flows, when busy polling is on: short and
@@ -146,6 +148,7 @@ impl EpollLoop {
     fn accept_all(&mut self, now: Instant) {
         for _ in 0..ACCEPT_BATCH {
             let stream = match self.listener.accept() {
+                Ok((_, addr)) if self.options.peer.is_some_and(|p| p != addr.ip()) => continue,
                 Ok((stream, _)) => stream,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.raw_os_error() == Some(libc::ECONNABORTED) => continue,

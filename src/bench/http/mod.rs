@@ -9,7 +9,7 @@
 //! The HTTP rules (`session` for the server, `response` for the client) only
 //! turn bytes into bytes; the engines (`server`, `load`) move them.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -82,6 +82,10 @@ pub struct ServerConfig {
     pub netns: Option<String>,
     /// Join a port another program already serves, knowingly.
     pub share_port: bool,
+    /// Serve this address only: connections from others are closed at once
+    /// (a server started for one client, as `nettune serve` does).
+    #[serde(default)]
+    pub peer: Option<IpAddr>,
 }
 
 impl ServerConfig {
@@ -98,6 +102,7 @@ impl ServerConfig {
             duration: None,
             netns: None,
             share_port: false,
+            peer: None,
         }
     }
 

@@ -231,6 +231,7 @@ impl HttpServer {
             busy_poll: config.busy_poll,
             idle_timeout: config.idle_timeout,
             wait: self.wait,
+            peer: config.peer,
         };
         let live: Vec<LiveCounter> = (0..threads).map(|_| LiveCounter::default()).collect();
         let mut control = Meter {

@@ -5,7 +5,6 @@
 
 use std::time::Duration;
 
-use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
 use crate::base::Root;
@@ -103,18 +102,4 @@ impl Control for RrControl<'_> {
     }
 }
 
-/// The calling thread's (user, system) CPU time so far: each worker reads
-/// its own, so the figures are this engine's even when other engines share
-/// the process.
-pub fn thread_cpu() -> anyhow::Result<(Duration, Duration)> {
-    // SAFETY: rusage is plain data, valid all-zero; getrusage fills it.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: a valid pointer to a rusage struct.
-    if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) } != 0 {
-        return Err(std::io::Error::last_os_error()).context("getrusage failed");
-    }
-    let time = |t: libc::timeval| {
-        Duration::from_secs(t.tv_sec.max(0) as u64) + Duration::from_micros(t.tv_usec.max(0) as u64)
-    };
-    Ok((time(usage.ru_utime), time(usage.ru_stime)))
-}
+pub use crate::bench::cpu::thread_cpu;

@@ -12,7 +12,7 @@
 //! `client::run(&ClientConfig, &stop, &mut observer)` measures. Neither
 //! prints, exits or touches signals; `output` renders their reports.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -104,6 +104,15 @@ pub struct ServerConfig {
     pub netns: Option<String>,
     /// Testing aid: each thread drops every N-th UDP request it receives.
     pub drop_every: Option<u64>,
+    /// Answer this address only: its datagrams are answered, others are
+    /// ignored, connections from others closed (a server started for one
+    /// client, as `nettune serve` does: never a reflector).
+    #[serde(default)]
+    pub peer: Option<IpAddr>,
+    /// The largest reply a hello may ask for; a larger one is refused (a
+    /// bound on what a small request can make the server send).
+    #[serde(default)]
+    pub max_reply: Option<u32>,
 }
 
 impl ServerConfig {
@@ -116,6 +125,8 @@ impl ServerConfig {
             duration: None,
             netns: None,
             drop_every: None,
+            peer: None,
+            max_reply: None,
         }
     }
 

@@ -62,6 +62,10 @@ pub struct ThreadReport {
     pub udp_unknown: u64,
     /// Replies the kernel would not take (socket buffer full).
     pub udp_send_errors: u64,
+    /// Connections closed and datagrams ignored because they came from an
+    /// address other than the one peer served.
+    #[serde(default)]
+    pub foreign: u64,
 }
 
 impl ThreadReport {
@@ -74,6 +78,7 @@ impl ThreadReport {
         self.udp_dropped += o.udp_dropped;
         self.udp_unknown += o.udp_unknown;
         self.udp_send_errors += o.udp_send_errors;
+        self.foreign += o.foreign;
     }
 }
 
@@ -170,6 +175,7 @@ impl RrServer {
             duration: self.config.duration,
         };
         let drop_every = self.config.drop_every;
+        let (peer, max_reply) = (self.config.peer, self.config.max_reply);
         let pinning = &self.pinning;
         let done = harness::run(
             self.sockets,
@@ -182,6 +188,8 @@ impl RrServer {
                     thread: i,
                     cpu: pinning.cpu_for(i),
                     drop_every,
+                    peer,
+                    max_reply,
                 };
                 serve(sockets, &plan, phase)
             },
@@ -246,6 +254,20 @@ struct Plan {
     thread: usize,
     cpu: Option<u32>,
     drop_every: Option<u64>,
+    /// Serve this address only.
+    peer: Option<std::net::IpAddr>,
+    /// Refuse hellos asking for larger replies.
+    max_reply: Option<u32>,
+}
+
+impl Plan {
+    fn foreign(&self, addr: SocketAddr) -> bool {
+        self.peer.is_some_and(|p| p != addr.ip())
+    }
+
+    fn reply_allowed(&self, hello: &Hello) -> bool {
+        self.max_reply.is_none_or(|max| hello.reply <= max)
+    }
 }
 
 /// A UDP flow: its reply size, and the epoch it was last heard from.
@@ -382,14 +404,23 @@ impl Worker<'_> {
         {
             return;
         }
-        // Until a read times out (Idle), closed, or a reply that did not fit.
+        // Until a read times out (Idle), closed, a reply that did not fit,
+        // or a slice has passed: a busy client must not keep the loop from
+        // the listener (a second client) and the end of the run.
+        let slice = Instant::now();
+        let mut rounds = 0u32;
         let after = loop {
-            let mut after = read_requests(conn, &mut self.buf, &mut self.report);
+            let mut after =
+                read_requests(conn, &mut self.buf, &mut self.report, self.plan.max_reply);
             if let After::Keep = after {
                 after = write_replies(conn, &self.zeros, &self.poll, token);
             }
             if !matches!(after, After::Keep) || conn.writing {
                 break after;
+            }
+            rounds = rounds.wrapping_add(1);
+            if rounds % 64 == 0 && slice.elapsed() >= ALONE_SLICE {
+                break After::Keep;
             }
         };
         if let After::Close = after {
@@ -404,6 +435,10 @@ impl Worker<'_> {
     fn accept(&mut self, listener: &TcpListener) -> anyhow::Result<()> {
         for _ in 0..BUDGET {
             let stream = match listener.accept() {
+                Ok((_, addr)) if self.plan.foreign(addr) => {
+                    self.report.foreign += 1;
+                    continue;
+                }
                 Ok((stream, _)) => stream,
                 Err(e) if would_block(&e) => return Ok(()),
                 // The client gave up before we accepted: nothing to do.
@@ -443,7 +478,7 @@ impl Worker<'_> {
         };
         let mut after = After::Keep;
         if event.readable || event.hangup {
-            after = read_requests(conn, &mut self.buf, &mut self.report);
+            after = read_requests(conn, &mut self.buf, &mut self.report, self.plan.max_reply);
         }
         if !matches!(after, After::Close) {
             after = write_replies(conn, &self.zeros, &self.poll, token);
@@ -462,9 +497,14 @@ impl Worker<'_> {
     fn answer_udp(&mut self, socket: &UdpSocket, alone: bool) -> anyhow::Result<()> {
         // Alone: until a read times out or another flow comes.
         let budget = if alone { usize::MAX } else { BUDGET };
-        for _ in 0..budget {
+        let slice = Instant::now();
+        for round in 0..budget {
             if alone && self.flows.len() != 1 {
                 // A second client: back to epoll.
+                return Ok(());
+            }
+            // A busy lone flow: back to the loop (listener, end) each slice.
+            if alone && round % 64 == 63 && slice.elapsed() >= ALONE_SLICE {
                 return Ok(());
             }
             let (n, peer) = match socket.recv_from(&mut self.buf) {
@@ -472,8 +512,12 @@ impl Worker<'_> {
                 Err(e) if would_block(&e) => return Ok(()),
                 Err(e) => return Err(e).context("UDP recvfrom failed"),
             };
+            if self.plan.foreign(peer) {
+                self.report.foreign += 1;
+                continue;
+            }
             let datagram = &self.buf[..n];
-            if let Some(hello) = Hello::decode(datagram) {
+            if let Some(hello) = Hello::decode(datagram).filter(|h| self.plan.reply_allowed(h)) {
                 if self.flows.len() >= MAX_FLOWS && !self.flows.contains_key(&peer) {
                     self.flows.clear();
                 }
@@ -528,7 +572,12 @@ impl Worker<'_> {
 /// Read what the connection has: first the hello, then requests, each
 /// complete one owing a reply. One read per readiness (level-triggered:
 /// epoll reports again if more is queued).
-fn read_requests(conn: &mut Conn, buf: &mut [u8], report: &mut ThreadReport) -> After {
+fn read_requests(
+    conn: &mut Conn,
+    buf: &mut [u8],
+    report: &mut ThreadReport,
+    max_reply: Option<u32>,
+) -> After {
     let n = match conn.stream.read(&mut buf[..CHUNK]) {
         Ok(0) => return After::Close,
         Ok(n) => n,
@@ -546,7 +595,9 @@ fn read_requests(conn: &mut Conn, buf: &mut [u8], report: &mut ThreadReport) -> 
             if conn.hello_got < HELLO_LEN {
                 return After::Keep;
             }
-            let Some(hello) = Hello::decode(&conn.hello_buf) else {
+            let Some(hello) =
+                Hello::decode(&conn.hello_buf).filter(|h| max_reply.is_none_or(|m| h.reply <= m))
+            else {
                 report.tcp_bad_hellos += 1;
                 return After::Close;
             };
@@ -636,7 +687,7 @@ mod tests {
         // a third of the next.
         client.write_all(&hello[..10]).expect("write");
         assert!(matches!(
-            read_requests(&mut conn, &mut buf, &mut report),
+            read_requests(&mut conn, &mut buf, &mut report, None),
             After::Keep
         ));
         assert_eq!(conn.hello, None);
@@ -644,7 +695,7 @@ mod tests {
         rest.extend_from_slice(&[0; 7]);
         client.write_all(&rest).expect("write");
         assert!(matches!(
-            read_requests(&mut conn, &mut buf, &mut report),
+            read_requests(&mut conn, &mut buf, &mut report, None),
             After::Keep
         ));
         assert_eq!(conn.hello.map(|h| (h.request, h.reply)), Some((3, 5)));
@@ -657,7 +708,7 @@ mod tests {
         assert_eq!(echo, hello);
         // The rest of the third request completes it.
         client.write_all(&[0; 2]).expect("write");
-        read_requests(&mut conn, &mut buf, &mut report);
+        read_requests(&mut conn, &mut buf, &mut report, None);
         assert_eq!(
             (report.tcp_transactions, conn.owed, conn.in_request),
             (3, 15, 0)
@@ -671,14 +722,14 @@ mod tests {
         let mut report = ThreadReport::default();
         client.write_all(b"GET / HTTP/1.1\r\n\r\n").expect("write");
         assert!(matches!(
-            read_requests(&mut conn, &mut buf, &mut report),
+            read_requests(&mut conn, &mut buf, &mut report, None),
             After::Close
         ));
         assert_eq!(report.tcp_bad_hellos, 1);
         let (client, mut conn) = pair();
         drop(client);
         assert!(matches!(
-            read_requests(&mut conn, &mut buf, &mut report),
+            read_requests(&mut conn, &mut buf, &mut report, None),
             After::Close
         ));
     }

@@ -82,8 +82,9 @@ pub struct ServerArgs {
 #[derive(Debug, Clone, clap::Args)]
 pub struct LoadArgs {
     /// What to request: http://HOST[:PORT]/PATH (https is not supported).
-    #[arg(value_name = "URL", value_parser = http::url::parse)]
-    pub url: Url,
+    /// With --remote only its path counts (default /plaintext).
+    #[arg(value_name = "URL", value_parser = http::url::parse, required_unless_present = "remote")]
+    pub url: Option<Url>,
     /// Threads, one event loop each.
     #[arg(short = 't', long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub threads: u32,
@@ -127,6 +128,8 @@ pub struct LoadArgs {
     /// Print the report as JSON on stdout (see docs/bench-http.md).
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub remote: super::remote::RemoteArgs,
 }
 
 impl ServerArgs {
@@ -143,19 +146,33 @@ impl ServerArgs {
             duration: self.duration,
             netns: self.netns.clone(),
             share_port: self.share_port,
+            peer: None,
         }
     }
 }
 
 impl LoadArgs {
-    pub fn config(&self) -> anyhow::Result<LoadConfig> {
+    /// The URL to load: the one given, or with --remote the daemon's
+    /// server side and the given URL's path.
+    pub fn url(&self, remote: Option<&crate::serve::RemoteTest>) -> anyhow::Result<Url> {
+        match (remote, &self.url) {
+            (Some(test), url) => {
+                let path = url.as_ref().map_or("/plaintext", |u| u.path.as_str());
+                http::url::parse(&format!("http://{}{path}", test.addr)).map_err(anyhow::Error::msg)
+            }
+            (None, Some(url)) => Ok(url.clone()),
+            (None, None) => anyhow::bail!("give a URL, or --remote ADDR:PORT for a daemon"),
+        }
+    }
+
+    pub fn config(&self, url: Url) -> anyhow::Result<LoadConfig> {
         let pin = if self.pin_cpus {
             Pinning::all_allowed()?.cpus().to_vec()
         } else {
             CpuList::of(&self.pin)
         };
         Ok(LoadConfig {
-            url: self.url.clone(),
+            url,
             threads: self.threads,
             connections: self.connections,
             duration: self.duration,
@@ -238,7 +255,13 @@ pub fn load(args: &LoadArgs, stop: &Stop) -> anyhow::Result<Status> {
         json: args.json,
         progress: Progress::new(true),
     };
-    let report = http::run_load(&args.config()?, stop, &mut lines)?;
+    let side = crate::serve::ServerSide::HttpServer {
+        threads: args.remote.remote_threads,
+    };
+    let seconds = (args.warmup + args.duration).as_secs_f64();
+    let remote = args.remote.start(side, seconds, args.netns.as_deref())?;
+    let url = args.url(remote.as_ref())?;
+    let report = http::run_load(&args.config(url)?, stop, &mut lines)?;
     lines.progress.clear();
-    finish(&report, args.json, output::text, report.problem())
+    super::remote::finish(&report, remote, args.json, output::text, report.problem())
 }

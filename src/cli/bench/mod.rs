@@ -3,7 +3,9 @@
 //! (`crate::bench`) neither print nor exit.
 
 mod http;
+mod remote;
 mod rr;
+mod stream;
 mod udp;
 
 use std::time::Duration;
@@ -14,6 +16,7 @@ use crate::error::{Failed, Status};
 
 pub use http::{LoadArgs as HttpArgs, ServerArgs as HttpServerArgs};
 pub use rr::{ClientArgs as RrArgs, ServerArgs as RrServerArgs};
+pub use stream::{ClientArgs as StreamArgs, ServerArgs as StreamServerArgs};
 pub use udp::{FloodArgs, SinkArgs};
 
 #[derive(Debug, Clone, clap::Subcommand)]
@@ -38,6 +41,13 @@ pub enum BenchCommand {
     /// Load an HTTP server wrk style (closed loop, or open loop at --rate
     /// with latency corrected for coordinated omission).
     Http(HttpArgs),
+    /// Receive bulk TCP streams for `bench stream` (many tests at once,
+    /// each stream on a thread of its own; prints the bound ADDR:PORT first).
+    StreamServer(StreamServerArgs),
+    /// Bulk TCP throughput, iperf3 style: -P streams on pinned threads,
+    /// --reverse, --window, --pace (SO_MAX_PACING_RATE), --cc, zero-copy;
+    /// TCP_INFO per second and the receiver's exact byte count.
+    Stream(StreamArgs),
 }
 
 pub fn run(cmd: BenchCommand) -> anyhow::Result<Status> {
@@ -49,6 +59,8 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<Status> {
         BenchCommand::Rr(args) => rr::client(&args, &stop),
         BenchCommand::HttpServer(args) => http::server(&args, &stop),
         BenchCommand::Http(args) => http::load(&args, &stop),
+        BenchCommand::StreamServer(args) => stream::server(&args, &stop),
+        BenchCommand::Stream(args) => stream::client(&args, &stop),
     }
 }
 
@@ -73,6 +85,19 @@ pub(crate) fn pin_list(text: &str) -> Result<CpuList, String> {
         ));
     }
     Ok(CpuList(cpus))
+}
+
+/// Where the load goes: the daemon's server side with `--remote`, else
+/// `--to` (clap makes sure one of the two is there).
+pub(crate) fn target(
+    to: Option<std::net::SocketAddr>,
+    remote: Option<&crate::serve::RemoteTest>,
+) -> anyhow::Result<std::net::SocketAddr> {
+    match (remote, to) {
+        (Some(test), _) => Ok(test.addr),
+        (None, Some(to)) => Ok(to),
+        (None, None) => anyhow::bail!("give --to ADDR:PORT, or --remote ADDR:PORT for a daemon"),
+    }
 }
 
 /// `--duration`: how long a bench runs.
@@ -138,6 +163,15 @@ impl Lines {
     pub fn done(&mut self) {
         self.progress.clear();
     }
+}
+
+/// Print a report as JSON or text; no check to fail.
+pub(crate) fn finish_report<R: serde::Serialize>(
+    report: &R,
+    json: bool,
+    text: impl FnOnce(&R) -> String,
+) -> anyhow::Result<Status> {
+    finish(report, json, text, None)
 }
 
 /// Print a report (JSON or text), then fail with `problem` (exit 1) when

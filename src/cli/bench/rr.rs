@@ -4,6 +4,7 @@ use std::io::Write as _;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use super::remote::{self, RemoteArgs};
 use super::{duration, finish, pin_list, CpuList, Lines};
 use crate::bench::addr::{parse_bind, parse_destination};
 use crate::bench::observe::Observer;
@@ -58,8 +59,8 @@ pub struct ServerArgs {
 #[derive(Debug, Clone, clap::Args)]
 pub struct ClientArgs {
     /// The rr-server's address (`nettune bench rr-server` prints it).
-    #[arg(long, value_name = "ADDR:PORT", value_parser = parse_destination)]
-    pub to: SocketAddr,
+    #[arg(long, value_name = "ADDR:PORT", value_parser = parse_destination, required_unless_present = "remote", conflicts_with = "remote")]
+    pub to: Option<SocketAddr>,
     /// TCP_RR (one connection per instance) or UDP_RR (one source port per
     /// instance).
     #[arg(long, value_enum)]
@@ -96,6 +97,8 @@ pub struct ClientArgs {
     /// Print the final report as JSON on stdout (see docs/bench-rr.md).
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub remote: RemoteArgs,
 }
 
 /// `REQ[,RESP]`: positive byte counts up to the TCP bound; the UDP bound
@@ -139,14 +142,17 @@ impl ServerArgs {
             duration: self.duration,
             netns: self.netns.clone(),
             drop_every: self.drop_every,
+            peer: None,
+            max_reply: None,
         }
     }
 }
 
 impl ClientArgs {
-    pub fn config(&self) -> ClientConfig {
+    /// The config against `to` (--to, or the daemon's server side).
+    pub fn config(&self, to: SocketAddr) -> ClientConfig {
         ClientConfig {
-            to: self.to,
+            to,
             proto: self.proto,
             size: self.size,
             instances: self.instances,
@@ -201,10 +207,17 @@ pub fn server(args: &ServerArgs, stop: &Stop) -> anyhow::Result<Status> {
 }
 
 pub fn client(args: &ClientArgs, stop: &Stop) -> anyhow::Result<Status> {
+    let side = crate::serve::ServerSide::RrServer {
+        threads: args.remote.remote_threads,
+        max_reply: args.size.reply as u32,
+    };
+    let seconds = (args.warmup + args.duration).as_secs_f64();
+    let remote = args.remote.start(side, seconds, args.netns.as_deref())?;
+    let to = super::target(args.to, remote.as_ref())?;
     let mut lines = ClientLines(Lines::new("rr", args.json));
-    let report = rr::run_client(&args.config(), stop, &mut lines)?;
+    let report = rr::run_client(&args.config(to), stop, &mut lines)?;
     lines.0.done();
-    finish(&report, args.json, output::text, report.problem())
+    remote::finish(&report, remote, args.json, output::text, report.problem())
 }
 
 #[cfg(test)]

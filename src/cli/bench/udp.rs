@@ -3,6 +3,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use super::remote::{self, RemoteArgs};
 use super::{duration, finish, pin_list, rate, CpuList, Lines};
 use crate::bench::addr::{parse_bind, parse_destination};
 use crate::bench::observe::Observer;
@@ -64,7 +65,7 @@ pub struct SinkArgs {
 #[derive(Debug, Clone, clap::Args)]
 pub struct FloodArgs {
     /// Destinations, comma separated; sockets are spread over them in turn.
-    #[arg(long, value_name = "ADDR:PORT[,ADDR:PORT...]", required = true, value_delimiter = ',', value_parser = parse_destination)]
+    #[arg(long, value_name = "ADDR:PORT[,ADDR:PORT...]", required_unless_present = "remote", conflicts_with = "remote", value_delimiter = ',', value_parser = parse_destination)]
     pub to: Vec<SocketAddr>,
     /// Sending threads.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
@@ -96,6 +97,8 @@ pub struct FloodArgs {
     /// Print the final report as JSON on stdout (see docs/bench-udp.md).
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub remote: RemoteArgs,
 }
 
 fn size(text: &str) -> Result<usize, String> {
@@ -166,10 +169,28 @@ pub fn sink(args: &SinkArgs, stop: &crate::bench::stop::Stop) -> anyhow::Result<
 }
 
 pub fn flood(args: &FloodArgs, stop: &crate::bench::stop::Stop) -> anyhow::Result<Status> {
+    let side = crate::serve::ServerSide::UdpSink {
+        threads: args.remote.remote_threads,
+        reuseport: args.remote.remote_threads > 1,
+        rcvbuf: None,
+    };
+    let remote = args
+        .remote
+        .start(side, args.duration.as_secs_f64(), args.netns.as_deref())?;
+    let mut config = args.config();
+    if let Some(test) = &remote {
+        config.to = vec![test.addr];
+    }
     let mut progress = Progress(Lines::new("udp-flood", args.json));
-    let report = udp::run_flood(&args.config(), stop, &mut progress)?;
+    let report = udp::run_flood(&config, stop, &mut progress)?;
     progress.0.done();
-    finish(&report, args.json, render::flood_text, report.problem())
+    remote::finish(
+        &report,
+        remote,
+        args.json,
+        render::flood_text,
+        report.problem(),
+    )
 }
 
 /// `--rcvbuf`: bytes, plain or with a binary suffix (`4M`), as the kernel

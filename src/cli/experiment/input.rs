@@ -62,11 +62,17 @@ pub fn bench(text: &str, duration: Duration, warmup: Duration) -> anyhow::Result
         ),
     }
     if let Some(word) = w.iter().find(|x| {
-        *x == "--to" || x.starts_with("--to=") || x.contains("://") || x.starts_with("--netns")
+        *x == "--to"
+            || x.starts_with("--to=")
+            || x.contains("://")
+            || x.starts_with("--netns")
+            || x.starts_with("--remote")
+            || x.starts_with("--token-file")
     }) {
         anyhow::bail!(
             "--bench '{text}' names its own target or namespace ('{word}'): the experiment \
-             starts the server side itself and fills in where to send; drop it"
+             starts the server side itself (here, or with the experiment's --remote through \
+             `nettune serve`) and fills in where to send; drop it"
         );
     }
     if kind == "http" {
@@ -98,7 +104,10 @@ pub fn bench(text: &str, duration: Duration, warmup: Duration) -> anyhow::Result
             Client::UdpFlood(c)
         }
         BenchLine::Rr(args) => {
-            let mut c = args.config();
+            let to = args
+                .to
+                .ok_or_else(|| anyhow::anyhow!("--bench '{text}': no target"))?;
+            let mut c = args.config(to);
             if !own_duration {
                 c.duration = duration;
             }
@@ -111,8 +120,12 @@ pub fn bench(text: &str, duration: Duration, warmup: Duration) -> anyhow::Result
             Client::Rr(c)
         }
         BenchLine::Http(args) => {
+            let url = args
+                .url
+                .clone()
+                .ok_or_else(|| anyhow::anyhow!("--bench '{text}': no URL"))?;
             let mut c = args
-                .config()
+                .config(url)
                 .map_err(|e| anyhow::anyhow!("--bench '{text}': {e}"))?;
             if !own_duration {
                 c.duration = duration;

@@ -1,0 +1,278 @@
+//! The control protocol between a client and `nettune serve`, version 1
+//! (docs/serve.md describes it for other implementations).
+//!
+//! A client opens one TCP connection per test and sends an 8-byte preamble:
+//! `"NTsv"`, its protocol version (u16, big-endian), two zero bytes. Then
+//! both sides exchange length-prefixed JSON messages
+//! ([`crate::bench::frame`]), each an object whose `type` names it:
+//!
+//! 1. daemon: `challenge` (its version, a random nonce, whether it wants a
+//!    token), or `error` of kind `upgrade` when the client's version is one
+//!    it no longer speaks;
+//! 2. client: `auth` (its own nonce, and HMAC-SHA256 over both nonces
+//!    keyed with the shared token); a wrong MAC closes the connection with
+//!    no answer;
+//! 3. daemon: `welcome` (its own MAC, proving it holds the token too, and
+//!    its limits);
+//! 4. client: `start` (the server side and how long); daemon: `started`
+//!    (the port, on the address the client reached) or `error`;
+//! 5. client: `finish` when its load is done; daemon: `report` (the server
+//!    side's report: the receiver's view). Closing the connection instead
+//!    stops the server side.
+//!
+//! The preamble and the `error` message never change shape, so any client
+//! can tell the user to upgrade.
+
+use hmac::{Hmac, Mac};
+use serde::{Deserialize, Serialize};
+use sha2::Sha256;
+
+use crate::bench::cpu::CpuUsage;
+
+pub const MAGIC: [u8; 4] = *b"NTsv";
+/// The version this build speaks.
+pub const VERSION: u16 = 1;
+/// The oldest client version this daemon serves.
+pub const MIN_VERSION: u16 = 1;
+pub const PREAMBLE_LEN: usize = 8;
+/// The largest message a daemon reads.
+pub const MAX_MESSAGE: usize = 16 * 1024;
+/// The largest message a client reads (a report with many intervals).
+pub const MAX_REPORT: usize = 16 << 20;
+/// Bytes of each nonce.
+pub const NONCE_LEN: usize = 32;
+
+pub fn preamble(version: u16) -> [u8; PREAMBLE_LEN] {
+    let mut out = [0u8; PREAMBLE_LEN];
+    out[..4].copy_from_slice(&MAGIC);
+    out[4..6].copy_from_slice(&version.to_be_bytes());
+    out
+}
+
+/// The client's version from its preamble, or why it is not one.
+pub fn parse_preamble(bytes: &[u8; PREAMBLE_LEN]) -> Result<u16, String> {
+    if bytes[..4] != MAGIC {
+        return Err("not a nettune client (no 'NTsv' preamble)".to_string());
+    }
+    Ok(u16::from_be_bytes([bytes[4], bytes[5]]))
+}
+
+/// How the daemon authenticates clients.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AuthKind {
+    /// HMAC-SHA256 over both nonces with the shared token.
+    Token,
+    /// None: the daemon listens on loopback only.
+    None,
+}
+
+/// What a daemon allows each test.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Limits {
+    /// Tests running at once, all clients together.
+    pub max_tests: u32,
+    /// The longest a server side runs, seconds.
+    pub max_seconds: f64,
+    /// The most a server side sends, bits per second (`stream --reverse`),
+    /// and the largest rr reply.
+    pub max_rate_bits_per_second: u64,
+    pub max_reply_bytes: u32,
+    /// Threads per server side.
+    pub max_threads: u32,
+}
+
+/// The server side a client asks for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "bench", rename_all = "kebab-case")]
+pub enum ServerSide {
+    /// `bench udp-sink`: counts what a udp-flood sends (it sends nothing).
+    UdpSink {
+        threads: u32,
+        reuseport: bool,
+        rcvbuf: Option<u32>,
+    },
+    /// `bench rr-server`, answering replies of at most `max_reply` bytes.
+    RrServer { threads: u32, max_reply: u32 },
+    /// `bench http-server`.
+    HttpServer { threads: u32 },
+    /// `bench stream-server` for one test (its parameters travel on the
+    /// stream's own control connection).
+    StreamServer {},
+}
+
+impl ServerSide {
+    pub fn name(&self) -> &'static str {
+        match self {
+            ServerSide::UdpSink { .. } => "udp-sink",
+            ServerSide::RrServer { .. } => "rr-server",
+            ServerSide::HttpServer { .. } => "http-server",
+            ServerSide::StreamServer {} => "stream-server",
+        }
+    }
+}
+
+/// A client's request to start a server side.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Start {
+    pub side: ServerSide,
+    /// How long the server side runs at most, seconds (the client's
+    /// warm-up, duration and a margin).
+    pub seconds: f64,
+    /// Server thread i on the i-th CPU of this list of the daemon's host.
+    #[serde(default)]
+    pub pin: Vec<u32>,
+}
+
+/// The server side's report, as the daemon sends it back.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RemoteReport {
+    pub test: u64,
+    pub bench: String,
+    /// `finished` (the client said so), `client-gone`, `duration` (the
+    /// server side's time ran out first), `stopped` (the daemon ended) or
+    /// `failed`.
+    pub ended: String,
+    pub seconds: f64,
+    /// The engine's own report (`bench udp-sink --json` and the like).
+    pub report: Option<serde_json::Value>,
+    /// The daemon host's per-CPU time over the test.
+    pub host_cpu: Option<CpuUsage>,
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ErrorKind {
+    /// The two sides' versions differ too much.
+    Upgrade,
+    /// The request is out of bounds or malformed.
+    Refused,
+    /// `max_tests` are running.
+    Busy,
+    /// The server side could not start.
+    Failed,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum FromClient {
+    Auth { nonce: String, mac: String },
+    Start(Start),
+    Finish,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum FromDaemon {
+    Challenge {
+        version: u16,
+        nonce: String,
+        auth: AuthKind,
+    },
+    Welcome {
+        mac: String,
+        limits: Limits,
+    },
+    Started {
+        test: u64,
+        port: u16,
+        detail: String,
+    },
+    Report(Box<RemoteReport>),
+    Error {
+        kind: ErrorKind,
+        message: String,
+    },
+}
+
+/// What each side's MAC covers, so one side's MAC is never the other's.
+pub const CLIENT_LABEL: &str = "nettune-serve v1 client";
+pub const DAEMON_LABEL: &str = "nettune-serve v1 daemon";
+
+/// HMAC-SHA256(token, label || first || second), hex.
+pub fn mac(token: &[u8], label: &str, first: &[u8], second: &[u8]) -> String {
+    hex(&mac_bytes(token, label, first, second))
+}
+
+fn mac_bytes(token: &[u8], label: &str, first: &[u8], second: &[u8]) -> Vec<u8> {
+    let mut m = <Hmac<Sha256> as Mac>::new_from_slice(token).expect("HMAC takes a key of any size");
+    m.update(label.as_bytes());
+    m.update(first);
+    m.update(second);
+    m.finalize().into_bytes().to_vec()
+}
+
+/// Whether `given` (hex) is the MAC, compared in constant time.
+pub fn verify(token: &[u8], label: &str, first: &[u8], second: &[u8], given: &str) -> bool {
+    let Some(given) = unhex(given) else {
+        return false;
+    };
+    let mut m = <Hmac<Sha256> as Mac>::new_from_slice(token).expect("HMAC takes a key of any size");
+    m.update(label.as_bytes());
+    m.update(first);
+    m.update(second);
+    m.verify_slice(&given).is_ok()
+}
+
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+pub fn unhex(text: &str) -> Option<Vec<u8>> {
+    if text.len() % 2 != 0 || text.len() > 256 {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn macs_verify_only_with_the_same_token_label_and_nonces() {
+        let (a, b) = ([1u8; 32], [2u8; 32]);
+        let m = mac(b"secret-token-123", CLIENT_LABEL, &a, &b);
+        assert_eq!(m.len(), 64);
+        assert!(verify(b"secret-token-123", CLIENT_LABEL, &a, &b, &m));
+        assert!(!verify(b"secret-token-124", CLIENT_LABEL, &a, &b, &m));
+        assert!(!verify(b"secret-token-123", DAEMON_LABEL, &a, &b, &m));
+        assert!(!verify(b"secret-token-123", CLIENT_LABEL, &b, &a, &m));
+        assert!(!verify(b"secret-token-123", CLIENT_LABEL, &a, &b, "zz"));
+        assert!(!verify(b"secret-token-123", CLIENT_LABEL, &a, &b, ""));
+    }
+
+    #[test]
+    fn the_preamble_and_messages_keep_their_shape() {
+        assert_eq!(parse_preamble(&preamble(7)), Ok(7));
+        assert!(parse_preamble(b"GET / HT").is_err());
+        let error = FromDaemon::Error {
+            kind: ErrorKind::Upgrade,
+            message: "upgrade".into(),
+        };
+        let text = serde_json::to_string(&error).expect("json");
+        assert_eq!(
+            text,
+            r#"{"type":"error","kind":"upgrade","message":"upgrade"}"#
+        );
+        let start = FromClient::Start(Start {
+            side: ServerSide::RrServer {
+                threads: 1,
+                max_reply: 64,
+            },
+            seconds: 5.0,
+            pin: vec![],
+        });
+        let text = serde_json::to_string(&start).expect("json");
+        assert!(text.contains(r#""bench":"rr-server""#), "{text}");
+        assert_eq!(
+            serde_json::from_str::<FromClient>(&text).expect("back"),
+            start
+        );
+        assert_eq!(unhex(&hex(&[0, 255, 16])), Some(vec![0, 255, 16]));
+    }
+}
