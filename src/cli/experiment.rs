@@ -17,7 +17,7 @@ use super::bench::{pin_list, CpuList};
 use crate::apply::StateDir;
 use crate::bench::stop::Stop;
 use crate::error::{Failed, Status};
-use crate::experiment::bench::{Bench, Sides};
+use crate::experiment::bench::{Bench, Remote, Sides};
 use crate::experiment::results::{Results, Run, Settings};
 use crate::experiment::run::{self, Progress, Spec};
 use crate::experiment::sample::ProcSampler;
@@ -93,6 +93,15 @@ pub struct WhereArgs {
     /// 127.0.0.1.
     #[arg(long, value_name = "ADDR", conflicts_with = "testbed")]
     pub server_addr: Option<IpAddr>,
+    /// Ask `nettune serve` at ADDR:PORT (another host) for the server side
+    /// of every run, instead of starting it here; configs are applied here
+    /// (or in --netns), where the clients run (docs/serve.md).
+    #[arg(long, value_name = "ADDR:PORT", value_parser = crate::bench::addr::parse_destination, conflicts_with_all = ["testbed", "server_addr"])]
+    pub remote: Option<std::net::SocketAddr>,
+    /// The daemon's shared secret (mode 0600); without it only a daemon on
+    /// loopback answers.
+    #[arg(long, value_name = "FILE", requires = "remote")]
+    pub token_file: Option<PathBuf>,
     /// Pin the server side's threads, one per CPU of this list (udp-sink,
     /// rr-server, http-server); the search steers packets to these CPUs.
     #[arg(long, value_name = "CPUS", value_parser = pin_list)]
@@ -260,6 +269,7 @@ impl Place {
                         server_netns: Some(tb.server.netns.clone()),
                         server_pin,
                         client_netns: Some(tb.client.netns.clone()),
+                        remote: None,
                     },
                     tuned_netns: Some(tb.server.netns.clone()),
                     testbed: Some(tb),
@@ -278,6 +288,17 @@ impl Place {
                     server_netns: args.netns.clone(),
                     server_pin,
                     client_netns: args.client_netns.clone(),
+                    remote: match args.remote {
+                        Some(daemon) => Some(Remote {
+                            daemon,
+                            token: args
+                                .token_file
+                                .as_deref()
+                                .map(crate::serve::token::load)
+                                .transpose()?,
+                        }),
+                        None => None,
+                    },
                 },
                 tuned_netns: args.netns.clone(),
                 testbed: None,
@@ -354,6 +375,7 @@ impl Place {
             server_netns: self.sides.server_netns.clone(),
             client_netns: self.sides.client_netns.clone(),
             server_addr: self.sides.server_addr.to_string(),
+            remote: self.sides.remote.as_ref().map(|r| r.daemon.to_string()),
             server_pin: self.sides.server_pin.clone(),
             ifaces: self.ifaces.clone(),
         }

@@ -96,15 +96,30 @@ impl Bench {
 }
 
 /// Where a bench's two sides run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Sides {
     /// The server's address (port chosen by the kernel).
     pub server_addr: IpAddr,
     pub server_netns: Option<String>,
-    /// The server's threads, one per CPU (empty: one unpinned thread).
+    /// The server's threads, one per CPU (empty: one unpinned thread); on
+    /// the daemon's host with `remote`.
     pub server_pin: Vec<u32>,
     pub client_netns: Option<String>,
+    /// The server side started by `nettune serve` on another host instead
+    /// of here.
+    pub remote: Option<Remote>,
 }
+
+/// A `nettune serve` daemon that starts the server sides.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Remote {
+    pub daemon: SocketAddr,
+    pub token: Option<crate::serve::Token>,
+}
+
+/// Seconds a remote server side may live beyond the client's own time:
+/// connecting, the last packets, the report.
+const REMOTE_MARGIN: f64 = 5.0;
 
 /// One run's result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -160,6 +175,9 @@ pub fn run(
     stop: &Stop,
     mark: &mut dyn FnMut(),
 ) -> anyhow::Result<Outcome> {
+    if let Some(remote) = &sides.remote {
+        return run_remote(bench, sides, remote, stop, mark);
+    }
     let bind = SocketAddr::new(sides.server_addr, 0);
     let threads = (sides.server_pin.len() as u32).max(1);
     match &bench.client {
@@ -234,6 +252,131 @@ pub fn run(
             })
         }
     }
+}
+
+/// Ask the daemon for the server side, run the client against it here, and
+/// take the server side's report back (the receiver's view: for udp-flood,
+/// the packets/s that arrived there).
+fn run_remote(
+    bench: &Bench,
+    sides: &Sides,
+    remote: &Remote,
+    stop: &Stop,
+    mark: &mut dyn FnMut(),
+) -> anyhow::Result<Outcome> {
+    use crate::serve::{ServerSide, Start};
+    let threads = (sides.server_pin.len() as u32).max(1);
+    let side = match &bench.client {
+        Client::UdpFlood(_) => ServerSide::UdpSink {
+            threads,
+            reuseport: threads > 1,
+            rcvbuf: None,
+        },
+        Client::Rr(c) => ServerSide::RrServer {
+            threads,
+            max_reply: u32::try_from(c.size.reply).unwrap_or(u32::MAX),
+        },
+        Client::Http(_) => ServerSide::HttpServer { threads },
+    };
+    let start = |seconds: f64| Start {
+        side: side.clone(),
+        seconds: seconds + REMOTE_MARGIN,
+        pin: sides.server_pin.clone(),
+    };
+    let begin = |seconds: f64| {
+        crate::bench::netns::within(sides.client_netns.as_deref(), || {
+            crate::serve::start(remote.daemon, remote.token.as_ref(), &start(seconds))
+        })
+    };
+    let mut marker = Marker {
+        mark,
+        marked: false,
+    };
+    let outcome = match &bench.client {
+        Client::UdpFlood(config) => {
+            if !bench.udp_warmup.is_zero() {
+                let test = begin(bench.udp_warmup.as_secs_f64())?;
+                let mut warm = config.clone();
+                warm.duration = bench.udp_warmup;
+                warm.to = vec![test.addr];
+                warm.netns = sides.client_netns.clone();
+                let _ = udp::run_flood(&warm, stop, &mut Quiet);
+                test.finish()?;
+            }
+            let test = begin(config.duration.as_secs_f64())?;
+            let mut flood = config.clone();
+            flood.to = vec![test.addr];
+            flood.netns = sides.client_netns.clone();
+            (marker.mark)();
+            let sent = udp::run_flood(&flood, stop, &mut Quiet);
+            std::thread::sleep(UDP_LINGER);
+            let received = test.finish()?;
+            let sent = sent?;
+            if let Some(problem) = sent.problem() {
+                anyhow::bail!("{problem}");
+            }
+            let report = received.report.clone().unwrap_or(serde_json::Value::Null);
+            let pps = report["pps"].as_f64().ok_or_else(|| {
+                anyhow::anyhow!(
+                    "the daemon's udp-sink sent no report ({}{})",
+                    received.ended,
+                    received
+                        .error
+                        .as_deref()
+                        .map(|e| format!(": {e}"))
+                        .unwrap_or_default()
+                )
+            })?;
+            let got = report["packets"].as_u64().unwrap_or(0);
+            Outcome {
+                value: pps,
+                latency: None,
+                lost: Some(sent.packets.saturating_sub(got)),
+                client_report: json(&sent),
+                server_report: json(&received),
+            }
+        }
+        Client::Rr(config) => {
+            let test = begin((config.warmup + config.duration).as_secs_f64())?;
+            let mut client = config.clone();
+            client.to = test.addr;
+            client.netns = sides.client_netns.clone();
+            let report = rr::run_client(&client, stop, &mut marker);
+            let served = test.finish()?;
+            let report = report?;
+            if let Some(problem) = report.problem() {
+                anyhow::bail!("{problem}");
+            }
+            Outcome {
+                value: report.transactions_per_sec,
+                latency: Some(report.latency.clone()),
+                lost: None,
+                client_report: json(&report),
+                server_report: json(&served),
+            }
+        }
+        Client::Http(config) => {
+            let test = begin((config.warmup + config.duration).as_secs_f64())?;
+            let mut load = config.clone();
+            load.url = http::url::parse(&format!("http://{}{}", test.addr, config.url.path))
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            load.netns = sides.client_netns.clone();
+            let report = http::run_load(&load, stop, &mut marker);
+            let served = test.finish()?;
+            let report = report?;
+            if let Some(problem) = report.problem() {
+                anyhow::bail!("{problem}");
+            }
+            Outcome {
+                value: report.requests_per_s,
+                latency: Some(report.latency.summary.clone()),
+                lost: None,
+                client_report: json(&report),
+                server_report: json(&served),
+            }
+        }
+    };
+    Ok(outcome)
 }
 
 /// Run a server side on a thread of its own (`serve`, until its stop

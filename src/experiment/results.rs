@@ -59,6 +59,9 @@ pub struct Settings {
     pub server_netns: Option<String>,
     pub client_netns: Option<String>,
     pub server_addr: String,
+    /// The `nettune serve` daemon that ran the server sides, if one did.
+    #[serde(default)]
+    pub remote: Option<String>,
     pub server_pin: Vec<u32>,
     /// Interfaces the profiles tuned (empty: the profile's default).
     pub ifaces: Vec<String>,

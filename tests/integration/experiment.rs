@@ -40,14 +40,19 @@ impl Drop for Bed {
 /// What tuning may change in the server namespace: the server interface's
 /// queues and every sysctl, as `inspect --json` prints them.
 fn tuned_parts(ns: &str) -> String {
+    tuned_parts_of(ns, "tb-server")
+}
+
+/// The queues of `iface` and every sysctl of namespace `ns`.
+fn tuned_parts_of(ns: &str, name: &str) -> String {
     let host = run_json(&["inspect", "--netns", ns, "--all", "--json"]);
     let iface = host["interfaces"]
         .as_array()
         .expect("interfaces")
         .iter()
-        .find(|i| i["name"] == "tb-server")
+        .find(|i| i["name"] == name)
         .cloned()
-        .expect("tb-server");
+        .expect("the interface");
     let parts = serde_json::json!({
         "rx_queues": iface["rx_queues"],
         "tx_queues": iface["tx_queues"],
@@ -247,6 +252,81 @@ fn settings_configs_change_host_wide_values_only_when_allowed_and_restore_them()
         assert!(journals(&state.display().to_string())
             .iter()
             .any(|j| j["netns"].is_null() && j["status"] == "rolled_back"));
+    }
+}
+
+/// `--remote`: the server sides come from `nettune serve` in the testbed's
+/// server namespace; the client namespace is tuned and restored.
+#[test]
+fn remote_server_sides_come_from_nettune_serve() {
+    if skip_unless_root("remote_server_sides_come_from_nettune_serve") {
+        return;
+    }
+    let _guard = measuring();
+    let bed = Bed::up();
+    let work = tempfile::tempdir().expect("tempdir");
+    let token = work.path().join("token");
+    std::fs::write(&token, "0123456789abcdef0123456789abcdef\n").expect("token");
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let mut daemon = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &bed.server_ns,
+            env!("CARGO_BIN_EXE_nettune"),
+        ])
+        .args(["serve", "--bind", "198.18.0.1:0", "--token-file"])
+        .arg(&token)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("serve");
+    let mut line = String::new();
+    {
+        use std::io::BufRead as _;
+        let out = daemon.stdout.as_mut().expect("stdout");
+        std::io::BufReader::new(out)
+            .read_line(&mut line)
+            .expect("address");
+    }
+    let before = tuned_parts_of(&bed.client_ns, "tb-client");
+    let out = work.path().join("exp");
+    let state = work.path().join("state");
+    let child = nettune()
+        .args(["experiment", "run", "--remote", line.trim(), "--token-file"])
+        .arg(&token)
+        .args(["--netns", &bed.client_ns, "--client-netns", &bed.client_ns])
+        .args(["--iface", "tb-client", "--configs", "current,xps=per-queue"])
+        .args([
+            "--bench",
+            "udp-flood --flows 4",
+            "--bench",
+            "rr --proto tcp --instances 4",
+        ])
+        .args(["--repeat", "1", "--duration", "1s", "--warmup", "0"])
+        .arg("--out")
+        .arg(&out)
+        .arg("--state-dir")
+        .arg(&state)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("experiment");
+    let (code, stdout, stderr) = finish_bounded(child, Duration::from_secs(60));
+    let _ = daemon.kill();
+    let _ = daemon.wait();
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    assert_eq!(tuned_parts_of(&bed.client_ns, "tb-client"), before);
+    let results: Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join("results.json")).expect("results.json"),
+    )
+    .expect("json");
+    assert_eq!(results["settings"]["remote"].as_str(), Some(line.trim()));
+    let xps = &results["configs"][1];
+    assert!(!xps["changes"].as_array().expect("changes").is_empty(), "{xps}");
+    for run in results["runs"].as_array().expect("runs") {
+        assert!(run["value"].as_f64().is_some_and(|v| v > 0.0), "{run}");
     }
 }
 

@@ -132,6 +132,13 @@ pub(crate) mod text {
             })
         };
         let place = match (&s.testbed, &s.tuned_netns) {
+            _ if s.remote.is_some() => format!(
+                "server sides started by `nettune serve` at {}; clients in {}; configs applied \
+                 in {}",
+                s.remote.as_deref().unwrap_or("-"),
+                s.client_netns.as_deref().unwrap_or("this host's namespace"),
+                s.tuned_netns.as_deref().unwrap_or("this host")
+            ),
             (Some(tb), _) => format!(
                 "testbed {tb}: server in {}, client in {}, configs applied in {}",
                 s.server_netns.as_deref().unwrap_or("-"),
