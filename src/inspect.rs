@@ -755,6 +755,22 @@ fn render_counters(o: &mut String, host: &Host) {
             ]
         )
     );
+    if !c.udp6.is_empty() {
+        let _ = writeln!(
+            o,
+            "  udp6   {}",
+            pick(
+                &c.udp6,
+                &[
+                    "InDatagrams",
+                    "NoPorts",
+                    "InErrors",
+                    "RcvbufErrors",
+                    "SndbufErrors"
+                ]
+            )
+        );
+    }
     let _ = writeln!(
         o,
         "  tcp    {}  {}",

@@ -13,6 +13,7 @@ pub mod error;
 pub mod experiment;
 pub mod host;
 pub mod inspect;
+pub mod monitor;
 pub mod nic;
 pub mod output;
 pub mod plan;

@@ -6,8 +6,10 @@
 //! /proc/stat counts in USER_HZ ticks (10 ms on almost every kernel), so a
 //! 1-second run gives each CPU about 100 ticks: the percentages are good to
 //! about 1 point. The columns of a row are its tick deltas divided by their
-//! own sum, so every row adds up to 100% (mpstat does the same); a counter
-//! that went backwards (iowait may, on tickless kernels) counts as 0.
+//! own sum, so every row adds up to 100% (mpstat does the same); idle and
+//! iowait going backwards (tickless kernels) count as 0, and a CPU whose
+//! other counters went backwards (it came back online) is left out
+//! (`host::stat::tick_deltas`, which `monitor` shares).
 
 use std::io::{self, Write};
 
@@ -16,6 +18,7 @@ use std::time::Duration;
 use anyhow::Context;
 use serde::Serialize;
 
+use crate::host::stat::{sum_ticks, tick_deltas, CpuShares};
 use crate::host::CpuTime;
 
 /// One row: a CPU, or `all` (every CPU's ticks summed, as mpstat's `all`).
@@ -24,14 +27,9 @@ use crate::host::CpuTime;
 pub struct CpuRow {
     /// `all` or the CPU number.
     pub cpu: String,
-    pub usr: f64,
-    pub nice: f64,
-    pub sys: f64,
-    pub iowait: f64,
-    pub irq: f64,
-    pub soft: f64,
-    pub steal: f64,
-    pub idle: f64,
+    /// `usr`, `nice`, `sys`, `iowait`, `irq`, `soft`, `steal`, `idle`.
+    #[serde(flatten)]
+    pub shares: CpuShares,
 }
 
 /// Per-CPU usage between two `/proc/stat` samples: `all` first, then each
@@ -45,46 +43,10 @@ impl CpuUsage {
     pub fn between(before: &[CpuTime], after: &[CpuTime]) -> CpuUsage {
         let mut deltas: Vec<CpuTime> = after
             .iter()
-            .filter_map(|a| {
-                let b = before.iter().find(|b| b.cpu == a.cpu)?;
-                Some(CpuTime {
-                    cpu: a.cpu,
-                    user: a.user.saturating_sub(b.user),
-                    nice: a.nice.saturating_sub(b.nice),
-                    system: a.system.saturating_sub(b.system),
-                    idle: a.idle.saturating_sub(b.idle),
-                    iowait: a.iowait.saturating_sub(b.iowait),
-                    irq: a.irq.saturating_sub(b.irq),
-                    softirq: a.softirq.saturating_sub(b.softirq),
-                    steal: a.steal.saturating_sub(b.steal),
-                })
-            })
+            .filter_map(|a| tick_deltas(before.iter().find(|b| b.cpu == a.cpu)?, a))
             .collect();
         deltas.sort_by_key(|d| d.cpu);
-        let all = deltas.iter().fold(
-            CpuTime {
-                cpu: 0,
-                user: 0,
-                nice: 0,
-                system: 0,
-                idle: 0,
-                iowait: 0,
-                irq: 0,
-                softirq: 0,
-                steal: 0,
-            },
-            |sum, d| CpuTime {
-                cpu: 0,
-                user: sum.user + d.user,
-                nice: sum.nice + d.nice,
-                system: sum.system + d.system,
-                idle: sum.idle + d.idle,
-                iowait: sum.iowait + d.iowait,
-                irq: sum.irq + d.irq,
-                softirq: sum.softirq + d.softirq,
-                steal: sum.steal + d.steal,
-            },
-        );
+        let all = sum_ticks(&deltas);
         let mut rows = vec![row("all".to_string(), &all)];
         rows.extend(deltas.iter().map(|d| row(d.cpu.to_string(), d)));
         CpuUsage { rows }
@@ -97,10 +59,11 @@ impl CpuUsage {
             "CPU      %usr   %nice    %sys %iowait    %irq   %soft  %steal   %idle"
         )?;
         for r in &self.rows {
+            let s = &r.shares;
             writeln!(
                 out,
                 "{:<4} {:>7.2} {:>7.2} {:>7.2} {:>7.2} {:>7.2} {:>7.2} {:>7.2} {:>7.2}",
-                r.cpu, r.usr, r.nice, r.sys, r.iowait, r.irq, r.soft, r.steal, r.idle
+                r.cpu, s.usr, s.nice, s.sys, s.iowait, s.irq, s.soft, s.steal, s.idle
             )?;
         }
         Ok(())
@@ -123,26 +86,12 @@ pub fn thread_cpu() -> anyhow::Result<(Duration, Duration)> {
     Ok((time(usage.ru_utime), time(usage.ru_stime)))
 }
 
-/// Percentages of the row's own tick total; all zero when no tick passed.
+/// Percentages of the row's own tick total (100% idle when no tick passed,
+/// as mpstat shows a tickless CPU).
 fn row(cpu: String, d: &CpuTime) -> CpuRow {
-    let total = d.total();
-    let pct = |ticks: u64| {
-        if total == 0 {
-            0.0
-        } else {
-            ticks as f64 * 100.0 / total as f64
-        }
-    };
     CpuRow {
         cpu,
-        usr: pct(d.user),
-        nice: pct(d.nice),
-        sys: pct(d.system),
-        iowait: pct(d.iowait),
-        irq: pct(d.irq),
-        soft: pct(d.softirq),
-        steal: pct(d.steal),
-        idle: pct(d.idle),
+        shares: CpuShares::of_ticks(d),
     }
 }
 
@@ -175,16 +124,26 @@ ctxt 733216
         let cpus: Vec<&str> = usage.rows.iter().map(|r| r.cpu.as_str()).collect();
         assert_eq!(cpus, ["all", "0", "1"]);
         for r in &usage.rows {
-            let sum = r.usr + r.nice + r.sys + r.iowait + r.irq + r.soft + r.steal + r.idle;
+            let sum = r.shares.usr
+                + r.shares.nice
+                + r.shares.sys
+                + r.shares.iowait
+                + r.shares.irq
+                + r.shares.soft
+                + r.shares.steal
+                + r.shares.idle;
             assert!((sum - 100.0).abs() < 1e-9, "{r:?} sums to {sum}");
         }
         // cpu1: 60 user, 140 sys, 4 idle, 1 iowait, 42 softirq, 1 steal = 248 ticks.
         let cpu1 = &usage.rows[2];
-        assert!((cpu1.soft - 42.0 * 100.0 / 248.0).abs() < 1e-9, "{cpu1:?}");
-        assert!((cpu1.idle - 4.0 * 100.0 / 248.0).abs() < 1e-9);
-        assert_eq!(usage.rows[1].soft, 0.0);
+        assert!(
+            (cpu1.shares.soft - 42.0 * 100.0 / 248.0).abs() < 1e-9,
+            "{cpu1:?}"
+        );
+        assert!((cpu1.shares.idle - 4.0 * 100.0 / 248.0).abs() < 1e-9);
+        assert_eq!(usage.rows[1].shares.soft, 0.0);
         // all: 70 user of 70+150+184+2+42+2 = 450 ticks.
-        assert!((usage.rows[0].usr - 70.0 * 100.0 / 450.0).abs() < 1e-9);
+        assert!((usage.rows[0].shares.usr - 70.0 * 100.0 / 450.0).abs() < 1e-9);
     }
 
     #[test]
@@ -194,14 +153,18 @@ ctxt 733216
         let after = stat::parse("cpu0 5884 0 1967 52291 30 0 7 76 0 0\n").expect("one cpu");
         let usage = CpuUsage::between(&before, &after);
         assert_eq!(usage.rows.len(), 2);
-        assert_eq!(usage.rows[1].iowait, 0.0);
+        assert_eq!(usage.rows[1].shares.iowait, 0.0);
         assert!(
-            (usage.rows[1].usr - 10.0).abs() < 1e-9,
+            (usage.rows[1].shares.usr - 10.0).abs() < 1e-9,
             "{:?}",
             usage.rows[1]
         );
+        // No tick at all: 100% idle, as mpstat shows a tickless CPU.
         let idle = CpuUsage::between(&before, &before);
-        assert!(idle.rows.iter().all(|r| r.idle == 0.0 && r.usr == 0.0));
+        assert!(idle
+            .rows
+            .iter()
+            .all(|r| r.shares.idle == 100.0 && r.shares.usr == 0.0));
     }
 
     #[test]

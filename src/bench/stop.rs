@@ -42,6 +42,12 @@ impl Stop {
     /// Sleep until `until` or until the token is triggered, whichever comes
     /// first (looking every [`POLL`]); true when triggered.
     pub fn sleep_until(&self, until: Instant) -> bool {
+        self.sleep_until_polling(until, POLL)
+    }
+
+    /// [`Stop::sleep_until`], looking every `poll`: a process that only
+    /// waits (a monitor between samples) wakes less often.
+    pub fn sleep_until_polling(&self, until: Instant, poll: Duration) -> bool {
         loop {
             if self.is_set() {
                 return true;
@@ -50,7 +56,7 @@ impl Stop {
             if now >= until {
                 return false;
             }
-            std::thread::sleep((until - now).min(POLL));
+            std::thread::sleep((until - now).min(poll));
         }
     }
 

@@ -20,7 +20,7 @@ use crate::error::{Failed, Status};
 use crate::experiment::bench::{Bench, Remote, Sides};
 use crate::experiment::results::{Results, Run, Settings};
 use crate::experiment::run::{self, Progress, Spec};
-use crate::experiment::sample::ProcSampler;
+use crate::experiment::sample::MonitorSampler;
 use crate::experiment::tune::Tuner;
 use crate::experiment::{compare, report};
 use crate::testbed::{self, Testbed};
@@ -486,7 +486,7 @@ fn matrix(spec: &Spec, place: &Place, out: &Path, allow_host: bool) -> anyhow::R
     std::fs::create_dir_all(out)
         .with_context(|| format!("cannot create --out '{}'", out.display()))?;
     let stop: Stop = super::signals::stop_on_signals_to_restore()?;
-    let mut sampler = ProcSampler::new(crate::base::Root::live());
+    let mut sampler = MonitorSampler::new(place.tuned_netns.as_deref())?;
     Ok(run::run(spec, &tuner, &mut sampler, &stop, &mut Lines))
 }
 

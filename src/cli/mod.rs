@@ -3,6 +3,8 @@
 
 use std::path::PathBuf;
 
+use std::io::IsTerminal as _;
+
 use clap::{Parser, Subcommand};
 
 use crate::error::Status;
@@ -12,6 +14,7 @@ pub mod bench;
 pub mod doctor;
 pub mod experiment;
 pub mod inspect;
+pub mod monitor;
 pub mod plan;
 pub mod serve;
 pub mod signals;
@@ -20,6 +23,7 @@ pub mod testbed;
 use apply::{ApplyArgs, HistoryArgs, RollbackArgs};
 use doctor::DoctorArgs;
 use inspect::InspectArgs;
+use monitor::MonitorArgs;
 use plan::PlanArgs;
 
 #[derive(Debug, Parser)]
@@ -102,7 +106,35 @@ pub enum Command {
     History(HistoryArgs),
     /// Copy the files nettune reads from this host (and its driver settings)
     /// into DIR, for `--root DIR` elsewhere: a bug report, a diagnosis offline.
+    ///
+    /// With --samples N, also record N snapshots of the counters --interval
+    /// apart, for `nettune monitor --root DIR` (inspect and doctor read the
+    /// first).
+    ///
+    /// Examples:
+    ///   nettune capture ./web1
+    ///   nettune capture --samples 30 --interval 1 ./web1-under-load
+    ///   nettune capture --netns blue ./blue
+    #[command(verbatim_doc_comment)]
     Capture(CaptureArgs),
+    /// Watch where packets and CPU time go, interval by interval: per-CPU
+    /// usr/sys/irq/soft/idle, softirqs, the queue x CPU interrupt matrix,
+    /// packets per interface and queue, the drop ladder from the NIC to
+    /// TCP, and the findings the rates show.
+    ///
+    /// Prints a text block per interval (sar/mpstat style) or, with --json,
+    /// one JSON object per line. --once and --count N end the run (exit 1
+    /// when an interval showed a finding at warn or above); otherwise it runs
+    /// until Ctrl-C. Details: docs/monitor.md.
+    ///
+    /// Examples:
+    ///   nettune monitor
+    ///   nettune monitor --interval 2 --count 10 --json > rates.ndjson
+    ///   nettune monitor --once --iface eth0
+    ///   nettune monitor --netns blue
+    ///   nettune monitor --root ./web1-under-load   (replay a capture --samples)
+    #[command(verbatim_doc_comment)]
+    Monitor(MonitorArgs),
     /// Built-in load generators and servers: UDP packets per second with
     /// loss, TCP/UDP request/response, HTTP; latency percentiles and where
     /// the packets and CPU time went.
@@ -144,6 +176,23 @@ pub struct CaptureArgs {
     /// Print the summary as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Record N snapshots of the counters (a series `nettune monitor --root`
+    /// replays); 1, the default, is a capture for inspect and doctor.
+    #[arg(long, value_name = "N", default_value = "1", allow_hyphen_values = true, value_parser = samples)]
+    pub samples: u32,
+    /// Seconds between snapshots with --samples: 1 (the default), 0.5, 2s.
+    #[arg(long, value_name = "SECONDS", allow_hyphen_values = true, value_parser = monitor::interval)]
+    pub interval: Option<f64>,
+}
+
+fn samples(text: &str) -> Result<u32, String> {
+    let max = crate::monitor::series::MAX_SAMPLES;
+    match text.trim().parse::<u32>() {
+        Ok(n) if (1..=max).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "'{text}' is not a number of snapshots from 1 to {max}; e.g. --samples 30"
+        )),
+    }
 }
 
 /// Parse the command line. Usage errors are one line on stderr naming the
@@ -197,6 +246,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Status> {
         Command::Inspect(args) => inspect::run(args),
         Command::Doctor(args) => doctor::run(args),
         Command::Capture(args) => capture(args),
+        Command::Monitor(args) => monitor::run(args),
         Command::Plan(args) => plan::run(args),
         Command::Apply(args) => apply::run_apply(args),
         Command::Rollback(args) => apply::run_rollback(args),
@@ -209,12 +259,56 @@ pub fn run(cli: Cli) -> anyhow::Result<Status> {
 }
 
 fn capture(args: CaptureArgs) -> anyhow::Result<Status> {
+    if args.interval.is_some() && args.samples < 2 {
+        anyhow::bail!("--interval needs --samples 2 or more: it is the time between snapshots");
+    }
     if let Some(name) = &args.netns {
         crate::host::netns::enter(name)?;
     }
-    let summary = crate::host::capture::capture(&args.dir, args.netns)?;
+    let summary = if args.samples > 1 {
+        let secs = args.interval.unwrap_or(monitor::DEFAULT_INTERVAL_SECS);
+        let stop = signals::stop_on_signals()?;
+        let terminal = std::io::stderr().is_terminal();
+        let mut progress = |done: usize, total: usize| {
+            if terminal {
+                eprint!("\rcaptured snapshot {done}/{total}");
+                if done == total {
+                    eprintln!();
+                }
+            }
+        };
+        let summary = crate::monitor::series::capture_series(
+            &args.dir,
+            args.netns,
+            args.samples,
+            std::time::Duration::from_secs_f64(secs),
+            &stop,
+            &mut progress,
+        )?;
+        if summary.samples < args.samples as usize {
+            if terminal {
+                eprintln!();
+            }
+            eprintln!(
+                "nettune capture: stopped after {} of {} snapshots; the series holds those",
+                summary.samples, args.samples
+            );
+        }
+        summary
+    } else {
+        crate::host::capture::capture(&args.dir, args.netns)?
+    };
     let text = if args.json {
         serde_json::to_string_pretty(&summary)? + "\n"
+    } else if summary.samples > 1 {
+        format!(
+            "captured {} snapshots ({} files) of {} into {}\nreplay them with: nettune monitor --root {}\n",
+            summary.samples,
+            summary.files,
+            summary.interfaces.join(", "),
+            summary.dir.display(),
+            summary.dir.display()
+        )
     } else {
         format!(
             "captured {} files and the driver settings of {} into {}\ninspect it anywhere with: nettune inspect --root {}\n",

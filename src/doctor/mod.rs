@@ -14,16 +14,17 @@ pub mod targets;
 #[cfg(test)]
 mod testkit;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::host::{Counters, Host};
 
 pub use coverage::{unjudged, Unjudged};
 pub use planned::{PlannedChange, Plans};
 pub use render::{render_json, render_text, render_unjudged, Report, Summary};
+pub(crate) use rules::thresholds;
 
 /// How bad a finding is. Ordered: `Info < Warn < Crit`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
     /// Worth knowing; does not change the exit status.

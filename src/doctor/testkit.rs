@@ -195,7 +195,7 @@ pub fn vm_2cpu_single_queue() -> Host {
             ]),
             tcp: counters(&[("ActiveOpens", 200), ("RetransSegs", 3)]),
             tcp_ext: counters(&[("ListenOverflows", 0), ("ListenDrops", 0)]),
-            host_wide: Vec::new(),
+            ..Counters::default()
         },
         sources: Vec::new(),
     }

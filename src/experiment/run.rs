@@ -17,6 +17,7 @@ use crate::apply::journal::now_utc;
 use crate::bench::cpu::CpuRow;
 use crate::bench::latency::LatencySummary;
 use crate::bench::stop::Stop;
+use crate::host::stat::CpuShares;
 
 /// What to run.
 pub struct Spec {
@@ -141,8 +142,10 @@ pub fn run<S: Sampler>(
                 .unwrap_or_default(),
             load_before,
             load_after: super::sample::load_average(&root),
-            steal_percent: all.as_ref().map(|a| a.steal),
-            busy_percent: all.as_ref().map(|a| 100.0 - a.idle - a.iowait),
+            steal_percent: all.as_ref().map(|a| a.shares.steal),
+            busy_percent: all
+                .as_ref()
+                .map(|a| 100.0 - a.shares.idle - a.shares.iowait),
             others_percent: whole.as_ref().and_then(|u| u.others_percent),
             inspect,
         },
@@ -347,14 +350,16 @@ fn median_cpus(runs: &[&Run]) -> Vec<CpuRow> {
                 .collect();
             CpuRow {
                 cpu: row.cpu.clone(),
-                usr: median_of(&rows, |r| r.usr),
-                nice: median_of(&rows, |r| r.nice),
-                sys: median_of(&rows, |r| r.sys),
-                iowait: median_of(&rows, |r| r.iowait),
-                irq: median_of(&rows, |r| r.irq),
-                soft: median_of(&rows, |r| r.soft),
-                steal: median_of(&rows, |r| r.steal),
-                idle: median_of(&rows, |r| r.idle),
+                shares: CpuShares {
+                    usr: median_of(&rows, |r| r.shares.usr),
+                    nice: median_of(&rows, |r| r.shares.nice),
+                    sys: median_of(&rows, |r| r.shares.sys),
+                    iowait: median_of(&rows, |r| r.shares.iowait),
+                    irq: median_of(&rows, |r| r.shares.irq),
+                    soft: median_of(&rows, |r| r.shares.soft),
+                    steal: median_of(&rows, |r| r.shares.steal),
+                    idle: median_of(&rows, |r| r.shares.idle),
+                },
             }
         })
         .collect()

@@ -3,26 +3,20 @@
 //! counters where packets are lost, as the change between a snapshot taken
 //! when the measured part starts and one when it ends.
 //!
-//! The experiment asks a [`Sampler`] for snapshots; [`ProcSampler`] reads
-//! them from /proc (through the host readers). The sampler is a trait so
-//! that the monitor's sampler can take its place without touching the
-//! runner.
+//! The experiment asks a [`Sampler`] for snapshots. [`MonitorSampler`] is
+//! `nettune monitor`'s sampler ([`crate::monitor::Sampler`]): the same
+//! counters, read the same way, and per-CPU shares computed as monitor
+//! (and mpstat) computes them. The runner sees only the trait.
 
 use serde::{Deserialize, Serialize};
 
-use crate::base::Root;
-use crate::bench::cpu::{CpuRow, CpuUsage};
-use crate::host::CpuTime;
+use std::time::Instant;
 
-/// The counters at one instant.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Snapshot {
-    /// Per-CPU time (/proc/stat, host-wide).
-    pub cpu: Vec<CpuTime>,
-    pub drops: Drops,
-    /// This process's CPU time so far (all its threads), seconds.
-    pub own_cpu_s: f64,
-}
+use crate::base::driver::{Ethtool, Netdev, Netlink};
+use crate::base::Root;
+use crate::bench::cpu::CpuRow;
+use crate::host::{Counters, CpuTime, Inputs, Selection};
+use crate::monitor::{Sample, Stamp};
 
 /// Counters of lost packets: softnet's are the host's, the SNMP ones those
 /// of the network namespace being tuned (where the receiver runs).
@@ -41,6 +35,20 @@ pub struct Drops {
 }
 
 impl Drops {
+    /// The drop counters in `counters` (the softnet ones summed over CPUs).
+    pub fn of(counters: &Counters) -> Drops {
+        let snmp = |map: &std::collections::BTreeMap<String, i64>, key: &str| {
+            map.get(key).map_or(0, |v| u64::try_from(*v).unwrap_or(0))
+        };
+        Drops {
+            softnet_dropped: counters.softnet.iter().map(|c| c.dropped).sum(),
+            softnet_time_squeeze: counters.softnet.iter().map(|c| c.time_squeeze).sum(),
+            udp_rcvbuf_errors: snmp(&counters.udp, "RcvbufErrors"),
+            udp_in_errors: snmp(&counters.udp, "InErrors"),
+            tcp_listen_drops: snmp(&counters.tcp_ext, "ListenDrops"),
+        }
+    }
+
     /// The change from `before` (a counter that went backwards counts 0).
     pub fn since(&self, before: &Drops) -> Drops {
         Drops {
@@ -75,30 +83,23 @@ pub struct Usage {
 }
 
 impl Usage {
-    pub fn between(before: &Snapshot, after: &Snapshot) -> Usage {
-        Usage {
-            cpus: CpuUsage::between(&before.cpu, &after.cpu).rows,
-            drops: after.drops.since(&before.drops),
-            others_percent: others_percent(before, after),
-        }
-    }
-
     /// soft% of each CPU (not `all`), in CPU order.
     pub fn soft(&self) -> Vec<(String, f64)> {
         self.cpus
             .iter()
             .filter(|r| r.cpu != "all")
-            .map(|r| (r.cpu.clone(), r.soft))
+            .map(|r| (r.cpu.clone(), r.shares.soft))
             .collect()
     }
 }
 
 /// The share of all CPUs' time that processes other than this one used
-/// between two snapshots.
-fn others_percent(before: &Snapshot, after: &Snapshot) -> Option<f64> {
+/// between two readings of the per-CPU times (`before`, `after`), this
+/// process having used `own_s` seconds meanwhile.
+fn others_percent(before: &[CpuTime], after: &[CpuTime], own_s: f64) -> Option<f64> {
     let (mut total, mut busy) = (0u64, 0u64);
-    for a in &after.cpu {
-        let b = before.cpu.iter().find(|b| b.cpu == a.cpu)?;
+    for a in after {
+        let b = before.iter().find(|b| b.cpu == a.cpu)?;
         let t = a.total().saturating_sub(b.total());
         let idle = (a.idle + a.iowait).saturating_sub(b.idle + b.iowait);
         total += t;
@@ -110,8 +111,7 @@ fn others_percent(before: &Snapshot, after: &Snapshot) -> Option<f64> {
         return None;
     }
     let tick = 1.0 / hz as f64;
-    let own = (after.own_cpu_s - before.own_cpu_s).max(0.0);
-    let others = (busy as f64 * tick - own).max(0.0);
+    let others = (busy as f64 * tick - own_s.max(0.0)).max(0.0);
     Some(others * 100.0 / (total as f64 * tick))
 }
 
@@ -136,45 +136,92 @@ pub trait Sampler {
     fn usage(&self, before: &Self::Snapshot, after: &Self::Snapshot) -> Usage;
 }
 
-/// Snapshots from /proc: /proc/stat, /proc/net/softnet_stat, /proc/net/snmp
-/// and /proc/net/netstat, as the calling process sees them (inside the
-/// namespace being tuned).
-pub struct ProcSampler {
+/// A reading of the monitor's sampler, and this process's CPU time then.
+pub struct MonitorSnapshot {
+    pub sample: Sample,
+    pub own_cpu_s: f64,
+}
+
+/// `nettune monitor`'s sampler, reading the place this process is in (the
+/// namespace it entered, or the host), every interface but `lo`.
+pub struct MonitorSampler {
+    inner: crate::monitor::Sampler,
     root: Root,
+    ethtool: Box<dyn Ethtool>,
+    netlink: Box<dyn Netlink>,
+    netdev: Box<dyn Netdev>,
+    netns: Option<String>,
+    start: Instant,
 }
 
-impl ProcSampler {
-    pub fn new(root: Root) -> ProcSampler {
-        ProcSampler { root }
+impl MonitorSampler {
+    /// `netns`: the namespace this process entered, for the samples' label.
+    pub fn new(netns: Option<&str>) -> anyhow::Result<MonitorSampler> {
+        let root = Root::live();
+        let (ethtool, netlink) = crate::nic::sources(&root)?;
+        let netdev = crate::nic::netdev_source(&root)?;
+        Ok(MonitorSampler {
+            inner: crate::monitor::Sampler::new(Selection {
+                all: false,
+                iface: None,
+            }),
+            root,
+            ethtool,
+            netlink,
+            netdev,
+            netns: netns.map(str::to_string),
+            start: Instant::now(),
+        })
     }
 }
 
-impl Sampler for ProcSampler {
-    type Snapshot = Snapshot;
+impl Sampler for MonitorSampler {
+    type Snapshot = MonitorSnapshot;
 
-    fn usage(&self, before: &Snapshot, after: &Snapshot) -> Usage {
-        Usage::between(before, after)
-    }
-
-    fn snapshot(&mut self) -> anyhow::Result<Snapshot> {
-        let counters = crate::host::read_counters(&self.root);
-        if counters.cpu_time.is_empty() {
+    fn snapshot(&mut self) -> anyhow::Result<MonitorSnapshot> {
+        let src = Inputs {
+            root: &self.root,
+            ethtool: self.ethtool.as_ref(),
+            netlink: self.netlink.as_ref(),
+            netdev: self.netdev.as_ref(),
+            netns: self.netns.clone(),
+        };
+        let sample = self.inner.sample(&src, Stamp::since(self.start))?;
+        if sample.counters.cpu_time.is_empty() {
             anyhow::bail!("cannot read the per-CPU time in /proc/stat");
         }
-        let snmp = |map: &std::collections::BTreeMap<String, i64>, key: &str| {
-            map.get(key).map_or(0, |v| u64::try_from(*v).unwrap_or(0))
-        };
-        Ok(Snapshot {
-            drops: Drops {
-                softnet_dropped: counters.softnet.iter().map(|c| c.dropped).sum(),
-                softnet_time_squeeze: counters.softnet.iter().map(|c| c.time_squeeze).sum(),
-                udp_rcvbuf_errors: snmp(&counters.udp, "RcvbufErrors"),
-                udp_in_errors: snmp(&counters.udp, "InErrors"),
-                tcp_listen_drops: snmp(&counters.tcp_ext, "ListenDrops"),
-            },
-            cpu: counters.cpu_time,
+        Ok(MonitorSnapshot {
+            sample,
             own_cpu_s: own_cpu_seconds(),
         })
+    }
+
+    fn usage(&self, before: &MonitorSnapshot, after: &MonitorSnapshot) -> Usage {
+        let rates = crate::monitor::between(&before.sample, &after.sample);
+        let mut cpus: Vec<CpuRow> = rates
+            .all_cpus
+            .map(|shares| CpuRow {
+                cpu: "all".to_string(),
+                shares,
+            })
+            .into_iter()
+            .collect();
+        cpus.extend(rates.cpus.iter().filter_map(|c| {
+            Some(CpuRow {
+                cpu: c.cpu.to_string(),
+                shares: c.time?,
+            })
+        }));
+        let (b, a) = (&before.sample.counters, &after.sample.counters);
+        Usage {
+            cpus,
+            drops: Drops::of(a).since(&Drops::of(b)),
+            others_percent: others_percent(
+                &b.cpu_time,
+                &a.cpu_time,
+                after.own_cpu_s - before.own_cpu_s,
+            ),
+        }
     }
 }
 
@@ -224,36 +271,24 @@ mod tests {
         // SAFETY: sysconf has no preconditions.
         let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
         // Two CPUs, one second: 1.5 CPU-seconds busy, 0.5 of them ours.
-        let before = Snapshot {
-            cpu: vec![cpu(0, 0, 0), cpu(1, 0, 0)],
-            own_cpu_s: 10.0,
-            ..Snapshot::default()
-        };
-        let after = Snapshot {
-            cpu: vec![cpu(0, hz, 0), cpu(1, hz / 2, hz / 2)],
-            own_cpu_s: 10.5,
-            ..Snapshot::default()
-        };
-        let others = Usage::between(&before, &after)
-            .others_percent
-            .expect("others");
+        let before = [cpu(0, 0, 0), cpu(1, 0, 0)];
+        let after = [cpu(0, hz, 0), cpu(1, hz / 2, hz / 2)];
+        let others = others_percent(&before, &after, 0.5).expect("others");
         assert!((others - 50.0).abs() < 1e-6, "{others}");
         // Our own time beyond the busy ticks (rounding) is never negative.
-        let after = Snapshot {
-            own_cpu_s: 20.0,
-            ..after
-        };
-        assert_eq!(Usage::between(&before, &after).others_percent, Some(0.0));
+        assert_eq!(others_percent(&before, &after, 10.0), Some(0.0));
+        assert_eq!(others_percent(&before, &before, 0.0), None);
     }
 
     #[test]
-    fn the_live_sampler_reads_this_host() {
-        let mut sampler = ProcSampler::new(Root::live());
+    fn the_monitor_sampler_reads_this_host() {
+        let mut sampler = MonitorSampler::new(None).expect("sampler");
         let a = sampler.snapshot().expect("first");
         std::thread::sleep(std::time::Duration::from_millis(30));
         let b = sampler.snapshot().expect("second");
         let usage = sampler.usage(&a, &b);
         assert_eq!(usage.cpus.first().map(|r| r.cpu.as_str()), Some("all"));
+        assert!(usage.cpus.len() >= 2, "{usage:?}");
         assert!(load_average(&Root::live()).is_some());
     }
 }

@@ -28,6 +28,9 @@ pub struct CaptureSummary {
     pub dir: PathBuf,
     pub files: usize,
     pub interfaces: Vec<String>,
+    /// Snapshots in the capture: 1, or a series for `monitor --root`
+    /// (`nettune capture --samples N`).
+    pub samples: usize,
 }
 
 /// Metadata beside the tree: DIR/nettune/capture.json.
@@ -56,9 +59,23 @@ pub fn capture(dest: &Path, netns: Option<String>) -> anyhow::Result<CaptureSumm
         iface: None,
     };
     let host = read_host(&sources, &selection)?;
-    let recorded = root.recorded();
+    let files = copy_recorded(dest, &root)?;
+    let names: Vec<String> = host.interfaces.iter().map(|i| i.name.clone()).collect();
+    DriverFile::record(&names, &ethtool, &netlink, &netdev).write(dest)?;
+    write_info(dest, host.kernel.clone(), netns)?;
+    Ok(CaptureSummary {
+        dir: dest.to_path_buf(),
+        files,
+        interfaces: names,
+        samples: 1,
+    })
+}
+
+/// Copy every path the recording `root` touched into `dest`; how many
+/// were copied.
+pub(crate) fn copy_recorded(dest: &Path, root: &Root) -> anyhow::Result<usize> {
     let mut files = 0;
-    for (path, access) in &recorded {
+    for (path, access) in &root.recorded() {
         // A file can vanish between reading and copying (a process exits);
         // it is then absent from the capture, as it is from the host now.
         if replicate(dest, path, *access)
@@ -67,8 +84,15 @@ pub fn capture(dest: &Path, netns: Option<String>) -> anyhow::Result<CaptureSumm
             files += 1;
         }
     }
-    let names: Vec<String> = host.interfaces.iter().map(|i| i.name.clone()).collect();
-    DriverFile::record(&names, &ethtool, &netlink, &netdev).write(dest)?;
+    Ok(files)
+}
+
+/// Write `dest/nettune/capture.json`.
+pub(crate) fn write_info(
+    dest: &Path,
+    kernel: Option<String>,
+    netns: Option<String>,
+) -> anyhow::Result<()> {
     let info = CaptureInfo {
         schema_version: super::SCHEMA_VERSION,
         nettune_version: env!("CARGO_PKG_VERSION"),
@@ -76,22 +100,17 @@ pub fn capture(dest: &Path, netns: Option<String>) -> anyhow::Result<CaptureSumm
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs())
             .unwrap_or(0),
-        kernel: host.kernel.clone(),
+        kernel,
         netns,
     };
     let info_path = dest.join("nettune/capture.json");
     fs::write(&info_path, serde_json::to_string_pretty(&info)? + "\n")
-        .with_context(|| format!("cannot write {}", info_path.display()))?;
-    Ok(CaptureSummary {
-        dir: dest.to_path_buf(),
-        files,
-        interfaces: names,
-    })
+        .with_context(|| format!("cannot write {}", info_path.display()))
 }
 
 /// The destination must be new or empty: a capture never mixes with
 /// another tree.
-fn prepare_destination(dest: &Path) -> anyhow::Result<()> {
+pub(crate) fn prepare_destination(dest: &Path) -> anyhow::Result<()> {
     match fs::read_dir(dest) {
         Ok(mut entries) => {
             if entries.next().is_some() {

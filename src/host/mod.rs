@@ -7,6 +7,7 @@ pub mod irqname;
 pub mod model;
 pub mod packet;
 pub mod snmp;
+pub mod snmp6;
 pub mod softirqs;
 pub mod softnet;
 pub mod stat;
@@ -17,7 +18,10 @@ pub mod capture;
 pub mod netns;
 pub mod read;
 
-pub use read::{parse_user_cpus, possible_cpus, read_counters, read_host, Inputs, Selection};
+pub use read::{
+    parse_user_cpus, possible_cpus, read_counters, read_counters_checked, read_host, Inputs,
+    Selection,
+};
 
 use std::path::Path;
 

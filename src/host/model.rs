@@ -308,13 +308,38 @@ pub struct Counters {
     pub udp: BTreeMap<String, i64>,
     /// /proc/net/snmp Tcp.
     pub tcp: BTreeMap<String, i64>,
-    /// /proc/net/netstat TcpExt.
+    /// /proc/net/netstat TcpExt (TCP over IPv4 and IPv6 together).
     pub tcp_ext: BTreeMap<String, i64>,
+    /// /proc/net/snmp Ip (`InDiscards`, `InHdrErrors`, ...).
+    #[serde(default)]
+    pub ip: BTreeMap<String, i64>,
+    /// /proc/net/snmp6 `Ip6*` counters, by name without the `Ip6` prefix
+    /// (`InDiscards`). Empty when the kernel has no IPv6.
+    #[serde(default)]
+    pub ip6: BTreeMap<String, i64>,
+    /// /proc/net/snmp6 `Udp6*` counters without the prefix
+    /// (`RcvbufErrors`, `InErrors`, `NoPorts`, ...).
+    #[serde(default)]
+    pub udp6: BTreeMap<String, i64>,
+    /// The lines of /proc/stat that are not per CPU.
+    #[serde(default)]
+    pub system: SystemCounters,
     /// The fields above that count for the whole host even when read
-    /// inside a network namespace (`softirqs`, `cpu_time`, `softnet`); the
-    /// SNMP counters are the namespace's own.
+    /// inside a network namespace (`softirqs`, `cpu_time`, `softnet`,
+    /// `system`); the SNMP counters are the namespace's own.
     #[serde(default)]
     pub host_wide: Vec<String>,
+}
+
+/// /proc/stat's host-wide lines. `None` when the line is absent.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SystemCounters {
+    /// `ctxt`: context switches since boot, all CPUs.
+    pub context_switches: Option<u64>,
+    /// `procs_running`: tasks runnable now (a gauge, not a counter).
+    pub procs_running: Option<u64>,
+    /// `procs_blocked`: tasks waiting for I/O now (a gauge).
+    pub procs_blocked: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

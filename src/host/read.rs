@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use super::irqname::{self, IrqOwner};
 use super::model::*;
 use super::snmp::Counters as SnmpCounters;
-use super::{interrupts, packet, softirqs, softnet, stat};
+use super::{interrupts, packet, snmp6, softirqs, softnet, stat};
 use crate::base::cpuset::{parse_list, parse_mask};
 use crate::base::driver::{Ethtool, Netdev, Netlink};
 use crate::base::Root;
@@ -60,6 +60,35 @@ pub struct Selection {
     pub all: bool,
     /// Only this interface (an error if it does not exist).
     pub iface: Option<String>,
+}
+
+impl Selection {
+    /// Whether the interface `name` is selected.
+    pub fn chooses(&self, name: &str) -> bool {
+        match &self.iface {
+            Some(wanted) => name == wanted,
+            None => self.all || name != "lo",
+        }
+    }
+
+    /// The interface asked for is among `present` (in network namespace
+    /// `netns`), or an error naming what is there (bad input).
+    pub fn check_present(&self, present: &[String], netns: Option<&str>) -> anyhow::Result<()> {
+        let Some(wanted) = &self.iface else {
+            return Ok(());
+        };
+        if present.contains(wanted) {
+            return Ok(());
+        }
+        let place = match netns {
+            Some(ns) => format!(" in network namespace '{ns}'"),
+            None => String::new(),
+        };
+        anyhow::bail!(
+            "interface '{wanted}' does not exist{place} (present: {})",
+            present.join(", ")
+        )
+    }
 }
 
 /// Where to read from: files through `root`, driver state through the traits.
@@ -209,11 +238,18 @@ fn nothing_read(host: &Host) -> bool {
 /// The counters `doctor --interval` samples twice. What cannot be read is
 /// left empty (`read_host` lists it in `sources`).
 pub fn read_counters(root: &Root) -> Counters {
+    read_counters_checked(root).0
+}
+
+/// The counters, and the sources that could not be read (their part is
+/// empty): what `monitor` samples every interval.
+pub fn read_counters_checked(root: &Root) -> (Counters, Vec<SourceIssue>) {
     let mut g = Gather {
         root,
         issues: Vec::new(),
     };
-    read_counters_into(&mut g)
+    let counters = read_counters_into(&mut g);
+    (counters, g.issues)
 }
 
 /// The counters, each from its own source. softirqs, /proc/stat and
@@ -225,21 +261,27 @@ fn read_counters_into(g: &mut Gather) -> Counters {
         Ok(r.parse_optional("/proc/net/netstat", super::snmp::parse)?
             .unwrap_or_default())
     });
+    let snmp6 = g.take("counters.snmp6", |r| Ok(snmp6::read(r)?));
     let section = |c: &SnmpCounters, tag: &str| c.0.get(tag).cloned().unwrap_or_default();
+    let (cpu_time, system) = g.take("counters.cpu_time", |r| Ok(stat::read_all(r)?));
     Counters {
         softirqs: g.take("counters.softirqs", |r| Ok(softirqs::read(r)?.net())),
-        cpu_time: g.take("counters.cpu_time", |r| Ok(stat::read(r)?)),
+        cpu_time,
         softnet: g.take("counters.softnet", |r| Ok(softnet::read(r)?)),
         udp: section(&snmp, "Udp"),
         tcp: section(&snmp, "Tcp"),
         tcp_ext: section(&netstat, "TcpExt"),
+        ip: section(&snmp, "Ip"),
+        ip6: section(&snmp6, "Ip6"),
+        udp6: section(&snmp6, "Udp6"),
+        system,
         host_wide: HOST_WIDE_COUNTERS.iter().map(|c| c.to_string()).collect(),
     }
 }
 
 /// Counters that count for the whole host even when read inside a network
 /// namespace.
-pub const HOST_WIDE_COUNTERS: &[&str] = &["softirqs", "cpu_time", "softnet"];
+pub const HOST_WIDE_COUNTERS: &[&str] = &["softirqs", "cpu_time", "softnet", "system"];
 
 /// The CPUs this kernel could ever bring online
 /// (`/sys/devices/system/cpu/possible`): the bound for CPU lists a user
@@ -448,26 +490,11 @@ fn read_interfaces(
         r.list("/sys/class/net")?
             .ok_or_else(|| absent(r, "/sys/class/net").into())
     });
-    if let Some(wanted) = &selection.iface {
-        if !names.contains(wanted) {
-            let place = match &src.netns {
-                Some(ns) => format!(" in network namespace '{ns}'"),
-                None => String::new(),
-            };
-            anyhow::bail!(
-                "interface '{wanted}' does not exist{place} (present: {})",
-                names.join(", ")
-            );
-        }
-    }
+    selection.check_present(&names, src.netns.as_deref())?;
     let mut out = Vec::new();
     for name in names {
-        let chosen = match &selection.iface {
-            Some(wanted) => &name == wanted,
-            None => selection.all || name != "lo",
-        };
         // bonding_masters is a file in /sys/class/net, not an interface.
-        if chosen && root.exists(&format!("/sys/class/net/{name}/ifindex")) {
+        if selection.chooses(&name) && root.exists(&format!("/sys/class/net/{name}/ifindex")) {
             let section = format!("interface {name}");
             if let Some(iface) = g.take(&section, |_| read_interface(src, &name, irqs).map(Some)) {
                 out.push(iface);

@@ -9,25 +9,151 @@
 //! missing trailing columns read as 0; fewer than 4 is a broken line. Guest
 //! time is already inside user and nice, so it is not kept.
 
-use super::CpuTime;
+use serde::{Deserialize, Serialize};
+
+use super::{CpuTime, SystemCounters};
+use crate::base::counter::{delta, Width};
 use crate::base::Root;
 use crate::error::{KernelError, ParseError};
+
+/// Shares of one CPU's time between two readings, in percent, computed as
+/// mpstat computes them: each field's increase divided by the increase of
+/// their sum (user + nice + system + idle + iowait + irq + softirq +
+/// steal). Guest time is inside `usr` and `nice` (mpstat shows it apart as
+/// %guest; 0 on a host that runs no VMs).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CpuShares {
+    pub usr: f64,
+    pub nice: f64,
+    pub sys: f64,
+    pub iowait: f64,
+    pub irq: f64,
+    pub soft: f64,
+    pub steal: f64,
+    pub idle: f64,
+}
+
+impl CpuShares {
+    /// The shares of tick increases (a `CpuTime` of deltas). No tick at
+    /// all is a tickless CPU that slept through: 100% idle, as mpstat shows
+    /// it.
+    pub fn of_ticks(d: &CpuTime) -> CpuShares {
+        let total = d.total();
+        if total == 0 {
+            return CpuShares {
+                usr: 0.0,
+                nice: 0.0,
+                sys: 0.0,
+                iowait: 0.0,
+                irq: 0.0,
+                soft: 0.0,
+                steal: 0.0,
+                idle: 100.0,
+            };
+        }
+        let pct = |n: u64| 100.0 * n as f64 / total as f64;
+        CpuShares {
+            usr: pct(d.user),
+            nice: pct(d.nice),
+            sys: pct(d.system),
+            iowait: pct(d.iowait),
+            irq: pct(d.irq),
+            soft: pct(d.softirq),
+            steal: pct(d.steal),
+            idle: pct(d.idle),
+        }
+    }
+
+    /// The shares between two readings of one CPU; `None` for a gap.
+    pub fn between(before: &CpuTime, after: &CpuTime) -> Option<CpuShares> {
+        tick_deltas(before, after).map(|d| CpuShares::of_ticks(&d))
+    }
+}
+
+/// The tick increases of several CPUs added up (mpstat's `all` row), as
+/// CPU 0 of a `CpuTime`.
+pub fn sum_ticks(deltas: &[CpuTime]) -> CpuTime {
+    let zero = CpuTime {
+        cpu: 0,
+        user: 0,
+        nice: 0,
+        system: 0,
+        idle: 0,
+        iowait: 0,
+        irq: 0,
+        softirq: 0,
+        steal: 0,
+    };
+    deltas.iter().fold(zero, |sum, d| CpuTime {
+        cpu: 0,
+        user: sum.user + d.user,
+        nice: sum.nice + d.nice,
+        system: sum.system + d.system,
+        idle: sum.idle + d.idle,
+        iowait: sum.iowait + d.iowait,
+        irq: sum.irq + d.irq,
+        softirq: sum.softirq + d.softirq,
+        steal: sum.steal + d.steal,
+    })
+}
+
+/// Each field's increase from `before` to `after`. idle and iowait may go
+/// backwards on tickless kernels (Documentation/filesystems/proc.rst): 0
+/// then, as mpstat counts them. Any other field that went backwards means
+/// the counters restarted (a CPU brought back online): `None`, a gap.
+pub fn tick_deltas(before: &CpuTime, after: &CpuTime) -> Option<CpuTime> {
+    let d = |f: fn(&CpuTime) -> u64| delta(f(before), f(after), Width::U64);
+    let settled = |f: fn(&CpuTime) -> u64| d(f).unwrap_or(0);
+    Some(CpuTime {
+        cpu: after.cpu,
+        user: d(|t| t.user)?,
+        nice: d(|t| t.nice)?,
+        system: d(|t| t.system)?,
+        idle: settled(|t| t.idle),
+        iowait: settled(|t| t.iowait),
+        irq: d(|t| t.irq)?,
+        softirq: d(|t| t.softirq)?,
+        steal: d(|t| t.steal)?,
+    })
+}
 
 pub fn read(root: &Root) -> Result<Vec<CpuTime>, KernelError> {
     root.parse("/proc/stat", parse)
 }
 
+/// The per-CPU times and the host-wide lines, from one reading.
+pub fn read_all(root: &Root) -> Result<(Vec<CpuTime>, SystemCounters), KernelError> {
+    root.parse("/proc/stat", parse_all)
+}
+
 /// The `cpuN` lines (not the `cpu` total), in file order.
 pub fn parse(text: &str) -> Result<Vec<CpuTime>, ParseError> {
+    parse_all(text).map(|(cpus, _)| cpus)
+}
+
+/// The `cpuN` lines and the `ctxt`, `procs_running` and `procs_blocked`
+/// lines (absent ones are `None`; a value that is not a number is an error).
+pub fn parse_all(text: &str) -> Result<(Vec<CpuTime>, SystemCounters), ParseError> {
     let mut out = Vec::new();
+    let mut system = SystemCounters::default();
     for (n, line) in text.lines().enumerate() {
         let n = n + 1;
         let mut fields = line.split_whitespace();
-        let Some(id) = fields
-            .next()
-            .and_then(|tag| tag.strip_prefix("cpu"))
-            .filter(|id| !id.is_empty())
-        else {
+        let tag = fields.next().unwrap_or_default();
+        let slot = match tag {
+            "ctxt" => Some(&mut system.context_switches),
+            "procs_running" => Some(&mut system.procs_running),
+            "procs_blocked" => Some(&mut system.procs_blocked),
+            _ => None,
+        };
+        if let Some(slot) = slot {
+            let value = fields.next().unwrap_or_default();
+            *slot = Some(value.parse::<u64>().map_err(|_| {
+                ParseError::new(format!("line {n}: {tag} '{value}' is not a number"))
+            })?);
+            continue;
+        }
+        let Some(id) = tag.strip_prefix("cpu").filter(|id| !id.is_empty()) else {
             continue;
         };
         let cpu = id.parse::<u32>().map_err(|_| {
@@ -65,7 +191,7 @@ pub fn parse(text: &str) -> Result<Vec<CpuTime>, ParseError> {
     if out.is_empty() {
         return Err(ParseError::new("no per-CPU 'cpuN' lines (file truncated?)"));
     }
-    Ok(out)
+    Ok((out, system))
 }
 
 #[cfg(test)]
@@ -143,6 +269,52 @@ ctxt 10230120
         // The per-CPU lines add up to the kernel's own total.
         let user: u64 = cpus.iter().map(|c| c.user).sum();
         assert_eq!(user, 9_903_019);
+    }
+
+    #[test]
+    fn host_wide_lines() {
+        let (_, system) = parse_all(STAT_XEON_16CPU).expect("parse");
+        assert_eq!(system.context_switches, Some(8_620_331_957));
+        assert_eq!(system.procs_running, Some(3));
+        assert_eq!(system.procs_blocked, Some(0));
+        // 2.6.9 has ctxt but no procs_running line.
+        let (_, old) = parse_all(STAT_2_6_9).expect("parse");
+        assert_eq!(old.context_switches, Some(10_230_120));
+        assert_eq!(old.procs_running, None);
+        let err = parse_all("cpu0 1 2 3 4\nctxt many\n").expect_err("garbled");
+        assert!(
+            err.0.contains("line 2") && err.0.contains("'many'"),
+            "{}",
+            err.0
+        );
+    }
+
+    #[test]
+    fn shares_as_mpstat_computes_them() {
+        let before = parse(STAT_FIRECRACKER_6_18).expect("parse");
+        let mut after = before.clone();
+        // CPU1 over one second: 50 user, 20 system, 8 softirq, 2 irq, 20 idle.
+        after[1].user += 50;
+        after[1].system += 20;
+        after[1].softirq += 8;
+        after[1].irq += 2;
+        after[1].idle += 20;
+        let s = CpuShares::between(&before[1], &after[1]).expect("shares");
+        assert_eq!(
+            (s.usr, s.sys, s.soft, s.irq, s.idle),
+            (50.0, 20.0, 8.0, 2.0, 20.0)
+        );
+        // CPU0 did not tick at all: 100% idle.
+        let idle = CpuShares::between(&before[0], &after[0]).expect("shares");
+        assert_eq!((idle.idle, idle.usr), (100.0, 0.0));
+        // Tickless kernels may count idle and iowait back a little: 0 for
+        // that field, the rest still counts.
+        after[1].iowait -= 3;
+        let s = CpuShares::between(&before[1], &after[1]).expect("shares");
+        assert_eq!((s.iowait, s.usr), (0.0, 50.0));
+        // user going back is a restart: a gap.
+        after[1].user = 0;
+        assert_eq!(CpuShares::between(&before[1], &after[1]), None);
     }
 
     #[test]

@@ -15,7 +15,7 @@ use serde_json::Value;
 use crate::base::driver::{ChannelKind, DriverSetting};
 use crate::base::driver::{
     DriverSettings, Ethtool, EthtoolSet, NapiKey, NapiSet, Netdev, NetdevState, Netlink, Qdisc,
-    QdiscSet, QdiscSpec, SetError,
+    QdiscSet, QdiscSpec, QueueStats, SetError,
 };
 use crate::base::{Probe, Root};
 
@@ -154,6 +154,80 @@ impl Netdev for Recorded {
             .get(iface)
             .map(|i| i.netdev.clone())
             .unwrap_or_default()
+    }
+}
+
+/// Answers from other sources (the live drivers) and keeps every answer,
+/// so that what was asked can be written as a driver file: `capture
+/// --samples` records, with each snapshot, exactly what the sampler read.
+pub struct Recorder<'a> {
+    ethtool: &'a dyn Ethtool,
+    netlink: &'a dyn Netlink,
+    netdev: &'a dyn Netdev,
+    file: std::cell::RefCell<DriverFile>,
+}
+
+impl<'a> Recorder<'a> {
+    pub fn new(
+        ethtool: &'a dyn Ethtool,
+        netlink: &'a dyn Netlink,
+        netdev: &'a dyn Netdev,
+    ) -> Recorder<'a> {
+        Recorder {
+            ethtool,
+            netlink,
+            netdev,
+            file: std::cell::RefCell::new(DriverFile {
+                schema_version: DRIVER_FILE_VERSION,
+                interfaces: BTreeMap::new(),
+            }),
+        }
+    }
+
+    /// The answers so far; what was never asked is unknown.
+    pub fn into_file(self) -> DriverFile {
+        self.file.into_inner()
+    }
+
+    fn keep(&self, iface: &str, change: impl FnOnce(&mut RecordedInterface)) {
+        let mut file = self.file.borrow_mut();
+        change(file.interfaces.entry(iface.to_string()).or_default());
+    }
+}
+
+impl Ethtool for Recorder<'_> {
+    fn query(&self, iface: &str) -> DriverSettings {
+        let answer = self.ethtool.query(iface);
+        self.keep(iface, |i| i.ethtool = answer.clone());
+        answer
+    }
+
+    fn queue_stats(&self, iface: &str) -> Probe<Vec<QueueStats>> {
+        let answer = self.ethtool.queue_stats(iface);
+        self.keep(iface, |i| i.ethtool.queue_stats = answer.clone());
+        answer
+    }
+}
+
+impl Netlink for Recorder<'_> {
+    fn root_qdisc(&self, iface: &str) -> Probe<Qdisc> {
+        let answer = self.netlink.root_qdisc(iface);
+        self.keep(iface, |i| i.root_qdisc = answer.clone());
+        answer
+    }
+}
+
+impl Netdev for Recorder<'_> {
+    fn state(&self, iface: &str) -> NetdevState {
+        let answer = self.netdev.state(iface);
+        self.keep(iface, |i| i.netdev = answer.clone());
+        answer
+    }
+
+    fn qstats(&self, iface: &str) -> Probe<Vec<QueueStats>> {
+        let answer = self.netdev.qstats(iface);
+        self.keep(iface, |i| i.netdev.qstats = answer.clone());
+        answer
     }
 }
 

@@ -324,7 +324,10 @@ fn remote_server_sides_come_from_nettune_serve() {
     .expect("json");
     assert_eq!(results["settings"]["remote"].as_str(), Some(line.trim()));
     let xps = &results["configs"][1];
-    assert!(!xps["changes"].as_array().expect("changes").is_empty(), "{xps}");
+    assert!(
+        !xps["changes"].as_array().expect("changes").is_empty(),
+        "{xps}"
+    );
     for run in results["runs"].as_array().expect("runs") {
         assert!(run["value"].as_f64().is_some_and(|v| v > 0.0), "{run}");
     }

@@ -420,7 +420,7 @@ fn netns_with_a_four_queue_veth() {
         .iter()
         .map(|v| v.as_str().expect("name"))
         .collect();
-    assert_eq!(host_wide, ["softirqs", "cpu_time", "softnet"]);
+    assert_eq!(host_wide, ["softirqs", "cpu_time", "softnet", "system"]);
     let (code, text, _) = run(&["inspect", "--netns", &ns.name]);
     assert_eq!(code, 0);
     assert!(

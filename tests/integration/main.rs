@@ -16,6 +16,7 @@ mod doctor;
 mod doctor_plan;
 mod experiment;
 mod inspect;
+mod monitor;
 mod nic;
 mod nic_set;
 mod partial_hosts;

@@ -23,6 +23,13 @@ pub use setting::{ChannelKind, DriverSetting};
 /// not support is `Probe::NOT_SUPPORTED` field by field.
 pub trait Ethtool {
     fn query(&self, iface: &str) -> DriverSettings;
+
+    /// Only the per-queue counters ([`DriverSettings::queue_stats`]): what
+    /// `monitor` asks every interval. An implementation that can ask the
+    /// driver for less than a whole `query` overrides it.
+    fn queue_stats(&self, iface: &str) -> Probe<Vec<QueueStats>> {
+        self.query(iface).queue_stats
+    }
 }
 
 /// Read link-level state over rtnetlink.

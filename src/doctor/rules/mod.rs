@@ -10,6 +10,15 @@ mod sockets;
 mod softnet;
 mod state;
 
+/// Thresholds other judges share (`monitor`'s live findings use doctor's
+/// numbers, so both say the same about the same rates).
+pub(crate) mod thresholds {
+    pub(crate) use super::sockets::UDP_ERRORS_CRIT_PER_SEC;
+    pub(crate) use super::softnet::{
+        HOT_SHARE, LITTLE_SHARE, MIN_IDLE_OTHERS, MIN_NET_RX_PER_SEC, SATURATED_SOFTIRQ,
+    };
+}
+
 use std::collections::BTreeMap;
 
 use super::planned::Plans;

@@ -14,7 +14,7 @@ use crate::plan::Profile;
 /// UDP receive errors at this rate or more while sampling are critical:
 /// a service losing a thousand datagrams every second is losing data
 /// continuously, not in an occasional burst.
-const UDP_ERRORS_CRIT_PER_SEC: f64 = 1_000.0;
+pub(crate) const UDP_ERRORS_CRIT_PER_SEC: f64 = 1_000.0;
 
 /// Ethernet protocol ETH_P_ALL as /proc/net/packet shows it: the socket
 /// sees every packet, sent and received.
@@ -63,6 +63,9 @@ pub fn check(ctx: &Context, plans: &Plans, out: &mut Vec<Finding>) {
     conntrack(ctx.host, &window, out);
 }
 
+/// Picks one SNMP counter map out of the counters.
+type CounterMap = fn(&Counters) -> &std::collections::BTreeMap<String, i64>;
+
 fn udp(c: &Counters) -> &std::collections::BTreeMap<String, i64> {
     &c.udp
 }
@@ -104,10 +107,34 @@ fn raise_text(host: &Host, planned: &Planned, wanted: &[(&str, u64)]) -> String 
     parts.join(" ")
 }
 
+fn udp6(c: &Counters) -> &std::collections::BTreeMap<String, i64> {
+    &c.udp6
+}
+
+/// UDP receive errors over IPv4 (/proc/net/snmp Udp) and IPv6
+/// (/proc/net/snmp6 Udp6): the same sockets' buffers, counted apart.
 fn udp_errors(host: &Host, plans: &Plans, window: &Window, out: &mut Vec<Finding>) {
-    let rcvbuf = window.counter(udp, "RcvbufErrors");
-    let in_errors = window.counter(udp, "InErrors");
-    let worst = rcvbuf.unwrap_or(0).max(in_errors.unwrap_or(0));
+    let mut worst = 0;
+    let mut seen = Vec::new();
+    for (proto, pick) in [("Udp", udp as CounterMap), ("Udp6", udp6)] {
+        let rcvbuf = window.counter(pick, "RcvbufErrors");
+        let in_errors = window.counter(pick, "InErrors");
+        worst += rcvbuf.unwrap_or(0).max(in_errors.unwrap_or(0));
+        let counts: Vec<String> = [("RcvbufErrors", rcvbuf), ("InErrors", in_errors)]
+            .into_iter()
+            .filter_map(|(name, n)| {
+                let n = n.filter(|&n| n > 0)?;
+                Some(format!(
+                    "{name} {}{}",
+                    format_count(n),
+                    window.rate_suffix(n)
+                ))
+            })
+            .collect();
+        if !counts.is_empty() {
+            seen.push(format!("{proto} {}", counts.join(", ")));
+        }
+    }
     if worst == 0 {
         return;
     }
@@ -115,16 +142,6 @@ fn udp_errors(host: &Host, plans: &Plans, window: &Window, out: &mut Vec<Finding
         Some(rate) if rate >= UDP_ERRORS_CRIT_PER_SEC => Severity::Crit,
         _ => Severity::Warn,
     };
-    let mut seen = Vec::new();
-    for (name, n) in [("RcvbufErrors", rcvbuf), ("InErrors", in_errors)] {
-        if let Some(n) = n.filter(|&n| n > 0) {
-            seen.push(format!(
-                "{name} {}{}",
-                format_count(n),
-                window.rate_suffix(n)
-            ));
-        }
-    }
     let wanted = [
         ("net.core.rmem_max", PPS_RMEM_MAX),
         ("net.core.rmem_default", PPS_RMEM_DEFAULT),
@@ -148,7 +165,7 @@ fn udp_errors(host: &Host, plans: &Plans, window: &Window, out: &mut Vec<Finding
         id: "udp.rcvbuf-errors",
         severity,
         title: "UDP datagrams dropped at full socket buffers".to_string(),
-        evidence: format!("Udp {} {}{settings}", seen.join(", "), window.span()),
+        evidence: format!("{} {}{settings}", seen.join("; "), window.span()),
         why: WHY_RCVBUF.to_string(),
         fix: format!(
             "{} In the application: set SO_RCVBUF to {} or more (up to net.core.rmem_max), read \

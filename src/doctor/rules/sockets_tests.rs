@@ -55,6 +55,35 @@ fn udp_errors_warn_since_boot_and_crit_when_fast() {
 }
 
 #[test]
+fn udp_errors_over_ipv6_count_too() {
+    // Only the IPv6 socket drops (a service bound to [::]).
+    let mut host = vm_2cpu_single_queue();
+    host.counters.udp6.insert("RcvbufErrors".into(), 41);
+    host.counters.udp6.insert("InErrors".into(), 45);
+    let f = assert_fires(
+        &diagnose(&host),
+        "udp.rcvbuf-errors",
+        Severity::Warn,
+        &["Udp6 RcvbufErrors 41, InErrors 45 since boot"],
+    );
+    assert!(!f.evidence.starts_with("Udp "), "{}", f.evidence);
+    // Both families while sampling: together over the critical rate
+    // (600/s + 600/s), each named.
+    let mut host = vm_2cpu_single_queue();
+    host.counters.udp6.insert("RcvbufErrors".into(), 0);
+    let r = rates(&host, 1.0, |after| {
+        *after.udp.entry("RcvbufErrors".into()).or_default() += 600;
+        *after.udp6.entry("RcvbufErrors".into()).or_default() += 600;
+    });
+    assert_fires(
+        &diagnose_with(&host, &r),
+        "udp.rcvbuf-errors",
+        Severity::Crit,
+        &["Udp RcvbufErrors 600 (600/s); Udp6 RcvbufErrors 600 (600/s) over 1 s"],
+    );
+}
+
+#[test]
 fn udp_errors_silent_when_zero_old_or_missing() {
     none(&diagnose(&vm_2cpu_single_queue()), "udp.rcvbuf-errors");
     let mut host = vm_2cpu_single_queue();

@@ -16,21 +16,21 @@ use crate::plan::Profile;
 
 /// One CPU with more than this share of all NET_RX softirqs is a hotspot
 /// (the "over half": the rest of the host together does less).
-const HOT_SHARE: f64 = 0.5;
+pub(crate) const HOT_SHARE: f64 = 0.5;
 
 /// A CPU under this share of NET_RX "carries little": with 20 or more
 /// CPUs sharing evenly each would have 5% or less, so below 5% next to a
 /// CPU over 50% means the work is not being spread.
-const LITTLE_SHARE: f64 = 0.05;
+pub(crate) const LITTLE_SHARE: f64 = 0.05;
 
 /// How many other CPUs must carry little: two, so that a host with one
 /// other CPU (nothing to spread to beyond it) is judged by softirq time.
-const MIN_IDLE_OTHERS: usize = 2;
+pub(crate) const MIN_IDLE_OTHERS: usize = 2;
 
 /// A CPU spending more than this share of its time in softirq during the
 /// sample is saturated by packet work: ksoftirqd takes over and the NIC
 /// ring fills.
-const SATURATED_SOFTIRQ: f64 = 0.8;
+pub(crate) const SATURATED_SOFTIRQ: f64 = 0.8;
 
 /// Below this many NET_RX softirqs since boot the shares mean nothing: a
 /// few minutes of an idle host.
@@ -38,7 +38,7 @@ const MIN_NET_RX_TOTAL: u64 = 100_000;
 
 /// Below this many NET_RX softirqs per second during sampling the host is
 /// close to idle and shares are noise.
-const MIN_NET_RX_PER_SEC: f64 = 1_000.0;
+pub(crate) const MIN_NET_RX_PER_SEC: f64 = 1_000.0;
 
 /// At most this many CPUs are named one by one in drop evidence.
 const MAX_CPUS_NAMED: usize = 4;

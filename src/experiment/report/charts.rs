@@ -192,7 +192,7 @@ pub fn soft_heatmap(results: &Results, config: &str) -> anyhow::Result<String> {
                     .cpus
                     .iter()
                     .find(|r| &r.cpu == cpu)
-                    .map_or(0.0, |r| r.soft);
+                    .map_or(0.0, |r| r.shares.soft);
                 let (x, y) = (bi as i32, ci as i32);
                 chart
                     .draw_series(std::iter::once(Rectangle::new(

@@ -137,12 +137,12 @@ fn cpu_tables(o: &mut String, r: &Results) {
                      <td>{:.2}</td><td>{:.2}</td><td>{:.2}</td>{drops}</tr>",
                     esc(&c.name),
                     esc(&row.cpu),
-                    row.usr,
-                    row.sys,
-                    row.irq,
-                    row.soft,
-                    row.steal,
-                    row.idle
+                    row.shares.usr,
+                    row.shares.sys,
+                    row.shares.irq,
+                    row.shares.soft,
+                    row.shares.steal,
+                    row.shares.idle
                 );
             }
         }

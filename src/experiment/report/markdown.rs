@@ -92,10 +92,11 @@ fn cpu_tables(o: &mut String, r: &Results) {
                 continue;
             };
             for row in &cell.cpus {
+                let s = &row.shares;
                 let _ = writeln!(
                     o,
                     "| {} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} |",
-                    c.name, row.cpu, row.usr, row.sys, row.irq, row.soft, row.steal, row.idle
+                    c.name, row.cpu, s.usr, s.sys, s.irq, s.soft, s.steal, s.idle
                 );
             }
         }

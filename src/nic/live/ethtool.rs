@@ -31,6 +31,16 @@ impl Ethtool for LiveEthtool {
         };
         socket.settings(&name)
     }
+
+    /// Three ioctls (string set sizes, names, values) instead of a whole
+    /// query's dozen.
+    fn queue_stats(&self, iface: &str) -> Probe<Vec<QueueStats>> {
+        let (Some(name), Ok(socket)) = (IfName::new(iface), EthtoolSocket::open()) else {
+            return Probe::UNKNOWN;
+        };
+        let sizes = socket.string_set_sizes(&name);
+        probe(sizes.stats.and_then(|n| socket.queue_stats(&name, n)))
+    }
 }
 
 // Command numbers and string sets from linux/ethtool.h.
