@@ -202,6 +202,15 @@ fn device_script(journal: &Journal, header: &str) -> String {
             reason: e.reason.clone(),
             group: e.group.clone(),
         });
+        if cmd.starts_with('#') {
+            // Nothing in sh can make it (a NAPI setting): say so at boot.
+            script.push_str(&format!(
+                "{cmd}\necho 'nettune: {} is not set at boot; run nettune apply --profile {} again' >&2\n",
+                e.target,
+                journal.profile.name()
+            ));
+            continue;
+        }
         script.push_str(&format!(
             "{cmd} || echo 'nettune: could not set {}' >&2\n",
             e.target

@@ -1,12 +1,14 @@
 //! Reading and writing one planned target: a kernel file through the
 //! `Root`, a driver setting through `EthtoolSet`, the root qdisc through
-//! `QdiscSet`. Live for `/`, the tree's files and driver file for `--root`.
+//! `QdiscSet`, a NAPI setting through `NapiSet` (by interface and RX
+//! queue). Live for `/`, the tree's files and driver file for `--root`.
 //!
 //! A write the kernel refuses for what it is (a managed IRQ's affinity, a
 //! qdisc kind the kernel lacks, a driver without the operation) changes
 //! nothing: it is reported as [`WriteError::Refused`] and apply records it
 //! as skipped. Any other error is a failure that undoes the apply.
 
+use crate::base::driver::netdev::parse_napi_value;
 use crate::base::driver::setting::current_text;
 use crate::base::driver::DriverSetting;
 use crate::base::driver::{Ethtool, EthtoolSet, Netlink, Qdisc, QdiscSet, QdiscSpec, SetError};
@@ -98,6 +100,19 @@ impl Backend {
                 Probe::Value(q) => Ok(format!("{} {}", q.kind, q.handle)),
                 _ => anyhow::bail!("cannot read the root qdisc of '{iface}'"),
             },
+            Target::Napi { iface, queue, key } => {
+                let state = crate::nic::netdev_source(&self.root)?.state(iface);
+                let napi = state.napi_of_rx(*queue).map_err(|why| {
+                    anyhow::anyhow!("cannot read {key}: {}", why.reason(iface, *queue))
+                })?;
+                match key.value_in(napi.napi) {
+                    Some(v) => Ok(v.to_string()),
+                    None => anyhow::bail!(
+                        "cannot read {key} of rx queue {queue} of '{iface}': this kernel does not \
+                         report it (Linux 6.13+)"
+                    ),
+                }
+            }
             _ => anyhow::bail!("{target} is a scope, not a setting: nothing to read"),
         }
     }
@@ -120,6 +135,12 @@ impl Backend {
                 self.qdisc_set()
                     .replace_root(iface, &spec)
                     .map_err(|e| classify_qdisc(&spec.kind, &e))
+            }
+            Target::Napi { iface, queue, key } => {
+                let number = parse_napi_value(*key, value).map_err(WriteError::Failed)?;
+                crate::nic::napi_setter(&self.root)
+                    .set_napi(iface, *queue, *key, number)
+                    .map_err(|e| classify_napi(target, &e))
             }
             _ => Err(WriteError::Failed(format!(
                 "{target} is a scope, not a setting: nothing to write"
@@ -236,6 +257,16 @@ fn classify_driver(target: &Target, e: &SetError) -> WriteError {
             _ => "this setting".to_string(),
         };
         return WriteError::Refused(format!("the driver does not support changing {what}: {e}"));
+    }
+    WriteError::Failed(e.to_string())
+}
+
+/// napi-set refused for what the kernel is (no napi-set, a setting it does
+/// not have): nothing changed. A queue without a NAPI is a failure: plan
+/// saw one, so the device changed since.
+fn classify_napi(target: &Target, e: &SetError) -> WriteError {
+    if matches!(e.errno, libc::EOPNOTSUPP | ENOTSUPP) {
+        return WriteError::Refused(format!("the kernel does not support {target}: {e}"));
     }
     WriteError::Failed(e.to_string())
 }

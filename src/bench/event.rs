@@ -5,7 +5,7 @@
 //! too coarse); older kernels fall back to epoll_wait in milliseconds.
 
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
 /// What a registration waits for.
@@ -59,6 +59,13 @@ pub struct Epoll {
     events: Vec<libc::epoll_event>,
     /// epoll_pwait2 answered ENOSYS once: use epoll_wait from then on.
     no_pwait2: bool,
+}
+
+/// The epoll descriptor, for per-instance settings (EPIOCSPARAMS).
+impl AsFd for Epoll {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
 }
 
 impl Epoll {

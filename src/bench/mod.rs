@@ -10,6 +10,7 @@
 //! and prints.
 
 pub mod addr;
+pub mod busy_poll;
 pub mod cpu;
 pub mod errqueue;
 pub mod event;

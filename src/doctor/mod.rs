@@ -134,6 +134,7 @@ pub const RULE_IDS: &[&str] = &[
     "irq.remote-numa",
     "irq.shared-cpu",
     "mtu.jumbo-probing",
+    "napi.no-irq-deferral",
     "netfilter.conntrack",
     "nic.queues-unused",
     "nic.rings-small",

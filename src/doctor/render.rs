@@ -200,6 +200,9 @@ fn short_target(target: &Target) -> (String, Option<u32>, String) {
         ),
         Target::Driver { iface, key } => plain(format!("{iface} {key}")),
         Target::RootQdisc { iface } => plain(format!("{iface} root qdisc")),
+        Target::Napi { iface, queue, key } => {
+            (format!("{iface} rx-"), Some(*queue), format!(" napi {key}"))
+        }
         other => {
             let text = other.to_string();
             plain(text.rsplit('/').next().unwrap_or(&text).to_string())

@@ -614,7 +614,8 @@ fn sorted(cpus: &[u32]) -> Vec<u32> {
 /// rings, unused queues, NIC drops, contradicting buffers, no fq, no MTU
 /// probing, SACK off, irqbalance, powersave, a packet tap, a full conntrack
 /// table, a softirq hotspot, softnet drops and squeezes, UDP and listen
-/// errors, and an applied state that drifted.
+/// errors, an applied state that drifted, and busy polling without IRQ
+/// deferral.
 pub fn every_finding() -> Vec<Finding> {
     use crate::base::driver::FlowHash;
     use crate::base::Probe;
@@ -648,8 +649,10 @@ pub fn every_finding() -> Vec<Finding> {
         c.combined = 4;
     }
     eth0.statistics.insert("rx_missed_errors".into(), 12_345);
+    eth0.netdev = netdev_without_deferral(eth0.rx_queues.len() as u32);
 
     for (name, value) in [
+        ("net.core.busy_poll", "50"),
         ("net.core.rmem_max", "4194304"),
         ("net.core.default_qdisc", "pfifo_fast"),
         ("net.ipv4.tcp_mtu_probing", "0"),
@@ -698,4 +701,37 @@ pub fn every_finding() -> Vec<Finding> {
         all_interfaces: false,
         applied: &applied,
     })
+}
+
+/// What netdev netlink says about a NIC with `queues` RX queues, each
+/// linked to its own NAPI (ids from 8193) with IRQ deferral off, on a
+/// kernel with napi-set.
+pub fn netdev_without_deferral(queues: u32) -> crate::base::driver::NetdevState {
+    use crate::base::driver::netdev::{Napi, NetdevQueue};
+    crate::base::driver::NetdevState {
+        queues: Probe::Value(
+            (0..queues)
+                .map(|q| NetdevQueue {
+                    direction: "rx".to_string(),
+                    index: q,
+                    napi_id: Some(8193 + q),
+                })
+                .collect(),
+        ),
+        napis: Probe::Value(
+            (0..queues)
+                .map(|q| Napi {
+                    id: 8193 + q,
+                    irq: Some(74 + q),
+                    thread_pid: None,
+                    defer_hard_irqs: Some(0),
+                    gro_flush_timeout_ns: Some(0),
+                    irq_suspend_timeout_ns: Some(0),
+                    threaded: Some(false),
+                })
+                .collect(),
+        ),
+        qstats: Probe::NOT_SUPPORTED,
+        napi_set: Probe::Value(true),
+    }
 }

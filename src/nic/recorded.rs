@@ -524,6 +524,55 @@ mod tests {
         assert_eq!(recorded.root_qdisc("eth9"), Probe::UNKNOWN);
     }
 
+    /// The netdev example in docs/driver-file.md (its second JSON block).
+    #[test]
+    fn the_documented_netdev_entry_parses_and_finds_the_queues_napi() {
+        let doc = include_str!("../../docs/driver-file.md");
+        let blocks: Vec<&str> = doc.split("```json\n").skip(1).collect();
+        let block = blocks[1].split("```").next().expect("end of block");
+        let state: NetdevState = serde_json::from_str(block).expect("the example parses");
+        let rx0 = state.napi_of_rx(0).expect("rx-0 has a NAPI");
+        assert_eq!((rx0.napi.id, rx0.by_position), (257, false));
+        assert_eq!(rx0.napi.irq, None);
+        assert_eq!(state.napi_set, Probe::Value(true));
+        let qstats = state.qstats.value().expect("qstats");
+        assert_eq!(qstats[0].counters["rx-packets"], 912_345);
+    }
+
+    #[test]
+    fn napi_changes_go_to_the_napi_of_the_queue_or_are_refused() {
+        let (dir, root) = fixture_copy("vm-2cpu-virtio");
+        let path = dir.path().join(DRIVER_FILE);
+        let before = fs::read(&path).expect("read");
+        let writer = RecordedWriter::new(&root);
+        writer
+            .set_napi("eth0", 0, NapiKey::GroFlushTimeout, 50_000)
+            .expect("napi-set");
+        let state =
+            Recorded::from(DriverFile::load(&root).expect("load").expect("file")).state("eth0");
+        let napi = state.napi_of_rx(0).expect("rx-0").napi;
+        assert_eq!(napi.gro_flush_timeout_ns, Some(50_000));
+        writer
+            .set_napi("eth0", 0, NapiKey::GroFlushTimeout, 0)
+            .expect("undo");
+        assert_eq!(fs::read(&path).expect("read"), before);
+        let err = writer
+            .set_napi("eth0", 3, NapiKey::DeferHardIrqs, 2)
+            .expect_err("no rx-3");
+        assert_eq!(err.errno, libc::ENOENT);
+        let err = writer
+            .set_napi("lo", 0, NapiKey::DeferHardIrqs, 2)
+            .expect_err("lo has no NAPI");
+        assert_eq!(err.errno, libc::ENOENT);
+        // A 6.1 capture: no netdev family, refused as the kernel would.
+        let (_dir, old) = fixture_copy("two-socket-nic-node1");
+        let err = RecordedWriter::new(&old)
+            .set_napi("ens1f0", 0, NapiKey::DeferHardIrqs, 2)
+            .expect_err("no napi-set");
+        assert_eq!(err.errno, libc::EOPNOTSUPP);
+        assert!(err.message.contains("napi-set"), "{}", err.message);
+    }
+
     struct Fake;
 
     impl Ethtool for Fake {

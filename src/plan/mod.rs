@@ -6,7 +6,8 @@
 //! Targets: the absolute kernel path of file-backed settings
 //! (`/proc/irq/74/smp_affinity_list`, `/proc/sys/net/core/rmem_max`), and
 //! stable names for the rest: `ethtool:IFACE:KEY` (keys in
-//! [`crate::base::driver::setting`]) and `qdisc:IFACE:root`. Profiles and the reason
+//! [`crate::base::driver::setting`]), `qdisc:IFACE:root` and
+//! `napi:IFACE:rx-N:KEY` (a setting of the NAPI serving RX queue N). Profiles and the reason
 //! for every value: docs/profiles.md.
 
 pub mod compare;
@@ -14,6 +15,7 @@ mod cpus;
 mod driver;
 pub mod irqbalance;
 mod kernel;
+mod napi;
 pub mod preflight;
 mod queues;
 pub mod render;
@@ -166,6 +168,7 @@ pub fn plan(host: &Host, opts: &PlanOptions) -> anyhow::Result<Plan> {
     for iface in &ifaces {
         queues::plan_queues(&mut draft, host, iface, opts, &cpus, &mut load);
         driver::plan_driver(&mut draft, iface, opts);
+        napi::plan_napi(&mut draft, iface, opts);
     }
     kernel::plan_kernel(&mut draft, host, opts, &cpus, &ifaces);
     Ok(Plan {

@@ -150,6 +150,14 @@ pub fn command(change: &Change) -> String {
         Target::RootQdisc { iface } => {
             format!("tc qdisc replace dev {iface} root {}", change.to)
         }
+        // No shell tool sets a NAPI by queue: napi-set takes the NAPI id,
+        // which the script cannot know ahead of time.
+        Target::Napi { iface, queue, key } => format!(
+            "# {target}: no shell command sets a NAPI by queue; by hand: ynl --family netdev \
+             --do napi-set --json '{{\"id\": ID, \"{key}\": {}}}' with ID the NAPI of {iface} \
+             rx queue {queue} (ynl --family netdev --dump queue-get), or nettune apply",
+            change.to
+        ),
         _ => format!("# {target}: no command known"),
     }
 }
@@ -236,6 +244,12 @@ mod tests {
             "tc qdisc replace dev eth0 root fq maxrate 8gbit"
         );
         assert_eq!(quote("it's"), r"'it'\''s'");
+        let napi = command(&change("napi:eth0:rx-0:defer-hard-irqs", "100", "eth0"));
+        assert!(
+            napi.starts_with("# napi:eth0:rx-0:defer-hard-irqs"),
+            "{napi}"
+        );
+        assert!(napi.contains(r#""defer-hard-irqs": 100"#), "{napi}");
     }
 
     #[test]

@@ -5,8 +5,9 @@
 //! to it, apply dispatches on it, render and persist print it. Its text is
 //! the absolute kernel path of file-backed settings
 //! (`/proc/irq/74/smp_affinity_list`, `/proc/sys/net/core/rmem_max`) and a
-//! stable name for the rest (`ethtool:eth0:rings.rx`, `qdisc:eth0:root`);
-//! that text is what `plan --json`, doctor's `changes` and the journal show.
+//! stable name for the rest (`ethtool:eth0:rings.rx`, `qdisc:eth0:root`,
+//! `napi:eth0:rx-0:defer-hard-irqs`); that text is what `plan --json`,
+//! doctor's `changes` and the journal show.
 
 use std::fmt;
 use std::str::FromStr;
@@ -14,6 +15,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::base::driver::setting::DriverSetting;
+use crate::base::driver::NapiKey;
 
 /// A file of one RX queue that plan writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -79,6 +81,14 @@ pub enum Target {
     Driver { iface: String, key: String },
     /// The root qdisc of an interface.
     RootQdisc { iface: String },
+    /// A setting of the NAPI instance that serves an RX queue (netdev
+    /// netlink `napi-set`), named by the queue: NAPI ids change when a
+    /// driver rebuilds its queues (veth: when GRO or XDP is toggled).
+    Napi {
+        iface: String,
+        queue: u32,
+        key: NapiKey,
+    },
     /// Scope only, never written: every queue file of an interface (what
     /// waits for a new queue count).
     Queues { iface: String },
@@ -124,6 +134,14 @@ impl Target {
     pub fn root_qdisc(iface: &str) -> Target {
         Target::RootQdisc {
             iface: iface.to_string(),
+        }
+    }
+
+    pub fn napi(iface: &str, queue: u32, key: NapiKey) -> Target {
+        Target::Napi {
+            iface: iface.to_string(),
+            queue,
+            key,
         }
     }
 
@@ -176,6 +194,7 @@ impl Target {
             | Target::TxQueue { iface, .. }
             | Target::Driver { iface, .. }
             | Target::RootQdisc { iface }
+            | Target::Napi { iface, .. }
             | Target::Queues { iface } => Some(iface),
             _ => None,
         }
@@ -201,6 +220,7 @@ impl Target {
             Target::Governor(cpu) => format!("cpu{cpu}/cpufreq/scaling_governor"),
             Target::Driver { key, .. } => key.clone(),
             Target::RootQdisc { .. } => "qdisc root".to_string(),
+            Target::Napi { queue, key, .. } => format!("rx-{queue} napi {key}"),
             Target::Cpufreq => "cpufreq".to_string(),
             _ => self.to_string(),
         }
@@ -215,6 +235,7 @@ impl fmt::Display for Target {
         match self {
             Target::Driver { iface, key } => write!(f, "ethtool:{iface}:{key}"),
             Target::RootQdisc { iface } => write!(f, "qdisc:{iface}:root"),
+            Target::Napi { iface, queue, key } => write!(f, "napi:{iface}:rx-{queue}:{key}"),
             Target::Queues { iface } => write!(f, "/sys/class/net/{iface}/queues"),
             Target::Cpufreq => f.write_str(CPUFREQ_PATH),
             Target::Interfaces => f.write_str("interfaces"),
@@ -225,7 +246,7 @@ impl fmt::Display for Target {
 
 /// A text that names no target nettune knows.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("'{0}' is not a setting nettune writes (a kernel path under /proc/sys, /proc/irq, /sys/class/net/IFACE/queues or cpufreq, or ethtool:IFACE:KEY, qdisc:IFACE:root)")]
+#[error("'{0}' is not a setting nettune writes (a kernel path under /proc/sys, /proc/irq, /sys/class/net/IFACE/queues or cpufreq, or ethtool:IFACE:KEY, qdisc:IFACE:root, napi:IFACE:rx-N:KEY)")]
 pub struct UnknownTarget(pub String);
 
 /// An interface name as the kernel allows it: 1-15 bytes, no `/`, `:` or
@@ -313,6 +334,14 @@ fn parse(text: &str) -> Option<Target> {
         ["qdisc", iface, "root"] => Some(Target::RootQdisc {
             iface: iface_name(iface)?,
         }),
+        ["napi", iface, rest] => {
+            let (queue, key) = rest.split_once(':')?;
+            Some(Target::Napi {
+                iface: iface_name(iface)?,
+                queue: queue.strip_prefix("rx-")?.parse().ok()?,
+                key: NapiKey::parse(key)?,
+            })
+        }
         _ => None,
     }
 }
@@ -359,6 +388,7 @@ mod tests {
             Target::driver("eth0", "rx-flow-hash.udp4"),
             Target::driver("eth0", "features.rx-gro"),
             Target::root_qdisc("eth0"),
+            Target::napi("eth0", 3, NapiKey::GroFlushTimeout),
             Target::queues("eth0"),
             Target::Cpufreq,
             Target::Interfaces,
@@ -378,6 +408,10 @@ mod tests {
             Target::rx("veth0", 1, RxFile::RpsCpus).to_string(),
             "/sys/class/net/veth0/queues/rx-1/rps_cpus"
         );
+        assert_eq!(
+            Target::napi("veth0", 1, NapiKey::DeferHardIrqs).to_string(),
+            "napi:veth0:rx-1:defer-hard-irqs"
+        );
     }
 
     #[test]
@@ -394,6 +428,10 @@ mod tests {
             "qdisc:eth0:ingress",
             "ethtool:eth0:rings.bogus",
             "ethtool:averyveryverylongname:rings.rx",
+            "napi:eth0:tx-0:defer-hard-irqs",
+            "napi:eth0:rx-x:defer-hard-irqs",
+            "napi:eth0:rx-0:threaded",
+            "napi:eth0:rx-0",
         ] {
             let err = bad.parse::<Target>().expect_err(bad);
             assert!(err.to_string().contains(&format!("'{bad}'")), "{err}");

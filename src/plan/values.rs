@@ -39,6 +39,43 @@ pub const TCP_MTU_PROBING: u64 = 1;
 /// The governor the latency and throughput profiles set.
 pub const GOVERNOR: &str = "performance";
 
+/// Per-NAPI settings a profile writes with netdev napi-set (Linux 6.13).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NapiValues {
+    /// Empty polls after a poll that found packets before the device IRQ
+    /// is re-armed.
+    pub defer_hard_irqs: u64,
+    /// The deferral's timer, nanoseconds: while IRQs are deferred, NAPI is
+    /// polled after this long when no application polls first (and GRO
+    /// holds packets until it fires).
+    pub gro_flush_timeout_ns: u64,
+    /// The longest IRQs stay off while an application with prefer-busy-poll
+    /// epoll keeps finding events, nanoseconds.
+    pub irq_suspend_timeout_ns: u64,
+}
+
+/// latency: a short deferral. After traffic the IRQ stays masked for at
+/// most 2 x 20 us, so a packet nobody polls for waits 20 us at most (Eric
+/// Dumazet's example timer in the commit that added napi_defer_hard_irqs);
+/// measured across veth (docs/benchmarks.md), the kernel selftest's 100 x
+/// 50 us raised a 5000/s ping-pong's median from 4.5 to 20 us. IRQ
+/// suspension as in the kernel's busy-poll selftest: it engages only for
+/// applications that ask (epoll prefer_busy_poll).
+pub const LATENCY_NAPI: NapiValues = NapiValues {
+    defer_hard_irqs: 2,
+    gro_flush_timeout_ns: 20_000,
+    irq_suspend_timeout_ns: 20_000_000,
+};
+
+/// http: the kernel's busy-poll selftest values
+/// (tools/testing/selftests/net/busy_poll_test.sh): a busy request server
+/// keeps IRQs off while it polls, in batches (napi.rst, "IRQ mitigation").
+pub const HTTP_NAPI: NapiValues = NapiValues {
+    defer_hard_irqs: 100,
+    gro_flush_timeout_ns: 50_000,
+    irq_suspend_timeout_ns: 20_000_000,
+};
+
 /// Buffer tiers for throughput: autotuning maximum (tcp_rmem/tcp_wmem third
 /// field) and the socket-option cap (rmem_max/wmem_max), smallest first.
 const BUFFER_TIERS: &[(u64, u64, &str)] = &[

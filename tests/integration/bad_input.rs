@@ -329,3 +329,72 @@ fn plan_json_and_format_conflict_and_apply_dry_run_json_prints_json() {
         &["--json", "--format"],
     );
 }
+
+/// Busy polling where it cannot work (loopback has no NAPI), or its
+/// modifiers without a poll time: refused, naming the flag and what to do.
+#[test]
+fn busy_polling_where_it_cannot_work_is_refused() {
+    let loopback = ["loopback has no NAPI instance", "tso off"];
+    refused(
+        &[
+            "bench",
+            "rr",
+            "--to",
+            "127.0.0.1:9",
+            "--proto",
+            "tcp",
+            "--busy-poll",
+            "50",
+        ],
+        &loopback,
+    );
+    refused(
+        &[
+            "bench",
+            "rr-server",
+            "--bind",
+            "[::1]:0",
+            "--busy-poll",
+            "50",
+        ],
+        &loopback,
+    );
+    refused(
+        &[
+            "bench",
+            "http-server",
+            "--bind",
+            "127.0.0.1:0",
+            "--busy-poll",
+            "50",
+        ],
+        &loopback,
+    );
+    refused(
+        &[
+            "bench",
+            "rr",
+            "--to",
+            "10.9.9.9:9",
+            "--proto",
+            "udp",
+            "--prefer-busy-poll",
+        ],
+        &["--busy-poll"],
+    );
+    refused(
+        &[
+            "bench",
+            "rr",
+            "--to",
+            "10.9.9.9:9",
+            "--proto",
+            "udp",
+            "--busy-poll",
+            "50",
+            "--busy-poll-budget",
+            "0",
+        ],
+        &["--busy-poll-budget", "'0'"],
+    );
+}

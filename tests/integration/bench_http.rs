@@ -642,20 +642,22 @@ fn netns_flag_runs_server_and_load_in_their_namespaces() {
         crate::common::Netns::new("hn"),
         crate::common::Netns::new("hn"),
     );
-    let (va, vb) = (crate::common::unique("hna"), crate::common::unique("hnb"));
-    crate::common::sh(&[
-        "ip", "link", "add", &va, "netns", &a.name, "type", "veth", "peer", "name", &vb, "netns",
-        &b.name,
-    ]);
-    a.ip(&["addr", "add", "10.82.0.1/24", "dev", &va]);
-    b.ip(&["addr", "add", "10.82.0.2/24", "dev", &vb]);
-    a.ip(&["link", "set", &va, "up"]);
-    b.ip(&["link", "set", &vb, "up"]);
+    crate::common::veth_between(&a, &b, "hn", ("10.82.0.1/24", "10.82.0.2/24"), false);
     let server = Server::start_in(&b.name, "10.82.0.2:0", &["--threads", "1"]);
-    let load = load_json(
+    let load = short_load(&a.name, &server);
+    assert!(u(&load, "/requests") > 0, "{load:#}");
+    let served = server.stop();
+    assert_eq!(served["netns"], b.name.as_str());
+    assert!(u(&served, "/requests") >= u(&load, "/requests"));
+}
+
+/// Half a second of `bench http` from namespace `netns` against `server`
+/// (1 thread, 2 connections).
+fn short_load(netns: &str, server: &Server) -> Value {
+    load_json(
         &[
             "--netns",
-            &a.name,
+            netns,
             "-t",
             "1",
             "-c",
@@ -665,9 +667,33 @@ fn netns_flag_runs_server_and_load_in_their_namespaces() {
             &server.url("/plaintext"),
         ],
         Duration::from_secs(20),
+    )
+}
+
+/// http-server busy-polling across a veth pair with GRO on: requests are
+/// served and the report says what was set.
+#[test]
+fn busy_polling_server_across_veth_with_gro_on() {
+    if crate::common::skip_unless_root("busy_polling_server_across_veth_with_gro_on") {
+        return;
+    }
+    let (a, b) = (
+        crate::common::Netns::new("hb"),
+        crate::common::Netns::new("hb"),
     );
+    crate::common::veth_between(&a, &b, "hb", ("10.84.0.1/24", "10.84.0.2/24"), true);
+    let server = Server::start_in(
+        &b.name,
+        "10.84.0.2:0",
+        &["--threads", "1", "--busy-poll", "50", "--prefer-busy-poll"],
+    );
+    let load = short_load(&a.name, &server);
     assert!(u(&load, "/requests") > 0, "{load:#}");
     let served = server.stop();
-    assert_eq!(served["netns"], b.name.as_str());
-    assert!(u(&served, "/requests") >= u(&load, "/requests"));
+    assert_eq!(u(&served, "/busy_poll_us"), 50);
+    assert_eq!(served["busy_poll"]["prefer"], true);
+    assert_eq!(
+        served["busy_poll"]["epoll"],
+        nettune::bench::busy_poll::epoll_params_supported()
+    );
 }

@@ -566,3 +566,87 @@ fn netns_flag_runs_server_and_client_in_their_namespaces() {
     assert_eq!(served["netns"], b.name.as_str());
     assert!(u(&served, "/total/tcp_transactions") >= u(&report, "/transactions"));
 }
+
+/// Busy polling across a veth pair with GRO on and TSO off (so veth
+/// delivers through NAPI): both ends busy-poll, the reports say what was
+/// set, which NAPI the client's sockets poll, and whether the kernel took
+/// the epoll parameters (EPIOCSPARAMS, Linux 6.9) as probed here.
+#[test]
+fn busy_polling_rr_across_veth_with_gro_on() {
+    if skip_unless_root("busy_polling_rr_across_veth_with_gro_on") {
+        return;
+    }
+    let (a, b) = (Netns::new("rb"), Netns::new("rb"));
+    crate::common::veth_between(&a, &b, "rb", ("10.83.0.1/24", "10.83.0.2/24"), true);
+    let busy = [
+        "--busy-poll",
+        "50",
+        "--prefer-busy-poll",
+        "--busy-poll-budget",
+        "16",
+    ];
+    let server_args = [&["--netns", &b.name, "--bind", "10.83.0.2:0"][..], &busy].concat();
+    let server = Server::start(None, &server_args);
+    let epoll = nettune::bench::busy_poll::epoll_params_supported();
+    for proto in ["tcp", "udp"] {
+        let args = [&["--netns", &a.name, "--proto", proto][..], &busy].concat();
+        let report = client(None, &server.addr, &args);
+        assert!(u(&report, "/transactions") > 0, "{report:#}");
+        assert_eq!(u(&report, "/busy_poll/usecs"), 50, "{report:#}");
+        assert_eq!(report["busy_poll"]["prefer"], true);
+        assert_eq!(u(&report, "/busy_poll/budget"), 16);
+        assert_eq!(report["busy_poll"]["epoll"], epoll);
+        let ids = report["busy_poll"]["napi_ids"]
+            .as_array()
+            .expect("napi_ids");
+        assert!(!ids.is_empty(), "no NAPI to poll: {report:#}");
+    }
+    let served = server.stop();
+    assert_eq!(u(&served, "/busy_poll/usecs"), 50, "{served:#}");
+    assert_eq!(served["busy_poll"]["epoll"], epoll);
+    assert!(u(&served, "/total/udp_transactions") > 0);
+}
+
+/// veth with TSO on at the sender delivers through the backlog, not NAPI:
+/// busy polling has nothing to poll, and the client says so once.
+#[test]
+fn busy_polling_without_a_napi_path_says_it_never_engaged() {
+    if skip_unless_root("busy_polling_without_a_napi_path_says_it_never_engaged") {
+        return;
+    }
+    let (a, b) = (Netns::new("rt"), Netns::new("rt"));
+    crate::common::veth_between(&a, &b, "rt", ("10.86.0.1/24", "10.86.0.2/24"), false);
+    let server = Server::start(None, &["--netns", &b.name, "--bind", "10.86.0.2:0"]);
+    let all = [
+        "bench",
+        "rr",
+        "--to",
+        &server.addr,
+        "--netns",
+        &a.name,
+        "--proto",
+        "tcp",
+        "--busy-poll",
+        "50",
+        "--warmup",
+        "0.2",
+        "--duration",
+        "0.5",
+        "--json",
+    ];
+    let child = command(None, &all)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn rr");
+    let (code, stdout, stderr) = finish(child, LIMIT);
+    assert_eq!(code, Some(0), "{stderr}");
+    let report: Value = serde_json::from_str(&stdout).expect("json");
+    assert_eq!(report["busy_poll"]["napi_ids"], Value::Array(Vec::new()));
+    assert_eq!(
+        stderr.matches("busy polling cannot engage").count(),
+        1,
+        "{stderr}"
+    );
+    assert!(stderr.contains("tso off"), "{stderr}");
+}

@@ -265,3 +265,40 @@ pub fn reuseport_listener() -> std::net::TcpListener {
     socket::listen(&fd, Backlog::new(16).expect("backlog")).expect("listen");
     std::net::TcpListener::from(fd)
 }
+
+/// A veth pair between namespaces `a` and `b` (unique names from `tag`),
+/// addressed `addr_a` and `addr_b` (CIDR), both up. With `napi`, GRO is on
+/// and TSO off at both ends: veth then gives each RX queue a NAPI instance
+/// and delivers locally sent packets through it (with TSO on they take the
+/// backlog, and no socket sees a NAPI id). Returns the two interface names.
+pub fn veth_between(
+    a: &Netns,
+    b: &Netns,
+    tag: &str,
+    (addr_a, addr_b): (&str, &str),
+    napi: bool,
+) -> (String, String) {
+    let (va, vb) = (unique(&format!("{tag}a")), unique(&format!("{tag}b")));
+    sh(&[
+        "ip", "link", "add", &va, "netns", &a.name, "type", "veth", "peer", "name", &vb, "netns",
+        &b.name,
+    ]);
+    for (ns, dev, addr) in [(a, &va, addr_a), (b, &vb, addr_b)] {
+        ns.ip(&["addr", "add", addr, "dev", dev]);
+        ns.ip(&["link", "set", dev, "up"]);
+        if napi {
+            ns.exec(&["ethtool", "-K", dev, "gro", "on", "tso", "off"]);
+        }
+    }
+    (va, vb)
+}
+
+/// The `interfaces[]` entry named `name` of an inspect `--json` model.
+pub fn iface<'a>(host: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    host["interfaces"]
+        .as_array()
+        .expect("interfaces")
+        .iter()
+        .find(|i| i["name"] == name)
+        .unwrap_or_else(|| panic!("no interface {name}"))
+}

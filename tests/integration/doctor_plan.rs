@@ -12,10 +12,11 @@ use serde_json::Value;
 
 use crate::common::{fixture, fixture_copy, run};
 
-const HOSTS: [&str; 3] = [
+const HOSTS: [&str; 4] = [
     "two-socket-smt-8q",
     "vm-2cpu-virtio",
     "two-socket-nic-node1",
+    "vm-2cpu-busy-poll",
 ];
 
 /// doctor's path options, also given to `plan --profile throughput`.

@@ -15,15 +15,6 @@ fn ids(v: &Value) -> Vec<u64> {
         .collect()
 }
 
-fn iface<'a>(host: &'a Value, name: &str) -> &'a Value {
-    host["interfaces"]
-        .as_array()
-        .expect("interfaces")
-        .iter()
-        .find(|i| i["name"] == name)
-        .unwrap_or_else(|| panic!("no interface {name}"))
-}
-
 fn inspect_fixture(name: &str) -> Value {
     let root = fixture(name);
     run_json(&["inspect", "--json", "--root", root.to_str().expect("path")])

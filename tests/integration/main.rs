@@ -17,6 +17,7 @@ mod doctor_plan;
 mod experiment;
 mod inspect;
 mod monitor;
+mod napi;
 mod nic;
 mod nic_set;
 mod partial_hosts;

@@ -22,6 +22,7 @@ use nix::sys::socket::{recv, send, MsgFlags};
 use serde::{Deserialize, Serialize};
 
 use super::session::{Responses, Session, MAX_HEAD};
+use crate::bench::busy_poll::BusyPoll;
 use crate::bench::event::{Epoll, Interest, Ready};
 use crate::bench::harness::Phase;
 use crate::bench::report::LiveCounter;
@@ -50,8 +51,8 @@ pub trait EventLoop {
 
 #[derive(Debug, Clone, Copy)]
 pub struct LoopOptions {
-    /// SO_BUSY_POLL microseconds for each accepted connection.
-    pub busy_poll: Option<u32>,
+    /// Busy polling for each accepted connection and the epoll instance.
+    pub busy_poll: BusyPoll,
     pub idle_timeout: Duration,
     /// The epoll timeout while traffic flows.
     pub wait: Duration,
@@ -129,6 +130,7 @@ fn unix_secs() -> u64 {
 impl EpollLoop {
     pub fn new(listener: TcpListener, options: LoopOptions) -> anyhow::Result<EpollLoop> {
         let epoll = Epoll::new(EVENTS).context("cannot create an epoll instance")?;
+        options.busy_poll.apply_epoll(epoll.as_fd())?;
         epoll
             .add(listener.as_raw_fd(), LISTENER, Interest::READ)
             .context("cannot watch the listener with epoll")?;
@@ -168,9 +170,10 @@ impl EpollLoop {
     fn register(&mut self, stream: TcpStream, now: Instant) -> io::Result<()> {
         stream.set_nonblocking(true)?;
         stream.set_nodelay(true)?;
-        if let Some(usecs) = self.options.busy_poll {
-            super::server::set_busy_poll(stream.as_fd(), usecs)?;
-        }
+        self.options
+            .busy_poll
+            .apply_socket(stream.as_fd())
+            .map_err(|e| io::Error::other(format!("{e:#}")))?;
         let index = self.free.pop().unwrap_or_else(|| {
             self.slots.push(Slot {
                 generation: 0,

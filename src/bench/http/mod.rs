@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::bench::busy_poll::BusyPoll;
 use crate::bench::within;
 
 mod date;
@@ -66,8 +67,15 @@ pub struct ServerConfig {
     pub pin: Vec<u32>,
     /// Connection steering; `None`: cbpf when pinned, else none.
     pub locality: Option<Locality>,
-    /// SO_BUSY_POLL microseconds on the listeners and connections.
+    /// SO_BUSY_POLL microseconds on the listeners and connections, and
+    /// the same on each thread's epoll instance (EPIOCSPARAMS, Linux 6.9).
     pub busy_poll: Option<u32>,
+    /// SO_PREFER_BUSY_POLL (and the epoll instances' prefer_busy_poll).
+    #[serde(default)]
+    pub prefer_busy_poll: bool,
+    /// SO_BUSY_POLL_BUDGET (and the epoll instances' busy_poll_budget).
+    #[serde(default)]
+    pub busy_poll_budget: Option<u16>,
     /// epoll timeout in microseconds while traffic flows; `None`: 100 when
     /// busy polling can engage, else 10000.
     pub wait_us: Option<u32>,
@@ -89,6 +97,11 @@ pub struct ServerConfig {
 }
 
 impl ServerConfig {
+    /// The busy polling asked for.
+    pub fn busy(&self) -> BusyPoll {
+        BusyPoll::new(self.busy_poll, self.prefer_busy_poll, self.busy_poll_budget)
+    }
+
     pub fn new(bind: SocketAddr) -> ServerConfig {
         ServerConfig {
             bind,
@@ -96,6 +109,8 @@ impl ServerConfig {
             pin: Vec::new(),
             locality: None,
             busy_poll: None,
+            prefer_busy_poll: false,
+            busy_poll_budget: None,
             wait_us: None,
             sched: Sched::Batch,
             idle_timeout: Duration::from_secs(60),
@@ -110,9 +125,7 @@ impl ServerConfig {
         if let Some(n) = self.threads {
             within("threads", u64::from(n), 1, 1024)?;
         }
-        if let Some(us) = self.busy_poll {
-            within("busy-poll", u64::from(us), 1, i32::MAX as u64)?;
-        }
+        self.busy().validate("--bind", self.bind)?;
         if let Some(us) = self.wait_us {
             within("wait-us", u64::from(us), 1, 1_000_000)?;
         }

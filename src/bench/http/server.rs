@@ -12,7 +12,7 @@
 //! end, and the kernel then falls back to its hash.
 
 use std::net::{SocketAddr, TcpListener};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::time::Duration;
 
 use anyhow::Context;
@@ -27,6 +27,7 @@ use super::event_loop::{
 };
 use super::{Locality, Sched, ServerConfig};
 use crate::base::{cpuset, Root};
+use crate::bench::busy_poll::{BusyPoll, BusyPollReport};
 use crate::bench::harness::{self, Control, Placement, Timeline};
 use crate::bench::observe::Observer;
 use crate::bench::pin::{pin_current_thread, Pinning};
@@ -52,6 +53,9 @@ pub struct ServerReport {
     pub threads: usize,
     pub locality: String,
     pub busy_poll_us: Option<u32>,
+    /// The busy polling set on sockets and epoll instances; null: off.
+    #[serde(default)]
+    pub busy_poll: Option<BusyPollReport>,
     /// `duration` or `interrupted` (the stop token).
     pub ended: String,
     pub duration_s: f64,
@@ -94,6 +98,8 @@ pub struct HttpServer {
     locality: Locality,
     wait: Duration,
     warnings: Vec<String>,
+    /// This kernel has EPIOCSPARAMS: epoll instances busy-poll too.
+    epoll_params: bool,
 }
 
 /// Check the config and create one listener per thread, in thread order,
@@ -129,7 +135,7 @@ pub fn open(config: ServerConfig) -> anyhow::Result<HttpServer> {
     };
     let wait = match config.wait_us {
         Some(us) => Duration::from_micros(u64::from(us)),
-        None if busy_polling(config.busy_poll, &root) => BUSY_POLL_WAIT,
+        None if busy_polling(config.busy(), &root) => BUSY_POLL_WAIT,
         None => LONG_WAIT,
     };
     let netns = config.netns.as_deref();
@@ -142,7 +148,7 @@ pub fn open(config: ServerConfig) -> anyhow::Result<HttpServer> {
                 .context("cannot read the bound address")?,
             None => config.bind,
         };
-        let busy_poll = config.busy_poll;
+        let busy_poll = config.busy();
         let listener = std::thread::scope(|s| {
             s.spawn(move || -> anyhow::Result<TcpListener> {
                 if let Some(name) = netns {
@@ -169,6 +175,7 @@ pub fn open(config: ServerConfig) -> anyhow::Result<HttpServer> {
         .local_addr()
         .context("cannot read the bound address")?;
     Ok(HttpServer {
+        epoll_params: config.busy().is_on() && crate::bench::busy_poll::epoll_params_supported(),
         config,
         bound,
         listeners,
@@ -211,12 +218,10 @@ impl HttpServer {
         observer.ready(
             Some(self.bound),
             &format!(
-                "{threads} thread{}, {pin}, locality {}, SO_BUSY_POLL {}, epoll wait {} us, {}",
+                "{threads} thread{}, {pin}, locality {}, {}, epoll wait {} us, {}",
                 if threads == 1 { "" } else { "s" },
                 locality_name(self.locality),
-                config
-                    .busy_poll
-                    .map_or("off".to_string(), |us| format!("{us} us")),
+                config.busy().describe(self.epoll_params),
                 self.wait.as_micros(),
                 match config.sched {
                     Sched::Batch => "SCHED_BATCH",
@@ -228,7 +233,7 @@ impl HttpServer {
             observer.warning(warning);
         }
         let options = LoopOptions {
-            busy_poll: config.busy_poll,
+            busy_poll: config.busy(),
             idle_timeout: config.idle_timeout,
             wait: self.wait,
             peer: config.peer,
@@ -259,7 +264,7 @@ impl HttpServer {
                 EpollLoop::new(listener, options)?.run(phase, live)
             },
         )?;
-        Ok(build_report(
+        let mut report = build_report(
             &self.config,
             self.bound,
             self.locality,
@@ -267,7 +272,9 @@ impl HttpServer {
             done.ended.name(),
             done.elapsed,
             done.results,
-        ))
+        );
+        report.busy_poll = self.config.busy().report(self.epoll_params);
+        Ok(report)
     }
 }
 
@@ -307,7 +314,7 @@ fn set_sched_batch() -> anyhow::Result<()> {
     Ok(())
 }
 
-fn open_listener(addr: SocketAddr, busy_poll: Option<u32>) -> anyhow::Result<TcpListener> {
+fn open_listener(addr: SocketAddr, busy_poll: BusyPoll) -> anyhow::Result<TcpListener> {
     let family = if addr.is_ipv4() {
         AddressFamily::Inet
     } else {
@@ -322,10 +329,7 @@ fn open_listener(addr: SocketAddr, busy_poll: Option<u32>) -> anyhow::Result<Tcp
     .context("cannot create a TCP socket")?;
     socket::setsockopt(&fd, sockopt::ReuseAddr, &true).context("cannot set SO_REUSEADDR")?;
     socket::setsockopt(&fd, sockopt::ReusePort, &true).context("cannot set SO_REUSEPORT")?;
-    if let Some(usecs) = busy_poll {
-        set_busy_poll(fd.as_fd(), usecs)
-            .with_context(|| format!("--busy-poll '{usecs}': cannot set SO_BUSY_POLL"))?;
-    }
+    busy_poll.apply_socket(fd.as_fd())?;
     socket::bind(fd.as_raw_fd(), &SockaddrStorage::from(addr)).map_err(|e| bind_error(addr, e))?;
     socket::listen(&fd, Backlog::MAXCONN).context("cannot listen")?;
     Ok(TcpListener::from(fd))
@@ -333,32 +337,13 @@ fn open_listener(addr: SocketAddr, busy_poll: Option<u32>) -> anyhow::Result<Tcp
 
 /// Whether busy polling can engage while epoll waits: asked for with
 /// --busy-poll, or on for every socket (net.core.busy_poll).
-fn busy_polling(busy_poll: Option<u32>, root: &Root) -> bool {
-    busy_poll.is_some()
+fn busy_polling(busy_poll: BusyPoll, root: &Root) -> bool {
+    busy_poll.is_on()
         || root
             .read("/proc/sys/net/core/busy_poll")
             .ok()
             .and_then(|v| v.trim().parse::<u64>().ok())
             .is_some_and(|us| us > 0)
-}
-
-/// SO_BUSY_POLL: how long a read may busy-poll the device queue.
-pub(super) fn set_busy_poll(fd: BorrowedFd<'_>, usecs: u32) -> std::io::Result<()> {
-    let value = libc::c_int::try_from(usecs).unwrap_or(libc::c_int::MAX);
-    // SAFETY: value lives across the call and its size is passed.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_BUSY_POLL,
-            (&value as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if rc != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
 }
 
 fn bind_error(addr: SocketAddr, e: Errno) -> anyhow::Error {
@@ -519,6 +504,7 @@ fn build_report(
         threads: per_thread.len(),
         locality: locality_name(locality).to_string(),
         busy_poll_us: config.busy_poll,
+        busy_poll: None,
         ended: ended.to_string(),
         duration_s: secs,
         requests,

@@ -5,7 +5,7 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, UdpSocket};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
@@ -19,6 +19,7 @@ use super::output;
 use super::wire::{Hello, HELLO_LEN};
 use super::{ClientConfig, Proto};
 use crate::base::Root;
+use crate::bench::busy_poll::BusyPollReport;
 use crate::bench::cpu::CpuUsage;
 use crate::bench::event::{Epoll, Interest};
 use crate::bench::harness::{self, Placement, Timeline};
@@ -71,6 +72,9 @@ pub struct RrReport {
     /// `--pin` CPUs (thread i on the i-th, wrapping); empty when unpinned.
     pub pin: Vec<u32>,
     pub warmup_s: f64,
+    /// The busy polling set on sockets and epoll instances; null: off.
+    #[serde(default)]
+    pub busy_poll: Option<BusyPollReport>,
     /// `duration`, `interrupted` (the stop token: Ctrl-C, SIGTERM, the
     /// caller) or `workers` (every connection was closed).
     pub ended: String,
@@ -138,7 +142,18 @@ pub fn run(
     let threads = config.threads_used();
     conn::ensure_descriptors(instances as u64 + 64)?;
     let per_thread = netns::within(config.netns.as_deref(), || open_instances(config, threads))?;
-    observer.ready(None, &output::header(config, threads, &pinning));
+    // The hello's reply came in already: its NAPI says whether there is
+    // anything to busy-poll.
+    let napi_ids = config.busy.is_on().then(|| napi_ids(&per_thread));
+    let epoll_params = config.busy.is_on() && crate::bench::busy_poll::epoll_params_supported();
+    let mut header = output::header(config, threads, &pinning);
+    if config.busy.is_on() {
+        header.push_str(&format!("; {}", config.busy.describe(epoll_params)));
+    }
+    observer.ready(None, &header);
+    if napi_ids.as_ref().is_some_and(Vec::is_empty) {
+        observer.warning(crate::bench::busy_poll::NO_NAPI_WARNING);
+    }
 
     let live: Vec<LiveCounter> = (0..threads).map(|_| LiveCounter::default()).collect();
     let running = AtomicUsize::new(threads);
@@ -160,6 +175,7 @@ pub fn run(
                 cpu: pinning.cpu_for(i),
                 sizes: config.size,
                 resend_after: config.resend_after,
+                busy: config.busy,
             };
             let result = engine::run(instances, &plan, phase, live);
             // Every thread's instances gone (the server closed them): the
@@ -178,13 +194,12 @@ pub fn run(
         cpu_after,
         intervals: std::mem::take(&mut control.intervals),
     };
-    Ok(build_report(
-        config,
-        threads,
-        &pinning,
-        measured,
-        done.results,
-    ))
+    let mut report = build_report(config, threads, &pinning, measured, done.results);
+    report.busy_poll = config
+        .busy
+        .report(epoll_params)
+        .map(|b| BusyPollReport { napi_ids, ..b });
+    Ok(report)
 }
 
 /// What the timeline saw of the measured part.
@@ -209,6 +224,7 @@ fn open_instances(args: &ClientConfig, threads: usize) -> anyhow::Result<Vec<Ins
             let mut streams = Vec::with_capacity(count);
             for _ in 0..count {
                 let mut stream = conn::connect_tcp(args.to)?;
+                args.busy.apply_socket(stream.as_fd())?;
                 stream
                     .write_all(&hello.encode())
                     .with_context(|| format!("--to '{}': cannot send the hello", args.to))?;
@@ -224,7 +240,11 @@ fn open_instances(args: &ClientConfig, threads: usize) -> anyhow::Result<Vec<Ins
         }
         Proto::Udp => {
             let flows = (0..count)
-                .map(|_| conn::udp_flow(args.to))
+                .map(|_| {
+                    let flow = conn::udp_flow(args.to)?;
+                    args.busy.apply_socket(flow.as_fd())?;
+                    Ok(flow)
+                })
                 .collect::<anyhow::Result<Vec<_>>>()?;
             udp_handshake(&flows, &hello, args.to)?;
             Ok(deal(flows, threads)
@@ -233,6 +253,27 @@ fn open_instances(args: &ClientConfig, threads: usize) -> anyhow::Result<Vec<Ins
                 .collect())
         }
     }
+}
+
+/// The distinct NAPI ids the instances' packets arrived through.
+fn napi_ids(per_thread: &[Instances]) -> Vec<u32> {
+    let mut ids: Vec<u32> = per_thread
+        .iter()
+        .flat_map(|instances| match instances {
+            Instances::Tcp(streams) => streams
+                .iter()
+                .map(|s| crate::bench::busy_poll::incoming_napi_id(s.as_fd()))
+                .collect::<Vec<_>>(),
+            Instances::Udp(flows) => flows
+                .iter()
+                .map(|s| crate::bench::busy_poll::incoming_napi_id(s.as_fd()))
+                .collect(),
+        })
+        .flatten()
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    ids
 }
 
 fn deal<T>(items: Vec<T>, threads: usize) -> Vec<Vec<T>> {
@@ -403,6 +444,7 @@ fn build_report(
         threads,
         pin: pinning.cpus().to_vec(),
         warmup_s: args.warmup.as_secs_f64(),
+        busy_poll: None,
         ended: m.ended.to_string(),
         duration_s: secs,
         transactions,

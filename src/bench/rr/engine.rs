@@ -5,7 +5,7 @@
 
 use std::io::{self, Read, Write};
 use std::net::{TcpStream, UdpSocket};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -14,6 +14,7 @@ use super::conn::would_block;
 use super::measure::thread_cpu;
 use super::wire::{self, Hello, HELLO_LEN};
 use super::Sizes;
+use crate::bench::busy_poll::BusyPoll;
 use crate::bench::event::{Epoll, Interest, Ready};
 use crate::bench::harness::Phase;
 use crate::bench::latency::Latency;
@@ -50,6 +51,8 @@ pub struct Plan {
     pub sizes: Sizes,
     /// UDP: the first resend timeout of each request.
     pub resend_after: Duration,
+    /// Busy polling for the thread's epoll instance (its sockets have it).
+    pub busy: BusyPoll,
 }
 
 /// Counts over the measured part of the run (warm-up excluded).
@@ -100,6 +103,7 @@ pub fn run(
 ) -> anyhow::Result<ThreadResult> {
     let count = instances.len();
     let mut poll = Epoll::new(count.min(1024)).context("cannot create an epoll instance")?;
+    plan.busy.apply_epoll(poll.as_fd())?;
     let mut counts = Counts::default();
     let per = (plan.sizes.request + plan.sizes.reply) as u64;
     let cpu_time = match instances {

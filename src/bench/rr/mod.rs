@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::bench::busy_poll::BusyPoll;
 use crate::bench::within;
 
 pub mod client;
@@ -113,6 +114,10 @@ pub struct ServerConfig {
     /// bound on what a small request can make the server send).
     #[serde(default)]
     pub max_reply: Option<u32>,
+    /// Busy polling on every socket and each thread's epoll instance
+    /// (in JSON: `busy_poll`, `prefer_busy_poll`, `busy_poll_budget`).
+    #[serde(flatten)]
+    pub busy: BusyPoll,
 }
 
 impl ServerConfig {
@@ -127,6 +132,7 @@ impl ServerConfig {
             drop_every: None,
             peer: None,
             max_reply: None,
+            busy: BusyPoll::default(),
         }
     }
 
@@ -140,7 +146,7 @@ impl ServerConfig {
         if self.drop_every == Some(0) {
             anyhow::bail!("--drop-every '0': give 1 or more");
         }
-        Ok(())
+        self.busy.validate("--bind", self.bind)
     }
 }
 
@@ -172,6 +178,10 @@ pub struct ClientConfig {
     pub resend_after: Duration,
     /// Run inside this named network namespace.
     pub netns: Option<String>,
+    /// Busy polling on every socket and each thread's epoll instance
+    /// (in JSON: `busy_poll`, `prefer_busy_poll`, `busy_poll_budget`).
+    #[serde(flatten)]
+    pub busy: BusyPoll,
 }
 
 impl ClientConfig {
@@ -190,6 +200,7 @@ impl ClientConfig {
             pin: Vec::new(),
             resend_after: Duration::from_millis(10),
             netns: None,
+            busy: BusyPoll::default(),
         }
     }
 
@@ -215,7 +226,7 @@ impl ClientConfig {
         )?;
         let ms = u64::try_from(self.resend_after.as_millis()).unwrap_or(u64::MAX);
         within("resend-after", ms, 1, 10_000)?;
-        Ok(())
+        self.busy.validate("--to", self.to)
     }
 
     /// Threads actually used: never more than the instances.

@@ -70,6 +70,9 @@ pub fn text(r: &RrReport) -> String {
         "latency us    p50 {:.1}  p90 {:.1}  p99 {:.1}  p99.9 {:.1}  p99.99 {:.1}  max {:.1}  (mean {:.1}, min {:.1})",
         l.p50_us, l.p90_us, l.p99_us, l.p999_us, l.p9999_us, l.max_us, l.mean_us, l.min_us
     );
+    if let Some(b) = &r.busy_poll {
+        let _ = writeln!(out, "busy polling  {}", busy_poll_text(b));
+    }
     let c = &r.client_cpu;
     let _ = writeln!(
         out,
@@ -109,6 +112,31 @@ pub fn text(r: &RrReport) -> String {
         out.push_str(&String::from_utf8_lossy(&table));
     }
     out
+}
+
+/// `SO_BUSY_POLL 50 us, prefer, budget 16, epoll too (EPIOCSPARAMS)`.
+pub fn busy_poll_text(b: &crate::bench::busy_poll::BusyPollReport) -> String {
+    let mut text = format!("SO_BUSY_POLL {} us", b.usecs);
+    if b.prefer {
+        text.push_str(", prefer");
+    }
+    if let Some(budget) = b.budget {
+        text.push_str(&format!(", budget {budget}"));
+    }
+    text.push_str(if b.epoll {
+        ", epoll too (EPIOCSPARAMS)"
+    } else {
+        ", sockets only (no EPIOCSPARAMS)"
+    });
+    match b.napi_ids.as_deref() {
+        Some([]) => text.push_str("; no NAPI to poll (SO_INCOMING_NAPI_ID 0): it never engaged"),
+        Some(ids) => {
+            let ids: Vec<String> = ids.iter().map(u32::to_string).collect();
+            text.push_str(&format!("; polling NAPI {}", ids.join(", ")));
+        }
+        None => {}
+    }
+    text
 }
 
 /// The rr-server's final report as text.

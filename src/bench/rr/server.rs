@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -15,6 +15,7 @@ use super::conn::{self, would_block};
 use super::wire::{Hello, HELLO_LEN};
 use super::ServerConfig;
 use crate::base::Root;
+use crate::bench::busy_poll::{BusyPoll, BusyPollReport};
 use crate::bench::event::{Epoll, Interest, Ready};
 use crate::bench::harness::{self, Control, Phase, Placement, Timeline};
 use crate::bench::netns;
@@ -93,6 +94,9 @@ pub struct ServerReport {
     pub ended: String,
     pub duration_s: f64,
     pub drop_every: Option<u64>,
+    /// The busy polling set on sockets and epoll instances; null: off.
+    #[serde(default)]
+    pub busy_poll: Option<BusyPollReport>,
     /// Sums over the threads (`thread` and `cpu` meaningless here).
     pub total: ThreadReport,
     pub per_thread: Vec<ThreadReport>,
@@ -124,6 +128,8 @@ pub struct RrServer {
     bound: SocketAddr,
     sockets: Vec<Sockets>,
     pinning: Pinning,
+    /// This kernel has EPIOCSPARAMS: epoll instances busy-poll too.
+    epoll_params: bool,
 }
 
 /// Check the config and bind every thread's sockets (inside its
@@ -141,7 +147,13 @@ pub fn open(config: ServerConfig) -> anyhow::Result<RrServer> {
         }
         open_all(config.bind, config.threads as usize)
     })?;
+    let busy = config.busy;
+    for s in &sockets {
+        busy.apply_socket(s.listener.as_fd())?;
+        busy.apply_socket(s.udp.as_fd())?;
+    }
     Ok(RrServer {
+        epoll_params: busy.is_on() && crate::bench::busy_poll::epoll_params_supported(),
         config,
         bound,
         sockets,
@@ -161,12 +173,17 @@ impl RrServer {
         observer.ready(
             Some(self.bound),
             &format!(
-                "answering TCP and UDP on {} with {threads} thread{}{}",
+                "answering TCP and UDP on {} with {threads} thread{}{}{}",
                 self.bound,
                 if threads == 1 { "" } else { "s" },
                 match self.pinning.cpus() {
                     [] => String::new(),
                     cpus => format!(" pinned to CPUs {}", crate::base::cpuset::format_list(cpus)),
+                },
+                if self.config.busy.is_on() {
+                    format!("; {}", self.config.busy.describe(self.epoll_params))
+                } else {
+                    String::new()
                 }
             ),
         );
@@ -176,6 +193,7 @@ impl RrServer {
         };
         let drop_every = self.config.drop_every;
         let (peer, max_reply) = (self.config.peer, self.config.max_reply);
+        let busy = self.config.busy;
         let pinning = &self.pinning;
         let done = harness::run(
             self.sockets,
@@ -190,6 +208,7 @@ impl RrServer {
                     drop_every,
                     peer,
                     max_reply,
+                    busy,
                 };
                 serve(sockets, &plan, phase)
             },
@@ -206,6 +225,7 @@ impl RrServer {
             ended: done.ended.name().to_string(),
             duration_s: done.elapsed.as_secs_f64(),
             drop_every,
+            busy_poll: busy.report(self.epoll_params),
             total,
             per_thread: done.results,
         })
@@ -258,6 +278,7 @@ struct Plan {
     peer: Option<std::net::IpAddr>,
     /// Refuse hellos asking for larger replies.
     max_reply: Option<u32>,
+    busy: BusyPoll,
 }
 
 impl Plan {
@@ -334,6 +355,7 @@ fn serve(sockets: Sockets, plan: &Plan, phase: &Phase) -> anyhow::Result<ThreadR
             ..ThreadReport::default()
         },
     };
+    plan.busy.apply_epoll(w.poll.as_fd())?;
     // Only blocking reads of a lone flow wait (at most this long).
     sockets
         .udp
@@ -450,6 +472,7 @@ impl Worker<'_> {
             };
             stream.set_nonblocking(true).context("O_NONBLOCK")?;
             stream.set_nodelay(true).context("TCP_NODELAY")?;
+            self.plan.busy.apply_socket(stream.as_fd())?;
             let slot = self.free.pop().unwrap_or_else(|| {
                 self.conns.push(None);
                 self.conns.len() - 1

@@ -4,6 +4,7 @@ use std::io::Write as _;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use super::busy::BusyPollArgs;
 use super::{duration, finish, pin_list, CpuList};
 use crate::bench::addr::parse_bind;
 use crate::bench::http::{
@@ -40,10 +41,8 @@ pub struct ServerArgs {
     /// packet; for unpinned clients on this host prefer none.
     #[arg(long, value_enum)]
     pub locality: Option<Locality>,
-    /// SO_BUSY_POLL microseconds on the listeners and connections (busy
-    /// polling also needs a NIC with NAPI; loopback has none).
-    #[arg(long, value_name = "USECS", value_parser = clap::value_parser!(u32).range(1..=i32::MAX as i64))]
-    pub busy_poll: Option<u32>,
+    #[command(flatten)]
+    pub busy: BusyPollArgs,
     /// epoll timeout in microseconds while traffic flows (default: 100
     /// when busy polling can engage, with --busy-poll or
     /// net.core.busy_poll; else 10000, since short waits then only add
@@ -139,7 +138,9 @@ impl ServerArgs {
             threads: self.threads,
             pin: CpuList::of(&self.pin),
             locality: self.locality,
-            busy_poll: self.busy_poll,
+            busy_poll: self.busy.busy_poll,
+            prefer_busy_poll: self.busy.prefer_busy_poll,
+            busy_poll_budget: self.busy.busy_poll_budget,
             wait_us: self.wait_us,
             sched: self.sched,
             idle_timeout: self.idle_timeout,

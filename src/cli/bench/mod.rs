@@ -2,6 +2,7 @@
 //! into the stop token, reports into text or JSON. The engines themselves
 //! (`crate::bench`) neither print nor exit.
 
+mod busy;
 mod http;
 mod remote;
 mod rr;

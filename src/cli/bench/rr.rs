@@ -4,6 +4,7 @@ use std::io::Write as _;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use super::busy::BusyPollArgs;
 use super::remote::{self, RemoteArgs};
 use super::{duration, finish, pin_list, CpuList, Lines};
 use crate::bench::addr::{parse_bind, parse_destination};
@@ -41,6 +42,8 @@ pub struct ServerArgs {
     /// Serve inside this network namespace (as `ip netns exec NAME`).
     #[arg(long, value_name = "NAME")]
     pub netns: Option<String>,
+    #[command(flatten)]
+    pub busy: BusyPollArgs,
     /// Print the final report as JSON on stdout (after the address line).
     #[arg(long)]
     pub json: bool,
@@ -94,6 +97,8 @@ pub struct ClientArgs {
     /// Run inside this network namespace (as `ip netns exec NAME`).
     #[arg(long, value_name = "NAME")]
     pub netns: Option<String>,
+    #[command(flatten)]
+    pub busy: BusyPollArgs,
     /// Print the final report as JSON on stdout (see docs/bench-rr.md).
     #[arg(long)]
     pub json: bool,
@@ -144,6 +149,7 @@ impl ServerArgs {
             drop_every: self.drop_every,
             peer: None,
             max_reply: None,
+            busy: self.busy.config(),
         }
     }
 }
@@ -162,6 +168,7 @@ impl ClientArgs {
             pin: CpuList::of(&self.pin),
             resend_after: Duration::from_millis(self.resend_after),
             netns: self.netns.clone(),
+            busy: self.busy.config(),
         }
     }
 }

@@ -5,6 +5,7 @@
 mod buffers;
 mod cpu;
 mod irq;
+mod napi;
 mod nic;
 mod sockets;
 mod softnet;
@@ -37,6 +38,7 @@ pub fn all(ctx: &Context, plans: &Plans) -> Vec<Finding> {
     buffers::check(ctx, plans, &mut out);
     sockets::check(ctx, plans, &mut out);
     cpu::check(ctx, plans, &mut out);
+    napi::check(ctx, plans, &mut out);
     state::check(ctx, &mut out);
     out
 }

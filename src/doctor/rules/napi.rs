@@ -1,0 +1,280 @@
+//! napi.no-irq-deferral: a host tuned for latency (busy polling on, or the
+//! latency or http profile applied) whose NIC queues still interrupt for
+//! every packet, on a kernel and driver that can defer the IRQs. Info, not
+//! a warning: deferral trades a bounded delay (the timer) for fewer
+//! interrupts, and on veth, which has no hardware IRQ, it measured a little
+//! slower (docs/benchmarks.md).
+
+use super::{judged_interfaces, plural, sysctl_u64};
+use crate::base::driver::NapiKey;
+use crate::base::Probe;
+use crate::doctor::planned::Plans;
+use crate::doctor::{Context, Finding, Severity};
+use crate::host::Interface;
+use crate::plan::target::Target;
+use crate::plan::values::{HTTP_NAPI, LATENCY_NAPI};
+use crate::plan::Profile;
+
+const WHY: &str = "Busy polling (net.core.busy_poll and busy_read, SO_BUSY_POLL, epoll busy \
+polling) lets the application poll the NIC queue itself, but each packet still raises the \
+device IRQ and a softirq that processes the queue on the IRQ's CPU: they interrupt the poller, \
+take the packets from under it, and add the very wake-ups busy polling is meant to avoid. IRQ \
+deferral keeps the IRQ masked after a poll that found packets, for up to defer-hard-irqs empty \
+polls, with gro-flush-timeout as the timer that polls when nobody else does; IRQ suspension \
+(irq-suspend-timeout) keeps IRQs off while an application using prefer-busy-poll epoll keeps \
+finding events. Both are set per NAPI over netdev netlink (napi-set, Linux 6.13). The cost: \
+while IRQs are deferred a packet nobody polls for waits up to gro-flush-timeout, so the timer \
+is kept short (kernel Documentation/networking/napi.rst, \"IRQ mitigation\" and \"IRQ \
+suspension\").";
+
+/// Why this host counts as tuned for latency, if it does: busy polling on
+/// for every socket, or a latency/http state nettune applied here.
+fn tuned_for_latency(ctx: &Context) -> Option<(String, Profile)> {
+    if let Some(state) = ctx
+        .applied
+        .iter()
+        .rev()
+        .find(|s| s.profile == Profile::Latency.name() || s.profile == Profile::Http.name())
+    {
+        let profile = if state.profile == Profile::Http.name() {
+            Profile::Http
+        } else {
+            Profile::Latency
+        };
+        return Some((
+            format!("applied state {} (profile {})", state.id, state.profile),
+            profile,
+        ));
+    }
+    let on: Vec<String> = ["net.core.busy_poll", "net.core.busy_read"]
+        .into_iter()
+        .filter_map(|name| {
+            let us = sysctl_u64(ctx.host, name)?;
+            (us > 0).then(|| format!("{name} {us}"))
+        })
+        .collect();
+    (!on.is_empty()).then(|| {
+        (
+            format!("busy polling on ({})", on.join(", ")),
+            Profile::Latency,
+        )
+    })
+}
+
+/// The RX queues of `iface` whose NAPI has deferral off, with the value
+/// that keeps it off; `None` when the kernel or driver cannot tell or set.
+fn undeferred(iface: &Interface) -> Option<(Vec<u32>, Vec<String>)> {
+    let n = &iface.netdev;
+    if n.napi_set != Probe::Value(true) {
+        return None;
+    }
+    let mut queues = Vec::new();
+    let mut seen = Vec::new();
+    let mut values: Vec<String> = Vec::new();
+    for q in &iface.rx_queues {
+        let Ok(rx) = n.napi_of_rx(q.index) else {
+            continue;
+        };
+        let (Some(defer), Some(timer)) = (rx.napi.defer_hard_irqs, rx.napi.gro_flush_timeout_ns)
+        else {
+            continue;
+        };
+        if defer > 0 && timer > 0 {
+            continue;
+        }
+        queues.push(q.index);
+        if !seen.contains(&rx.napi.id) {
+            seen.push(rx.napi.id);
+            let text = format!("defer-hard-irqs {defer}, gro-flush-timeout {timer} ns");
+            if !values.contains(&text) {
+                values.push(text);
+            }
+        }
+    }
+    (!queues.is_empty()).then_some((queues, values))
+}
+
+pub fn check(ctx: &Context, plans: &Plans, out: &mut Vec<Finding>) {
+    let Some((tuned, profile)) = tuned_for_latency(ctx) else {
+        return;
+    };
+    for iface in judged_interfaces(ctx) {
+        let Some((queues, values)) = undeferred(iface) else {
+            continue;
+        };
+        let scope: Vec<Target> = queues
+            .iter()
+            .flat_map(|&q| NapiKey::ALL.map(|key| Target::napi(&iface.name, q, key)))
+            .collect();
+        let planned = plans.planned(profile, &scope);
+        let value = |key: NapiKey, default: u64| {
+            planned
+                .changes
+                .iter()
+                .find(|c| matches!(c.target, Target::Napi { key: k, .. } if k == key))
+                .map_or_else(|| default.to_string(), |c| c.to.clone())
+        };
+        let wanted = if profile == Profile::Http {
+            HTTP_NAPI
+        } else {
+            LATENCY_NAPI
+        };
+        let (defer, timer, suspend) = (
+            value(NapiKey::DeferHardIrqs, wanted.defer_hard_irqs),
+            value(NapiKey::GroFlushTimeout, wanted.gro_flush_timeout_ns),
+            value(NapiKey::IrqSuspendTimeout, wanted.irq_suspend_timeout_ns),
+        );
+        let by_hand = if planned.changes.is_empty() {
+            " by hand (ynl --family netdev --do napi-set with each queue's NAPI id from \
+             queue-get)"
+        } else {
+            ""
+        };
+        out.push(Finding {
+            id: "napi.no-irq-deferral",
+            severity: Severity::Info,
+            title: format!(
+                "{}: tuned for latency, but every packet still raises an IRQ",
+                iface.name
+            ),
+            evidence: format!(
+                "{tuned}; {} of {} ({}): {}; the kernel has napi-set",
+                plural(queues.len(), "RX queue"),
+                iface.name,
+                queue_list(&queues),
+                values.join("; ")
+            ),
+            why: WHY.to_string(),
+            fix: format!(
+                "Set the NAPI of each of these RX queues to defer-hard-irqs {defer}, \
+                 gro-flush-timeout {timer} ns and irq-suspend-timeout {suspend} ns{by_hand}. \
+                 The timer is the price: a packet nobody polls for waits up to it, so measure \
+                 before and after (nettune bench rr --busy-poll 50)."
+            ),
+            profile: Some(profile.name()),
+            changes: Vec::new(),
+            scope,
+        });
+    }
+}
+
+/// `rx-0..7` or `rx-0, rx-3`.
+fn queue_list(queues: &[u32]) -> String {
+    let contiguous = queues.windows(2).all(|w| w[1] == w[0] + 1);
+    match queues {
+        [one] => format!("rx-{one}"),
+        [first, .., last] if contiguous => format!("rx-{first}..{last}"),
+        _ => queues
+            .iter()
+            .map(|q| format!("rx-{q}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::base::driver::netdev::{Napi, NetdevQueue, NetdevState};
+    use crate::doctor::testkit::{set_sysctl, vm_2cpu_single_queue};
+    use crate::doctor::AppliedState;
+
+    fn with_napi(defer: u32, timer: u64, napi_set: bool) -> crate::host::Host {
+        let mut host = vm_2cpu_single_queue();
+        host.interfaces[0].netdev = NetdevState {
+            queues: Probe::Value(vec![NetdevQueue {
+                direction: "rx".to_string(),
+                index: 0,
+                napi_id: Some(257),
+            }]),
+            napis: Probe::Value(vec![Napi {
+                id: 257,
+                irq: Some(38),
+                thread_pid: None,
+                defer_hard_irqs: Some(defer),
+                gro_flush_timeout_ns: Some(timer),
+                irq_suspend_timeout_ns: Some(0),
+                threaded: Some(false),
+            }]),
+            qstats: Probe::NOT_SUPPORTED,
+            napi_set: Probe::Value(napi_set),
+        };
+        host
+    }
+
+    fn findings(ctx: &Context) -> Vec<Finding> {
+        crate::doctor::diagnose(ctx)
+            .into_iter()
+            .filter(|f| f.id == "napi.no-irq-deferral")
+            .collect()
+    }
+
+    #[test]
+    fn busy_polling_without_deferral_is_a_finding_with_the_planned_values() {
+        let mut host = with_napi(0, 0, true);
+        set_sysctl(&mut host, "net.core.busy_poll", "50");
+        let found = findings(&Context::new(&host));
+        assert_eq!(found.len(), 1, "{found:#?}");
+        let f = &found[0];
+        assert!(
+            f.evidence
+                .starts_with("busy polling on (net.core.busy_poll 50); 1 RX queue of eth0 (rx-0)"),
+            "{}",
+            f.evidence
+        );
+        assert_eq!(f.profile, Some("latency"));
+        let targets: Vec<String> = f.changes.iter().map(|c| c.target.to_string()).collect();
+        assert_eq!(
+            targets,
+            [
+                "napi:eth0:rx-0:defer-hard-irqs",
+                "napi:eth0:rx-0:gro-flush-timeout",
+                "napi:eth0:rx-0:irq-suspend-timeout"
+            ]
+        );
+        for c in &f.changes {
+            assert!(f.fix.contains(&c.to), "{} lacks {}", f.fix, c.to);
+        }
+    }
+
+    #[test]
+    fn an_applied_http_state_counts_and_names_http() {
+        let host = with_napi(0, 20_000, true);
+        let applied = [AppliedState {
+            id: 4,
+            profile: "http".to_string(),
+            drift: Vec::new(),
+            rollback: "nettune rollback 4".to_string(),
+            apply_again: "nettune apply --profile http".to_string(),
+        }];
+        let ctx = Context {
+            applied: &applied,
+            ..Context::new(&host)
+        };
+        let found = findings(&ctx);
+        assert_eq!(found.len(), 1);
+        assert!(found[0].evidence.contains("applied state 4 (profile http)"));
+        assert_eq!(found[0].profile, Some("http"));
+    }
+
+    #[test]
+    fn silent_without_busy_polling_with_deferral_or_without_napi_set() {
+        let host = with_napi(0, 0, true);
+        assert!(findings(&Context::new(&host)).is_empty(), "not tuned");
+        for (defer, timer, napi_set) in [(100, 50_000, true), (0, 0, false)] {
+            let mut host = with_napi(defer, timer, napi_set);
+            set_sysctl(&mut host, "net.core.busy_read", "50");
+            assert!(
+                findings(&Context::new(&host)).is_empty(),
+                "{defer} {timer} {napi_set}"
+            );
+        }
+    }
+
+    #[test]
+    fn queue_lists_fold_runs() {
+        assert_eq!(queue_list(&[0, 1, 2, 3]), "rx-0..3");
+        assert_eq!(queue_list(&[2]), "rx-2");
+        assert_eq!(queue_list(&[0, 3]), "rx-0, rx-3");
+    }
+}
