@@ -166,6 +166,74 @@ fn json<T: Serialize>(report: &T) -> serde_json::Value {
     serde_json::to_value(report).unwrap_or(serde_json::Value::Null)
 }
 
+/// What a run takes from a request/response client's report.
+trait Measured: Serialize {
+    fn problem(&self) -> Option<String>;
+    fn rate(&self) -> f64;
+    fn latency(&self) -> LatencySummary;
+}
+
+impl Measured for rr::RrReport {
+    fn problem(&self) -> Option<String> {
+        rr::RrReport::problem(self)
+    }
+    fn rate(&self) -> f64 {
+        self.transactions_per_sec
+    }
+    fn latency(&self) -> LatencySummary {
+        self.latency.clone()
+    }
+}
+
+impl Measured for http::LoadReport {
+    fn problem(&self) -> Option<String> {
+        http::LoadReport::problem(self)
+    }
+    fn rate(&self) -> f64 {
+        self.requests_per_s
+    }
+    fn latency(&self) -> LatencySummary {
+        self.latency.summary.clone()
+    }
+}
+
+/// A run's outcome from the client's report and the server side's; an
+/// error when the client's run is not a measurement.
+fn outcome<R: Measured, S: Serialize>(report: &R, served: &S) -> anyhow::Result<Outcome> {
+    if let Some(problem) = report.problem() {
+        anyhow::bail!("{problem}");
+    }
+    Ok(Outcome {
+        value: report.rate(),
+        latency: Some(report.latency()),
+        lost: None,
+        client_report: json(report),
+        server_report: json(served),
+    })
+}
+
+/// The rr client against `to`, run from the client's namespace.
+fn rr_client(config: &rr::ClientConfig, to: SocketAddr, sides: &Sides) -> rr::ClientConfig {
+    let mut client = config.clone();
+    client.to = to;
+    client.netns = sides.client_netns.clone();
+    client
+}
+
+/// The load against the server at `addr` (the line's path kept), run from
+/// the client's namespace.
+fn http_load(
+    config: &http::LoadConfig,
+    addr: SocketAddr,
+    sides: &Sides,
+) -> anyhow::Result<http::LoadConfig> {
+    let mut load = config.clone();
+    load.url = http::url::parse(&format!("http://{addr}{}", config.url.path))
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    load.netns = sides.client_netns.clone();
+    Ok(load)
+}
+
 /// Run `bench` once: start its server side, warm up, measure. `mark` is
 /// called when the measured part starts (the sampler's first snapshot);
 /// the measured part ends when this returns.
@@ -195,9 +263,7 @@ pub fn run(
             server.pin = sides.server_pin.clone();
             server.netns = sides.server_netns.clone();
             let server = rr::open_server(server)?;
-            let mut client = config.clone();
-            client.to = server.local_addr();
-            client.netns = sides.client_netns.clone();
+            let client = rr_client(config, server.local_addr(), sides);
             let mut marker = Marker {
                 mark,
                 marked: false,
@@ -208,16 +274,7 @@ pub fn run(
                 Duration::ZERO,
                 || rr::run_client(&client, stop, &mut marker),
             )?;
-            if let Some(problem) = report.problem() {
-                anyhow::bail!("{problem}");
-            }
-            Ok(Outcome {
-                value: report.transactions_per_sec,
-                latency: Some(report.latency.clone()),
-                lost: None,
-                client_report: json(&report),
-                server_report: json(&served),
-            })
+            outcome(&report, &served)
         }
         Client::Http(config) => {
             let mut server = http::ServerConfig::new(bind);
@@ -225,11 +282,7 @@ pub fn run(
             server.pin = sides.server_pin.clone();
             server.netns = sides.server_netns.clone();
             let server = http::open_server(server)?;
-            let mut load = config.clone();
-            let addr = server.local_addr();
-            load.url = http::url::parse(&format!("http://{addr}{}", config.url.path))
-                .map_err(|e| anyhow::anyhow!("{e}"))?;
-            load.netns = sides.client_netns.clone();
+            let load = http_load(config, server.local_addr(), sides)?;
             let mut marker = Marker {
                 mark,
                 marked: false,
@@ -240,16 +293,7 @@ pub fn run(
                 Duration::ZERO,
                 || http::run_load(&load, stop, &mut marker),
             )?;
-            if let Some(problem) = report.problem() {
-                anyhow::bail!("{problem}");
-            }
-            Ok(Outcome {
-                value: report.requests_per_s,
-                latency: Some(report.latency.summary.clone()),
-                lost: None,
-                client_report: json(&report),
-                server_report: json(&served),
-            })
+            outcome(&report, &served)
         }
     }
 }
@@ -338,42 +382,17 @@ fn run_remote(
         }
         Client::Rr(config) => {
             let test = begin((config.warmup + config.duration).as_secs_f64())?;
-            let mut client = config.clone();
-            client.to = test.addr;
-            client.netns = sides.client_netns.clone();
+            let client = rr_client(config, test.addr, sides);
             let report = rr::run_client(&client, stop, &mut marker);
             let served = test.finish()?;
-            let report = report?;
-            if let Some(problem) = report.problem() {
-                anyhow::bail!("{problem}");
-            }
-            Outcome {
-                value: report.transactions_per_sec,
-                latency: Some(report.latency.clone()),
-                lost: None,
-                client_report: json(&report),
-                server_report: json(&served),
-            }
+            outcome(&report?, &served)?
         }
         Client::Http(config) => {
             let test = begin((config.warmup + config.duration).as_secs_f64())?;
-            let mut load = config.clone();
-            load.url = http::url::parse(&format!("http://{}{}", test.addr, config.url.path))
-                .map_err(|e| anyhow::anyhow!("{e}"))?;
-            load.netns = sides.client_netns.clone();
+            let load = http_load(config, test.addr, sides)?;
             let report = http::run_load(&load, stop, &mut marker);
             let served = test.finish()?;
-            let report = report?;
-            if let Some(problem) = report.problem() {
-                anyhow::bail!("{problem}");
-            }
-            Outcome {
-                value: report.requests_per_s,
-                latency: Some(report.latency.summary.clone()),
-                lost: None,
-                client_report: json(&report),
-                server_report: json(&served),
-            }
+            outcome(&report?, &served)?
         }
     };
     Ok(outcome)

@@ -81,27 +81,69 @@ fn journals(state: &str) -> Vec<Value> {
     out
 }
 
-#[test]
-fn a_matrix_on_the_testbed_restores_every_tuned_value() {
-    if skip_unless_root("a_matrix_on_the_testbed_restores_every_tuned_value") {
-        return;
+/// What a root test of a run on the testbed starts with: the measuring
+/// lock, a testbed, the server side's tuned parts before, a work
+/// directory. `None` (the skip recorded) when not root.
+struct Setup {
+    _guard: std::sync::MutexGuard<'static, ()>,
+    bed: Bed,
+    before: String,
+    work: tempfile::TempDir,
+}
+
+fn setup(test: &str) -> Option<Setup> {
+    if skip_unless_root(test) {
+        return None;
     }
-    let _guard = measuring();
+    let guard = measuring();
     let bed = Bed::up();
     let before = tuned_parts(&bed.server_ns);
-    let work = tempfile::tempdir().expect("tempdir");
+    Some(Setup {
+        _guard: guard,
+        bed,
+        before,
+        work: tempfile::tempdir().expect("tempdir"),
+    })
+}
+
+/// `nettune experiment run ARGS --out OUT --state-dir STATE`, its output
+/// piped.
+fn experiment_run(args: &[&str], out: &Path, state: &Path) -> Command {
+    let mut cmd = nettune();
+    cmd.args(["experiment", "run"])
+        .args(args)
+        .arg("--out")
+        .arg(out)
+        .arg("--state-dir")
+        .arg(state)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd
+}
+
+#[test]
+fn a_matrix_on_the_testbed_restores_every_tuned_value() {
+    let Some(Setup {
+        _guard,
+        bed,
+        before,
+        work,
+    }) = setup("a_matrix_on_the_testbed_restores_every_tuned_value")
+    else {
+        return;
+    };
     let out = work.path().join("exp");
     let state = work.path().join("state");
-    let child = nettune()
-        .args(["experiment", "run", "--testbed", &bed.name])
-        .args(["--configs", "current,pps,latency"])
-        .args([
+    let child = experiment_run(
+        &[
+            "--testbed",
+            &bed.name,
+            "--configs",
+            "current,pps,latency",
             "--bench",
             "udp-flood --flows 4",
             "--bench",
             "rr --proto tcp --instances 4",
-        ])
-        .args([
             "--server-pin",
             "1",
             "--repeat",
@@ -110,16 +152,14 @@ fn a_matrix_on_the_testbed_restores_every_tuned_value() {
             "1s",
             "--warmup",
             "0.2s",
-        ])
-        .args(["--seed", "7"])
-        .arg("--out")
-        .arg(&out)
-        .arg("--state-dir")
-        .arg(&state)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("experiment");
+            "--seed",
+            "7",
+        ],
+        &out,
+        &state,
+    )
+    .spawn()
+    .expect("experiment");
     let (code, stdout, stderr) = finish_bounded(child, Duration::from_secs(120));
     assert_eq!(code, Some(0), "{stdout}\n{stderr}");
     assert_eq!(tuned_parts(&bed.server_ns), before, "values not restored");
@@ -171,29 +211,40 @@ fn a_matrix_on_the_testbed_restores_every_tuned_value() {
 
 #[test]
 fn settings_configs_change_host_wide_values_only_when_allowed_and_restore_them() {
-    if skip_unless_root("settings_configs_change_host_wide_values_only_when_allowed") {
+    let Some(Setup {
+        _guard,
+        bed,
+        before,
+        work,
+    }) = setup("settings_configs_change_host_wide_values_only_when_allowed")
+    else {
         return;
-    }
-    let _guard = measuring();
-    let bed = Bed::up();
+    };
     let table = "/proc/sys/net/core/rps_sock_flow_entries";
     let host_before = std::fs::read_to_string(table).expect("host table");
-    let before = tuned_parts(&bed.server_ns);
-    let work = tempfile::tempdir().expect("tempdir");
     let out = work.path().join("exp");
     let state = work.path().join("state");
     let experiment = |allow_host: bool| {
-        let mut cmd = nettune();
-        cmd.args(["experiment", "run", "--testbed", &bed.name])
-            .args(["--configs", "current,rps=app,rps=all+rfs=on"])
-            .args(["--bench", "udp-flood --flows 4", "--server-pin", "1"])
-            .args(["--repeat", "1", "--duration", "1s", "--warmup", "0"])
-            .arg("--out")
-            .arg(&out)
-            .arg("--state-dir")
-            .arg(&state)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+        let mut cmd = experiment_run(
+            &[
+                "--testbed",
+                &bed.name,
+                "--configs",
+                "current,rps=app,rps=all+rfs=on",
+                "--bench",
+                "udp-flood --flows 4",
+                "--server-pin",
+                "1",
+                "--repeat",
+                "1",
+                "--duration",
+                "1s",
+                "--warmup",
+                "0",
+            ],
+            &out,
+            &state,
+        );
         if allow_host {
             cmd.arg("--allow-host");
         }
@@ -293,26 +344,37 @@ fn remote_server_sides_come_from_nettune_serve() {
     let before = tuned_parts_of(&bed.client_ns, "tb-client");
     let out = work.path().join("exp");
     let state = work.path().join("state");
-    let child = nettune()
-        .args(["experiment", "run", "--remote", line.trim(), "--token-file"])
-        .arg(&token)
-        .args(["--netns", &bed.client_ns, "--client-netns", &bed.client_ns])
-        .args(["--iface", "tb-client", "--configs", "current,xps=per-queue"])
-        .args([
+    let token_file = token.display().to_string();
+    let child = experiment_run(
+        &[
+            "--remote",
+            line.trim(),
+            "--token-file",
+            &token_file,
+            "--netns",
+            &bed.client_ns,
+            "--client-netns",
+            &bed.client_ns,
+            "--iface",
+            "tb-client",
+            "--configs",
+            "current,xps=per-queue",
             "--bench",
             "udp-flood --flows 4",
             "--bench",
             "rr --proto tcp --instances 4",
-        ])
-        .args(["--repeat", "1", "--duration", "1s", "--warmup", "0"])
-        .arg("--out")
-        .arg(&out)
-        .arg("--state-dir")
-        .arg(&state)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("experiment");
+            "--repeat",
+            "1",
+            "--duration",
+            "1s",
+            "--warmup",
+            "0",
+        ],
+        &out,
+        &state,
+    )
+    .spawn()
+    .expect("experiment");
     let (code, stdout, stderr) = finish_bounded(child, Duration::from_secs(60));
     let _ = daemon.kill();
     let _ = daemon.wait();
@@ -347,30 +409,35 @@ fn wait_for_state(state: &str, status: &str, limit: Duration) -> bool {
 
 #[test]
 fn kill_9_in_a_config_then_rollback_restores_and_blocks_the_next_experiment_until_then() {
-    if skip_unless_root("kill_9_in_a_config_then_rollback_restores") {
+    let Some(Setup {
+        _guard,
+        bed,
+        before,
+        work,
+    }) = setup("kill_9_in_a_config_then_rollback_restores")
+    else {
         return;
-    }
-    let _guard = measuring();
-    let bed = Bed::up();
-    let before = tuned_parts(&bed.server_ns);
-    let work = tempfile::tempdir().expect("tempdir");
+    };
     let (_dir, state) = state_dir();
     let experiment = |out: &Path| {
-        let mut cmd = nettune();
-        cmd.args(["experiment", "run", "--testbed", &bed.name])
-            .args([
+        experiment_run(
+            &[
+                "--testbed",
+                &bed.name,
                 "--configs",
                 "pps",
                 "--bench",
                 "rr --proto udp --instances 2",
-            ])
-            .args(["--repeat", "3", "--duration", "3s", "--warmup", "0"])
-            .arg("--out")
-            .arg(out)
-            .args(["--state-dir", &state])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        cmd
+                "--repeat",
+                "3",
+                "--duration",
+                "3s",
+                "--warmup",
+                "0",
+            ],
+            out,
+            Path::new(&state),
+        )
     };
     let mut child = experiment(&work.path().join("a"))
         .spawn()
@@ -526,22 +593,22 @@ fn a_plan_for_another_host_is_refused_before_anything_changes() {
     let state = work.path().join("state");
     let configs = format!("current,{}", plan.display());
     let (code, _, stderr) = split(
-        nettune()
-            .args([
-                "experiment",
-                "run",
+        experiment_run(
+            &[
                 "--testbed",
                 &bed.name,
                 "--configs",
                 &configs,
-            ])
-            .args(["--bench", "udp-flood", "--duration", "1s"])
-            .arg("--out")
-            .arg(&out)
-            .arg("--state-dir")
-            .arg(&state)
-            .output()
-            .expect("experiment"),
+                "--bench",
+                "udp-flood",
+                "--duration",
+                "1s",
+            ],
+            &out,
+            &state,
+        )
+        .output()
+        .expect("experiment"),
     );
     assert_eq!(code, 2, "{stderr}");
     assert!(
