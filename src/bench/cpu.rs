@@ -21,6 +21,21 @@ use serde::Serialize;
 use crate::host::stat::{sum_ticks, tick_deltas, CpuShares};
 use crate::host::CpuTime;
 
+/// CPU time (user + system) the calling thread has used so far
+/// (CLOCK_THREAD_CPUTIME_ID): an engine's worker reads it at its start and
+/// end to report CPU per packet or per request.
+pub fn thread_cpu_time() -> std::time::Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts lives across the call; the clock id is a constant.
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
+        return std::time::Duration::ZERO;
+    }
+    std::time::Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
 /// One row: a CPU, or `all` (every CPU's ticks summed, as mpstat's `all`).
 /// Guest time is inside `usr` and `nice` (the stat parser folds it in).
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]

@@ -12,6 +12,7 @@
 pub mod addr;
 pub mod busy_poll;
 pub mod cpu;
+pub mod engine;
 pub mod errqueue;
 pub mod event;
 pub mod frame;
@@ -28,6 +29,7 @@ pub mod secs;
 pub mod stop;
 pub mod stream;
 pub mod udp;
+pub mod uring;
 
 /// The highest `--rate` (packets or requests per second) a load generator
 /// takes: above what 1.6 Tbit/s of minimum-size frames can carry.

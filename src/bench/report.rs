@@ -33,6 +33,11 @@ pub fn per_second(packets: u64, bytes: u64, secs: f64) -> (f64, f64) {
 }
 
 /// "s" for counts other than one: `format!("{n} thread{}", plural(n))`.
+/// Nanoseconds of CPU per packet; `None` when nothing was counted.
+pub fn per_packet_ns(cpu_s: f64, packets: u64) -> Option<f64> {
+    (packets > 0).then(|| cpu_s * 1e9 / packets as f64)
+}
+
 pub fn plural(n: usize) -> &'static str {
     if n == 1 {
         ""

@@ -28,13 +28,19 @@ struct Server {
 }
 
 impl Server {
-    fn start(extra: &[&str]) -> Server {
-        Server::spawn(&[&["--bind", "127.0.0.1:0"], extra].concat())
+    fn start(engine: &str, extra: &[&str]) -> Server {
+        Server::spawn(&[&["--engine", engine, "--bind", "127.0.0.1:0"], extra].concat())
     }
 
     /// A server inside network namespace `netns` (its `--netns` flag).
-    fn start_in(netns: &str, bind: &str, extra: &[&str]) -> Server {
-        Server::spawn(&[&["--netns", netns, "--bind", bind], extra].concat())
+    fn start_in(engine: &str, netns: &str, bind: &str, extra: &[&str]) -> Server {
+        Server::spawn(
+            &[
+                &["--engine", engine, "--netns", netns, "--bind", bind],
+                extra,
+            ]
+            .concat(),
+        )
     }
 
     fn spawn(args: &[&str]) -> Server {
@@ -226,10 +232,9 @@ fn read_to_close(stream: &mut TcpStream) -> String {
     String::from_utf8_lossy(&all).into_owned()
 }
 
-#[test]
-fn loopback_closed_loop_counts_every_response() {
+fn loopback_closed_loop_counts_every_response(engine: &str) {
     let _serial = measuring();
-    let server = Server::start(&["--threads", "2"]);
+    let server = Server::start(engine, &["--threads", "2"]);
     let report = load_json(
         // A 10 s timeout: no request of a healthy loopback run is that slow,
         // even on a loaded machine, so any error here is a real one.
@@ -269,10 +274,9 @@ fn loopback_closed_loop_counts_every_response() {
     assert_eq!(served["per_thread"].as_array().map(Vec::len), Some(2));
 }
 
-#[test]
-fn loopback_open_loop_holds_the_rate_and_corrects_upwards() {
+fn loopback_open_loop_holds_the_rate_and_corrects_upwards(engine: &str) {
     let _serial = measuring();
-    let server = Server::start(&["--threads", "1"]);
+    let server = Server::start(engine, &["--threads", "1"]);
     let report = load_json(
         &[
             &server.url("/json"),
@@ -305,9 +309,8 @@ fn loopback_open_loop_holds_the_rate_and_corrects_upwards() {
     }
 }
 
-#[test]
-fn sixteen_pipelined_requests_get_sixteen_answers_in_order() {
-    let server = Server::start(&["--threads", "1"]);
+fn sixteen_pipelined_requests_get_sixteen_answers_in_order(engine: &str) {
+    let server = Server::start(engine, &["--threads", "1"]);
     let paths = ["/plaintext", "/json", "/missing", "/json?x=1"];
     let mut requests = String::new();
     for i in 0..16 {
@@ -331,9 +334,8 @@ fn sixteen_pipelined_requests_get_sixteen_answers_in_order() {
     assert_eq!(read_responses(&mut stream, 1)[0].status, 200);
 }
 
-#[test]
-fn malformed_and_oversized_requests_are_refused_and_closed() {
-    let server = Server::start(&["--threads", "1"]);
+fn malformed_and_oversized_requests_are_refused_and_closed(engine: &str) {
+    let server = Server::start(engine, &["--threads", "1"]);
     let mut stream = TcpStream::connect(&server.addr).expect("connect");
     stream
         .write_all(b"GET /plaintext HTTP/1.1\r\nHost: t\r\n\r\nTHIS IS NOT HTTP\r\n\r\n")
@@ -352,9 +354,8 @@ fn malformed_and_oversized_requests_are_refused_and_closed() {
     assert!(answer.starts_with("HTTP/1.1 431 "), "{answer}");
 }
 
-#[test]
-fn idle_connections_are_closed_after_the_idle_timeout() {
-    let server = Server::start(&["--threads", "1", "--idle-timeout", "1"]);
+fn idle_connections_are_closed_after_the_idle_timeout(engine: &str) {
+    let server = Server::start(engine, &["--threads", "1", "--idle-timeout", "1"]);
     let mut idle = TcpStream::connect(&server.addr).expect("connect");
     let started = Instant::now();
     let rest = read_to_close(&mut idle);
@@ -368,9 +369,8 @@ fn idle_connections_are_closed_after_the_idle_timeout() {
     assert_eq!(u(&served, "/per_thread/0/idle_closed"), 1, "{served:#}");
 }
 
-#[test]
-fn date_header_changes_after_a_second() {
-    let server = Server::start(&["--threads", "1"]);
+fn date_header_changes_after_a_second(engine: &str) {
+    let server = Server::start(engine, &["--threads", "1"]);
     let mut stream = TcpStream::connect(&server.addr).expect("connect");
     let mut get = || {
         stream
@@ -486,8 +486,7 @@ fn open_loop_corrected_tail_shows_a_stall_the_uncorrected_one_hides() {
     );
 }
 
-#[test]
-fn cbpf_steers_each_connection_to_the_listener_of_its_cpu() {
+fn cbpf_steers_each_connection_to_the_listener_of_its_cpu(engine: &str) {
     let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
     if online.trim() == "0" {
         skipped(
@@ -497,7 +496,7 @@ fn cbpf_steers_each_connection_to_the_listener_of_its_cpu() {
         return;
     }
     let _serial = measuring();
-    let server = Server::start(&["--threads", "2", "--pin", "0,1"]);
+    let server = Server::start(engine, &["--threads", "2", "--pin", "0,1"]);
     // Load thread i runs on CPU i; loopback handles its SYNs on that CPU,
     // so the program sends its connections to listener i (server thread i).
     let report = load_json(
@@ -567,14 +566,15 @@ fn bad_input_is_refused_with_exit_status_2() {
 
 /// SO_REUSEPORT would let the server join a port another program serves
 /// (the kernel then splits the connections): refused, unless --share-port.
-#[test]
-fn a_port_another_program_serves_is_refused_unless_shared() {
+fn a_port_another_program_serves_is_refused_unless_shared(engine: &str) {
     let other = crate::common::reuseport_listener();
     let held = other.local_addr().expect("addr").to_string();
     let (code, _, err) = run_bounded(
         &[
             "bench",
             "http-server",
+            "--engine",
+            engine,
             "--bind",
             &held,
             "--threads",
@@ -590,6 +590,8 @@ fn a_port_another_program_serves_is_refused_unless_shared() {
         &[
             "bench",
             "http-server",
+            "--engine",
+            engine,
             "--bind",
             &held,
             "--threads",
@@ -605,9 +607,8 @@ fn a_port_another_program_serves_is_refused_unless_shared() {
 }
 
 /// SIGTERM ends the server like Ctrl-C: with its report.
-#[test]
-fn sigterm_ends_the_server_with_its_report() {
-    let mut server = Server::start(&["--threads", "1"]);
+fn sigterm_ends_the_server_with_its_report(engine: &str) {
+    let mut server = Server::start(engine, &["--threads", "1"]);
     let load = load_json(
         &["-t", "1", "-c", "2", "-d", "0.5", &server.url("/plaintext")],
         Duration::from_secs(20),
@@ -633,9 +634,10 @@ fn sigterm_ends_the_server_with_its_report() {
 
 /// `--netns` on both sides: the server in one namespace, the load in
 /// another, over a veth pair the test creates.
-#[test]
-fn netns_flag_runs_server_and_load_in_their_namespaces() {
-    if crate::common::skip_unless_root("netns_flag_runs_server_and_load_in_their_namespaces") {
+fn netns_flag_runs_server_and_load_in_their_namespaces(engine: &str) {
+    if crate::common::skip_unless_root(&format!(
+        "netns_flag_runs_server_and_load_in_their_namespaces ({engine})"
+    )) {
         return;
     }
     let (a, b) = (
@@ -643,7 +645,7 @@ fn netns_flag_runs_server_and_load_in_their_namespaces() {
         crate::common::Netns::new("hn"),
     );
     crate::common::veth_between(&a, &b, "hn", ("10.82.0.1/24", "10.82.0.2/24"), false);
-    let server = Server::start_in(&b.name, "10.82.0.2:0", &["--threads", "1"]);
+    let server = Server::start_in(engine, &b.name, "10.82.0.2:0", &["--threads", "1"]);
     let load = short_load(&a.name, &server);
     assert!(u(&load, "/requests") > 0, "{load:#}");
     let served = server.stop();
@@ -683,6 +685,7 @@ fn busy_polling_server_across_veth_with_gro_on() {
     );
     crate::common::veth_between(&a, &b, "hb", ("10.84.0.1/24", "10.84.0.2/24"), true);
     let server = Server::start_in(
+        "epoll",
         &b.name,
         "10.84.0.2:0",
         &["--threads", "1", "--busy-poll", "50", "--prefer-busy-poll"],
@@ -697,3 +700,16 @@ fn busy_polling_server_across_veth_with_gro_on() {
         nettune::bench::busy_poll::epoll_params_supported()
     );
 }
+
+each_engine!(
+    loopback_closed_loop_counts_every_response,
+    loopback_open_loop_holds_the_rate_and_corrects_upwards,
+    sixteen_pipelined_requests_get_sixteen_answers_in_order,
+    malformed_and_oversized_requests_are_refused_and_closed,
+    idle_connections_are_closed_after_the_idle_timeout,
+    date_header_changes_after_a_second,
+    cbpf_steers_each_connection_to_the_listener_of_its_cpu,
+    a_port_another_program_serves_is_refused_unless_shared,
+    sigterm_ends_the_server_with_its_report,
+    netns_flag_runs_server_and_load_in_their_namespaces,
+);

@@ -49,9 +49,21 @@ struct Server {
 }
 
 impl Server {
-    fn start(ns: Option<&Netns>, args: &[&str]) -> Server {
+    fn start(engine: &str, ns: Option<&Netns>, args: &[&str]) -> Server {
         // A generous --duration as a safety net; tests stop it with SIGINT.
-        let all = [&["bench", "rr-server", "--json", "--duration", "60"], args].concat();
+        let all = [
+            &[
+                "bench",
+                "rr-server",
+                "--json",
+                "--duration",
+                "60",
+                "--engine",
+                engine,
+            ],
+            args,
+        ]
+        .concat();
         let mut child = command(ns, &all)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -219,8 +231,14 @@ fn check_cpu_table(r: &Value) {
 
 /// TCP and UDP, 1 and 100 instances, against one server; then the server's
 /// own count of connections and flows.
-fn matrix(server_ns: Option<&Netns>, client_ns: Option<&Netns>, to_ip: &str, bind: &str) {
-    let server = Server::start(server_ns, &["--bind", bind, "--threads", "2"]);
+fn matrix(
+    engine: &str,
+    server_ns: Option<&Netns>,
+    client_ns: Option<&Netns>,
+    to_ip: &str,
+    bind: &str,
+) {
+    let server = Server::start(engine, server_ns, &["--bind", bind, "--threads", "2"]);
     let to = format!("{to_ip}:{}", server.port());
     let mut done = 0;
     for proto in ["tcp", "udp"] {
@@ -254,14 +272,14 @@ fn matrix(server_ns: Option<&Netns>, client_ns: Option<&Netns>, to_ip: &str, bin
     assert_eq!(u(&served, "/total/tcp_bad_hellos"), 0);
 }
 
-#[test]
-fn loopback_tcp_and_udp_with_1_and_100_instances() {
-    matrix(None, None, "127.0.0.1", "127.0.0.1:0");
+fn loopback_tcp_and_udp_with_1_and_100_instances(engine: &str) {
+    matrix(engine, None, None, "127.0.0.1", "127.0.0.1:0");
 }
 
-#[test]
-fn veth_between_namespaces_tcp_and_udp_with_1_and_100_instances() {
-    if skip_unless_root("veth_between_namespaces_tcp_and_udp_with_1_and_100_instances") {
+fn veth_between_namespaces_tcp_and_udp_with_1_and_100_instances(engine: &str) {
+    if skip_unless_root(&format!(
+        "veth_between_namespaces_tcp_and_udp_with_1_and_100_instances ({engine})"
+    )) {
         return;
     }
     let (client_ns, server_ns) = (Netns::new("rrc"), Netns::new("rrs"));
@@ -285,15 +303,20 @@ fn veth_between_namespaces_tcp_and_udp_with_1_and_100_instances() {
     server_ns.ip(&["addr", "add", "10.78.0.2/24", "dev", &b]);
     client_ns.ip(&["link", "set", &a, "up"]);
     server_ns.ip(&["link", "set", &b, "up"]);
-    matrix(Some(&server_ns), Some(&client_ns), "10.78.0.2", "0.0.0.0:0");
+    matrix(
+        engine,
+        Some(&server_ns),
+        Some(&client_ns),
+        "10.78.0.2",
+        "0.0.0.0:0",
+    );
 }
 
 /// Client and server pinned to the same CPU keep it busy: that CPU's row
 /// shows little idle time, which places the table's rows on the right CPUs.
-#[test]
-fn pinned_run_shows_its_cpu_busy_in_the_table() {
+fn pinned_run_shows_its_cpu_busy_in_the_table(engine: &str) {
     let cpu = (online_cpus() - 1).to_string();
-    let server = Server::start(None, &["--bind", "127.0.0.1:0", "--pin", &cpu]);
+    let server = Server::start(engine, None, &["--bind", "127.0.0.1:0", "--pin", &cpu]);
     let report = client(None, &server.addr, &["--proto", "tcp", "--pin", &cpu]);
     check_report(&report, 1, 1);
     assert_eq!(report["per_thread"][0]["cpu"].as_u64(), cpu.parse().ok());
@@ -310,9 +333,12 @@ fn pinned_run_shows_its_cpu_busy_in_the_table() {
 /// client resends, and those transactions take at least the 10 ms timeout.
 /// Both client paths: 10 instances on epoll, 1 instance in a blocking read
 /// woken by the main thread.
-#[test]
-fn udp_run_survives_a_server_dropping_every_100th_request() {
-    let server = Server::start(None, &["--bind", "127.0.0.1:0", "--drop-every", "100"]);
+fn udp_run_survives_a_server_dropping_every_100th_request(engine: &str) {
+    let server = Server::start(
+        engine,
+        None,
+        &["--bind", "127.0.0.1:0", "--drop-every", "100"],
+    );
     for instances in [10, 1] {
         let report = client(
             None,
@@ -327,9 +353,8 @@ fn udp_run_survives_a_server_dropping_every_100th_request() {
     assert!(u(&served, "/total/udp_dropped") > 0, "{served:#}");
 }
 
-#[test]
-fn text_output_has_a_line_per_second_and_the_mpstat_table() {
-    let server = Server::start(None, &["--bind", "127.0.0.1:0"]);
+fn text_output_has_a_line_per_second_and_the_mpstat_table(engine: &str) {
+    let server = Server::start(engine, None, &["--bind", "127.0.0.1:0"]);
     let child = command(
         None,
         &[
@@ -450,9 +475,8 @@ fn bad_input_exits_2_naming_the_value() {
 
 /// Ctrl-C (SIGINT) and SIGTERM end a run early with a full report, also
 /// when the only instance's thread sits in a blocking read.
-#[test]
-fn ctrl_c_stops_a_long_run_with_a_report() {
-    let server = Server::start(None, &["--bind", "127.0.0.1:0"]);
+fn ctrl_c_stops_a_long_run_with_a_report(engine: &str) {
+    let server = Server::start(engine, None, &["--bind", "127.0.0.1:0"]);
     for proto in ["tcp", "udp"] {
         let child = command(
             None,
@@ -501,13 +525,21 @@ fn ctrl_c_stops_a_long_run_with_a_report() {
 
 /// SO_REUSEPORT would let a second rr-server join a port another program
 /// serves: refused, unless asked for with --share-port.
-#[test]
-fn a_port_another_program_serves_is_refused_unless_shared() {
+fn a_port_another_program_serves_is_refused_unless_shared(engine: &str) {
     let other = crate::common::reuseport_listener();
     let held = other.local_addr().expect("addr").to_string();
     let child = command(
         None,
-        &["bench", "rr-server", "--bind", &held, "--duration", "0.3"],
+        &[
+            "bench",
+            "rr-server",
+            "--engine",
+            engine,
+            "--bind",
+            &held,
+            "--duration",
+            "0.3",
+        ],
     )
     .stdout(Stdio::piped())
     .stderr(Stdio::piped())
@@ -524,6 +556,8 @@ fn a_port_another_program_serves_is_refused_unless_shared() {
         &[
             "bench",
             "rr-server",
+            "--engine",
+            engine,
             "--bind",
             &held,
             "--share-port",
@@ -543,8 +577,7 @@ fn a_port_another_program_serves_is_refused_unless_shared() {
 }
 
 /// `--netns` on both sides, no `ip netns exec`.
-#[test]
-fn netns_flag_runs_server_and_client_in_their_namespaces() {
+fn netns_flag_runs_server_and_client_in_their_namespaces(engine: &str) {
     if skip_unless_root("netns_flag_runs_server_and_client_in_their_namespaces") {
         return;
     }
@@ -558,7 +591,7 @@ fn netns_flag_runs_server_and_client_in_their_namespaces() {
     b.ip(&["addr", "add", "10.81.0.2/24", "dev", &vb]);
     a.ip(&["link", "set", &va, "up"]);
     b.ip(&["link", "set", &vb, "up"]);
-    let server = Server::start(None, &["--netns", &b.name, "--bind", "10.81.0.2:0"]);
+    let server = Server::start(engine, None, &["--netns", &b.name, "--bind", "10.81.0.2:0"]);
     let report = client(None, &server.addr, &["--netns", &a.name, "--proto", "tcp"]);
     assert!(u(&report, "/transactions") > 0, "{report:#}");
     assert_eq!(report["netns"], a.name.as_str());
@@ -586,7 +619,7 @@ fn busy_polling_rr_across_veth_with_gro_on() {
         "16",
     ];
     let server_args = [&["--netns", &b.name, "--bind", "10.83.0.2:0"][..], &busy].concat();
-    let server = Server::start(None, &server_args);
+    let server = Server::start("epoll", None, &server_args);
     let epoll = nettune::bench::busy_poll::epoll_params_supported();
     for proto in ["tcp", "udp"] {
         let args = [&["--netns", &a.name, "--proto", proto][..], &busy].concat();
@@ -616,7 +649,11 @@ fn busy_polling_without_a_napi_path_says_it_never_engaged() {
     }
     let (a, b) = (Netns::new("rt"), Netns::new("rt"));
     crate::common::veth_between(&a, &b, "rt", ("10.86.0.1/24", "10.86.0.2/24"), false);
-    let server = Server::start(None, &["--netns", &b.name, "--bind", "10.86.0.2:0"]);
+    let server = Server::start(
+        "epoll",
+        None,
+        &["--netns", &b.name, "--bind", "10.86.0.2:0"],
+    );
     let all = [
         "bench",
         "rr",
@@ -650,3 +687,14 @@ fn busy_polling_without_a_napi_path_says_it_never_engaged() {
     );
     assert!(stderr.contains("tso off"), "{stderr}");
 }
+
+each_engine!(
+    loopback_tcp_and_udp_with_1_and_100_instances,
+    veth_between_namespaces_tcp_and_udp_with_1_and_100_instances,
+    pinned_run_shows_its_cpu_busy_in_the_table,
+    udp_run_survives_a_server_dropping_every_100th_request,
+    text_output_has_a_line_per_second_and_the_mpstat_table,
+    ctrl_c_stops_a_long_run_with_a_report,
+    a_port_another_program_serves_is_refused_unless_shared,
+    netns_flag_runs_server_and_client_in_their_namespaces,
+);

@@ -19,7 +19,7 @@ use crate::common::{ip, measuring, unique, Netns};
 const BIN: &str = env!("CARGO_BIN_EXE_nettune");
 
 /// `nettune ARGS`, inside `ns` when given.
-fn nettune(ns: Option<&Netns>, args: &[&str]) -> Command {
+pub(crate) fn nettune(ns: Option<&Netns>, args: &[&str]) -> Command {
     match ns {
         Some(ns) => {
             let mut cmd = Command::new("ip");
@@ -41,7 +41,7 @@ fn nettune(ns: Option<&Netns>, args: &[&str]) -> Command {
 const SINK_RCVBUF: &str = "64M";
 
 /// A child process killed (by its PID) if the test ends before it does.
-struct Running {
+pub(crate) struct Running {
     child: Child,
     stderr: BufReader<ChildStderr>,
     first_line: String,
@@ -49,7 +49,7 @@ struct Running {
 
 impl Running {
     /// Start `cmd` and read the first line of its stderr.
-    fn start(mut cmd: Command) -> Running {
+    pub(crate) fn start(mut cmd: Command) -> Running {
         let mut child = cmd
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -66,7 +66,7 @@ impl Running {
     }
 
     /// The address after "listening on" in the sink's first line.
-    fn bound_addr(&self) -> String {
+    pub(crate) fn bound_addr(&self) -> String {
         self.first_line
             .split("listening on ")
             .nth(1)
@@ -77,7 +77,7 @@ impl Running {
 
     /// Wait at most `limit` for the exit; kill on overrun. Returns the exit
     /// code, stdout and the rest of stderr.
-    fn finish(mut self, limit: Duration) -> (Option<i32>, String, String) {
+    pub(crate) fn finish(mut self, limit: Duration) -> (Option<i32>, String, String) {
         let deadline = Instant::now() + limit;
         let status = loop {
             if let Some(status) = self.child.try_wait().expect("wait") {
@@ -109,19 +109,19 @@ impl Drop for Running {
 }
 
 /// Run to the end and parse the JSON report on stdout; exit must be 0.
-fn json_report(running: Running, limit: Duration) -> Value {
+pub(crate) fn json_report(running: Running, limit: Duration) -> Value {
     let (code, stdout, stderr) = running.finish(limit);
     assert_eq!(code, Some(0), "stderr: {stderr}\nstdout: {stdout}");
     serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"))
 }
 
-fn u(v: &Value, path: &str) -> u64 {
+pub(crate) fn u(v: &Value, path: &str) -> u64 {
     v.pointer(path)
         .and_then(Value::as_u64)
         .unwrap_or_else(|| panic!("{path} is not a count in {v:#}"))
 }
 
-fn i(v: &Value, path: &str) -> i64 {
+pub(crate) fn i(v: &Value, path: &str) -> i64 {
     v.pointer(path)
         .and_then(Value::as_i64)
         .unwrap_or_else(|| panic!("{path} is not a number in {v:#}"))
@@ -147,7 +147,8 @@ fn paced_at_20k(sent: u64, pps: f64) {
 }
 
 /// Start a sink, flood it, return (sink report, flood report).
-fn sink_and_flood(
+pub(crate) fn sink_and_flood(
+    engine: &str,
     sink_ns: Option<&Netns>,
     sink_args: &[&str],
     flood_ns: Option<&Netns>,
@@ -156,7 +157,11 @@ fn sink_and_flood(
 ) -> (Value, Value) {
     let sink = Running::start(nettune(
         sink_ns,
-        &[&["bench", "udp-sink", "--json"], sink_args].concat(),
+        &[
+            &["bench", "udp-sink", "--json", "--engine", engine],
+            sink_args,
+        ]
+        .concat(),
     ));
     let addr = sink.bound_addr();
     let dest = match to {
@@ -173,10 +178,10 @@ fn sink_and_flood(
     (sink, flood)
 }
 
-#[test]
-fn loopback_paced_flood_arrives_whole() {
+fn loopback_paced_flood_arrives_whole(engine: &str) {
     let _serial = measuring();
     let (sink, flood) = sink_and_flood(
+        engine,
         None,
         &[
             "--bind",
@@ -220,9 +225,10 @@ fn loopback_paced_flood_arrives_whole() {
     assert!(i(&sink, "/kernel/udp_in_datagrams") >= sent as i64);
 }
 
-#[test]
-fn veth_between_namespaces_carries_a_paced_flood_whole() {
-    if crate::common::skip_unless_root("veth_between_namespaces_carries_a_paced_flood_whole") {
+fn veth_between_namespaces_carries_a_paced_flood_whole(engine: &str) {
+    if crate::common::skip_unless_root(&format!(
+        "veth_between_namespaces_carries_a_paced_flood_whole ({engine})"
+    )) {
         return;
     }
     let _serial = measuring();
@@ -253,6 +259,7 @@ fn veth_between_namespaces_carries_a_paced_flood_whole() {
     ip(&[&["-n", tx.name.as_str()][..], &neigh[..]].concat());
 
     let (sink, flood) = sink_and_flood(
+        engine,
         Some(&rx),
         &[
             "--bind",
@@ -288,14 +295,16 @@ fn veth_between_namespaces_carries_a_paced_flood_whole() {
 /// - loss by sequence >= half the kernel's drops: it misses only drops after
 ///   the last packet received of each flow (the end of the last batches),
 ///   a small part of a second of overrun.
-#[test]
-fn tiny_rcvbuf_loss_is_seen_by_sequence_and_kernel_alike() {
-    if crate::common::skip_unless_root("tiny_rcvbuf_loss_is_seen_by_sequence_and_kernel_alike") {
+fn tiny_rcvbuf_loss_is_seen_by_sequence_and_kernel_alike(engine: &str) {
+    if crate::common::skip_unless_root(&format!(
+        "tiny_rcvbuf_loss_is_seen_by_sequence_and_kernel_alike ({engine})"
+    )) {
         return;
     }
     let _serial = measuring();
     let ns = Netns::new("bu");
     let (sink, flood) = sink_and_flood(
+        engine,
         Some(&ns),
         &[
             "--bind",
@@ -340,10 +349,10 @@ fn tiny_rcvbuf_loss_is_seen_by_sequence_and_kernel_alike() {
     );
 }
 
-#[test]
-fn reuseport_threads_split_the_flows_and_add_up() {
+fn reuseport_threads_split_the_flows_and_add_up(engine: &str) {
     let _serial = measuring();
     let (sink, flood) = sink_and_flood(
+        engine,
         None,
         &[
             "--bind",
@@ -391,14 +400,15 @@ fn reuseport_threads_split_the_flows_and_add_up() {
     assert_eq!(flood_threads, total);
 }
 
-#[test]
-fn text_output_prints_the_article_line_each_second() {
+fn text_output_prints_the_article_line_each_second(engine: &str) {
     let _serial = measuring();
     let sink = Running::start(nettune(
         None,
         &[
             "bench",
             "udp-sink",
+            "--engine",
+            engine,
             "--bind",
             "127.0.0.1:0",
             "--duration",
@@ -510,14 +520,15 @@ fn terminate(running: &Running) {
 /// SIGTERM (how service managers and `timeout` stop a process) ends a sink
 /// and a flood like Ctrl-C: at once, each with its report, exit 0 when they
 /// measured something.
-#[test]
-fn sigterm_ends_sink_and_flood_with_their_reports() {
+fn sigterm_ends_sink_and_flood_with_their_reports(engine: &str) {
     let _serial = measuring();
     let sink = Running::start(nettune(
         None,
         &[
             "bench",
             "udp-sink",
+            "--engine",
+            engine,
             "--json",
             "--bind",
             "127.0.0.1:0",
@@ -645,13 +656,14 @@ fn a_flood_to_a_closed_port_fails_naming_econnrefused() {
 
 /// A sink that received nothing measured nothing: exit 1 with the reason,
 /// and the report (all zeros) still on stdout for scripts.
-#[test]
-fn a_sink_that_received_nothing_exits_1_with_its_report() {
+fn a_sink_that_received_nothing_exits_1_with_its_report(engine: &str) {
     let sink = Running::start(nettune(
         None,
         &[
             "bench",
             "udp-sink",
+            "--engine",
+            engine,
             "--json",
             "--bind",
             "127.0.0.1:0",
@@ -671,14 +683,15 @@ fn a_sink_that_received_nothing_exits_1_with_its_report() {
 
 /// SO_REUSEPORT would let the sink join a port another program serves and
 /// split the traffic with it: refused, unless asked for with --share-port.
-#[test]
-fn reuseport_onto_a_held_port_is_refused_unless_shared() {
+fn reuseport_onto_a_held_port_is_refused_unless_shared(engine: &str) {
     let other = socket2_reuseport("127.0.0.1:0");
     let held = other.local_addr().expect("addr").to_string();
     let out = Command::new(BIN)
         .args([
             "bench",
             "udp-sink",
+            "--engine",
+            engine,
             "--reuseport",
             "--bind",
             &held,
@@ -700,6 +713,8 @@ fn reuseport_onto_a_held_port_is_refused_unless_shared() {
         &[
             "bench",
             "udp-sink",
+            "--engine",
+            engine,
             "--reuseport",
             "--share-port",
             "--bind",
@@ -805,9 +820,10 @@ fn a_flood_blocked_on_an_unresolved_neighbour_stops_on_time() {
 
 /// `--netns` puts each side in its own namespace (no `ip netns exec`), and
 /// the sink's kernel counters are its namespace's.
-#[test]
-fn netns_flag_runs_each_side_in_its_namespace() {
-    if crate::common::skip_unless_root("netns_flag_runs_each_side_in_its_namespace") {
+fn netns_flag_runs_each_side_in_its_namespace(engine: &str) {
+    if crate::common::skip_unless_root(&format!(
+        "netns_flag_runs_each_side_in_its_namespace ({engine})"
+    )) {
         return;
     }
     let _serial = measuring();
@@ -840,6 +856,8 @@ fn netns_flag_runs_each_side_in_its_namespace() {
         &[
             "bench",
             "udp-sink",
+            "--engine",
+            engine,
             "--netns",
             &rx.name,
             "--json",
@@ -883,3 +901,15 @@ fn netns_flag_runs_each_side_in_its_namespace() {
     // Only our packets went through the receiving namespace's UDP layer.
     assert_eq!(i(&sink, "/kernel/udp_in_datagrams"), sent as i64);
 }
+
+each_engine!(
+    loopback_paced_flood_arrives_whole,
+    veth_between_namespaces_carries_a_paced_flood_whole,
+    tiny_rcvbuf_loss_is_seen_by_sequence_and_kernel_alike,
+    reuseport_threads_split_the_flows_and_add_up,
+    text_output_prints_the_article_line_each_second,
+    sigterm_ends_sink_and_flood_with_their_reports,
+    a_sink_that_received_nothing_exits_1_with_its_report,
+    reuseport_onto_a_held_port_is_refused_unless_shared,
+    netns_flag_runs_each_side_in_its_namespace,
+);

@@ -302,3 +302,44 @@ pub fn iface<'a>(host: &'a serde_json::Value, name: &str) -> &'a serde_json::Val
         .find(|i| i["name"] == name)
         .unwrap_or_else(|| panic!("no interface {name}"))
 }
+
+/// Whether `engine` can run here; a test for one that cannot records its
+/// skip (an io_uring test on a kernel or seccomp profile without it).
+pub fn engine_runs(test: &str, engine: &str) -> bool {
+    if engine != "io_uring" {
+        return true;
+    }
+    match nettune::bench::uring::check() {
+        Ok(()) => true,
+        Err(missing) => {
+            skipped(&format!("{test} (io_uring)"), &missing);
+            false
+        }
+    }
+}
+
+/// One test per engine for each body `fn name(engine: &str)`: the same
+/// assertions run against `--engine epoll` and `--engine io_uring`, as
+/// `MODULE::epoll::name` and `MODULE::io_uring::name`.
+macro_rules! each_engine {
+    ($($body:ident),* $(,)?) => {
+        mod epoll {
+            $(
+                #[test]
+                fn $body() {
+                    super::$body("epoll")
+                }
+            )*
+        }
+        mod io_uring {
+            $(
+                #[test]
+                fn $body() {
+                    if $crate::common::engine_runs(stringify!($body), "io_uring") {
+                        super::$body("io_uring")
+                    }
+                }
+            )*
+        }
+    };
+}

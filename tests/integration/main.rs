@@ -2,16 +2,18 @@
 //! privilege; namespace tests need root (CI runs as root) and clean up
 //! after themselves, also on failure.
 
+#[macro_use]
+mod common;
 mod apply;
 mod apply_netns;
 mod apply_safety;
 mod bad_input;
+mod bench_fast;
 mod bench_http;
 mod bench_lib;
 mod bench_rr;
 mod bench_stream;
 mod bench_udp;
-mod common;
 mod doctor;
 mod doctor_plan;
 mod experiment;

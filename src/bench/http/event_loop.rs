@@ -121,7 +121,7 @@ pub struct EpollLoop {
     counts: ThreadCounts,
 }
 
-fn unix_secs() -> u64 {
+pub(super) fn unix_secs() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
@@ -347,13 +347,8 @@ impl EpollLoop {
             let Some(conn) = &self.slots[index].conn else {
                 continue;
             };
-            let quiet = now.saturating_duration_since(conn.last_active);
-            let limit = if conn.closing == Closing::No {
-                self.options.idle_timeout
-            } else {
-                LINGER.min(self.options.idle_timeout)
-            };
-            if quiet >= limit {
+            let open = conn.closing == Closing::No;
+            if overdue(open, conn.last_active, now, self.options.idle_timeout) {
                 if conn.closing == Closing::No {
                     self.counts.idle_closed += 1;
                 }
@@ -361,6 +356,13 @@ impl EpollLoop {
             }
         }
     }
+}
+
+/// Whether a connection quiet since `last_active` is closed now: an open
+/// one idle past the timeout, a closing one that lingered past [`LINGER`].
+pub(super) fn overdue(open: bool, last_active: Instant, now: Instant, idle: Duration) -> bool {
+    let limit = if open { idle } else { LINGER.min(idle) };
+    now.saturating_duration_since(last_active) >= limit
 }
 
 /// Send FIN after the last answer and wait for the peer's; false when the

@@ -15,6 +15,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::bench::busy_poll::BusyPoll;
+pub use crate::bench::engine::Engine;
 use crate::bench::within;
 
 mod date;
@@ -24,6 +25,7 @@ pub mod output;
 mod response;
 pub mod server;
 mod session;
+mod uring_loop;
 pub mod url;
 mod worker;
 
@@ -94,6 +96,9 @@ pub struct ServerConfig {
     /// (a server started for one client, as `nettune serve` does).
     #[serde(default)]
     pub peer: Option<IpAddr>,
+    /// The I/O engine of every server thread.
+    #[serde(default)]
+    pub engine: Engine,
 }
 
 impl ServerConfig {
@@ -118,6 +123,7 @@ impl ServerConfig {
             netns: None,
             share_port: false,
             peer: None,
+            engine: Engine::Epoll,
         }
     }
 

@@ -25,7 +25,8 @@ use serde::{Deserialize, Serialize};
 use super::event_loop::{
     EpollLoop, EventLoop, LoopOptions, ThreadCounts, BUSY_POLL_WAIT, LONG_WAIT,
 };
-use super::{Locality, Sched, ServerConfig};
+use super::uring_loop::UringLoop;
+use super::{Engine, Locality, Sched, ServerConfig};
 use crate::base::{cpuset, Root};
 use crate::bench::busy_poll::{BusyPoll, BusyPollReport};
 use crate::bench::harness::{self, Control, Placement, Timeline};
@@ -52,6 +53,8 @@ pub struct ServerReport {
     pub netns: Option<String>,
     pub threads: usize,
     pub locality: String,
+    /// The engine that ran: `epoll` or `io_uring`.
+    pub engine: String,
     pub busy_poll_us: Option<u32>,
     /// The busy polling set on sockets and epoll instances; null: off.
     #[serde(default)]
@@ -97,6 +100,7 @@ pub struct HttpServer {
     pinning: Pinning,
     locality: Locality,
     wait: Duration,
+    engine: Engine,
     warnings: Vec<String>,
     /// This kernel has EPIOCSPARAMS: epoll instances busy-poll too.
     epoll_params: bool,
@@ -109,6 +113,7 @@ pub struct HttpServer {
 /// refused unless `share_port`.
 pub fn open(config: ServerConfig) -> anyhow::Result<HttpServer> {
     config.validate()?;
+    let (engine, engine_warning) = config.engine.resolve()?;
     let root = Root::live();
     let pinning = Pinning::new(config.pin.clone(), &root)?;
     let threads = match config.threads {
@@ -122,7 +127,7 @@ pub fn open(config: ServerConfig) -> anyhow::Result<HttpServer> {
     } else {
         Locality::Cbpf
     });
-    let mut warnings = Vec::new();
+    let mut warnings: Vec<String> = engine_warning.into_iter().collect();
     let program = match locality {
         Locality::Cbpf => {
             let online = root
@@ -175,7 +180,11 @@ pub fn open(config: ServerConfig) -> anyhow::Result<HttpServer> {
         .local_addr()
         .context("cannot read the bound address")?;
     Ok(HttpServer {
-        epoll_params: config.busy().is_on() && crate::bench::busy_poll::epoll_params_supported(),
+        // io_uring has no epoll instance to take the parameters; its
+        // sockets still get the socket options.
+        epoll_params: config.busy().is_on()
+            && engine != Engine::IoUring
+            && crate::bench::busy_poll::epoll_params_supported(),
         config,
         bound,
         listeners,
@@ -183,6 +192,7 @@ pub fn open(config: ServerConfig) -> anyhow::Result<HttpServer> {
         pinning,
         locality,
         wait,
+        engine,
         warnings,
     })
 }
@@ -218,10 +228,11 @@ impl HttpServer {
         observer.ready(
             Some(self.bound),
             &format!(
-                "{threads} thread{}, {pin}, locality {}, {}, epoll wait {} us, {}",
+                "{threads} thread{}, {pin}, locality {}, {}, {} wait {} us, {}",
                 if threads == 1 { "" } else { "s" },
                 locality_name(self.locality),
                 config.busy().describe(self.epoll_params),
+                self.engine.name(),
                 self.wait.as_micros(),
                 match config.sched {
                     Sched::Batch => "SCHED_BATCH",
@@ -251,6 +262,7 @@ impl HttpServer {
             duration: config.duration,
         };
         let sched = config.sched;
+        let engine = self.engine;
         let done = harness::run(
             tasks,
             Placement::pinned(&self.pinning),
@@ -261,7 +273,11 @@ impl HttpServer {
                 if sched == Sched::Batch {
                     set_sched_batch()?;
                 }
-                EpollLoop::new(listener, options)?.run(phase, live)
+                if engine == Engine::IoUring {
+                    UringLoop::new(listener, options)?.run(phase, live)
+                } else {
+                    EpollLoop::new(listener, options)?.run(phase, live)
+                }
             },
         )?;
         let mut report = build_report(
@@ -274,6 +290,7 @@ impl HttpServer {
             done.results,
         );
         report.busy_poll = self.config.busy().report(self.epoll_params);
+        report.engine = self.engine.name().to_string();
         Ok(report)
     }
 }
@@ -503,6 +520,8 @@ fn build_report(
         netns: config.netns.clone(),
         threads: per_thread.len(),
         locality: locality_name(locality).to_string(),
+        // Set by the caller, which knows the engine that ran.
+        engine: String::new(),
         busy_poll_us: config.busy_poll,
         busy_poll: None,
         ended: ended.to_string(),

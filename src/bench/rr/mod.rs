@@ -18,6 +18,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::bench::busy_poll::BusyPoll;
+pub use crate::bench::engine::Engine;
 use crate::bench::within;
 
 pub mod client;
@@ -26,6 +27,7 @@ mod engine;
 mod measure;
 pub mod output;
 pub mod server;
+mod uring_server;
 mod wire;
 
 pub use client::{run as run_client, RrReport};
@@ -118,6 +120,9 @@ pub struct ServerConfig {
     /// (in JSON: `busy_poll`, `prefer_busy_poll`, `busy_poll_budget`).
     #[serde(flatten)]
     pub busy: BusyPoll,
+    /// The I/O engine of every server thread.
+    #[serde(default)]
+    pub engine: Engine,
 }
 
 impl ServerConfig {
@@ -133,6 +138,7 @@ impl ServerConfig {
             peer: None,
             max_reply: None,
             busy: BusyPoll::default(),
+            engine: Engine::Epoll,
         }
     }
 

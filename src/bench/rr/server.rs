@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::conn::{self, would_block};
 use super::wire::{Hello, HELLO_LEN};
-use super::ServerConfig;
+use super::{Engine, ServerConfig};
 use crate::base::Root;
 use crate::bench::busy_poll::{BusyPoll, BusyPollReport};
 use crate::bench::event::{Epoll, Interest, Ready};
@@ -90,6 +90,8 @@ pub struct ServerReport {
     /// The network namespace it served in; `null`: nettune's own.
     pub netns: Option<String>,
     pub threads: usize,
+    /// The engine that ran: `epoll` or `io_uring`.
+    pub engine: String,
     /// `duration` or `interrupted` (the stop token).
     pub ended: String,
     pub duration_s: f64,
@@ -117,14 +119,16 @@ impl ServerReport {
 }
 
 /// One thread's sockets.
-struct Sockets {
-    listener: TcpListener,
-    udp: UdpSocket,
+pub(super) struct Sockets {
+    pub(super) listener: TcpListener,
+    pub(super) udp: UdpSocket,
 }
 
 /// An rr-server with its sockets bound, ready to [`run`](RrServer::run).
 pub struct RrServer {
     config: ServerConfig,
+    engine: Engine,
+    engine_warning: Option<String>,
     bound: SocketAddr,
     sockets: Vec<Sockets>,
     pinning: Pinning,
@@ -137,6 +141,7 @@ pub struct RrServer {
 /// `share_port`.
 pub fn open(config: ServerConfig) -> anyhow::Result<RrServer> {
     config.validate()?;
+    let (engine, engine_warning) = config.engine.resolve()?;
     let pinning = Pinning::new(config.pin.clone(), &Root::live())?;
     // Unknown client count: allow as many descriptors as the hard limit.
     conn::ensure_descriptors(conn::hard_descriptor_limit())?;
@@ -153,8 +158,14 @@ pub fn open(config: ServerConfig) -> anyhow::Result<RrServer> {
         busy.apply_socket(s.udp.as_fd())?;
     }
     Ok(RrServer {
-        epoll_params: busy.is_on() && crate::bench::busy_poll::epoll_params_supported(),
+        // io_uring has no epoll instance to take the parameters; its
+        // sockets still get the socket options.
+        epoll_params: busy.is_on()
+            && engine != Engine::IoUring
+            && crate::bench::busy_poll::epoll_params_supported(),
         config,
+        engine,
+        engine_warning,
         bound,
         sockets,
         pinning,
@@ -173,9 +184,10 @@ impl RrServer {
         observer.ready(
             Some(self.bound),
             &format!(
-                "answering TCP and UDP on {} with {threads} thread{}{}{}",
+                "answering TCP and UDP on {} with {threads} thread{} ({}){}{}",
                 self.bound,
                 if threads == 1 { "" } else { "s" },
+                self.engine.name(),
                 match self.pinning.cpus() {
                     [] => String::new(),
                     cpus => format!(" pinned to CPUs {}", crate::base::cpuset::format_list(cpus)),
@@ -191,10 +203,14 @@ impl RrServer {
             warmup: Duration::ZERO,
             duration: self.config.duration,
         };
+        if let Some(warning) = &self.engine_warning {
+            observer.warning(warning);
+        }
         let drop_every = self.config.drop_every;
         let (peer, max_reply) = (self.config.peer, self.config.max_reply);
         let busy = self.config.busy;
         let pinning = &self.pinning;
+        let engine = self.engine;
         let done = harness::run(
             self.sockets,
             Placement::pinned(pinning),
@@ -210,7 +226,11 @@ impl RrServer {
                     max_reply,
                     busy,
                 };
-                serve(sockets, &plan, phase)
+                if engine == Engine::IoUring {
+                    super::uring_server::serve(sockets, &plan, phase)
+                } else {
+                    serve(sockets, &plan, phase)
+                }
             },
         )?;
         let mut total = ThreadReport::default();
@@ -222,6 +242,7 @@ impl RrServer {
             bind: self.bound,
             netns: self.config.netns.clone(),
             threads,
+            engine: self.engine.name().to_string(),
             ended: done.ended.name().to_string(),
             duration_s: done.elapsed.as_secs_f64(),
             drop_every,
@@ -270,19 +291,19 @@ fn open_on(bind: SocketAddr, threads: usize) -> anyhow::Result<(SocketAddr, Vec<
     Ok((bound, all))
 }
 
-struct Plan {
-    thread: usize,
-    cpu: Option<u32>,
-    drop_every: Option<u64>,
+pub(super) struct Plan {
+    pub(super) thread: usize,
+    pub(super) cpu: Option<u32>,
+    pub(super) drop_every: Option<u64>,
     /// Serve this address only.
-    peer: Option<std::net::IpAddr>,
+    pub(super) peer: Option<std::net::IpAddr>,
     /// Refuse hellos asking for larger replies.
-    max_reply: Option<u32>,
-    busy: BusyPoll,
+    pub(super) max_reply: Option<u32>,
+    pub(super) busy: BusyPoll,
 }
 
 impl Plan {
-    fn foreign(&self, addr: SocketAddr) -> bool {
+    pub(super) fn foreign(&self, addr: SocketAddr) -> bool {
         self.peer.is_some_and(|p| p != addr.ip())
     }
 
@@ -298,8 +319,8 @@ struct Flow {
 }
 
 /// A TCP connection's progress.
-struct Conn {
-    stream: TcpStream,
+pub(super) struct Conn {
+    pub(super) stream: TcpStream,
     /// The sizes, once the hello is complete.
     hello: Option<Hello>,
     hello_buf: [u8; HELLO_LEN],
@@ -307,12 +328,26 @@ struct Conn {
     /// Bytes of the current (incomplete) request received so far.
     in_request: u64,
     /// Reply bytes due but not yet written.
-    owed: u64,
+    pub(super) owed: u64,
     /// Registered for EPOLLOUT (a reply did not fit the send buffer).
     writing: bool,
 }
 
-enum After {
+impl Conn {
+    pub(super) fn new(stream: TcpStream) -> Conn {
+        Conn {
+            stream,
+            hello: None,
+            hello_buf: [0; HELLO_LEN],
+            hello_got: 0,
+            in_request: 0,
+            owed: 0,
+            writing: false,
+        }
+    }
+}
+
+pub(super) enum After {
     Keep,
     /// Nothing to read (in a blocking read: the timeout passed).
     Idle,
@@ -325,13 +360,7 @@ struct Worker<'a> {
     poll: Epoll,
     conns: Vec<Option<Conn>>,
     free: Vec<usize>,
-    flows: HashMap<SocketAddr, Flow>,
-    /// Advances every [`FLOW_IDLE`]; a flow not seen in the last one or two
-    /// is forgotten (its client is gone, or resends its hello).
-    epoch: u64,
-    next_sweep: Instant,
-    /// UDP requests received, answered or not (for `--drop-every`).
-    udp_requests: u64,
+    udp: UdpFlows,
     buf: Vec<u8>,
     zeros: Vec<u8>,
     report: ThreadReport,
@@ -343,10 +372,7 @@ fn serve(sockets: Sockets, plan: &Plan, phase: &Phase) -> anyhow::Result<ThreadR
         poll: Epoll::new(256).context("cannot create an epoll instance")?,
         conns: Vec::new(),
         free: Vec::new(),
-        flows: HashMap::new(),
-        epoch: 0,
-        next_sweep: Instant::now() + FLOW_IDLE,
-        udp_requests: 0,
+        udp: UdpFlows::new(),
         buf: vec![0; CHUNK.max(super::wire::MAX_UDP_SIZE + 1)],
         zeros: vec![0; CHUNK.max(super::wire::MAX_UDP_SIZE)],
         report: ThreadReport {
@@ -368,7 +394,7 @@ fn serve(sockets: Sockets, plan: &Plan, phase: &Phase) -> anyhow::Result<ThreadR
         .add(sockets.udp.as_raw_fd(), UDP, Interest::READ)
         .context("epoll_ctl(udp)")?;
     while !phase.stopped() {
-        w.forget_idle_flows();
+        w.udp.forget_idle();
         w.serve_alone(&sockets.udp)?;
         let ready = w.poll.wait(Some(IDLE_WAIT)).context("epoll_wait")?;
         for event in ready {
@@ -382,8 +408,43 @@ fn serve(sockets: Sockets, plan: &Plan, phase: &Phase) -> anyhow::Result<ThreadR
     Ok(w.report)
 }
 
-impl Worker<'_> {
-    fn forget_idle_flows(&mut self) {
+/// What a datagram asks for.
+pub(super) enum UdpAnswer {
+    /// A hello: echo it back unchanged.
+    Echo,
+    /// A request: a reply of `len` bytes starting with the request's first
+    /// `width` bytes (its sequence number), zeros after.
+    Reply { len: usize, width: usize },
+    /// A foreign or unknown source, or dropped on purpose: no answer.
+    Nothing,
+}
+
+/// A thread's UDP flows: who said hello, with which reply size.
+pub(super) struct UdpFlows {
+    flows: HashMap<SocketAddr, Flow>,
+    /// Advances every [`FLOW_IDLE`]; a flow not seen in the last one or two
+    /// is forgotten (its client is gone, or resends its hello).
+    epoch: u64,
+    next_sweep: Instant,
+    /// UDP requests received, answered or not (for `--drop-every`).
+    requests: u64,
+}
+
+impl UdpFlows {
+    pub(super) fn new() -> UdpFlows {
+        UdpFlows {
+            flows: HashMap::new(),
+            epoch: 0,
+            next_sweep: Instant::now() + FLOW_IDLE,
+            requests: 0,
+        }
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.flows.len()
+    }
+
+    pub(super) fn forget_idle(&mut self) {
         let now = Instant::now();
         if now < self.next_sweep {
             return;
@@ -394,6 +455,55 @@ impl Worker<'_> {
         self.flows.retain(|_, flow| flow.seen >= recent);
     }
 
+    /// Hellos (within `plan`'s reply limit) register a flow and are echoed;
+    /// requests from known flows get a reply carrying their sequence bytes;
+    /// sources `plan` does not serve get nothing.
+    pub(super) fn on_datagram(
+        &mut self,
+        plan: &Plan,
+        datagram: &[u8],
+        peer: SocketAddr,
+        report: &mut ThreadReport,
+    ) -> UdpAnswer {
+        if plan.foreign(peer) {
+            report.foreign += 1;
+            return UdpAnswer::Nothing;
+        }
+        if let Some(hello) = Hello::decode(datagram).filter(|h| plan.reply_allowed(h)) {
+            if self.flows.len() >= MAX_FLOWS && !self.flows.contains_key(&peer) {
+                self.flows.clear();
+            }
+            let flow = Flow {
+                reply: hello.reply,
+                seen: self.epoch,
+            };
+            if self.flows.insert(peer, flow).is_none() {
+                report.udp_flows += 1;
+            }
+            return UdpAnswer::Echo;
+        }
+        let Some(flow) = self.flows.get_mut(&peer) else {
+            report.udp_unknown += 1;
+            return UdpAnswer::Nothing;
+        };
+        flow.seen = self.epoch;
+        let reply = flow.reply as usize;
+        self.requests += 1;
+        if let Some(every) = plan.drop_every {
+            if self.requests % every == 0 {
+                report.udp_dropped += 1;
+                return UdpAnswer::Nothing;
+            }
+        }
+        report.udp_transactions += 1;
+        UdpAnswer::Reply {
+            len: reply,
+            width: datagram.len().min(reply).min(4),
+        }
+    }
+}
+
+impl Worker<'_> {
     /// With a single client on this thread (one connection and no UDP
     /// flow, or one flow and no connection), serve it with blocking reads:
     /// one system call fewer per transaction than epoll_wait + read, as
@@ -401,12 +511,12 @@ impl Worker<'_> {
     /// socket's timeout) returns; then the loop looks at everything else.
     fn serve_alone(&mut self, udp: &UdpSocket) -> anyhow::Result<()> {
         let live = self.conns.len() - self.free.len();
-        if live == 1 && self.flows.is_empty() {
+        if live == 1 && self.udp.len() == 0 {
             let Some(slot) = self.conns.iter().position(Option::is_some) else {
                 return Ok(());
             };
             self.serve_conn_alone(slot);
-        } else if live == 0 && self.flows.len() == 1 {
+        } else if live == 0 && self.udp.len() == 1 {
             udp.set_nonblocking(false).context("O_NONBLOCK")?;
             let served = self.answer_udp(udp, true);
             udp.set_nonblocking(true).context("O_NONBLOCK")?;
@@ -480,15 +590,7 @@ impl Worker<'_> {
             self.poll
                 .add(stream.as_raw_fd(), FIRST_CONN + slot as u64, Interest::READ)
                 .context("epoll_ctl(connection)")?;
-            self.conns[slot] = Some(Conn {
-                stream,
-                hello: None,
-                hello_buf: [0; HELLO_LEN],
-                hello_got: 0,
-                in_request: 0,
-                owed: 0,
-                writing: false,
-            });
+            self.conns[slot] = Some(Conn::new(stream));
             self.report.tcp_connections += 1;
         }
         Ok(())
@@ -522,7 +624,7 @@ impl Worker<'_> {
         let budget = if alone { usize::MAX } else { BUDGET };
         let slice = Instant::now();
         for round in 0..budget {
-            if alone && self.flows.len() != 1 {
+            if alone && self.udp.len() != 1 {
                 // A second client: back to epoll.
                 return Ok(());
             }
@@ -535,44 +637,18 @@ impl Worker<'_> {
                 Err(e) if would_block(&e) => return Ok(()),
                 Err(e) => return Err(e).context("UDP recvfrom failed"),
             };
-            if self.plan.foreign(peer) {
-                self.report.foreign += 1;
-                continue;
-            }
-            let datagram = &self.buf[..n];
-            if let Some(hello) = Hello::decode(datagram).filter(|h| self.plan.reply_allowed(h)) {
-                if self.flows.len() >= MAX_FLOWS && !self.flows.contains_key(&peer) {
-                    self.flows.clear();
+            match self
+                .udp
+                .on_datagram(self.plan, &self.buf[..n], peer, &mut self.report)
+            {
+                UdpAnswer::Echo => self.send_udp(socket, n, peer, true),
+                UdpAnswer::Reply { len, width } => {
+                    self.zeros[..width].copy_from_slice(&self.buf[..width]);
+                    self.send_udp(socket, len, peer, false);
+                    self.zeros[..width].fill(0);
                 }
-                let flow = Flow {
-                    reply: hello.reply,
-                    seen: self.epoch,
-                };
-                if self.flows.insert(peer, flow).is_none() {
-                    self.report.udp_flows += 1;
-                }
-                self.send_udp(socket, n, peer, true);
-                continue;
+                UdpAnswer::Nothing => {}
             }
-            let Some(flow) = self.flows.get_mut(&peer) else {
-                self.report.udp_unknown += 1;
-                continue;
-            };
-            flow.seen = self.epoch;
-            let reply = flow.reply;
-            self.udp_requests += 1;
-            if let Some(every) = self.plan.drop_every {
-                if self.udp_requests % every == 0 {
-                    self.report.udp_dropped += 1;
-                    continue;
-                }
-            }
-            self.report.udp_transactions += 1;
-            let reply = reply as usize;
-            let width = n.min(reply).min(4);
-            self.zeros[..width].copy_from_slice(&self.buf[..width]);
-            self.send_udp(socket, reply, peer, false);
-            self.zeros[..width].fill(0);
         }
         Ok(())
     }
@@ -607,7 +683,19 @@ fn read_requests(
         Err(e) if would_block(&e) => return After::Idle,
         Err(_) => return After::Close,
     };
-    let mut data = &buf[..n];
+    take_requests(conn, &buf[..n], report, max_reply)
+}
+
+/// Account `data` the connection received: the hello first (echoed with
+/// one write; refused past `max_reply`), then requests, each complete one
+/// owing a reply.
+pub(super) fn take_requests(
+    conn: &mut Conn,
+    data: &[u8],
+    report: &mut ThreadReport,
+    max_reply: Option<u32>,
+) -> After {
+    let mut data = data;
     let hello = match conn.hello {
         Some(hello) => hello,
         None => {
@@ -684,16 +772,7 @@ mod tests {
         server
             .set_read_timeout(Some(Duration::from_secs(2)))
             .expect("timeout");
-        let conn = Conn {
-            stream: server,
-            hello: None,
-            hello_buf: [0; HELLO_LEN],
-            hello_got: 0,
-            in_request: 0,
-            owed: 0,
-            writing: false,
-        };
-        (client, conn)
+        (client, Conn::new(server))
     }
 
     #[test]

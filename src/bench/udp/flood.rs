@@ -18,10 +18,12 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
+use super::gso;
 use super::mmsg::{self, Batch};
 use super::wire::Header;
 use super::{FloodConfig, Interval};
 use crate::base::Root;
+use crate::bench::cpu::thread_cpu_time;
 use crate::bench::harness::{self, Control, Phase, Placement, Timeline};
 use crate::bench::netns;
 use crate::bench::observe::Observer;
@@ -88,6 +90,8 @@ pub struct ThreadReport {
     pub bytes: u64,
     pub pps: f64,
     pub send_errors: SendErrors,
+    /// CPU seconds the thread used (user + system).
+    pub cpu_s: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -102,6 +106,8 @@ pub struct FloodReport {
     pub flows_per_thread: usize,
     pub size: usize,
     pub batch: usize,
+    /// Packets per send with UDP_SEGMENT; null without.
+    pub gso_segments: Option<u32>,
     /// The rate asked for, total over all threads; null when unpaced.
     pub rate_pps: Option<u64>,
     /// `duration`, `interrupted` (the stop token: Ctrl-C, SIGTERM, the
@@ -111,6 +117,9 @@ pub struct FloodReport {
     pub packets: u64,
     pub bytes: u64,
     pub pps: f64,
+    /// CPU seconds the sending threads used (user + system), and per packet.
+    pub cpu_s: f64,
+    pub cpu_ns_per_packet: Option<f64>,
     pub send_errors: SendErrors,
     pub per_thread: Vec<ThreadReport>,
     pub intervals: Vec<Interval>,
@@ -152,6 +161,8 @@ struct ThreadResult {
     packets: u64,
     bytes: u64,
     errors: SendErrors,
+    /// CPU time the thread used (user + system).
+    cpu_time: Duration,
 }
 
 /// Send for the config's duration or until `stop`.
@@ -168,12 +179,23 @@ pub fn run(
     let flows = netns::within(config.netns.as_deref(), || {
         open_flows(&config.to, threads, flows_per_thread)
     })?;
+    if config.gso.is_some() {
+        for flow in flows.iter().flatten() {
+            let dest = flow
+                .socket
+                .peer_addr()
+                .context("cannot read a flow's destination")?;
+            gso::check_mtu(&flow.socket, dest, config.size)?;
+            gso::set_segment(flow.socket.as_fd(), config.size)
+                .context("cannot set UDP_SEGMENT (the kernel has it from 4.18)")?;
+        }
+    }
     let sender = random_sender_id();
     observer.ready(
         None,
         &format!(
             "sending to {} from {} socket{} ({threads} thread{} x {flows_per_thread} flow{}), \
-             {}-byte packets, sender id {sender:#010x}",
+             {}-byte packets{}, sender id {sender:#010x}",
             config
                 .to
                 .iter()
@@ -184,7 +206,11 @@ pub fn run(
             plural(threads * flows_per_thread),
             plural(threads),
             plural(flows_per_thread),
-            config.size
+            config.size,
+            config
+                .gso
+                .map(|n| format!(", UDP_SEGMENT {n} per send"))
+                .unwrap_or_default()
         ),
     );
 
@@ -211,6 +237,7 @@ pub fn run(
                 sender,
                 size: config.size,
                 batch: config.batch as usize,
+                segments: config.gso.map_or(1, |n| n as usize),
                 rate,
                 cpu: pinning.cpu_for(i),
             };
@@ -305,6 +332,8 @@ struct SendPlan {
     sender: u32,
     size: usize,
     batch: usize,
+    /// Packets per message (UDP_SEGMENT); 1: one datagram per message.
+    segments: usize,
     /// This thread's share of the rate.
     rate: Option<u64>,
     cpu: Option<u32>,
@@ -322,7 +351,16 @@ fn send(
         .iter()
         .map(|f| f.socket.local_addr().map(|a| a.port()).unwrap_or(0))
         .collect();
-    let mut buffers = Batch::new(plan.batch, plan.size);
+    let segmented = plan.segments > 1;
+    let mut buffers = if segmented {
+        Batch::new(
+            plan.batch.div_ceil(plan.segments),
+            plan.segments * plan.size,
+        )
+    } else {
+        Batch::new(plan.batch, plan.size)
+    };
+    let started_cpu = thread_cpu_time();
     let mut pacer = plan
         .rate
         .map(|pps| Pacer::new(pps, plan.batch, Instant::now()));
@@ -332,11 +370,12 @@ fn send(
         packets: 0,
         bytes: 0,
         errors: SendErrors::default(),
+        cpu_time: Duration::ZERO,
     };
     let mut next_flow = 0;
     while !phase.stopped() {
         let count = match &mut pacer {
-            None => buffers.capacity(),
+            None => plan.batch,
             Some(pacer) => {
                 let now = Instant::now();
                 match pacer.take(now) {
@@ -352,14 +391,24 @@ fn send(
         let flow = &mut flows[next_flow];
         next_flow = (next_flow + 1) % flow_count;
         for i in 0..count {
-            Header {
+            let header = Header {
                 sender: plan.sender,
                 flow: flow.id,
                 seq: flow.next_seq + i as u64,
+            };
+            if segmented {
+                let (message, segment) = (i / plan.segments, i % plan.segments);
+                header.write(buffers.segment_header_mut(message, segment, plan.size));
+            } else {
+                header.write(buffers.header_mut(i));
             }
-            .write(buffers.header_mut(i));
         }
-        match buffers.send(flow.socket.as_fd(), count, plan.size) {
+        let sent = if segmented {
+            buffers.send_segmented(flow.socket.as_fd(), count, plan.size, plan.segments)
+        } else {
+            buffers.send(flow.socket.as_fd(), count, plan.size)
+        };
+        match sent {
             Ok(sent) => {
                 flow.next_seq += sent as u64;
                 result.packets += sent as u64;
@@ -384,6 +433,7 @@ fn send(
             }
         }
     }
+    result.cpu_time = thread_cpu_time().saturating_sub(started_cpu);
     Ok(result)
 }
 
@@ -468,10 +518,12 @@ fn build_report(
                 bytes: r.bytes,
                 pps: report::per_second(r.packets, 0, secs).0,
                 send_errors: r.errors,
+                cpu_s: r.cpu_time.as_secs_f64(),
             }
         })
         .collect();
     let packets = per_thread.iter().map(|t| t.packets).sum();
+    let cpu_s: f64 = per_thread.iter().map(|t| t.cpu_s).sum();
     FloodReport {
         command: "udp-flood".to_string(),
         to: config.to.clone(),
@@ -481,12 +533,15 @@ fn build_report(
         flows_per_thread: config.flows as usize,
         size: config.size,
         batch: config.batch as usize,
+        gso_segments: config.gso,
         rate_pps: config.rate,
         ended: ended.to_string(),
         duration_s: secs,
         packets,
         bytes: per_thread.iter().map(|t| t.bytes).sum(),
         pps: report::per_second(packets, 0, secs).0,
+        cpu_s,
+        cpu_ns_per_packet: report::per_packet_ns(cpu_s, packets),
         send_errors,
         per_thread,
         intervals,
@@ -579,12 +634,15 @@ mod tests {
             flows_per_thread: 1,
             size: 32,
             batch: 1024,
+            gso_segments: None,
             rate_pps: None,
             ended: "duration".to_string(),
             duration_s: 1.0,
             packets: 1000,
             bytes: 32000,
             pps: 1000.0,
+            cpu_s: 0.0,
+            cpu_ns_per_packet: None,
             send_errors: SendErrors::default(),
             per_thread: Vec::new(),
             intervals: Vec::new(),

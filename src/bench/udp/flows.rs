@@ -147,6 +147,14 @@ impl FlowTable {
     }
 }
 
+impl FlowTable {
+    /// Account `count` packets whose header could not be read.
+    #[inline]
+    pub fn foreign(&mut self, count: u64) {
+        self.foreign += count;
+    }
+}
+
 /// The sequence accounting of a whole run, all threads merged.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SequenceSummary {

@@ -5,6 +5,7 @@
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd};
 
+use super::gso::{gro_size, CONTROL_LEN};
 use super::wire::HEADER_LEN;
 
 /// `count` buffers of `slot` bytes with one iovec and one mmsghdr each.
@@ -16,6 +17,9 @@ pub struct Batch {
     slot: usize,
     /// Referenced by `headers`; kept alive and never resized.
     _iovecs: Vec<libc::iovec>,
+    /// One control buffer per message (u64 for alignment), for the UDP_GRO
+    /// segment size; empty when the batch does not receive control data.
+    control: Vec<u64>,
     headers: Vec<libc::mmsghdr>,
 }
 
@@ -49,12 +53,24 @@ impl Batch {
             buffers,
             slot,
             _iovecs: iovecs,
+            control: Vec::new(),
             headers,
         }
     }
 
-    pub fn capacity(&self) -> usize {
-        self.headers.len()
+    /// [`Batch::new`] with a control buffer per message, for receiving the
+    /// UDP_GRO segment size ([`Batch::received_gro`]).
+    pub fn with_control(count: usize, slot: usize) -> Batch {
+        let mut batch = Batch::new(count, slot);
+        let words = CONTROL_LEN / 8;
+        batch.control = vec![0u64; batch.headers.len() * words];
+        let base = batch.control.as_mut_ptr();
+        for (i, header) in batch.headers.iter_mut().enumerate() {
+            // SAFETY: i * words < control.len(), inside the allocation.
+            header.msg_hdr.msg_control = unsafe { base.add(i * words) }.cast();
+            header.msg_hdr.msg_controllen = CONTROL_LEN;
+        }
+        batch
     }
 
     /// Receive up to a batch: block for the first packet (up to the
@@ -63,6 +79,12 @@ impl Batch {
     /// buffer is smaller, so a sink can read only the header and still count
     /// bytes right.
     pub fn recv(&mut self, socket: BorrowedFd<'_>) -> io::Result<usize> {
+        if !self.control.is_empty() {
+            // The kernel wrote back how much it used: give the room again.
+            for header in &mut self.headers {
+                header.msg_hdr.msg_controllen = CONTROL_LEN;
+            }
+        }
         // SAFETY: headers point at iovecs that point into `buffers`, all
         // alive and sized as declared; the kernel writes at most iov_len
         // bytes per buffer and fills msg_len/msg_flags.
@@ -106,6 +128,68 @@ impl Batch {
         Ok(n as usize)
     }
 
+    /// Send `packets` packets of `size` bytes on a connected socket with
+    /// UDP_SEGMENT set to `size`: messages of `segments` packets each (the
+    /// last one may carry fewer), the segment headers already stamped with
+    /// [`Batch::segment_header_mut`]. Returns how many packets the kernel
+    /// took (whole messages only).
+    pub fn send_segmented(
+        &mut self,
+        socket: BorrowedFd<'_>,
+        packets: usize,
+        size: usize,
+        segments: usize,
+    ) -> io::Result<usize> {
+        let segments = segments.max(1);
+        let messages = packets.div_ceil(segments).min(self.headers.len());
+        for (m, header) in self.headers[..messages].iter_mut().enumerate() {
+            let carried = (packets - m * segments).min(segments);
+            // SAFETY: msg_iov points at this header's own iovec (set in new).
+            unsafe { (*header.msg_hdr.msg_iov).iov_len = (carried * size).min(self.slot) };
+        }
+        // SAFETY: as in `recv`; the kernel only reads the buffers.
+        let n = unsafe {
+            libc::sendmmsg(
+                socket.as_raw_fd(),
+                self.headers.as_mut_ptr(),
+                messages as libc::c_uint,
+                0,
+            )
+        };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok((n as usize * segments).min(packets))
+    }
+
+    /// The header bytes of segment `segment` (of `size` bytes) of message
+    /// `i`, to stamp before a segmented send.
+    #[inline]
+    pub fn segment_header_mut(
+        &mut self,
+        i: usize,
+        segment: usize,
+        size: usize,
+    ) -> &mut [u8; HEADER_LEN] {
+        let start = i * self.slot + segment * size;
+        let bytes = &mut self.buffers[start..start + HEADER_LEN];
+        bytes
+            .try_into()
+            .expect("a segment is at least HEADER_LEN bytes (check_size)")
+    }
+
+    /// Received message `i` of a batch made [`Batch::with_control`]: its
+    /// real length, the bytes that fit the buffer, and the UDP_GRO segment
+    /// size when it is a super-datagram.
+    #[inline]
+    pub fn received_gro(&self, i: usize) -> (usize, &[u8], Option<usize>) {
+        let (len, bytes) = self.received(i);
+        // SAFETY: the kernel filled this header's control buffer (inside
+        // `control`, msg_controllen bytes) in the last recv.
+        let gso = unsafe { gro_size(&self.headers[i].msg_hdr) };
+        (len, bytes, gso)
+    }
+
     /// Received packet `i`: its real length and the bytes that fit the buffer.
     #[inline]
     pub fn received(&self, i: usize) -> (usize, &[u8]) {
@@ -134,14 +218,23 @@ pub fn queue_errors(socket: BorrowedFd<'_>, ipv6: bool) -> io::Result<()> {
     } else {
         (libc::SOL_IP, libc::IP_RECVERR)
     };
-    let on: libc::c_int = 1;
+    set_int(socket, level, name, 1)
+}
+
+/// setsockopt with an int value.
+pub fn set_int(
+    socket: BorrowedFd<'_>,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: libc::c_int,
+) -> io::Result<()> {
     // SAFETY: a valid fd and a c_int option of the right size.
     let rc = unsafe {
         libc::setsockopt(
             socket.as_raw_fd(),
             level,
             name,
-            (&on as *const libc::c_int).cast(),
+            (&value as *const libc::c_int).cast(),
             std::mem::size_of::<libc::c_int>() as libc::socklen_t,
         )
     };

@@ -18,13 +18,16 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::bench::engine::Engine;
 use crate::bench::within;
 
 mod flood;
 mod flows;
+pub mod gso;
 mod mmsg;
 pub mod render;
 mod sink;
+mod uring_sink;
 mod wire;
 
 pub use flood::{run as run_flood, FloodReport, SendErrors};
@@ -66,6 +69,12 @@ pub struct SinkConfig {
     pub duration: Option<Duration>,
     /// Receive inside this named network namespace.
     pub netns: Option<String>,
+    /// UDP_GRO: take super-datagrams and split them by their segment size.
+    #[serde(default)]
+    pub gro: bool,
+    /// The I/O engine: recvmmsg (epoll), multishot recvmsg (io_uring).
+    #[serde(default)]
+    pub engine: Engine,
 }
 
 impl SinkConfig {
@@ -80,6 +89,8 @@ impl SinkConfig {
             rcvbuf: None,
             duration: Some(Duration::from_secs(10)),
             netns: None,
+            gro: false,
+            engine: Engine::Epoll,
         }
     }
 
@@ -122,6 +133,10 @@ pub struct FloodConfig {
     pub duration: Duration,
     /// Send from inside this named network namespace.
     pub netns: Option<String>,
+    /// UDP_SEGMENT: packets per send, each `size` bytes with its own
+    /// header; `None`: one datagram per message.
+    #[serde(default)]
+    pub gso: Option<u32>,
 }
 
 impl FloodConfig {
@@ -136,6 +151,7 @@ impl FloodConfig {
             pin: Vec::new(),
             duration: Duration::from_secs(10),
             netns: None,
+            gso: None,
         }
     }
 
@@ -156,6 +172,9 @@ impl FloodConfig {
         within("batch", u64::from(self.batch), 1, u64::from(MAX_BATCH))?;
         within("flows", u64::from(self.flows), 1, u64::from(MAX_FLOWS))?;
         check_size(self.size)?;
+        if let Some(segments) = self.gso {
+            gso::check_segments(segments, self.size)?;
+        }
         let sockets = u64::from(self.threads) * u64::from(self.flows);
         if sockets < self.to.len() as u64 {
             anyhow::bail!(

@@ -25,6 +25,21 @@ pub fn sink_text(r: &SinkReport) -> String {
         stopped(&r.ended)
     );
     let _ = writeln!(out, "total     {}", format_rate(r.packets, r.bytes, window));
+    let _ = writeln!(
+        out,
+        "engine    {}{}: {} receive{} of {:.1} packets on average; CPU {:.3} s, {}",
+        r.engine,
+        if r.gro { " with UDP_GRO" } else { "" },
+        r.datagrams,
+        plural(r.datagrams as usize),
+        if r.datagrams > 0 {
+            r.packets as f64 / r.datagrams as f64
+        } else {
+            0.0
+        },
+        r.cpu_s,
+        per_packet(r.cpu_ns_per_packet)
+    );
     for t in &r.per_thread {
         let _ = writeln!(
             out,
@@ -108,8 +123,24 @@ pub fn flood_text(r: &FloodReport) -> String {
             t.send_errors.total()
         );
     }
+    let _ = writeln!(
+        out,
+        "cpu       {:.3} s, {}{}",
+        r.cpu_s,
+        per_packet(r.cpu_ns_per_packet),
+        r.gso_segments
+            .map(|n| format!("; UDP_SEGMENT {n} packets per send"))
+            .unwrap_or_default()
+    );
     let _ = writeln!(out, "errors    {}", describe_errors(&r.send_errors));
     out
+}
+
+/// "123 ns per packet", or "no packets".
+fn per_packet(ns: Option<f64>) -> String {
+    ns.map_or("no packets".to_string(), |ns| {
+        format!("{ns:.0} ns per packet")
+    })
 }
 
 fn stopped(ended: &str) -> &'static str {

@@ -16,10 +16,12 @@ use nix::sys::socket::{self, sockopt, AddressFamily, SockFlag, SockType, Sockadd
 use serde::{Deserialize, Serialize};
 
 use super::flows::{self, FlowTable, SequenceSummary};
+use super::gso;
 use super::mmsg::Batch;
-use super::{Interval, SinkConfig};
+use super::{Engine, Interval, SinkConfig};
 use crate::base::counter::{delta, Width};
 use crate::base::Root;
+use crate::bench::cpu::thread_cpu_time;
 use crate::bench::harness::{self, Control, Phase, Placement, Timeline};
 use crate::bench::netns::{self, THREAD_NET};
 use crate::bench::observe::Observer;
@@ -32,7 +34,10 @@ use crate::host::softnet;
 
 /// Bytes of each packet the sink copies out: the header and a little more.
 /// MSG_TRUNC still reports every packet's real length.
-const SLOT: usize = 64;
+pub(super) const SLOT: usize = 64;
+/// With UDP_GRO a message may be a super-datagram of up to 64 KiB, whose
+/// every segment's header is read: room for the largest.
+pub(super) const GRO_SLOT: usize = 65_536;
 
 /// How long a thread waits in recvmmsg for a first packet before it looks
 /// at the phase again: the bound on how late it sees the end of the run.
@@ -76,8 +81,13 @@ pub struct ThreadReport {
     pub cpu: Option<u32>,
     pub packets: u64,
     pub bytes: u64,
+    /// Messages the kernel handed over: packets, or with UDP_GRO
+    /// super-datagrams holding several.
+    pub datagrams: u64,
     /// Packets per second over the run's traffic time.
     pub pps: f64,
+    /// CPU seconds the thread used (user + system).
+    pub cpu_s: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -89,6 +99,11 @@ pub struct SinkReport {
     pub threads: usize,
     pub reuseport: bool,
     pub batch: usize,
+    /// The engine that ran: `epoll` (recvmmsg) or `io_uring` (multishot
+    /// recvmsg).
+    pub engine: String,
+    /// UDP_GRO on the sockets.
+    pub gro: bool,
     pub rcvbuf: RcvBuf,
     /// `duration`, `interrupted` (the stop token: Ctrl-C, SIGTERM, the
     /// caller).
@@ -100,6 +115,12 @@ pub struct SinkReport {
     pub packets: u64,
     pub bytes: u64,
     pub pps: f64,
+    /// Messages received (packets, or GRO super-datagrams).
+    pub datagrams: u64,
+    /// CPU seconds the receiving threads used (user + system), and per
+    /// packet.
+    pub cpu_s: f64,
+    pub cpu_ns_per_packet: Option<f64>,
     pub per_thread: Vec<ThreadReport>,
     pub sequence: SequenceSummary,
     pub kernel: KernelDelta,
@@ -127,6 +148,8 @@ impl SinkReport {
 /// A sink with its sockets bound, ready to [`run`](Sink::run).
 pub struct Sink {
     config: SinkConfig,
+    engine: Engine,
+    engine_warning: Option<String>,
     sockets: Vec<UdpSocket>,
     bound: SocketAddr,
     rcvbuf: RcvBuf,
@@ -137,6 +160,7 @@ pub struct Sink {
 /// socket on the port is refused unless `share_port`.
 pub fn open(config: SinkConfig) -> anyhow::Result<Sink> {
     config.validate()?;
+    let (engine, engine_warning) = config.engine.resolve()?;
     let pinning = Pinning::new(config.pin.clone(), &Root::live())?;
     let count = if config.reuseport {
         config.threads as usize
@@ -155,6 +179,8 @@ pub fn open(config: SinkConfig) -> anyhow::Result<Sink> {
         .context("cannot read the sink's bound address")?;
     Ok(Sink {
         config,
+        engine,
+        engine_warning,
         sockets,
         bound,
         rcvbuf,
@@ -180,14 +206,19 @@ impl Sink {
         observer.ready(
             Some(self.bound),
             &format!(
-                "{} socket{}, {threads} thread{}, SO_RCVBUF {} bytes{}",
+                "{} socket{}, {threads} thread{}, SO_RCVBUF {} bytes{}, engine {}{}",
                 self.sockets.len(),
                 plural(self.sockets.len()),
                 plural(threads),
                 self.rcvbuf.granted,
-                if self.rcvbuf.forced { ", forced" } else { "" }
+                if self.rcvbuf.forced { ", forced" } else { "" },
+                self.engine.name(),
+                if config.gro { ", UDP_GRO" } else { "" }
             ),
         );
+        if let Some(warning) = &self.engine_warning {
+            observer.warning(warning);
+        }
         if let Some(warning) = capped(&self.rcvbuf) {
             observer.warning(&warning);
         }
@@ -211,7 +242,11 @@ impl Sink {
             warmup: Duration::ZERO,
             duration: config.duration,
         };
-        let batch = config.batch as usize;
+        let how = Receive {
+            batch: config.batch as usize,
+            gro: config.gro,
+            uring: self.engine == Engine::IoUring,
+        };
         let pinning = &self.pinning;
         let done = harness::run(
             tasks,
@@ -219,7 +254,17 @@ impl Sink {
             stop,
             &timeline,
             &mut control,
-            |i, (socket, live), phase| receive(socket, batch, pinning.cpu_for(i), phase, live),
+            |i, (socket, live), phase| {
+                let mut result = ThreadResult::new(pinning.cpu_for(i));
+                let started = thread_cpu_time();
+                if how.uring {
+                    super::uring_sink::receive(socket, &how, phase, live, &mut result)?;
+                } else {
+                    receive(socket, &how, phase, live, &mut result)?;
+                }
+                result.cpu_time = thread_cpu_time().saturating_sub(started);
+                Ok(result)
+            },
         )?;
         let intervals = control.meter.intervals;
         let after = KernelSample::read(netns, control.observer);
@@ -260,6 +305,10 @@ fn open_sockets(config: &SinkConfig, count: usize) -> anyhow::Result<(Vec<UdpSoc
         };
         let (socket, granted) = open_socket(addr, config.reuseport, config.rcvbuf)
             .with_context(|| format!("--bind '{}'", config.bind))?;
+        if config.gro {
+            gso::set_gro(socket.as_fd())
+                .context("cannot set UDP_GRO (the kernel has it from 5.0)")?;
+        }
         rcvbuf.get_or_insert(granted);
         sockets.push(socket);
     }
@@ -340,33 +389,99 @@ fn capped(rcvbuf: &RcvBuf) -> Option<String> {
     })
 }
 
+/// How the threads receive.
+pub(super) struct Receive {
+    /// Messages per recvmmsg call.
+    pub batch: usize,
+    /// UDP_GRO is on: split super-datagrams.
+    pub gro: bool,
+    /// The io_uring engine.
+    pub uring: bool,
+}
+
 /// What one receiving thread brings back.
-struct ThreadResult {
+pub(super) struct ThreadResult {
     cpu: Option<u32>,
     packets: u64,
     bytes: u64,
+    datagrams: u64,
     first: Option<Instant>,
     last: Option<Instant>,
     flows: FlowTable,
+    /// CPU time the thread used.
+    cpu_time: Duration,
+}
+
+impl ThreadResult {
+    fn new(cpu: Option<u32>) -> ThreadResult {
+        ThreadResult {
+            cpu,
+            packets: 0,
+            bytes: 0,
+            datagrams: 0,
+            first: None,
+            last: None,
+            flows: FlowTable::new(),
+            cpu_time: Duration::ZERO,
+        }
+    }
+
+    /// A batch of messages arrived now.
+    #[inline]
+    pub(super) fn arrived(&mut self) {
+        let now = Instant::now();
+        self.first.get_or_insert(now);
+        self.last = Some(now);
+    }
+
+    /// Count one received message of `len` bytes whose first bytes are
+    /// `data`: one packet, or, with a UDP_GRO segment size, a
+    /// super-datagram of `len / size` packets (the last may be shorter),
+    /// each numbered by its own header.
+    #[inline]
+    pub(super) fn datagram(&mut self, len: usize, data: &[u8], gso: Option<usize>) {
+        self.datagrams += 1;
+        self.bytes += len as u64;
+        match gso {
+            Some(size) if len > size => {
+                let segments = len.div_ceil(size) as u64;
+                let mut seen = 0;
+                for segment in data.chunks(size) {
+                    self.flows.record(segment);
+                    seen += 1;
+                }
+                // A super-datagram cut short by the buffer (never with
+                // GRO_SLOT): its unseen segments count as packets
+                // without a readable header.
+                self.flows.foreign(segments - seen);
+                self.packets += segments;
+            }
+            _ => {
+                self.flows.record(data);
+                self.packets += 1;
+            }
+        }
+    }
+
+    #[inline]
+    pub(super) fn publish(&self, live: &LiveCounter) {
+        live.publish(self.packets, self.bytes);
+    }
 }
 
 /// One receiving thread: recvmmsg until the run is over. No allocation or
 /// lock per batch: counters are plain locals, published with relaxed stores.
 fn receive(
     socket: &UdpSocket,
-    batch: usize,
-    cpu: Option<u32>,
+    how: &Receive,
     phase: &Phase,
     live: &LiveCounter,
-) -> anyhow::Result<ThreadResult> {
-    let mut buffers = Batch::new(batch, SLOT);
-    let mut result = ThreadResult {
-        cpu,
-        packets: 0,
-        bytes: 0,
-        first: None,
-        last: None,
-        flows: FlowTable::new(),
+    result: &mut ThreadResult,
+) -> anyhow::Result<()> {
+    let mut buffers = if how.gro {
+        Batch::with_control(how.batch, GRO_SLOT)
+    } else {
+        Batch::new(how.batch, SLOT)
     };
     while !phase.stopped() {
         let n = match buffers.recv(socket.as_fd()) {
@@ -374,18 +489,14 @@ fn receive(
             Err(e) if is_retry(&e) => continue,
             Err(e) => return Err(e).context("recvmmsg failed"),
         };
-        let now = Instant::now();
-        result.first.get_or_insert(now);
-        result.last = Some(now);
+        result.arrived();
         for i in 0..n {
-            let (len, head) = buffers.received(i);
-            result.bytes += len as u64;
-            result.flows.record(head);
+            let (len, head, gso) = buffers.received_gro(i);
+            result.datagram(len, head, gso);
         }
-        result.packets += n as u64;
-        live.publish(result.packets, result.bytes);
+        result.publish(live);
     }
-    Ok(result)
+    Ok(())
 }
 
 /// Timeouts (nothing arrived) and signals just mean "look at the phase".
@@ -481,11 +592,14 @@ fn build_report(
             cpu: r.cpu,
             packets: r.packets,
             bytes: r.bytes,
+            datagrams: r.datagrams,
             pps: report::per_second(r.packets, 0, rate_window).0,
+            cpu_s: r.cpu_time.as_secs_f64(),
         })
         .collect::<Vec<_>>();
     let packets = results.iter().map(|r| r.packets).sum();
     let bytes = results.iter().map(|r| r.bytes).sum();
+    let cpu_s: f64 = per_thread.iter().map(|t| t.cpu_s).sum();
     let tables: Vec<FlowTable> = results.into_iter().map(|r| r.flows).collect();
     SinkReport {
         command: "udp-sink".to_string(),
@@ -494,6 +608,8 @@ fn build_report(
         threads: config.threads as usize,
         reuseport: config.reuseport,
         batch: config.batch as usize,
+        engine: sink.engine.name().to_string(),
+        gro: config.gro,
         rcvbuf: sink.rcvbuf.clone(),
         ended: ended.to_string(),
         duration_s: elapsed.as_secs_f64(),
@@ -501,9 +617,66 @@ fn build_report(
         packets,
         bytes,
         pps: report::per_second(packets, 0, rate_window).0,
+        datagrams: per_thread.iter().map(|t| t.datagrams).sum(),
+        cpu_s,
+        cpu_ns_per_packet: report::per_packet_ns(cpu_s, packets),
         per_thread,
         sequence: flows::summarize(&tables),
         kernel,
         intervals,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::udp::wire::{Header, HEADER_LEN};
+
+    /// `count` packets of `size` bytes of flow 3, from sequence `first`,
+    /// back to back as one super-datagram.
+    fn super_datagram(first: u64, count: u64, size: usize) -> Vec<u8> {
+        let mut bytes = vec![0u8; count as usize * size];
+        for i in 0..count as usize {
+            let head: &mut [u8; HEADER_LEN] = (&mut bytes[i * size..i * size + HEADER_LEN])
+                .try_into()
+                .expect("16");
+            Header {
+                sender: 9,
+                flow: 3,
+                seq: first + i as u64,
+            }
+            .write(head);
+        }
+        bytes
+    }
+
+    #[test]
+    fn a_gro_super_datagram_counts_every_segment_by_its_own_header() {
+        let mut result = ThreadResult::new(None);
+        let whole = super_datagram(0, 64, 32);
+        result.datagram(whole.len(), &whole, Some(32));
+        // Sequences 64..127 lost, then a shorter one: 3 segments, the last
+        // 20 bytes (a send whose size was not a multiple).
+        let mut tail = super_datagram(128, 3, 32);
+        tail.truncate(84);
+        result.datagram(tail.len(), &tail, Some(32));
+        // A plain datagram: no segment size.
+        let single = super_datagram(131, 1, 32);
+        result.datagram(single.len(), &single, None);
+        assert_eq!((result.datagrams, result.packets), (3, 68));
+        assert_eq!(result.bytes, 64 * 32 + 84 + 32);
+        let s = flows::summarize(&[result.flows]);
+        assert_eq!((s.received, s.lost, s.without_header), (68, 64, 0));
+    }
+
+    #[test]
+    fn a_super_datagram_cut_short_counts_its_unseen_segments() {
+        let mut result = ThreadResult::new(None);
+        let whole = super_datagram(0, 4, 32);
+        // The kernel said 128 bytes; only 64 fit the buffer.
+        result.datagram(whole.len(), &whole[..64], Some(32));
+        assert_eq!(result.packets, 4);
+        let s = flows::summarize(&[result.flows]);
+        assert_eq!((s.received, s.without_header), (2, 2));
     }
 }

@@ -8,7 +8,7 @@ use super::busy::BusyPollArgs;
 use super::{duration, finish, pin_list, CpuList};
 use crate::bench::addr::parse_bind;
 use crate::bench::http::{
-    self, output, server, Header, LoadConfig, LoadInterval, Locality, Sched, ServerConfig,
+    self, output, server, Engine, Header, LoadConfig, LoadInterval, Locality, Sched, ServerConfig,
     ServerInterval, Url,
 };
 use crate::bench::observe::Observer;
@@ -67,6 +67,11 @@ pub struct ServerArgs {
     /// refused.
     #[arg(long)]
     pub share_port: bool,
+    /// I/O engine: epoll, io_uring (multishot accept, multishot recv into a
+    /// provided buffer ring, batched submissions; Linux 6.0), or auto
+    /// (io_uring where the kernel serves it, else epoll with a warning).
+    #[arg(long, value_enum, default_value = "epoll")]
+    pub engine: Engine,
     /// Print the final report as JSON on stdout, after the listening line
     /// (see docs/bench-http.md).
     #[arg(long)]
@@ -148,6 +153,7 @@ impl ServerArgs {
             netns: self.netns.clone(),
             share_port: self.share_port,
             peer: None,
+            engine: self.engine,
         }
     }
 }

@@ -9,7 +9,7 @@ use super::remote::{self, RemoteArgs};
 use super::{duration, finish, pin_list, CpuList, Lines};
 use crate::bench::addr::{parse_bind, parse_destination};
 use crate::bench::observe::Observer;
-use crate::bench::rr::{self, output, ClientConfig, Interval, Proto, ServerConfig, Sizes};
+use crate::bench::rr::{self, output, ClientConfig, Engine, Interval, Proto, ServerConfig, Sizes};
 use crate::bench::stop::Stop;
 use crate::error::Status;
 
@@ -44,6 +44,11 @@ pub struct ServerArgs {
     pub netns: Option<String>,
     #[command(flatten)]
     pub busy: BusyPollArgs,
+    /// I/O engine: epoll, io_uring (multishot accept, recv and recvmsg
+    /// into provided buffer rings, batched submissions; Linux 6.0), or auto
+    /// (io_uring where the kernel serves it, else epoll with a warning).
+    #[arg(long, value_enum, default_value = "epoll")]
+    pub engine: Engine,
     /// Print the final report as JSON on stdout (after the address line).
     #[arg(long)]
     pub json: bool,
@@ -150,6 +155,7 @@ impl ServerArgs {
             peer: None,
             max_reply: None,
             busy: self.busy.config(),
+            engine: self.engine,
         }
     }
 }

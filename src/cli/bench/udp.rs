@@ -7,7 +7,7 @@ use super::remote::{self, RemoteArgs};
 use super::{duration, finish, pin_list, rate, CpuList, Lines};
 use crate::bench::addr::{parse_bind, parse_destination};
 use crate::bench::observe::Observer;
-use crate::bench::udp::{self, render, FloodConfig, Interval, SinkConfig};
+use crate::bench::udp::{self, render, Engine, FloodConfig, Interval, SinkConfig};
 use crate::error::Status;
 
 /// Receive UDP packets as fast as possible and account for every one.
@@ -51,6 +51,19 @@ pub struct SinkArgs {
     /// Receive inside this network namespace (as `ip netns exec NAME`).
     #[arg(long, value_name = "NAME")]
     pub netns: Option<String>,
+    /// UDP_GRO (Linux 5.0): take super-datagrams (a sender's UDP_SEGMENT
+    /// sends, or datagrams GRO merged on the way in) and split them at
+    /// their segment size, so one receive carries up to 64 packets, each
+    /// still counted and numbered. Across veth, plain datagrams merge only
+    /// with GRO, rx-udp-gro-forwarding and threaded NAPI on the receiving
+    /// end (docs/fast-paths.md).
+    #[arg(long)]
+    pub gro: bool,
+    /// I/O engine: epoll (recvmmsg), io_uring (multishot recvmsg into a
+    /// provided buffer ring, Linux 6.0), or auto (io_uring where the kernel
+    /// serves it, else epoll with a warning).
+    #[arg(long, value_enum, default_value = "epoll")]
+    pub engine: Engine,
     /// Print the final report as JSON on stdout (see docs/bench-udp.md).
     #[arg(long)]
     pub json: bool,
@@ -94,6 +107,13 @@ pub struct FloodArgs {
     /// Send from inside this network namespace (as `ip netns exec NAME`).
     #[arg(long, value_name = "NAME")]
     pub netns: Option<String>,
+    /// UDP_SEGMENT (Linux 4.18): hand the kernel SEGMENTS packets per
+    /// message, cut into --size datagrams by the stack, each with its own
+    /// sequence header. At most the kernel's UDP_MAX_SEGMENTS (64, or 128
+    /// in newer kernels, asked at the start) and 65507 bytes per message
+    /// (at 1200 bytes: 54).
+    #[arg(long, value_name = "SEGMENTS", value_parser = clap::value_parser!(u32).range(1..))]
+    pub gso: Option<u32>,
     /// Print the final report as JSON on stdout (see docs/bench-udp.md).
     #[arg(long)]
     pub json: bool,
@@ -122,6 +142,8 @@ impl SinkArgs {
             rcvbuf: self.rcvbuf,
             duration: Some(self.duration),
             netns: self.netns.clone(),
+            gro: self.gro,
+            engine: self.engine,
         }
     }
 }
@@ -138,6 +160,7 @@ impl FloodArgs {
             pin: CpuList::of(&self.pin),
             duration: self.duration,
             netns: self.netns.clone(),
+            gso: self.gso,
         }
     }
 }
