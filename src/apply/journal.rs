@@ -127,6 +127,12 @@ pub struct Journal {
     /// When `rollback --forget` dropped it.
     #[serde(default)]
     pub forgotten_at: Option<String>,
+    /// The `nettune experiment` run that applied it (its result directory):
+    /// such a state is rolled back by the experiment itself, so one still
+    /// applied means the experiment was killed; the next experiment on the
+    /// same place refuses to start until `nettune rollback` restores it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub experiment: Option<String>,
 }
 
 impl Journal {
@@ -180,6 +186,7 @@ impl Listing {
 }
 
 /// The state directory.
+#[derive(Debug, Clone)]
 pub struct StateDir {
     dir: PathBuf,
     /// The options a command about these states must repeat to find them
@@ -405,6 +412,7 @@ mod tests {
             failure: None,
             rolled_back_at: None,
             forgotten_at: None,
+            experiment: None,
         }
     }
 

@@ -44,6 +44,9 @@ pub struct Request<'a> {
     pub irqbalance_running: bool,
     /// Apply IRQ affinity changes even so.
     pub allow_irqbalance: bool,
+    /// The experiment applying it (its result directory), recorded in the
+    /// journal; `None` for `nettune apply`.
+    pub experiment: Option<&'a str>,
 }
 
 /// How an apply ended (errors aside).
@@ -93,6 +96,7 @@ pub fn apply(state: &StateDir, backend: &Backend, req: &Request) -> anyhow::Resu
         failure: None,
         rolled_back_at: None,
         forgotten_at: None,
+        experiment: req.experiment.map(str::to_string),
     };
     state.save(&journal)?;
     write_changes(state, backend, &mut journal)?;

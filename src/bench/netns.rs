@@ -64,22 +64,10 @@ fn open(name: &str) -> anyhow::Result<File> {
     }
     let path = Path::new(NETNS_DIR).join(name);
     File::open(&path).with_context(|| {
-        let mut present: Vec<String> = std::fs::read_dir(NETNS_DIR)
-            .map(|d| {
-                d.flatten()
-                    .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .collect()
-            })
-            .unwrap_or_default();
-        present.sort();
-        let present = if present.is_empty() {
-            "none".to_string()
-        } else {
-            present.join(", ")
-        };
         format!(
-            "network namespace '{name}' does not exist ({}); namespaces present: {present}",
-            path.display()
+            "network namespace '{name}' does not exist ({}); namespaces present: {}",
+            path.display(),
+            crate::host::netns::present()
         )
     })
 }

@@ -188,6 +188,7 @@ pub fn run_apply(args: ApplyArgs) -> anyhow::Result<Status> {
         persist: args.persist,
         irqbalance_running: host.irqbalance.running,
         allow_irqbalance: args.allow_irqbalance,
+        experiment: None,
     };
     let applied = apply::apply(&state, &backend, &request)?;
     let place = args.tune.place();

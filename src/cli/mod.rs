@@ -12,11 +12,13 @@ use crate::error::Status;
 pub mod apply;
 pub mod bench;
 pub mod doctor;
+pub mod experiment;
 pub mod inspect;
 pub mod monitor;
 pub mod plan;
 pub mod serve;
 pub mod signals;
+pub mod testbed;
 
 use apply::{ApplyArgs, HistoryArgs, RollbackArgs};
 use doctor::DoctorArgs;
@@ -141,6 +143,15 @@ pub enum Command {
     /// the packets and CPU time went.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
+    /// Prove which tuning wins (configs x benches, interleaved, with
+    /// statistics and charts), compare two experiments, or search for the
+    /// best configuration by measurement.
+    #[command(subcommand)]
+    Experiment(experiment::ExperimentCommand),
+    /// A pair of network namespaces joined by a multi-queue veth, to run
+    /// benchmarks and experiments without touching the host's interfaces.
+    #[command(subcommand)]
+    Testbed(testbed::TestbedCommand),
     /// Start the server side of any bench on request, for clients with
     /// `bench ... --remote ADDR:PORT --token-file FILE` (docs/serve.md).
     Serve(serve::ServeArgs),
@@ -244,6 +255,8 @@ pub fn run(cli: Cli) -> anyhow::Result<Status> {
         Command::Rollback(args) => apply::run_rollback(args),
         Command::History(args) => apply::run_history(args),
         Command::Bench(cmd) => bench::run(cmd),
+        Command::Experiment(cmd) => experiment::run(cmd),
+        Command::Testbed(cmd) => testbed::run(cmd),
         Command::Serve(args) => serve::run(args),
     }
 }

@@ -1,10 +1,13 @@
 //! `nettune plan` arguments, shared with `apply` ([`TuneArgs`]).
 
+use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::apply::Backend;
 use crate::base::cpuset::parse_list;
 use crate::error::Status;
 use crate::host::{self, Host, Selection};
+use crate::plan::saved::{self, MadeFor};
 
 use super::HostArgs;
 use crate::base::units::{parse_rate_within, parse_time_within};
@@ -24,8 +27,14 @@ pub const MAX_STREAMS: u32 = 1024;
 #[derive(Debug, Clone, clap::Args)]
 pub struct TuneArgs {
     /// The profile (what each sets, and why: docs/profiles.md).
-    #[arg(long, value_enum)]
-    pub profile: Profile,
+    #[arg(long, value_enum, required_unless_present = "plan_file")]
+    pub profile: Option<Profile>,
+    /// A saved plan instead of a profile (`nettune plan --json > FILE`,
+    /// `nettune experiment search --out FILE`): refused when it was made
+    /// for another host or namespace, or when a value it changes no longer
+    /// holds what it held when the plan was made.
+    #[arg(long = "plan", value_name = "FILE", conflicts_with_all = ["profile", "cpus", "bandwidth", "rtt", "pace", "streams", "ifaces"])]
+    pub plan_file: Option<PathBuf>,
     /// An interface to tune; repeat for several. Default: every physical
     /// interface that is up.
     #[arg(long = "iface", value_name = "NAME")]
@@ -56,13 +65,16 @@ pub struct TuneArgs {
 impl TuneArgs {
     /// Check what the user typed and turn it into plan options.
     pub fn options(&self) -> anyhow::Result<PlanOptions> {
+        let Some(profile) = self.profile else {
+            anyhow::bail!("give --profile P (or --plan FILE)");
+        };
         let sized = [
             ("--bandwidth", self.bandwidth.is_some()),
             ("--rtt", self.rtt.is_some()),
             ("--pace", self.pace.is_some()),
             ("--streams", self.streams.is_some()),
         ];
-        if self.profile != Profile::Throughput {
+        if profile != Profile::Throughput {
             if let Some((flag, _)) = sized.iter().find(|(_, given)| *given) {
                 anyhow::bail!(
                     "{flag} sizes the throughput profile only; drop it or use --profile throughput"
@@ -81,7 +93,7 @@ impl TuneArgs {
             None => None,
         };
         Ok(PlanOptions {
-            profile: self.profile,
+            profile,
             ifaces: self.ifaces.clone(),
             cpus,
             bandwidth_bits: rate("--bandwidth", &self.bandwidth, BANDWIDTH_RANGE)?,
@@ -203,12 +215,40 @@ pub fn resolve(tune: &TuneArgs) -> anyhow::Result<(PlanOptions, Plan)> {
 
 /// [`resolve`], also giving the host model the plan was made from.
 pub fn resolve_with_host(tune: &TuneArgs) -> anyhow::Result<(PlanOptions, Plan, Host)> {
+    if let Some(file) = &tune.plan_file {
+        return saved_plan(tune, file);
+    }
     let opts = tune.options()?;
     let host = tune.read_host()?;
     let mut plan = crate::plan::plan(&host, &opts)?;
     let root = host::open_root(tune.target.root.as_deref())?;
     crate::plan::preflight::preflight(&mut plan, &root);
+    plan.made_for = Some(MadeFor::of(
+        &root,
+        tune.target.root.as_deref(),
+        tune.target.netns.as_deref(),
+    ));
     Ok((opts, plan, host))
+}
+
+/// `--plan FILE`: the saved plan, checked against this place.
+fn saved_plan(
+    tune: &TuneArgs,
+    file: &std::path::Path,
+) -> anyhow::Result<(PlanOptions, Plan, Host)> {
+    let plan = saved::load(file)?;
+    let host = tune.read_host()?;
+    let root = host::open_root(tune.target.root.as_deref())?;
+    let here = MadeFor::of(
+        &root,
+        tune.target.root.as_deref(),
+        tune.target.netns.as_deref(),
+    );
+    let backend = Backend::new(root);
+    saved::check(&plan, &format!("'{}'", file.display()), &here, &|t| {
+        backend.read(t)
+    })?;
+    Ok((saved::options(&plan), plan, host))
 }
 
 pub fn print(plan: &Plan, tune: &TuneArgs, format: Format) -> anyhow::Result<()> {

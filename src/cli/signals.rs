@@ -68,3 +68,18 @@ fn monotonic_ns() -> u64 {
         .saturating_mul(1_000_000_000)
         .saturating_add(ts.tv_nsec as u64)
 }
+
+/// For commands that must put the host back before they exit (an
+/// experiment between apply and rollback): Ctrl-C and SIGTERM trigger the
+/// stop token, every time; a second one does not end the process at once,
+/// since the rollback that follows takes milliseconds and leaving the host
+/// tuned would be worse. (SIGKILL cannot be caught: `nettune rollback`
+/// finishes from the journal.)
+pub fn stop_on_signals_to_restore() -> anyhow::Result<Stop> {
+    let stop = Stop::new();
+    for signal in [SIGINT, SIGTERM] {
+        signal_hook::flag::register(signal, stop.flag())
+            .map_err(|e| anyhow::anyhow!("cannot handle signal {signal}: {e}"))?;
+    }
+    Ok(stop)
+}

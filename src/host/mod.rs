@@ -49,15 +49,35 @@ pub fn read_target(
     if let Some(name) = netns {
         netns::enter(name)?;
     }
-    let root = open_root(root)?;
-    let (ethtool, netlink) = crate::nic::sources(&root)?;
-    let netdev = crate::nic::netdev_source(&root)?;
+    read_at(&open_root(root)?, netns, selection)
+}
+
+/// The host model of `root` (with its driver answers), labelled as
+/// namespace `netns`.
+fn read_at(root: &Root, netns: Option<&str>, selection: &Selection) -> anyhow::Result<Host> {
+    let (ethtool, netlink) = crate::nic::sources(root)?;
+    let netdev = crate::nic::netdev_source(root)?;
     let sources = Inputs {
-        root: &root,
+        root,
         ethtool: ethtool.as_ref(),
         netlink: netlink.as_ref(),
         netdev: netdev.as_ref(),
         netns: netns.map(str::to_string),
     };
     read_host(&sources, selection)
+}
+
+/// The live host model as this process sees it now, after it entered
+/// network namespace `netns` (with [`netns::enter`]) or none: what a
+/// command that reads the same place again and again (an experiment) uses
+/// instead of [`read_target`], which enters the namespace itself.
+pub fn read_entered(netns: Option<&str>) -> anyhow::Result<Host> {
+    read_at(
+        &Root::live(),
+        netns,
+        &Selection {
+            all: true,
+            iface: None,
+        },
+    )
 }

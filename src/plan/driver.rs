@@ -94,7 +94,7 @@ pub(super) fn plan_driver(d: &mut Draft, iface: &Interface, opts: &PlanOptions) 
             gro_on(d, iface);
             root_fq(d, iface, opts);
         }
-        Profile::Http | Profile::Baseline => {}
+        Profile::Http | Profile::Baseline | Profile::Custom => {}
     }
 }
 

@@ -143,7 +143,7 @@ pub(super) fn plan_kernel(
             busy_poll,
             rfs(),
         ],
-        Profile::Throughput => Vec::new(),
+        Profile::Throughput | Profile::Custom => Vec::new(),
         Profile::Baseline => KERNEL_DEFAULTS
             .iter()
             .map(|(name, value)| (*name, Exactly(value.to_string()), "kernel default"))
@@ -199,7 +199,7 @@ pub(super) fn plan_kernel(
         Profile::Baseline => {
             congestion_control(d, host, "cubic", "kernel default (CONFIG_DEFAULT_TCP_CONG)");
         }
-        Profile::Pps | Profile::Http => {}
+        Profile::Pps | Profile::Http | Profile::Custom => {}
     }
 }
 

@@ -19,6 +19,7 @@ mod napi;
 pub mod preflight;
 mod queues;
 pub mod render;
+pub mod saved;
 pub mod target;
 pub mod values;
 
@@ -44,6 +45,10 @@ pub enum Profile {
     Http,
     /// Kernel defaults: undo hand tuning done before nettune.
     Baseline,
+    /// A plan made by `nettune experiment search` (or edited by hand), not
+    /// by a profile: applied from its file with `apply --plan FILE`.
+    #[value(skip)]
+    Custom,
 }
 
 impl Profile {
@@ -54,6 +59,7 @@ impl Profile {
             Profile::Throughput => "throughput",
             Profile::Http => "http",
             Profile::Baseline => "baseline",
+            Profile::Custom => "custom",
         }
     }
 }
@@ -127,6 +133,11 @@ pub struct Plan {
     /// Set when irqbalance runs and the plan pins IRQs: it will move them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub irqbalance: Option<irqbalance::IrqbalanceWarning>,
+    /// The host and namespace (or tree) the plan was made for, so that a
+    /// saved plan is never applied elsewhere (`apply --plan FILE`). Set by
+    /// whoever reads the host; `None` in a plan computed from a model alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub made_for: Option<saved::MadeFor>,
 }
 
 /// The group of host-wide settings.
@@ -134,6 +145,12 @@ pub const KERNEL_GROUP: &str = "kernel";
 
 /// Compute the changes `opts.profile` makes on `host`.
 pub fn plan(host: &Host, opts: &PlanOptions) -> anyhow::Result<Plan> {
+    if opts.profile == Profile::Custom {
+        anyhow::bail!(
+            "'custom' names plans saved in a file (by `nettune experiment search`), not a \
+             profile; apply such a plan with `nettune apply --plan FILE`"
+        );
+    }
     if opts.streams == Some(0) {
         anyhow::bail!("--streams 0: give the number of parallel streams, 1 or more");
     }
@@ -161,6 +178,7 @@ pub fn plan(host: &Host, opts: &PlanOptions) -> anyhow::Result<Plan> {
         irqbalance: irqbalance::warning(host, &draft.changes),
         changes: draft.changes,
         skipped: draft.skipped,
+        made_for: None,
     })
 }
 

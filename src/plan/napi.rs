@@ -37,7 +37,7 @@ fn wanted(profile: Profile) -> Vec<(NapiKey, u64, String)> {
                 .map(|key| (key, 0, "kernel default".to_string()))
                 .collect()
         }
-        Profile::Pps | Profile::Throughput => return Vec::new(),
+        Profile::Pps | Profile::Throughput | Profile::Custom => return Vec::new(),
     };
     vec![
         (

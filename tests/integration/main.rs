@@ -16,6 +16,7 @@ mod bench_stream;
 mod bench_udp;
 mod doctor;
 mod doctor_plan;
+mod experiment;
 mod inspect;
 mod monitor;
 mod monitor_tui;

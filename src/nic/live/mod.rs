@@ -18,6 +18,7 @@
 
 mod ethtool;
 mod ethtool_set;
+pub mod link;
 mod netdev;
 mod netlink;
 mod queue_stats;

@@ -1,0 +1,569 @@
+//! `nettune experiment run|compare|search`: arguments, where things run
+//! (a testbed, a namespace, this host), signals, progress and the report;
+//! the work is in [`crate::experiment`].
+
+mod input;
+mod search;
+
+use std::io::Write as _;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Context as _;
+
+use super::apply::state_dir;
+use super::bench::{pin_list, CpuList};
+use crate::apply::StateDir;
+use crate::bench::stop::Stop;
+use crate::error::{Failed, Status};
+use crate::experiment::bench::{Bench, Remote, Sides};
+use crate::experiment::results::{Results, Run, Settings};
+use crate::experiment::run::{self, Progress, Spec};
+use crate::experiment::sample::MonitorSampler;
+use crate::experiment::tune::Tuner;
+use crate::experiment::{compare, report};
+use crate::testbed::{self, Testbed};
+
+#[derive(Debug, clap::Subcommand)]
+pub enum ExperimentCommand {
+    /// Measure configs against each other: apply each (journaled), run
+    /// every bench with per-CPU sampling, roll back; interleaved rounds;
+    /// medians, bootstrap 95% intervals and a verdict per cell; a report
+    /// directory (results.json, report.md, SVG charts, report.html).
+    ///
+    /// Examples:
+    ///   nettune experiment run --testbed --configs current,pps --bench 'udp-flood --flows 16' --server-pin 1 --out exp1
+    ///   nettune experiment run --testbed lab --configs current,pps,latency \
+    ///       --bench 'rr --proto tcp --instances 100' --bench 'rr --proto udp' --repeat 5 --duration 10s --out exp2
+    ///   nettune experiment run --configs current,throughput:--rtt=50ms,plan.json --bench 'http -c 64' --out exp3
+    ///
+    /// Details and the results.json schema: docs/experiment.md.
+    #[command(verbatim_doc_comment)]
+    Run(RunArgs),
+    /// Compare two experiments' results, cell by cell (same configs and
+    /// benches): the ratio of B to A with its interval and a verdict.
+    ///
+    /// Example: nettune experiment compare exp1 exp2
+    Compare(CompareArgs),
+    /// Find the best configuration by measurement: candidate plans over RPS,
+    /// RFS, XPS, IRQ affinity and coalescing, measured by successive
+    /// halving; the winner is written as a plan for `apply --plan FILE`.
+    ///
+    /// Examples:
+    ///   nettune experiment search --testbed --bench 'udp-flood --flows 16' --server-pin 1 --out plan.json
+    ///   nettune experiment search --testbed lab --space rps,rfs --bench 'rr --proto udp' --out plan.json
+    #[command(verbatim_doc_comment)]
+    Search(search::SearchArgs),
+    /// Write report.md, the charts and report.html again from a result
+    /// directory's results.json (after an upgrade, or for results copied
+    /// from another host).
+    ///
+    /// Example: nettune experiment report exp1
+    Report(ReportArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ReportArgs {
+    /// The experiment's directory (holding results.json).
+    pub dir: PathBuf,
+}
+
+/// Where an experiment runs: shared by `run` and `search`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct WhereArgs {
+    /// Run on testbed NAME (`nettune testbed up`): servers and tuning in its
+    /// server namespace, clients in its client namespace. Without NAME, a
+    /// testbed is made for this experiment and removed afterwards.
+    #[arg(long, value_name = "NAME", num_args = 0..=1, default_missing_value = "")]
+    pub testbed: Option<String>,
+    /// RX/TX queues of a testbed made for this experiment. Default: the
+    /// number of online CPUs.
+    #[arg(long, value_name = "N", requires = "testbed")]
+    pub queues: Option<u32>,
+    /// Without a testbed: tune this network namespace and run the servers
+    /// in it (default: this host).
+    #[arg(long, value_name = "NAME", conflicts_with = "testbed")]
+    pub netns: Option<String>,
+    /// Without a testbed: run the clients in this network namespace
+    /// (default: where nettune runs).
+    #[arg(long, value_name = "NAME", conflicts_with = "testbed")]
+    pub client_netns: Option<String>,
+    /// Without a testbed: the address the servers listen on. Default:
+    /// 127.0.0.1.
+    #[arg(long, value_name = "ADDR", conflicts_with = "testbed")]
+    pub server_addr: Option<IpAddr>,
+    /// Ask `nettune serve` at ADDR:PORT (another host) for the server side
+    /// of every run, instead of starting it here; configs are applied here
+    /// (or in --netns), where the clients run (docs/serve.md).
+    #[arg(long, value_name = "ADDR:PORT", value_parser = crate::bench::addr::parse_destination, conflicts_with_all = ["testbed", "server_addr"])]
+    pub remote: Option<std::net::SocketAddr>,
+    /// The daemon's shared secret (mode 0600); without it only a daemon on
+    /// loopback answers.
+    #[arg(long, value_name = "FILE", requires = "remote")]
+    pub token_file: Option<PathBuf>,
+    /// Pin the server side's threads, one per CPU of this list (udp-sink,
+    /// rr-server, http-server); the search steers packets to these CPUs.
+    #[arg(long, value_name = "CPUS", value_parser = pin_list)]
+    pub server_pin: Option<CpuList>,
+    /// The interfaces profiles and the search tune (repeatable). Default: a
+    /// testbed's server interface, else the profile's default.
+    #[arg(long = "iface", value_name = "NAME")]
+    pub ifaces: Vec<String>,
+    /// The CPUs network work may use (as `nettune plan --cpus`).
+    #[arg(long, value_name = "LIST")]
+    pub cpus: Option<String>,
+    /// Where journals go (as `nettune apply --state-dir`).
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+    /// Set IRQ affinity even though irqbalance runs.
+    #[arg(long)]
+    pub allow_irqbalance: bool,
+    /// Seed of the shuffles and the bootstrap (default: from the clock);
+    /// recorded in the results.
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// Configs, comma separated (the first is the reference): `current`
+    /// (the host as found), a profile (pps, latency, throughput, http,
+    /// baseline) with plan flags after a colon (`throughput:--rtt=50ms`),
+    /// a saved plan file, or settings as the search names them, joined by
+    /// `+` (`rps=all`, `rps=app+rfs=on`, `xps=per-queue`, `irq=spread`).
+    #[arg(long, value_name = "LIST", required = true)]
+    pub configs: Vec<String>,
+    /// A `nettune bench` client command line without its target
+    /// (`udp-flood --flows 16`, `rr --proto tcp --instances 100`, `http -c
+    /// 64`); repeat for several. The matching server side is started by the
+    /// experiment.
+    #[arg(long = "bench", value_name = "BENCH", required = true)]
+    pub benches: Vec<String>,
+    /// Runs of every config x bench.
+    #[arg(long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub repeat: u32,
+    /// Measured time of each run (unless the bench line sets its own).
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = super::bench::duration)]
+    pub duration: Duration,
+    /// Warm-up before each run is measured (unless the bench line sets its
+    /// own); 0 for none.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = crate::base::units::parse_duration_or_zero)]
+    pub warmup: Duration,
+    /// The report directory (new, or empty).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Let configs change host-wide values a network namespace cannot
+    /// (net.core.rps_sock_flow_entries for `rfs=on`), journaled and
+    /// restored like every change.
+    #[arg(long)]
+    pub allow_host: bool,
+    #[command(flatten)]
+    pub place: WhereArgs,
+    /// Print results.json on stdout instead of the table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CompareArgs {
+    /// The first experiment's directory (or its results.json).
+    pub a: PathBuf,
+    /// The second.
+    pub b: PathBuf,
+    /// Print the comparison as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(cmd: ExperimentCommand) -> anyhow::Result<Status> {
+    match cmd {
+        ExperimentCommand::Run(args) => run_matrix(args),
+        ExperimentCommand::Compare(args) => run_compare(&args),
+        ExperimentCommand::Search(args) => search::run(args),
+        ExperimentCommand::Report(args) => {
+            let results = Results::load(&args.dir)?;
+            let page = report::write(&results, &args.dir)?;
+            crate::output::print(&format!(
+                "report: {}\n      {}\n",
+                args.dir.join("report.md").display(),
+                page.display()
+            ))?;
+            Ok(Status::Clean)
+        }
+    }
+}
+
+/// A report directory that does not exist yet, or is empty: never mix two
+/// experiments' files. Made only once every check has passed.
+fn fresh_dir(dir: &Path) -> anyhow::Result<PathBuf> {
+    if dir.exists() {
+        let empty = std::fs::read_dir(dir)
+            .with_context(|| format!("--out '{}'", dir.display()))?
+            .next()
+            .is_none();
+        if !empty {
+            anyhow::bail!(
+                "--out '{}' exists and is not empty: give a new directory (results are never \
+                 overwritten); nothing was changed",
+                dir.display()
+            );
+        }
+    }
+    Ok(absolute(dir))
+}
+
+fn require_root() -> anyhow::Result<()> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        anyhow::bail!(
+            "nettune experiment applies configs to the live host (or a namespace) and needs root \
+             (sudo); nothing was changed"
+        );
+    }
+    Ok(())
+}
+
+/// Where an experiment runs, resolved; undone by [`Place::leave`].
+pub struct Place {
+    pub testbed: Option<Testbed>,
+    /// A testbed made for this experiment, removed afterwards.
+    made: bool,
+    pub sides: Sides,
+    pub tuned_netns: Option<String>,
+    pub ifaces: Vec<String>,
+    pub state: StateDir,
+    pub allow_irqbalance: bool,
+    origin: Option<crate::host::netns::Origin>,
+}
+
+impl Place {
+    /// Resolve `args`: make or check the testbed, then enter the namespace
+    /// to tune (this must come before any thread starts).
+    pub fn enter(args: &WhereArgs) -> anyhow::Result<Place> {
+        let state = state_dir(args.state_dir.as_deref(), None);
+        let server_pin = CpuList::of(&args.server_pin);
+        let mut place = match &args.testbed {
+            Some(name) => {
+                let made = name.is_empty();
+                let name = if made {
+                    Testbed::default_name()
+                } else {
+                    name.clone()
+                };
+                let tb = Testbed::named(&name)?;
+                let tb = if made {
+                    testbed::up(&tb, args.queues.unwrap_or_else(super::testbed::online_cpus))?
+                } else {
+                    tb.check()?;
+                    tb
+                };
+                let ifaces = if args.ifaces.is_empty() {
+                    vec![tb.server.iface.clone()]
+                } else {
+                    args.ifaces.clone()
+                };
+                Place {
+                    sides: Sides {
+                        server_addr: IpAddr::V4(tb.server.address),
+                        server_netns: Some(tb.server.netns.clone()),
+                        server_pin,
+                        client_netns: Some(tb.client.netns.clone()),
+                        remote: None,
+                    },
+                    tuned_netns: Some(tb.server.netns.clone()),
+                    testbed: Some(tb),
+                    made,
+                    ifaces,
+                    state,
+                    allow_irqbalance: args.allow_irqbalance,
+                    origin: None,
+                }
+            }
+            None => Place {
+                sides: Sides {
+                    server_addr: args
+                        .server_addr
+                        .unwrap_or(IpAddr::V4(std::net::Ipv4Addr::LOCALHOST)),
+                    server_netns: args.netns.clone(),
+                    server_pin,
+                    client_netns: args.client_netns.clone(),
+                    remote: match args.remote {
+                        Some(daemon) => Some(Remote {
+                            daemon,
+                            token: args
+                                .token_file
+                                .as_deref()
+                                .map(crate::serve::token::load)
+                                .transpose()?,
+                        }),
+                        None => None,
+                    },
+                },
+                tuned_netns: args.netns.clone(),
+                testbed: None,
+                made: false,
+                ifaces: args.ifaces.clone(),
+                state,
+                allow_irqbalance: args.allow_irqbalance,
+                origin: None,
+            },
+        };
+        if let Some(ns) = place.tuned_netns.clone() {
+            match crate::host::netns::enter_returnable(&ns) {
+                Ok(origin) => place.origin = Some(origin),
+                Err(e) => {
+                    let _ = place.leave();
+                    return Err(e);
+                }
+            }
+        }
+        Ok(place)
+    }
+
+    /// A tuner for this place, journaling in its state directory as
+    /// `experiment`.
+    pub fn tuner(&self, experiment: String, allow_host: bool) -> anyhow::Result<Tuner> {
+        let host_net = match &self.origin {
+            Some(origin) => Some(origin.net()?),
+            None => None,
+        };
+        Ok(Tuner::new(
+            self.state.clone(),
+            self.tuned_netns.clone(),
+            experiment,
+            self.allow_irqbalance,
+        )
+        .with_host_net(host_net)
+        .with_scope(crate::experiment::tune::Scope {
+            ifaces: self.ifaces.clone(),
+            app_cpus: self.sides.server_pin.clone(),
+            allow_host,
+        }))
+    }
+
+    /// Whether the testbed was made for this command (and goes with it).
+    pub fn made_testbed(&self) -> bool {
+        self.made
+    }
+
+    /// Back to the host's namespaces; remove a testbed made for this run.
+    pub fn leave(mut self) -> anyhow::Result<()> {
+        if let Some(origin) = self.origin.take() {
+            origin.leave()?;
+        }
+        if let (true, Some(tb)) = (self.made, &self.testbed) {
+            testbed::down(tb)?;
+        }
+        Ok(())
+    }
+
+    pub fn settings(
+        &self,
+        repeat: u32,
+        duration: Duration,
+        warmup: Duration,
+        seed: u64,
+    ) -> Settings {
+        Settings {
+            repeat,
+            duration_s: duration.as_secs_f64(),
+            warmup_s: warmup.as_secs_f64(),
+            seed,
+            testbed: self.testbed.as_ref().map(|t| t.name.clone()),
+            tuned_netns: self.tuned_netns.clone(),
+            server_netns: self.sides.server_netns.clone(),
+            client_netns: self.sides.client_netns.clone(),
+            server_addr: self.sides.server_addr.to_string(),
+            remote: self.sides.remote.as_ref().map(|r| r.daemon.to_string()),
+            server_pin: self.sides.server_pin.clone(),
+            ifaces: self.ifaces.clone(),
+        }
+    }
+}
+
+fn absolute(path: &Path) -> PathBuf {
+    std::env::current_dir()
+        .map(|d| d.join(path))
+        .unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// This command line, each word quoted as a shell needs it.
+fn command_line() -> Vec<String> {
+    std::env::args()
+        .map(|w| shlex::try_quote(&w).map_or(w.clone(), |q| q.into_owned()))
+        .collect()
+}
+
+pub fn seed_or_clock(seed: Option<u64>) -> u64 {
+    seed.unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos() as u64)
+    })
+}
+
+/// Progress lines on stderr.
+pub struct Lines;
+
+impl Progress for Lines {
+    fn note(&mut self, text: &str) {
+        eprintln!("experiment: {text}");
+    }
+    fn starting(&mut self, n: usize, total: usize, round: u32, config: &str, bench: &Bench) {
+        eprint!(
+            "[{n:>3}/{total}] round {round}  {config}  {} ... ",
+            bench.name
+        );
+        let _ = std::io::stderr().flush();
+    }
+    fn done(&mut self, run: &Run, bench: &Bench) {
+        eprintln!("{} {}", report::text::rate(run.value), bench.metric());
+    }
+}
+
+fn run_matrix(args: RunArgs) -> anyhow::Result<Status> {
+    // Bad input is refused before anything is made or changed.
+    let configs: Vec<_> = input::split_configs(&args.configs);
+    let mut parsed = Vec::new();
+    for text in &configs {
+        if parsed
+            .iter()
+            .any(|c: &crate::experiment::tune::Config| &c.name == text)
+        {
+            anyhow::bail!("config '{text}' is given twice; nothing was changed");
+        }
+        parsed.push(input::config(
+            text,
+            &args.place.ifaces,
+            args.place.cpus.as_deref(),
+        )?);
+    }
+    let mut benches = Vec::new();
+    for text in &args.benches {
+        benches.push(input::bench(text, args.duration, args.warmup)?);
+    }
+    require_root()?;
+    let out = fresh_dir(&args.out)?;
+    let seed = seed_or_clock(args.place.seed);
+    let place = Place::enter(&args.place)?;
+    let ifaces_for_profiles = place.ifaces.clone();
+    // A testbed's interface goes to every profile that names none.
+    for config in &mut parsed {
+        if let crate::experiment::tune::Tuning::Profile(opts) = &mut config.tuning {
+            if opts.ifaces.is_empty() {
+                opts.ifaces = ifaces_for_profiles.clone();
+            }
+        }
+    }
+    let spec = Spec {
+        configs: parsed,
+        benches,
+        repeat: args.repeat,
+        sides: place.sides.clone(),
+        settings: place.settings(args.repeat, args.duration, args.warmup, seed),
+        command: command_line(),
+    };
+    let outcome = matrix(&spec, &place, &out, args.allow_host);
+    let left = place.leave();
+    let results = outcome?;
+    left?;
+    let page = report::write(&results, &out)?;
+    if args.json {
+        crate::output::print(&(serde_json::to_string_pretty(&results)? + "\n"))?;
+    } else {
+        crate::output::print(&summary(&results, &out, &page))?;
+    }
+    conclude(&results, &out)
+}
+
+/// Lock, check, run: the results, or why nothing ran.
+fn matrix(spec: &Spec, place: &Place, out: &Path, allow_host: bool) -> anyhow::Result<Results> {
+    let _lock = place.state.lock()?;
+    let tuner = place.tuner(out.display().to_string(), allow_host)?;
+    tuner.refuse_unfinished()?;
+    run::check(spec, &tuner)?;
+    std::fs::create_dir_all(out)
+        .with_context(|| format!("cannot create --out '{}'", out.display()))?;
+    let stop: Stop = super::signals::stop_on_signals_to_restore()?;
+    let mut sampler = MonitorSampler::new(place.tuned_netns.as_deref())?;
+    Ok(run::run(spec, &tuner, &mut sampler, &stop, &mut Lines))
+}
+
+/// How the command ends: 0 when every run was made; 1 when stopped early
+/// (the report holds the runs made); 2 when a run or a rollback failed.
+fn conclude(results: &Results, out: &Path) -> anyhow::Result<Status> {
+    if results.ended == "done" {
+        return Ok(Status::Clean);
+    }
+    if results.ended == "interrupted" {
+        return Err(Failed(format!(
+            "interrupted after {} run(s); the host was restored; the report of the runs made is \
+             in {}",
+            results.runs.len(),
+            out.display()
+        ))
+        .into());
+    }
+    anyhow::bail!(
+        "{}; the report of the runs made is in {}",
+        results.ended,
+        out.display()
+    )
+}
+
+/// The table for the terminal.
+fn summary(r: &Results, out: &Path, page: &Path) -> String {
+    let mut o = String::new();
+    o.push_str(&format!(
+        "\n{:<24}  {}\n",
+        "config",
+        r.benches
+            .iter()
+            .map(|b| format!("{:<44}", format!("{} ({})", b.name, b.metric)))
+            .collect::<Vec<_>>()
+            .join("  ")
+    ));
+    for c in &r.configs {
+        let cells: Vec<String> = r
+            .benches
+            .iter()
+            .map(|b| {
+                format!(
+                    "{:<44}",
+                    r.cell(&c.name, &b.name)
+                        .map_or("not run".to_string(), report::text::cell)
+                )
+            })
+            .collect();
+        o.push_str(&format!("{:<24}  {}\n", c.name, cells.join("  ")));
+    }
+    for w in report::text::warnings(r) {
+        o.push_str(&format!("warning: {w}\n"));
+    }
+    o.push_str(&format!(
+        "time: {:.1} s, overhead {:.1}% beyond the benches' own warm-up and duration\nreport: {}\n      {}\n",
+        r.timing.wall_s,
+        r.timing.overhead_percent,
+        out.join("report.md").display(),
+        page.display()
+    ));
+    o
+}
+
+fn run_compare(args: &CompareArgs) -> anyhow::Result<Status> {
+    let a = Results::load(&args.a)?;
+    let b = Results::load(&args.b)?;
+    let diff = compare::compare(
+        &a,
+        &b,
+        &args.a.display().to_string(),
+        &args.b.display().to_string(),
+    )?;
+    if args.json {
+        crate::output::print(&(serde_json::to_string_pretty(&diff)? + "\n"))?;
+    } else {
+        crate::output::print(&compare::text(&diff))?;
+    }
+    Ok(Status::Clean)
+}

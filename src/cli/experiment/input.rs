@@ -1,0 +1,328 @@
+//! What an experiment's user writes, turned into configs and benches:
+//! `--configs current,pps,throughput:--rtt=50ms,plan.json` and `--bench
+//! 'rr --proto tcp --instances 100'`. Both are parsed with the same clap
+//! structs as `nettune plan`/`apply` and `nettune bench`, so every flag
+//! means what it means there.
+
+use std::path::Path;
+use std::time::Duration;
+
+use clap::parser::ValueSource;
+use clap::{CommandFactory as _, FromArgMatches as _, Parser};
+
+use crate::cli::bench::{FloodArgs, HttpArgs, RrArgs};
+use crate::cli::plan::TuneArgs;
+use crate::experiment::bench::{Bench, Client};
+use crate::experiment::tune::{Config, Tuning};
+use crate::plan::Profile;
+
+/// A target that stands in while the bench line is parsed; replaced by the
+/// server's address before any run (192.0.2.0/24 is TEST-NET-1, never
+/// routed: nothing is ever sent to it).
+const PLACEHOLDER_TO: &str = "192.0.2.1:9";
+const PLACEHOLDER_URL: &str = "http://192.0.2.1:9/plaintext";
+
+/// The client commands an experiment runs (their servers it starts itself).
+#[derive(Debug, Parser)]
+#[command(name = "bench", no_binary_name = true, disable_help_subcommand = true)]
+enum BenchLine {
+    UdpFlood(FloodArgs),
+    Rr(RrArgs),
+    Http(HttpArgs),
+}
+
+/// A clap error as one line.
+fn one_line(err: &clap::Error) -> String {
+    let text = err.render().to_string();
+    let first = text
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("invalid arguments");
+    first.strip_prefix("error: ").unwrap_or(first).to_string()
+}
+
+fn words(text: &str, what: &str) -> anyhow::Result<Vec<String>> {
+    shlex::split(text).ok_or_else(|| anyhow::anyhow!("{what} '{text}': unbalanced quotes"))
+}
+
+/// Parse `--bench 'LINE'`: the `nettune bench` client command line without
+/// its target. `duration` and `warmup` apply unless the line sets its own.
+pub fn bench(text: &str, duration: Duration, warmup: Duration) -> anyhow::Result<Bench> {
+    let mut w = words(text, "--bench")?;
+    let kind = w.first().cloned().unwrap_or_default();
+    match kind.as_str() {
+        "udp-flood" | "rr" | "http" => {}
+        "udp-sink" | "rr-server" | "http-server" => anyhow::bail!(
+            "--bench '{text}': {kind} is a server side, which the experiment starts itself; give \
+             the client: udp-flood, rr or http"
+        ),
+        _ => anyhow::bail!(
+            "--bench '{text}': give a `nettune bench` client command line without its target: \
+             'udp-flood --flows 16', 'rr --proto tcp --instances 100', 'http -c 64'"
+        ),
+    }
+    if let Some(word) = w.iter().find(|x| {
+        *x == "--to"
+            || x.starts_with("--to=")
+            || x.contains("://")
+            || x.starts_with("--netns")
+            || x.starts_with("--remote")
+            || x.starts_with("--token-file")
+    }) {
+        anyhow::bail!(
+            "--bench '{text}' names its own target or namespace ('{word}'): the experiment \
+             starts the server side itself (here, or with the experiment's --remote through \
+             `nettune serve`) and fills in where to send; drop it"
+        );
+    }
+    if kind == "http" {
+        w.push(PLACEHOLDER_URL.to_string());
+    } else {
+        w.push("--to".to_string());
+        w.push(PLACEHOLDER_TO.to_string());
+    }
+    let matches = BenchLine::command()
+        .try_get_matches_from(&w)
+        .map_err(|e| anyhow::anyhow!("--bench '{text}': {}", one_line(&e)))?;
+    let line = BenchLine::from_arg_matches(&matches)
+        .map_err(|e| anyhow::anyhow!("--bench '{text}': {}", one_line(&e)))?;
+    let given = |id: &str| {
+        matches.subcommand().is_some_and(|(_, m)| {
+            m.ids().any(|x| x.as_str() == id)
+                && m.value_source(id) == Some(ValueSource::CommandLine)
+        })
+    };
+    let (own_duration, own_warmup) = (given("duration"), given("warmup"));
+    let client = match line {
+        BenchLine::UdpFlood(args) => {
+            let mut c = args.config();
+            if !own_duration {
+                c.duration = duration;
+            }
+            c.validate()
+                .map_err(|e| anyhow::anyhow!("--bench '{text}': {e}"))?;
+            Client::UdpFlood(c)
+        }
+        BenchLine::Rr(args) => {
+            let to = args
+                .to
+                .ok_or_else(|| anyhow::anyhow!("--bench '{text}': no target"))?;
+            let mut c = args.config(to);
+            if !own_duration {
+                c.duration = duration;
+            }
+            if !own_warmup {
+                c.warmup = warmup;
+            }
+            c.size
+                .check_for(c.proto)
+                .map_err(|e| anyhow::anyhow!("--bench '{text}': {e}"))?;
+            Client::Rr(c)
+        }
+        BenchLine::Http(args) => {
+            let url = args
+                .url
+                .clone()
+                .ok_or_else(|| anyhow::anyhow!("--bench '{text}': no URL"))?;
+            let mut c = args
+                .config(url)
+                .map_err(|e| anyhow::anyhow!("--bench '{text}': {e}"))?;
+            if !own_duration {
+                c.duration = duration;
+            }
+            if !own_warmup {
+                c.warmup = warmup;
+            }
+            Client::Http(c)
+        }
+    };
+    Ok(Bench {
+        name: text.split_whitespace().collect::<Vec<_>>().join(" "),
+        udp_warmup: if matches!(client, Client::UdpFlood(_)) {
+            warmup
+        } else {
+            Duration::ZERO
+        },
+        client,
+    })
+}
+
+/// `--configs LIST` split into configs: commas separate them, except where
+/// the next piece continues a CPU list (`pps:--cpus=0-3,8`).
+pub fn split_configs(lists: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for list in lists {
+        for piece in list.split(',') {
+            let continues = piece.starts_with(|c: char| c.is_ascii_digit())
+                && out.last().is_some_and(|l| l.contains(':'));
+            match out.last_mut() {
+                Some(last) if continues => {
+                    last.push(',');
+                    last.push_str(piece);
+                }
+                _ => out.push(piece.trim().to_string()),
+            }
+        }
+    }
+    out.retain(|c| !c.is_empty());
+    out
+}
+
+/// A profile's flags parsed as `nettune plan` parses them.
+#[derive(Debug, Parser)]
+#[command(name = "config", no_binary_name = true)]
+struct ProfileLine {
+    #[command(flatten)]
+    tune: TuneArgs,
+}
+
+/// Parse one config: `current`, `PROFILE[:FLAGS]` or a plan file. The
+/// experiment's `--iface` and `--cpus` go to every profile.
+pub fn config(text: &str, ifaces: &[String], cpus: Option<&str>) -> anyhow::Result<Config> {
+    if text == "current" {
+        return Ok(Config {
+            name: text.to_string(),
+            tuning: Tuning::Current,
+        });
+    }
+    let (name, flags) = text.split_once(':').unwrap_or((text, ""));
+    if let Ok(profile) = <Profile as clap::ValueEnum>::from_str(name, false) {
+        if profile == Profile::Custom {
+            anyhow::bail!("config '{text}': custom plans are given as their file");
+        }
+        let mut w = vec!["--profile".to_string(), name.to_string()];
+        let extra = words(flags, "config")?;
+        if let Some(bad) = extra.iter().find(|x| {
+            ["--root", "--netns", "--plan", "--profile"]
+                .iter()
+                .any(|f| x.starts_with(f))
+        }) {
+            anyhow::bail!(
+                "config '{text}': '{bad}' cannot be given per config (the experiment decides \
+                 where configs are applied)"
+            );
+        }
+        w.extend(extra);
+        for iface in ifaces {
+            w.push("--iface".to_string());
+            w.push(iface.clone());
+        }
+        if let Some(cpus) = cpus {
+            if !w.iter().any(|x| x.starts_with("--cpus")) {
+                w.push("--cpus".to_string());
+                w.push(cpus.to_string());
+            }
+        }
+        let line = ProfileLine::try_parse_from(&w)
+            .map_err(|e| anyhow::anyhow!("config '{text}': {}", one_line(&e)))?;
+        let opts = line
+            .tune
+            .options()
+            .map_err(|e| anyhow::anyhow!("config '{text}': {e}"))?;
+        return Ok(Config {
+            name: text.to_string(),
+            tuning: Tuning::Profile(opts),
+        });
+    }
+    let path = Path::new(text);
+    let settings_like = text.contains('=') && !text.contains('/') && !text.ends_with(".json");
+    if settings_like && !path.is_file() {
+        return Ok(Config {
+            name: text.to_string(),
+            tuning: Tuning::Settings(crate::experiment::search::parse_settings(text)?),
+        });
+    }
+    if flags.is_empty() && path.is_file() {
+        let plan = crate::plan::saved::load(path)?;
+        return Ok(Config {
+            name: text.to_string(),
+            tuning: Tuning::Plan {
+                file: text.to_string(),
+                plan: Box::new(plan),
+            },
+        });
+    }
+    anyhow::bail!(
+        "unknown config '{text}': give current, a profile (pps, latency, throughput, http, \
+         baseline; flags after a colon: throughput:--rtt=50ms), settings (rps=all, \
+         rps=app+rfs=on) or a saved plan file (no such file)"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: Duration = Duration::from_secs(3);
+    const W: Duration = Duration::from_secs(1);
+
+    #[test]
+    fn bench_lines_parse_with_the_bench_flags() {
+        let b = bench("rr --proto tcp --instances 100", S, W).expect("rr");
+        match &b.client {
+            Client::Rr(c) => {
+                assert_eq!(c.instances, 100);
+                assert_eq!((c.duration, c.warmup), (S, W));
+            }
+            other => panic!("{other:?}"),
+        }
+        let b = bench("udp-flood --flows 16 --duration 2", S, W).expect("udp");
+        match &b.client {
+            Client::UdpFlood(c) => assert_eq!((c.flows, c.duration), (16, Duration::from_secs(2))),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(b.udp_warmup, W);
+        let b = bench("http -c 64 -D 0", S, W).expect("http");
+        match &b.client {
+            Client::Http(c) => assert_eq!((c.connections, c.warmup), (64, Duration::ZERO)),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn bench_lines_with_a_target_or_bad_flags_are_refused() {
+        for (line, says) in [
+            ("rr --proto tcp --to 10.0.0.1:5000", "own target"),
+            ("udp-flood --to=1.2.3.4:9", "own target"),
+            ("http http://example.com/", "own target"),
+            ("rr --proto tcp --netns x", "namespace"),
+            ("udp-sink --bind 0.0.0.0:1", "server side"),
+            ("iperf3 -c x", "client command line"),
+            ("rr --proto sctp", "sctp"),
+            ("rr --proto tcp --instances 0", "instances"),
+            ("udp-flood --size 'x", "unbalanced"),
+        ] {
+            let err = bench(line, S, W).expect_err(line).to_string();
+            assert!(err.contains(says), "{line}: {err}");
+            assert!(!err.contains('\n'), "{err}");
+        }
+    }
+
+    #[test]
+    fn configs_are_current_profiles_with_flags_or_plan_files() {
+        assert_eq!(
+            split_configs(&["current,pps,latency:--cpus=0-1,3,plan.json".to_string()]),
+            ["current", "pps", "latency:--cpus=0-1,3", "plan.json"]
+        );
+        let c = config("throughput:--rtt=50ms", &["eth0".to_string()], None).expect("throughput");
+        match c.tuning {
+            Tuning::Profile(o) => {
+                assert_eq!(o.rtt_us, Some(50_000));
+                assert_eq!(o.ifaces, ["eth0"]);
+            }
+            other => panic!("{other:?}"),
+        }
+        let err = config("fastest", &[], None)
+            .expect_err("unknown")
+            .to_string();
+        assert!(err.contains("unknown config 'fastest'"), "{err}");
+        let err = config("pps:--rtt=5ms", &[], None)
+            .expect_err("rtt")
+            .to_string();
+        assert!(err.contains("throughput profile only"), "{err}");
+        let err = config("pps:--netns=x", &[], None)
+            .expect_err("netns")
+            .to_string();
+        assert!(err.contains("cannot be given per config"), "{err}");
+    }
+}

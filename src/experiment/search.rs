@@ -1,0 +1,902 @@
+//! `experiment search`: find the best configuration by measurement, since
+//! a static profile is not always best (on a veth testbed, RPS steered to
+//! the receiving application's CPU beats spreading it over all CPUs).
+//!
+//! Candidates are plans over the dimensions the target can change: RPS
+//! (off, all CPUs, the NIC's node, the application's CPUs, all but the
+//! application's), RFS (off, on), XPS (off, one CPU per queue), IRQ
+//! layouts (spread, onto the application's CPUs, away from them) and
+//! coalescing (0, 50 us, adaptive). Dimensions the target lacks (IRQs and
+//! coalescing on veth) are skipped and said so; host-wide values
+//! (`net.core.rps_sock_flow_entries`) only with `allow_host`.
+//!
+//! They are measured by successive halving: every candidate briefly, the
+//! better half again for twice as long, and so on, each round beside the
+//! host as found (the baseline) in shuffled order, so that each candidate
+//! is scored by its ratio to a baseline measured moments apart. The
+//! winner is confirmed against the baseline with repeated full-length
+//! runs and the same statistics as `experiment run`.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::bench::{self, Bench, Sides};
+use super::stats::{self, Comparison, Rng};
+use super::tune::Tuner;
+use crate::base::cpuset::{format_list, format_mask};
+use crate::base::driver::DriverSetting;
+use crate::base::Probe;
+use crate::bench::stop::Stop;
+use crate::host::{Host, Interface};
+use crate::plan::compare::same_value;
+use crate::plan::target::{RxFile, TxFile};
+use crate::plan::{Change, Plan, Profile, Target, KERNEL_GROUP};
+
+/// What the search may change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Dimension {
+    Rps,
+    Rfs,
+    Xps,
+    Irq,
+    Coalesce,
+}
+
+impl Dimension {
+    pub const ALL: [Dimension; 5] = [
+        Dimension::Rps,
+        Dimension::Rfs,
+        Dimension::Xps,
+        Dimension::Irq,
+        Dimension::Coalesce,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Dimension::Rps => "rps",
+            Dimension::Rfs => "rfs",
+            Dimension::Xps => "xps",
+            Dimension::Irq => "irq",
+            Dimension::Coalesce => "coalesce",
+        }
+    }
+
+    pub fn parse(text: &str) -> anyhow::Result<Dimension> {
+        Dimension::ALL
+            .into_iter()
+            .find(|d| d.name() == text.trim())
+            .ok_or_else(|| {
+                anyhow::anyhow!(
+                    "--space: unknown dimension '{text}'; give rps, rfs, xps, irq, coalesce"
+                )
+            })
+    }
+}
+
+/// A candidate configuration: a plan of the host as found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Candidate {
+    /// `rps=app(1) xps=off`; `current` for the host as found.
+    pub name: String,
+    pub plan: Plan,
+}
+
+/// What a search may do, and what it knows of the benchmark.
+pub struct Space {
+    pub dimensions: Vec<Dimension>,
+    pub ifaces: Vec<String>,
+    /// The receiving application's CPUs (the pinned server side).
+    pub app_cpus: Vec<u32>,
+    /// May change host-wide values (rps_sock_flow_entries).
+    pub allow_host: bool,
+    /// Tuning a network namespace, not the host.
+    pub in_namespace: bool,
+    /// The host's net.core.rps_sock_flow_entries when tuning a namespace
+    /// (where it cannot be seen), read from the host's namespace; `None`
+    /// when it could not be read.
+    pub host_rfs_table: Option<String>,
+    /// At most this many candidates (besides the baseline).
+    pub max_candidates: usize,
+}
+
+/// The sysctls that exist only in the host's network namespace: a
+/// namespace's plan changes them from the host's namespace (journaled as
+/// the host's), never from inside.
+pub const HOST_ONLY_SYSCTLS: &[&str] = &["net.core.rps_sock_flow_entries"];
+
+/// Whether `target` is a host-wide value a namespace cannot change.
+pub fn host_only(target: &Target) -> bool {
+    target
+        .sysctl_name()
+        .is_some_and(|n| HOST_ONLY_SYSCTLS.contains(&n))
+}
+
+/// One choice in one dimension: its label and the changes it makes.
+struct Choice {
+    label: String,
+    changes: Vec<Change>,
+}
+
+fn change(group: &str, target: Target, from: &str, to: String, reason: &str) -> Option<Change> {
+    (!same_value(&target, from, &to)).then(|| Change {
+        target,
+        from: from.trim().to_string(),
+        to,
+        reason: format!("experiment search: {reason}"),
+        group: group.to_string(),
+    })
+}
+
+fn keep() -> Choice {
+    Choice {
+        label: String::new(),
+        changes: Vec::new(),
+    }
+}
+
+/// RPS masks to try on every RX queue of `iface`.
+fn rps_choices(host: &Host, iface: &Interface, app: &[u32]) -> Vec<(String, Vec<u32>)> {
+    let all = host.online_cpus.clone();
+    let mut out = vec![
+        ("off".to_string(), Vec::new()),
+        ("all".to_string(), all.clone()),
+    ];
+    if let (Some(local), true) = (&iface.local_cpus, host.numa_nodes.len() > 1) {
+        out.push((format!("node({})", format_list(local)), local.clone()));
+    }
+    if !app.is_empty() {
+        out.push((format!("app({})", format_list(app)), app.to_vec()));
+        let others: Vec<u32> = all.iter().copied().filter(|c| !app.contains(c)).collect();
+        if !others.is_empty() {
+            out.push((format!("not-app({})", format_list(&others)), others));
+        }
+    }
+    out
+}
+
+fn dimension_choices(
+    d: Dimension,
+    host: &Host,
+    ifaces: &[&Interface],
+    space: &Space,
+    notes: &mut Vec<String>,
+) -> Vec<Choice> {
+    let mut choices = vec![keep()];
+    match d {
+        Dimension::Rps => {
+            let Some(first) = ifaces.first() else {
+                return choices;
+            };
+            for (label, cpus) in rps_choices(host, first, &space.app_cpus) {
+                let mut changes = Vec::new();
+                for iface in ifaces {
+                    for q in &iface.rx_queues {
+                        if let Some(current) = &q.rps_cpus {
+                            changes.extend(change(
+                                &iface.name,
+                                Target::rx(&iface.name, q.index, RxFile::RpsCpus),
+                                &format_mask(current),
+                                format_mask(&cpus),
+                                &format!("RPS {label}"),
+                            ));
+                        }
+                    }
+                }
+                choices.push(Choice {
+                    label: format!("rps={label}"),
+                    changes,
+                });
+            }
+        }
+        Dimension::Rfs => {
+            let table = if space.in_namespace {
+                space.host_rfs_table.clone()
+            } else {
+                host.sysctls.get("net.core.rps_sock_flow_entries").cloned()
+            };
+            let host_table = match table {
+                None => {
+                    notes.push(
+                        "rfs: skipped: net.core.rps_sock_flow_entries (the host-wide RFS table) \
+                         cannot be read"
+                            .to_string(),
+                    );
+                    return choices;
+                }
+                // The table is on already: RFS is per queue from here.
+                Some(v) if v.trim() != "0" => None,
+                Some(v) if space.allow_host => Some(v.trim().to_string()),
+                Some(_) => {
+                    notes.push(
+                        "rfs: skipped: RFS needs the host-wide net.core.rps_sock_flow_entries (0 \
+                         now); give --allow-host to try it (journaled and restored like every \
+                         change)"
+                            .to_string(),
+                    );
+                    return choices;
+                }
+            };
+            let mut changes = Vec::new();
+            if let Some(current) = host_table {
+                changes.extend(change(
+                    KERNEL_GROUP,
+                    Target::sysctl("net.core.rps_sock_flow_entries"),
+                    &current,
+                    crate::plan::values::RFS_ENTRIES.to_string(),
+                    "RFS flow table",
+                ));
+            }
+            for iface in ifaces {
+                let n = iface.rx_queues.len().max(1) as u64;
+                let per = (crate::plan::values::RFS_ENTRIES / n)
+                    .max(1)
+                    .next_power_of_two();
+                for q in &iface.rx_queues {
+                    if let Some(current) = q.rps_flow_cnt {
+                        changes.extend(change(
+                            &iface.name,
+                            Target::rx(&iface.name, q.index, RxFile::RpsFlowCnt),
+                            &current.to_string(),
+                            per.to_string(),
+                            "RFS on",
+                        ));
+                    }
+                }
+            }
+            choices.push(Choice {
+                label: "rfs=on".to_string(),
+                changes,
+            });
+            let mut off = Vec::new();
+            for iface in ifaces {
+                for q in &iface.rx_queues {
+                    if let Some(current) = q.rps_flow_cnt {
+                        off.extend(change(
+                            &iface.name,
+                            Target::rx(&iface.name, q.index, RxFile::RpsFlowCnt),
+                            &current.to_string(),
+                            "0".to_string(),
+                            "RFS off",
+                        ));
+                    }
+                }
+            }
+            choices.push(Choice {
+                label: "rfs=off".to_string(),
+                changes: off,
+            });
+        }
+        Dimension::Xps => {
+            let cpus = &host.online_cpus;
+            let (mut per_queue, mut off) = (Vec::new(), Vec::new());
+            for iface in ifaces {
+                for q in &iface.tx_queues {
+                    let Some(current) = &q.xps_cpus else { continue };
+                    let target = || Target::tx(&iface.name, q.index, TxFile::XpsCpus);
+                    let cpu = cpus.get(q.index as usize % cpus.len().max(1)).copied();
+                    per_queue.extend(change(
+                        &iface.name,
+                        target(),
+                        &format_mask(current),
+                        format_mask(&cpu.into_iter().collect::<Vec<_>>()),
+                        "XPS: one CPU per TX queue",
+                    ));
+                    off.extend(change(
+                        &iface.name,
+                        target(),
+                        &format_mask(current),
+                        "0".to_string(),
+                        "XPS off",
+                    ));
+                }
+            }
+            choices.push(Choice {
+                label: "xps=per-queue".to_string(),
+                changes: per_queue,
+            });
+            choices.push(Choice {
+                label: "xps=off".to_string(),
+                changes: off,
+            });
+        }
+        Dimension::Irq => {
+            let vectors: Vec<(&Interface, u32, Option<u32>, Vec<u32>)> = ifaces
+                .iter()
+                .flat_map(|i| {
+                    i.irq_vectors
+                        .iter()
+                        .filter(|v| v.queue.is_some())
+                        .map(move |v| (*i, v.irq, v.queue, v.affinity.clone().unwrap_or_default()))
+                })
+                .collect();
+            if vectors.is_empty() {
+                notes.push(format!(
+                    "irq: skipped: {} ha{} no queue IRQs (a virtual interface)",
+                    names(ifaces),
+                    if ifaces.len() == 1 { "s" } else { "ve" }
+                ));
+                return choices;
+            }
+            let all = &host.online_cpus;
+            let others: Vec<u32> = all
+                .iter()
+                .copied()
+                .filter(|c| !space.app_cpus.contains(c))
+                .collect();
+            // Queue i's IRQs on the i-th CPU of the pool, wrapping.
+            let mut layouts: Vec<(String, Vec<u32>)> =
+                vec![("irq=spread".to_string(), all.clone())];
+            if !space.app_cpus.is_empty() {
+                let app = space.app_cpus.clone();
+                layouts.push((format!("irq=app({})", format_list(&app)), app));
+                if !others.is_empty() {
+                    layouts.push((format!("irq=not-app({})", format_list(&others)), others));
+                }
+            }
+            for (label, pool) in layouts {
+                let cpu_of = |q: u32| -> Vec<u32> {
+                    pool.get(q as usize % pool.len().max(1))
+                        .copied()
+                        .into_iter()
+                        .collect()
+                };
+                let changes = vectors
+                    .iter()
+                    .filter_map(|(iface, irq, queue, current)| {
+                        change(
+                            &iface.name,
+                            Target::IrqAffinity(*irq),
+                            &format_list(current),
+                            format_list(&cpu_of(queue.unwrap_or(0))),
+                            &label,
+                        )
+                    })
+                    .collect();
+                choices.push(Choice { label, changes });
+            }
+        }
+        Dimension::Coalesce => {
+            let supported: Vec<&&Interface> = ifaces
+                .iter()
+                .filter(|i| matches!(i.driver_settings.coalesce, Probe::Value(_)))
+                .collect();
+            if supported.is_empty() {
+                notes.push(format!(
+                    "coalesce: skipped: the driver of {} cannot change interrupt coalescing",
+                    names(ifaces)
+                ));
+                return choices;
+            }
+            for (label, settings) in [
+                (
+                    "coalesce=0us",
+                    vec![DriverSetting::AdaptiveRx(false), DriverSetting::RxUsecs(0)],
+                ),
+                (
+                    "coalesce=50us",
+                    vec![DriverSetting::AdaptiveRx(false), DriverSetting::RxUsecs(50)],
+                ),
+                ("coalesce=adaptive", vec![DriverSetting::AdaptiveRx(true)]),
+            ] {
+                let mut changes = Vec::new();
+                for iface in &supported {
+                    for s in &settings {
+                        let Probe::Value(current) = crate::base::driver::setting::current_text(
+                            &s.key(),
+                            &iface.driver_settings,
+                        ) else {
+                            continue;
+                        };
+                        changes.extend(change(
+                            &iface.name,
+                            Target::driver(&iface.name, &s.key()),
+                            &current,
+                            s.value_text(),
+                            label,
+                        ));
+                    }
+                }
+                choices.push(Choice {
+                    label: label.to_string(),
+                    changes,
+                });
+            }
+        }
+    }
+    choices
+}
+
+fn names(ifaces: &[&Interface]) -> String {
+    ifaces
+        .iter()
+        .map(|i| i.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The candidates of `space` on `host`, the baseline (`current`) first,
+/// and notes on what was skipped and why.
+pub fn candidates(host: &Host, space: &Space) -> anyhow::Result<(Vec<Candidate>, Vec<String>)> {
+    let ifaces = interfaces(host, space)?;
+    let mut notes = Vec::new();
+    let mut combos: Vec<Choice> = vec![keep()];
+    for d in &space.dimensions {
+        let choices = dimension_choices(*d, host, &ifaces, space, &mut notes);
+        let mut next = Vec::new();
+        for base in &combos {
+            for c in &choices {
+                let label = [base.label.as_str(), c.label.as_str()]
+                    .iter()
+                    .filter(|l| !l.is_empty())
+                    .copied()
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                let mut changes = base.changes.clone();
+                changes.extend(c.changes.iter().cloned());
+                next.push(Choice { label, changes });
+            }
+        }
+        combos = next;
+    }
+    // Choices that change nothing here (RPS already off) collapse into the
+    // same plan: keep the first of each.
+    let mut seen: Vec<Vec<(String, String)>> = Vec::new();
+    let mut out = Vec::new();
+    for c in combos {
+        let mut key: Vec<(String, String)> = c
+            .changes
+            .iter()
+            .map(|ch| (ch.target.to_string(), ch.to.clone()))
+            .collect();
+        key.sort();
+        if seen.contains(&key) {
+            continue;
+        }
+        seen.push(key);
+        let name = if c.changes.is_empty() {
+            "current".to_string()
+        } else {
+            c.label
+        };
+        out.push(Candidate {
+            name,
+            plan: Plan {
+                profile: Profile::Custom,
+                cpus: host.online_cpus.clone(),
+                interfaces: space.ifaces.clone(),
+                changes: c.changes,
+                skipped: Vec::new(),
+                made_for: None,
+                irqbalance: None,
+            },
+        });
+    }
+    let limit = space.max_candidates + 1;
+    if out.len() > limit {
+        notes.push(format!(
+            "{} candidates; measuring the first {} (raise --max-candidates, or narrow --space)",
+            out.len() - 1,
+            space.max_candidates
+        ));
+        out.truncate(limit);
+    }
+    Ok((out, notes))
+}
+
+/// A config named by settings, as the search labels them: `rps=all`,
+/// `rps=app+rfs=on`, `xps=off+irq=spread` (`+` between settings; a value
+/// with its CPUs in brackets, as the search prints it, is accepted too).
+pub fn parse_settings(text: &str) -> anyhow::Result<Vec<(Dimension, String)>> {
+    let mut out: Vec<(Dimension, String)> = Vec::new();
+    for part in text.split('+') {
+        let (key, value) = part.split_once('=').ok_or_else(|| {
+            anyhow::anyhow!("config '{text}': '{part}' is not SETTING=VALUE (e.g. rps=all)")
+        })?;
+        let d = Dimension::parse(key).map_err(|_| {
+            anyhow::anyhow!(
+                "config '{text}': unknown setting '{key}'; give rps, rfs, xps, irq or coalesce"
+            )
+        })?;
+        if out.iter().any(|(x, _)| *x == d) {
+            anyhow::bail!("config '{text}': {key} is given twice");
+        }
+        let value = value.split('(').next().unwrap_or(value).trim();
+        out.push((d, value.to_string()));
+    }
+    Ok(out)
+}
+
+/// The plan of settings `wanted` on `host` (see [`parse_settings`]).
+pub fn settings_plan(
+    host: &Host,
+    space: &Space,
+    wanted: &[(Dimension, String)],
+) -> anyhow::Result<Plan> {
+    let ifaces = interfaces(host, space)?;
+    let mut changes = Vec::new();
+    for (d, value) in wanted {
+        let mut notes = Vec::new();
+        let choices = dimension_choices(*d, host, &ifaces, space, &mut notes);
+        let label = format!("{}={value}", d.name());
+        let Some(choice) = choices
+            .iter()
+            .find(|c| c.label == label || c.label.starts_with(&format!("{label}(")))
+        else {
+            if let Some(why) = notes.first() {
+                anyhow::bail!("{why}");
+            }
+            let offered: Vec<&str> = choices
+                .iter()
+                .filter_map(|c| c.label.strip_prefix(&format!("{}=", d.name())))
+                .collect();
+            anyhow::bail!(
+                "{label} is not possible here; {} takes {}",
+                d.name(),
+                offered.join(", ")
+            );
+        };
+        changes.extend(choice.changes.iter().cloned());
+    }
+    Ok(Plan {
+        profile: Profile::Custom,
+        cpus: host.online_cpus.clone(),
+        interfaces: space.ifaces.clone(),
+        changes,
+        skipped: Vec::new(),
+        made_for: None,
+        irqbalance: None,
+    })
+}
+
+/// The interfaces of `space`, each as `host` has it.
+fn interfaces<'h>(host: &'h Host, space: &Space) -> anyhow::Result<Vec<&'h Interface>> {
+    let ifaces: Vec<&Interface> = space
+        .ifaces
+        .iter()
+        .map(|name| {
+            host.interfaces
+                .iter()
+                .find(|i| &i.name == name)
+                .ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "interface '{name}' does not exist here (present: {})",
+                        host.interfaces
+                            .iter()
+                            .map(|i| i.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                })
+        })
+        .collect::<anyhow::Result<_>>()?;
+    if ifaces.is_empty() {
+        anyhow::bail!("no interface to tune or search: name one with --iface");
+    }
+    Ok(ifaces)
+}
+
+/// Measures one candidate once.
+pub trait Trial {
+    fn measure(&mut self, candidate: &Candidate, duration: Duration) -> anyhow::Result<f64>;
+}
+
+/// What a search tells while it runs.
+pub trait Watch {
+    fn measured(&mut self, round: usize, candidate: &str, duration: Duration, value: f64);
+    fn round_done(&mut self, round: &Round);
+}
+
+/// The schedule of a search.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Schedule {
+    /// The first round's runs; each round doubles it up to `last`.
+    #[serde(with = "crate::bench::secs")]
+    pub first: Duration,
+    #[serde(with = "crate::bench::secs")]
+    pub last: Duration,
+    /// Runs of the winner and the baseline to confirm the result.
+    pub confirm: u32,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Round {
+    pub round: usize,
+    pub duration_s: f64,
+    pub baseline: f64,
+    /// (candidate, value, ratio to this round's baseline), best first.
+    pub scores: Vec<(String, f64, f64)>,
+    /// Candidates kept for the next round.
+    pub kept: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Found {
+    pub rounds: Vec<Round>,
+    /// Index into the candidates.
+    pub winner: usize,
+    pub winner_name: String,
+    pub baseline_runs: Vec<f64>,
+    pub winner_runs: Vec<f64>,
+    /// Winner against the baseline over the confirmation runs.
+    pub comparison: Comparison,
+}
+
+/// Successive halving over `candidates` (index 0 is the baseline), then a
+/// confirmation of the winner against the baseline.
+pub fn halve(
+    candidates: &[Candidate],
+    schedule: &Schedule,
+    trial: &mut dyn Trial,
+    rng: &mut Rng,
+    watch: &mut dyn Watch,
+) -> anyhow::Result<Found> {
+    if candidates.len() < 2 {
+        anyhow::bail!(
+            "nothing to search: every candidate equals the host as found (the dimensions to \
+             search are skipped here, or already hold every value tried)"
+        );
+    }
+    let mut alive: Vec<usize> = (1..candidates.len()).collect();
+    let mut log_ratio = vec![0.0f64; candidates.len()];
+    let mut measured = vec![0u32; candidates.len()];
+    let mut duration = schedule.first.min(schedule.last);
+    let mut rounds = Vec::new();
+    while alive.len() > 1 || rounds.is_empty() {
+        let number = rounds.len() + 1;
+        let mut order: Vec<usize> = alive.clone();
+        order.push(0);
+        rng.shuffle(&mut order);
+        let mut values = vec![0.0f64; candidates.len()];
+        for &i in &order {
+            let v = trial.measure(&candidates[i], duration)?;
+            watch.measured(number, &candidates[i].name, duration, v);
+            values[i] = v;
+        }
+        let base = values[0];
+        if base <= 0.0 {
+            anyhow::bail!("the baseline measured nothing in round {number}");
+        }
+        for &i in &alive {
+            log_ratio[i] += (values[i].max(f64::MIN_POSITIVE) / base).ln();
+            measured[i] += 1;
+        }
+        // Score: the geometric mean of a candidate's ratios so far.
+        let score = |i: usize| log_ratio[i] / f64::from(measured[i].max(1));
+        alive.sort_by(|a, b| score(*b).total_cmp(&score(*a)));
+        let keep = alive.len().div_ceil(2).max(1);
+        let round = Round {
+            round: number,
+            duration_s: duration.as_secs_f64(),
+            baseline: base,
+            scores: alive
+                .iter()
+                .map(|&i| (candidates[i].name.clone(), values[i], values[i] / base))
+                .collect(),
+            kept: alive[..keep]
+                .iter()
+                .map(|&i| candidates[i].name.clone())
+                .collect(),
+        };
+        watch.round_done(&round);
+        rounds.push(round);
+        alive.truncate(keep);
+        duration = (duration * 2).min(schedule.last);
+    }
+    let winner = alive[0];
+    let mut baseline_runs = Vec::new();
+    let mut winner_runs = Vec::new();
+    let confirm = rounds.len() + 1;
+    for _ in 0..schedule.confirm {
+        let mut pair = [0usize, winner];
+        rng.shuffle(&mut pair);
+        for i in pair {
+            let v = trial.measure(&candidates[i], schedule.last)?;
+            watch.measured(confirm, &candidates[i].name, schedule.last, v);
+            if i == 0 {
+                baseline_runs.push(v);
+            } else {
+                winner_runs.push(v);
+            }
+        }
+    }
+    let comparison = stats::compare(&baseline_runs, &winner_runs, rng);
+    Ok(Found {
+        rounds,
+        winner,
+        winner_name: candidates[winner].name.clone(),
+        baseline_runs,
+        winner_runs,
+        comparison,
+    })
+}
+
+/// The real trial: apply the candidate (journaled), run the bench, roll
+/// back.
+pub struct Measured<'a> {
+    pub tuner: &'a Tuner,
+    pub bench: &'a Bench,
+    pub sides: &'a Sides,
+    pub stop: &'a Stop,
+    /// Runs that failed and were made again (a search makes many short
+    /// runs; on a loaded host one may measure nothing): the reasons.
+    pub retried: Vec<String>,
+}
+
+impl Measured<'_> {
+    fn once(&self, candidate: &Candidate, duration: Duration) -> anyhow::Result<f64> {
+        let opts = crate::plan::saved::options(&candidate.plan);
+        let tuned = self
+            .tuner
+            .apply_plan(&candidate.plan, &opts)
+            .map_err(|e| e.context(format!("applying candidate '{}'", candidate.name)))?;
+        let outcome = bench::run(
+            &self.bench.with_duration(duration),
+            self.sides,
+            self.stop,
+            &mut || {},
+        );
+        tuned.restore()?;
+        Ok(outcome
+            .map_err(|e| e.context(format!("measuring candidate '{}'", candidate.name)))?
+            .value)
+    }
+}
+
+impl Trial for Measured<'_> {
+    fn measure(&mut self, candidate: &Candidate, duration: Duration) -> anyhow::Result<f64> {
+        if self.stop.is_set() {
+            anyhow::bail!("interrupted");
+        }
+        let first = self.once(candidate, duration);
+        if self.stop.is_set() {
+            anyhow::bail!("interrupted");
+        }
+        match first {
+            Ok(v) => Ok(v),
+            // A run that could not even apply or restore is not retried.
+            Err(e) if !format!("{e:#}").contains("measuring candidate") => Err(e),
+            Err(e) => {
+                self.retried.push(crate::error::message(&e));
+                let again = self.once(candidate, duration);
+                if self.stop.is_set() {
+                    anyhow::bail!("interrupted");
+                }
+                again.map_err(|e| e.context("made twice, failed twice"))
+            }
+        }
+    }
+}
+
+/// The winner as a plan to save: where it was made, and why each value.
+pub fn winning_plan(candidate: &Candidate, found: &Found, bench: &Bench, tuner: &Tuner) -> Plan {
+    let c = &found.comparison;
+    let why = format!(
+        "{} {} over the host as found ({} runs each), bench '{}'",
+        c.text(),
+        bench.metric(),
+        found.winner_runs.len(),
+        bench.name
+    );
+    let mut plan = candidate.plan.clone();
+    for change in &mut plan.changes {
+        change.reason = format!("{}: {why}", change.reason);
+    }
+    plan.made_for = Some(tuner.made_for());
+    plan
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn candidate(name: &str) -> Candidate {
+        Candidate {
+            name: name.to_string(),
+            plan: Plan {
+                profile: Profile::Custom,
+                cpus: vec![0, 1],
+                interfaces: vec!["veth0".to_string()],
+                changes: Vec::new(),
+                skipped: Vec::new(),
+                made_for: None,
+                irqbalance: None,
+            },
+        }
+    }
+
+    /// A bench whose rate depends on the candidate (a known best) plus noise.
+    struct Fake {
+        rng: Rng,
+        noise: f64,
+        seconds: f64,
+    }
+
+    impl Trial for Fake {
+        fn measure(&mut self, c: &Candidate, d: Duration) -> anyhow::Result<f64> {
+            self.seconds += d.as_secs_f64();
+            let truth = match c.name.as_str() {
+                "current" => 100_000.0,
+                "best" => 137_000.0,
+                "good" => 117_000.0,
+                "bad" => 80_000.0,
+                other => 100_000.0 + other.len() as f64 * 100.0,
+            };
+            Ok(self.rng.normal(truth, truth * self.noise))
+        }
+    }
+
+    struct Quiet;
+    impl Watch for Quiet {
+        fn measured(&mut self, _: usize, _: &str, _: Duration, _: f64) {}
+        fn round_done(&mut self, _: &Round) {}
+    }
+
+    #[test]
+    fn halving_finds_the_known_best_and_confirms_it() {
+        let mut names = vec!["current", "bad", "good", "best"];
+        names.extend(["a1", "a22", "a333", "a4444", "a55555", "a666666"]);
+        let cands: Vec<Candidate> = names.iter().map(|n| candidate(n)).collect();
+        let schedule = Schedule {
+            first: Duration::from_secs(1),
+            last: Duration::from_secs(4),
+            confirm: 5,
+        };
+        for seed in 0..10 {
+            let mut fake = Fake {
+                rng: Rng::new(seed),
+                noise: 0.03,
+                seconds: 0.0,
+            };
+            let found = halve(
+                &cands,
+                &schedule,
+                &mut fake,
+                &mut Rng::new(seed + 100),
+                &mut Quiet,
+            )
+            .expect("search");
+            assert_eq!(found.winner_name, "best", "seed {seed}: {:?}", found.rounds);
+            assert_eq!(found.comparison.verdict, stats::Verdict::Better);
+            assert!(
+                (found.comparison.ratio - 1.37).abs() < 0.06,
+                "{:?}",
+                found.comparison
+            );
+            // 9 candidates halve to 1 in four rounds (9 -> 5 -> 3 -> 2 -> 1).
+            assert_eq!(found.rounds.len(), 4);
+            // Brief first: far less time than measuring all at full length.
+            assert!(fake.seconds < 9.0 * 4.0 * 5.0, "{}", fake.seconds);
+        }
+    }
+
+    #[test]
+    fn a_search_with_only_the_baseline_is_refused() {
+        let mut fake = Fake {
+            rng: Rng::new(1),
+            noise: 0.0,
+            seconds: 0.0,
+        };
+        let schedule = Schedule {
+            first: Duration::from_secs(1),
+            last: Duration::from_secs(1),
+            confirm: 3,
+        };
+        let err = halve(
+            &[candidate("current")],
+            &schedule,
+            &mut fake,
+            &mut Rng::new(1),
+            &mut Quiet,
+        )
+        .expect_err("nothing to search");
+        assert!(err.to_string().contains("nothing to search"));
+    }
+
+    #[test]
+    fn dimensions_parse_by_name() {
+        assert_eq!(Dimension::parse("rps").expect("rps"), Dimension::Rps);
+        assert!(Dimension::parse("rss").is_err());
+    }
+}

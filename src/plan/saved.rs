@@ -1,0 +1,243 @@
+//! A plan saved to a file (`nettune plan --json > plan.json`, `nettune
+//! experiment search --out plan.json`) and applied later with `apply --plan
+//! FILE`.
+//!
+//! A saved plan records where it was made: the host's identity (machine id
+//! and hostname) and the network namespace or tree. Each change records the
+//! value it found (`from`). Applying it elsewhere, or after those values
+//! changed, would write settings chosen for another state of the host, so
+//! both are checked before anything is written, and a mismatch is refused
+//! with the reason.
+
+use std::path::Path;
+
+use anyhow::Context as _;
+use serde::{Deserialize, Serialize};
+
+use super::compare::same_value;
+use super::{Plan, Target};
+use crate::base::Root;
+
+/// Where a plan was made.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MadeFor {
+    /// `/etc/machine-id` (systemd's stable host identity); `None` when the
+    /// host has none.
+    pub machine_id: Option<String>,
+    /// `/proc/sys/kernel/hostname`.
+    pub hostname: Option<String>,
+    /// The network namespace (`--netns`), by name.
+    pub netns: Option<String>,
+    /// The `--root` tree it was computed on.
+    pub root: Option<String>,
+}
+
+impl MadeFor {
+    /// The identity of the place `root` (and `netns`) shows.
+    pub fn of(root: &Root, tree: Option<&Path>, netns: Option<&str>) -> MadeFor {
+        let machine_id = std::fs::read_to_string(root.base().join("etc/machine-id"))
+            .ok()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty());
+        let hostname = root
+            .read_value("/proc/sys/kernel/hostname")
+            .ok()
+            .flatten()
+            .filter(|s| !s.is_empty());
+        MadeFor {
+            machine_id,
+            hostname,
+            netns: netns.map(str::to_string),
+            root: tree.map(|t| {
+                std::fs::canonicalize(t)
+                    .unwrap_or_else(|_| t.to_path_buf())
+                    .display()
+                    .to_string()
+            }),
+        }
+    }
+
+    /// "host web1 (machine id 3f2a...), network namespace blue".
+    pub fn describe(&self) -> String {
+        let host = match (&self.hostname, &self.machine_id) {
+            (Some(h), Some(m)) => format!("host {h} (machine id {m})"),
+            (Some(h), None) => format!("host {h}"),
+            (None, Some(m)) => format!("the host with machine id {m}"),
+            (None, None) => "an unidentified host".to_string(),
+        };
+        match (&self.root, &self.netns) {
+            (Some(root), _) => format!("tree {root} ({host})"),
+            (None, Some(ns)) => format!("network namespace {ns} on {host}"),
+            (None, None) => host,
+        }
+    }
+
+    /// Why a plan made for `self` must not be applied `here`, if it must not.
+    pub fn mismatch(&self, here: &MadeFor) -> Option<String> {
+        let other_host = match (&self.machine_id, &here.machine_id) {
+            (Some(a), Some(b)) => a != b,
+            _ => self.hostname.is_some() && self.hostname != here.hostname,
+        };
+        if other_host || self.root != here.root || self.netns != here.netns {
+            return Some(format!(
+                "it was made for {}, and this is {}",
+                self.describe(),
+                here.describe()
+            ));
+        }
+        None
+    }
+}
+
+/// The options a saved plan stands for (what the journal records).
+pub fn options(plan: &Plan) -> super::PlanOptions {
+    let mut opts = super::PlanOptions::new(plan.profile);
+    opts.ifaces = plan.interfaces.clone();
+    opts.cpus = Some(plan.cpus.clone());
+    opts
+}
+
+/// Read a saved plan: `plan --json` output or `experiment search --out`.
+pub fn load(path: &Path) -> anyhow::Result<Plan> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("--plan '{}': cannot read it", path.display()))?;
+    let plan: Plan = serde_json::from_str(&text).map_err(|e| {
+        anyhow::anyhow!(
+            "--plan '{}' is not a nettune plan ({e}); save one with `nettune plan --json` or \
+             `nettune experiment search --out FILE`",
+            path.display()
+        )
+    })?;
+    if plan.made_for.is_none() {
+        anyhow::bail!(
+            "--plan '{}' does not say which host it was made for (no \"made_for\"); make it \
+             again with this nettune (`nettune plan --json`)",
+            path.display()
+        );
+    }
+    Ok(plan)
+}
+
+/// Check a saved plan against the place it is about to be applied to:
+/// refused when made for another place, or when a value it would change no
+/// longer holds what it held when the plan was made (a change whose target
+/// already holds its new value is kept: applying it changes nothing).
+/// `read` reads a target's current value. `name` names the plan in errors.
+pub fn check(
+    plan: &Plan,
+    name: &str,
+    here: &MadeFor,
+    read: &dyn Fn(&Target) -> anyhow::Result<String>,
+) -> anyhow::Result<()> {
+    let made_for = plan
+        .made_for
+        .as_ref()
+        .ok_or_else(|| anyhow::anyhow!("plan {name} does not say which host it was made for"))?;
+    if let Some(why) = made_for.mismatch(here) {
+        anyhow::bail!(
+            "plan {name} is refused: {why}; make a plan here (`nettune plan`, `nettune \
+             experiment search`); nothing was changed"
+        );
+    }
+    let mut moved = Vec::new();
+    for change in &plan.changes {
+        let now = read(&change.target)
+            .with_context(|| format!("plan {name}: reading {}", change.target))?;
+        if same_value(&change.target, &now, &change.from)
+            || same_value(&change.target, &now, &change.to)
+        {
+            continue;
+        }
+        moved.push(format!(
+            "{} is '{}', the plan was made when it was '{}'",
+            change.target,
+            now.trim(),
+            change.from
+        ));
+    }
+    if !moved.is_empty() {
+        anyhow::bail!(
+            "plan {name} is refused: {} value(s) changed since it was made: {}; make the plan \
+             again; nothing was changed",
+            moved.len(),
+            moved.join("; ")
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{Change, Profile};
+
+    fn here() -> MadeFor {
+        MadeFor {
+            machine_id: Some("aaaa".to_string()),
+            hostname: Some("web1".to_string()),
+            netns: Some("blue".to_string()),
+            root: None,
+        }
+    }
+
+    fn plan() -> Plan {
+        let target: Target = "/sys/class/net/veth0/queues/rx-0/rps_cpus"
+            .parse()
+            .expect("target");
+        Plan {
+            profile: Profile::Custom,
+            cpus: vec![0, 1],
+            interfaces: vec!["veth0".to_string()],
+            changes: vec![Change {
+                target,
+                from: "0".to_string(),
+                to: "2".to_string(),
+                reason: "test".to_string(),
+                group: "veth0".to_string(),
+            }],
+            skipped: Vec::new(),
+            made_for: Some(here()),
+            irqbalance: None,
+        }
+    }
+
+    #[test]
+    fn a_plan_for_another_host_or_namespace_is_refused() {
+        let mut other = here();
+        other.machine_id = Some("bbbb".to_string());
+        let err =
+            check(&plan(), "p.json", &other, &|_| Ok("0\n".to_string())).expect_err("other host");
+        assert!(err.to_string().contains("machine id aaaa"), "{err}");
+        let mut other = here();
+        other.netns = None;
+        let err =
+            check(&plan(), "p.json", &other, &|_| Ok("0\n".to_string())).expect_err("other ns");
+        assert!(err.to_string().contains("network namespace blue"), "{err}");
+        assert!(check(
+            &plan(),
+            "p.json",
+            &here(),
+            &|_| Ok("00000000\n".to_string())
+        )
+        .is_ok());
+    }
+
+    #[test]
+    fn a_plan_whose_from_values_moved_is_refused_unless_already_applied() {
+        let err = check(&plan(), "p.json", &here(), &|_| Ok("1\n".to_string())).expect_err("moved");
+        let text = err.to_string();
+        assert!(
+            text.contains("is '1'") && text.contains("when it was '0'"),
+            "{text}"
+        );
+        assert!(check(&plan(), "p.json", &here(), &|_| Ok("2\n".to_string())).is_ok());
+    }
+
+    #[test]
+    fn a_plan_round_trips_through_json() {
+        let text = serde_json::to_string(&plan()).expect("json");
+        assert!(text.contains("\"made_for\""), "{text}");
+        let back: Plan = serde_json::from_str(&text).expect("back");
+        assert_eq!(back, plan());
+    }
+}
