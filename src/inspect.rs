@@ -253,6 +253,7 @@ fn render_interface(o: &mut String, iface: &Interface) {
         let _ = writeln!(o, "  device virtual  {queues}");
     }
     render_driver(o, &iface.driver_settings);
+    render_steering(o, iface);
     let count = iface.rx_queues.len().max(iface.tx_queues.len());
     if count > 0 {
         let _ = writeln!(
@@ -595,6 +596,48 @@ fn render_driver(o: &mut String, d: &DriverSettings) {
     let _ = writeln!(o, "  queue packets {qstats}");
 }
 
+/// XDP programs and features, and the ntuple rules.
+fn render_steering(o: &mut String, iface: &Interface) {
+    let xdp = probe(&iface.xdp, |x| {
+        let programs = if x.programs.is_empty() {
+            "no program".to_string()
+        } else {
+            x.programs
+                .iter()
+                .map(|p| {
+                    format!(
+                        "{} {} (id {})",
+                        p.mode.name(),
+                        p.name.as_deref().unwrap_or("?"),
+                        p.id
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let features = probe(&x.features, |f| {
+            if f.actions.is_empty() {
+                "none".to_string()
+            } else {
+                f.actions.join(" ")
+            }
+        });
+        format!("{programs}   features {features}")
+    });
+    let _ = writeln!(o, "  xdp    {xdp}");
+    let ntuple = probe(&iface.driver_settings.ntuple, |t| {
+        let mut text = format!("{} rule(s) of {}", t.rules.len(), t.size);
+        for r in t.rules.iter().take(8) {
+            let _ = write!(text, "; loc {} {}", r.location, r.value_text());
+        }
+        if t.rules.len() > 8 {
+            text.push_str("; ... (--json lists all)");
+        }
+        text
+    });
+    let _ = writeln!(o, "  ntuple {ntuple}");
+}
+
 fn on_off(b: bool) -> &'static str {
     if b {
         "on"
@@ -652,8 +695,10 @@ fn render_kernel(o: &mut String, host: &Host) {
     };
     let _ = writeln!(
         o,
-        "  irqbalance {irqbalance}   AF_PACKET sockets {}   conntrack {conntrack}",
-        host.packet_sockets.len()
+        "  irqbalance {irqbalance}   AF_PACKET sockets {}   AF_XDP sockets {}   conntrack {conntrack}",
+        host.packet_sockets.len(),
+        host.af_xdp_sockets
+            .map_or("unknown".to_string(), |n| n.to_string())
     );
 }
 

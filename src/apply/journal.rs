@@ -13,13 +13,15 @@ use anyhow::Context as _;
 use nix::fcntl::{Flock, FlockArg};
 use serde::{Deserialize, Serialize};
 
+use super::records::{SteerRecord, XdpRecord};
 use crate::plan::{PlanOptions, Profile, Target};
 
 /// The journal format this nettune writes. Bumped when a field changes
 /// meaning or is removed. Version 2 added the namespace's identity, the
 /// boot id, IRQ names and forgotten states; version 1 journals are read
-/// with those empty.
-pub const JOURNAL_VERSION: u32 = 2;
+/// with those empty. Version 3: states that are not a profile (`steer`,
+/// an XDP program), whose `profile` and `options` are absent.
+pub const JOURNAL_VERSION: u32 = 3;
 /// The oldest format this nettune still reads.
 const OLDEST_VERSION: u32 = 1;
 
@@ -104,8 +106,17 @@ pub struct Journal {
     pub id: u32,
     /// When the apply started, UTC (RFC 3339).
     pub time: String,
-    pub profile: Profile,
-    pub options: PlanOptions,
+    /// The profile applied; absent for a steer or XDP state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<Profile>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub options: Option<PlanOptions>,
+    /// What `nettune steer` set up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steer: Option<SteerRecord>,
+    /// The XDP program a benchmark attached.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub xdp: Option<XdpRecord>,
     /// The `--root` tree, absolute; `None` for the live host.
     pub root: Option<String>,
     pub netns: Option<String>,
@@ -136,6 +147,33 @@ pub struct Journal {
 }
 
 impl Journal {
+    /// What the state is, for people: `profile pps`, `steer eth2 queue 4
+    /// (udp4 dst-port 53)`, `XDP program nettune_xsk (id 42) on veth1`.
+    pub fn what(&self) -> String {
+        if let Some(s) = &self.steer {
+            return format!("steer {} queue {} ({})", s.iface, s.queue, s.flow);
+        }
+        if let Some(x) = &self.xdp {
+            return format!("XDP program {} (id {}) on {}", x.name, x.id, x.iface);
+        }
+        match self.profile {
+            Some(p) => format!("profile {}", p.name()),
+            None => "unknown change".to_string(),
+        }
+    }
+
+    /// The short word `history` shows in its column: the profile, `steer`
+    /// or `xdp`.
+    pub fn kind(&self) -> &'static str {
+        if self.steer.is_some() {
+            "steer"
+        } else if self.xdp.is_some() {
+            "xdp"
+        } else {
+            self.profile.map_or("?", Profile::name)
+        }
+    }
+
     /// Changes that were (or may have been) made: written and read back,
     /// or, in a journal of an apply that was killed, possibly written.
     /// Changes the kernel refused never count.
@@ -391,8 +429,10 @@ mod tests {
             schema_version: JOURNAL_VERSION,
             id,
             time: now_utc(),
-            profile: Profile::Pps,
-            options: PlanOptions::new(Profile::Pps),
+            profile: Some(Profile::Pps),
+            options: Some(PlanOptions::new(Profile::Pps)),
+            steer: None,
+            xdp: None,
             root: None,
             netns: None,
             netns_inode: None,

@@ -14,6 +14,8 @@ pub mod drift;
 pub mod journal;
 pub mod persist;
 pub mod place;
+pub mod records;
+mod steer_target;
 mod target;
 
 use std::path::Path;
@@ -24,16 +26,25 @@ pub use drift::{drift, Drift};
 pub use journal::{
     Entry, Journal, Listing, Outcome, StateDir, StateStatus, Unreadable, DEFAULT_STATE_DIR,
 };
+pub use records::{SteerRecord, XdpRecord};
+pub use steer_target::NO_RULE;
 pub use target::{Backend, WriteError};
 
 use crate::base::Root;
 use crate::plan::compare::same_value;
-use crate::plan::{Plan, PlanOptions, Target};
+use crate::plan::{Change, PlanOptions, Target};
+
+/// Why changes are made: a profile's plan, or `nettune steer`.
+#[derive(Debug, Clone)]
+pub enum Purpose {
+    Profile(PlanOptions),
+    Steer(SteerRecord),
+}
 
 /// What to apply, and where.
 pub struct Request<'a> {
-    pub plan: &'a Plan,
-    pub options: &'a PlanOptions,
+    pub changes: &'a [Change],
+    pub purpose: Purpose,
     /// The `--root` tree (absolute), or `None` for the live host.
     pub root: Option<&'a Path>,
     /// The network namespace the caller has entered, by name.
@@ -71,33 +82,19 @@ const KILL_AFTER_ENV: &str = "NETTUNE_TEST_KILL_AFTER";
 pub fn apply(state: &StateDir, backend: &Backend, req: &Request) -> anyhow::Result<Applied> {
     refuse_irq_changes_under_irqbalance(req)?;
     refuse_after_an_interrupted_apply(state, req)?;
-    let changes = originals(backend, req.plan)?;
+    let changes = originals(backend, req.changes)?;
     if changes.is_empty() {
         return Ok(Applied::Nothing);
     }
-    let mut journal = Journal {
-        schema_version: journal::JOURNAL_VERSION,
-        id: state.next_id()?,
-        time: journal::now_utc(),
-        profile: req.options.profile,
-        options: req.options.clone(),
-        root: req.root.map(|r| r.display().to_string()),
-        netns: req.netns.map(str::to_string),
-        netns_inode: req.netns.and_then(place::netns_inode),
-        boot_id: if req.root.is_none() {
-            place::boot_id()
-        } else {
-            None
-        },
-        status: StateStatus::Applying,
-        changes,
-        persist: Vec::new(),
-        created_dirs: Vec::new(),
-        failure: None,
-        rolled_back_at: None,
-        forgotten_at: None,
-        experiment: req.experiment.map(str::to_string),
-    };
+    let mut journal = new_journal(state, req.root, req.netns, changes)?;
+    match &req.purpose {
+        Purpose::Profile(options) => {
+            journal.profile = Some(options.profile);
+            journal.options = Some(options.clone());
+        }
+        Purpose::Steer(record) => journal.steer = Some(record.clone()),
+    }
+    journal.experiment = req.experiment.map(str::to_string);
     state.save(&journal)?;
     write_changes(state, backend, &mut journal)?;
     if journal.change_count() == 0 {
@@ -113,18 +110,100 @@ pub fn apply(state: &StateDir, backend: &Backend, req: &Request) -> anyhow::Resu
     Ok(Applied::Done(journal))
 }
 
+/// A journal of `changes` for the place given, status applying, not saved.
+fn new_journal(
+    state: &StateDir,
+    root: Option<&Path>,
+    netns: Option<&str>,
+    changes: Vec<Entry>,
+) -> anyhow::Result<Journal> {
+    Ok(Journal {
+        schema_version: journal::JOURNAL_VERSION,
+        id: state.next_id()?,
+        time: journal::now_utc(),
+        profile: None,
+        options: None,
+        steer: None,
+        xdp: None,
+        root: root.map(|r| r.display().to_string()),
+        netns: netns.map(str::to_string),
+        netns_inode: netns.and_then(place::netns_inode),
+        boot_id: if root.is_none() {
+            place::boot_id()
+        } else {
+            None
+        },
+        status: StateStatus::Applying,
+        changes,
+        persist: Vec::new(),
+        created_dirs: Vec::new(),
+        failure: None,
+        rolled_back_at: None,
+        forgotten_at: None,
+        experiment: None,
+    })
+}
+
+/// The state value of an XDP program target before it is attached, and
+/// once it is.
+pub const XDP_DETACHED: &str = "not attached";
+pub const XDP_ATTACHED: &str = "attached";
+
+/// Record an XDP program about to be attached (in `netns`, by the running
+/// process): a state with one pending change, synced to disk, so a run
+/// killed after attaching leaves what `rollback` and `doctor` need. The
+/// caller holds the state directory's lock.
+pub fn record_xdp(
+    state: &StateDir,
+    record: XdpRecord,
+    netns: Option<&str>,
+) -> anyhow::Result<Journal> {
+    let target = Target::XdpProgram {
+        iface: record.iface.clone(),
+        id: record.id,
+    };
+    let entry = Entry {
+        target,
+        group: record.iface.clone(),
+        to: XDP_ATTACHED.to_string(),
+        reason: format!(
+            "AF_XDP reader of queue {} (bench udp-sink --xdp, pid {})",
+            record.queue, record.pid
+        ),
+        original: XDP_DETACHED.to_string(),
+        outcome: Outcome::Pending,
+        irq_name: None,
+    };
+    let mut journal = new_journal(state, None, netns, vec![entry])?;
+    journal.xdp = Some(record);
+    state.save(&journal)?;
+    Ok(journal)
+}
+
+/// The recorded program is attached: the state is complete.
+pub fn xdp_attached(state: &StateDir, journal: &mut Journal) -> anyhow::Result<()> {
+    for e in &mut journal.changes {
+        e.outcome = Outcome::Changed;
+    }
+    journal.status = StateStatus::Complete;
+    state.save(journal)
+}
+
+/// The recorded program was removed by its owner (or never attached):
+/// the state is rolled back.
+pub fn xdp_removed(state: &StateDir, journal: &mut Journal) -> anyhow::Result<()> {
+    journal.status = StateStatus::RolledBack;
+    journal.rolled_back_at = Some(journal::now_utc());
+    state.save(journal)
+}
+
 /// irqbalance rewrites IRQ affinity within seconds: refuse to set it while
 /// irqbalance runs unless asked to, saying how to stop it or ban the IRQs.
 fn refuse_irq_changes_under_irqbalance(req: &Request) -> anyhow::Result<()> {
     if !req.irqbalance_running || req.allow_irqbalance {
         return Ok(());
     }
-    let irqs: Vec<u32> = req
-        .plan
-        .changes
-        .iter()
-        .filter_map(|c| c.target.irq())
-        .collect();
+    let irqs: Vec<u32> = req.changes.iter().filter_map(|c| c.target.irq()).collect();
     if irqs.is_empty() {
         return Ok(());
     }
@@ -153,10 +232,10 @@ fn refuse_after_an_interrupted_apply(state: &StateDir, req: &Request) -> anyhow:
         })
     {
         anyhow::bail!(
-            "state {} (profile {}, {}) was interrupted before it finished; run `{}` first; \
+            "state {} ({}, {}) was interrupted before it finished; run `{}` first; \
              nothing was changed",
             open.id,
-            open.profile.name(),
+            open.what(),
             open.time,
             state.command(&format!("rollback {}", open.id))
         );
@@ -166,10 +245,10 @@ fn refuse_after_an_interrupted_apply(state: &StateDir, req: &Request) -> anyhow:
 
 /// Every planned target's current value, read now (not from the model):
 /// exactly what to restore. Targets already right are dropped.
-fn originals(backend: &Backend, plan: &Plan) -> anyhow::Result<Vec<Entry>> {
+fn originals(backend: &Backend, planned: &[Change]) -> anyhow::Result<Vec<Entry>> {
     let names = irq_names(backend.root());
     let mut changes = Vec::new();
-    for change in &plan.changes {
+    for change in planned {
         let original = backend
             .read(&change.target)
             .with_context(|| format!("reading {} before any change", change.target))?;
@@ -224,6 +303,11 @@ fn write_changes(state: &StateDir, backend: &Backend, journal: &mut Journal) -> 
             .and_then(|()| backend.check(&entry.target, &entry.to));
         match result {
             Ok(()) => journal.changes[i].outcome = Outcome::Changed,
+            // Steering is all or nothing: a refused part fails the whole.
+            Err(WriteError::Refused(why)) if journal.steer.is_some() => {
+                let failed = format!("{} -> '{}': {why}", entry.target, entry.to);
+                return Err(fail(state, backend, journal, i, failed));
+            }
             Err(WriteError::Refused(why)) => journal.changes[i].outcome = Outcome::Refused(why),
             Err(WriteError::Failed(why)) => {
                 let failed = format!("{} -> '{}': {why}", entry.target, entry.to);
@@ -247,21 +331,26 @@ fn fail(
         .filter(|e| e.outcome == Outcome::Changed)
         .count();
     let restore_errors = restore(backend, &journal.changes[..=i]);
+    let verb = if journal.steer.is_some() {
+        "steer"
+    } else {
+        "apply"
+    };
     journal.status = StateStatus::Failed;
     journal.failure = Some(failed.clone());
     if let Err(e) = state.save(journal) {
-        return e.context(format!("apply failed at {failed}"));
+        return e.context(format!("{verb} failed at {failed}"));
     }
     if restore_errors.is_empty() {
         return anyhow::anyhow!(
-            "apply failed at {failed}; the {made} setting(s) changed before it were restored \
+            "{verb} failed at {failed}; the {made} setting(s) changed before it were restored \
              (state {} in {})",
             journal.id,
             state.path().display()
         );
     }
     anyhow::anyhow!(
-        "apply failed at {failed}; restoring the settings changed before it also failed: {}; \
+        "{verb} failed at {failed}; restoring the settings changed before it also failed: {}; \
          the originals are in {}",
         restore_errors.join("; "),
         state.path().display()
@@ -319,6 +408,15 @@ fn restore_one(backend: &Backend, entry: &Entry) -> anyhow::Result<()> {
     let current = backend.read(target)?;
     if same_value(target, &current, &entry.original) {
         return Ok(());
+    }
+    // A rule slot is restored only while it holds the rule nettune wrote:
+    // never delete a rule someone put there since.
+    if matches!(target, Target::NtupleRule { .. }) && !same_value(target, &current, &entry.to) {
+        anyhow::bail!(
+            "it now holds '{}', not the rule nettune inserted ('{}'); left alone",
+            current.trim(),
+            entry.to
+        );
     }
     backend.write_original(target, &entry.original)?;
     backend.check(target, &entry.original)?;
@@ -383,6 +481,8 @@ pub fn choose(listing: &Listing, id: Option<u32>, state: &StateDir) -> anyhow::R
     }
     if let Some(newer) = listing.journals.iter().rev().find(|j| {
         j.id > chosen.id
+            // An XDP program touches nothing but itself.
+            && j.xdp.is_none()
             && j.status.is_active()
             && place::same_place(j, chosen)
             && place::not_undoable(j).is_none()

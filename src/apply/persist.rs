@@ -114,9 +114,9 @@ pub fn write(journal: &Journal, base: &Path) -> anyhow::Result<()> {
         fs::create_dir_all(&d).with_context(|| format!("cannot create {}", d.display()))?;
     }
     let header = format!(
-        "{MARK} (state {}, profile {}); `nettune rollback {}` removes it.\n",
+        "{MARK} (state {}, {}); `nettune rollback {}` removes it.\n",
         journal.id,
-        journal.profile.name(),
+        journal.what(),
         journal.id
     );
     write_file(base, SYSCTL_FILE, &sysctl_file(journal, &header))?;
@@ -183,9 +183,9 @@ fn device_script(journal: &Journal, header: &str) -> String {
         None => String::new(),
     };
     script.push_str(&format!(
-        "\n# state {}, profile {}{place}\n",
+        "\n# state {}, {}{place}\n",
         journal.id,
-        journal.profile.name()
+        journal.what()
     ));
     for e in changed(journal)
         .into_iter()
@@ -207,7 +207,7 @@ fn device_script(journal: &Journal, header: &str) -> String {
             script.push_str(&format!(
                 "{cmd}\necho 'nettune: {} is not set at boot; run nettune apply --profile {} again' >&2\n",
                 e.target,
-                journal.profile.name()
+                journal.profile.map_or("?", |p| p.name())
             ));
             continue;
         }

@@ -81,6 +81,13 @@ pub fn not_undoable(journal: &Journal) -> Option<String> {
         StateStatus::Forgotten => return Some("forgotten (rollback --forget)".to_string()),
         StateStatus::Applying | StateStatus::Complete => {}
     }
+    if let Some(x) = journal.xdp.as_ref().filter(|x| x.owner_running()) {
+        return Some(format!(
+            "its nettune bench (pid {}) is still running and removes the program when it ends \
+             (Ctrl-C or SIGTERM stops it)",
+            x.pid
+        ));
+    }
     if let Some(root) = &journal.root {
         if !Path::new(root).is_dir() {
             return Some(format!("the tree {root} no longer exists"));

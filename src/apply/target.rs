@@ -113,6 +113,9 @@ impl Backend {
                     ),
                 }
             }
+            Target::RssIndirection { .. }
+            | Target::NtupleRule { .. }
+            | Target::XdpProgram { .. } => self.read_steering(target),
             _ => anyhow::bail!("{target} is a scope, not a setting: nothing to read"),
         }
     }
@@ -142,6 +145,9 @@ impl Backend {
                     .set_napi(iface, *queue, *key, number)
                     .map_err(|e| classify_napi(target, &e))
             }
+            Target::RssIndirection { .. }
+            | Target::NtupleRule { .. }
+            | Target::XdpProgram { .. } => self.write_steering(target, value),
             _ => Err(WriteError::Failed(format!(
                 "{target} is a scope, not a setting: nothing to write"
             ))),
@@ -250,10 +256,12 @@ fn classify_file(path: &str, errno: Option<i32>, message: &str) -> WriteError {
 /// The kernel-internal ENOTSUPP some drivers let through.
 const ENOTSUPP: i32 = 524;
 
-fn classify_driver(target: &Target, e: &SetError) -> WriteError {
+pub(super) fn classify_driver(target: &Target, e: &SetError) -> WriteError {
     if matches!(e.errno, libc::EOPNOTSUPP | ENOTSUPP) {
         let what = match target {
             Target::Driver { iface, key } => format!("{key} on '{iface}'"),
+            Target::RssIndirection { iface } => format!("the RSS indirection table of '{iface}'"),
+            Target::NtupleRule { iface, .. } => format!("ntuple rules on '{iface}'"),
             _ => "this setting".to_string(),
         };
         return WriteError::Refused(format!("the driver does not support changing {what}: {e}"));

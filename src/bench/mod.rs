@@ -30,6 +30,7 @@ pub mod stop;
 pub mod stream;
 pub mod udp;
 pub mod uring;
+pub mod xsk;
 
 /// The highest `--rate` (packets or requests per second) a load generator
 /// takes: above what 1.6 Tbit/s of minimum-size frames can carry.

@@ -132,7 +132,7 @@ fn shell_word(text: &str) -> String {
     }
 }
 
-fn require_root_for_live(root: Option<&Path>, verb: &str) -> anyhow::Result<()> {
+pub(crate) fn require_root_for_live(root: Option<&Path>, verb: &str) -> anyhow::Result<()> {
     // SAFETY: geteuid has no preconditions.
     if root.is_none() && unsafe { libc::geteuid() } != 0 {
         anyhow::bail!(
@@ -145,7 +145,7 @@ fn require_root_for_live(root: Option<&Path>, verb: &str) -> anyhow::Result<()> 
 
 /// The tree of `--root`, refused when it reaches the live kernel, made
 /// absolute for the journal.
-fn tree(dir: &Path, verb: &str) -> anyhow::Result<PathBuf> {
+pub(crate) fn tree(dir: &Path, verb: &str) -> anyhow::Result<PathBuf> {
     place::check_tree(dir, verb)?;
     std::fs::canonicalize(dir).with_context(|| format!("--root '{}'", dir.display()))
 }
@@ -181,8 +181,8 @@ pub fn run_apply(args: ApplyArgs) -> anyhow::Result<Status> {
     let _lock = state.lock()?;
     let backend = Backend::new(host::open_root(root_dir.as_deref())?);
     let request = Request {
-        plan: &plan,
-        options: &opts,
+        changes: &plan.changes,
+        purpose: apply::Purpose::Profile(opts.clone()),
         root: root_dir.as_deref(),
         netns: args.tune.target.netns.as_deref(),
         persist: args.persist,
@@ -224,8 +224,8 @@ pub fn run_apply(args: ApplyArgs) -> anyhow::Result<Status> {
 
 fn summary(journal: &Journal, place: &str, state: &StateDir) -> String {
     let mut out = format!(
-        "applied profile {} on {place}: {} change(s), state {}\n",
-        journal.profile.name(),
+        "applied {} on {place}: {} change(s), state {}\n",
+        journal.what(),
         journal.change_count(),
         journal.id
     );
@@ -292,9 +292,9 @@ pub fn run_rollback(args: RollbackArgs) -> anyhow::Result<Status> {
     let backend = Backend::new(host::open_root(root_dir.as_deref())?);
     let journal = apply::undo(&state, &backend, journal)?;
     crate::output::print(&format!(
-        "rolled back state {} (profile {}, {} change(s)){}\n",
+        "rolled back state {} ({}, {} change(s)){}\n",
         journal.id,
-        journal.profile.name(),
+        journal.what(),
         journal.change_count(),
         if journal.persist.is_empty() {
             ""
@@ -325,10 +325,10 @@ fn rollback_tree(journal: &Journal, given: Option<&Path>) -> anyhow::Result<Opti
 fn forgotten(journal: &Journal) -> String {
     let left = apply::not_restored(journal);
     let mut out = format!(
-        "forgot state {} (profile {}): nothing was restored; {} setting(s) keep the values it \
+        "forgot state {} ({}): nothing was restored; {} setting(s) keep the values it \
          wrote, if they still have them:\n",
         journal.id,
-        journal.profile.name(),
+        journal.what(),
         left.len()
     );
     for target in left {
@@ -411,6 +411,7 @@ impl<'a> Row<'a> {
             "id": j.id,
             "time": j.time,
             "profile": j.profile,
+            "what": j.what(),
             "changes": j.change_count(),
             "refused": j.refused_count(),
             "status": j.status,
@@ -444,17 +445,28 @@ fn history_text(rows: &[Row], unreadable: &[apply::Unreadable], state: &StateDir
             "{:>4}  {:<20}  {:<10}  {:>7}  {:<24}  {}\n",
             j.id,
             j.time,
-            j.profile.name(),
+            j.kind(),
             j.change_count(),
             j.status.text(),
             row.place
         ));
+        if j.profile.is_none() {
+            out.push_str(&format!("      {}\n", j.what()));
+        }
         if j.status.is_active() {
             if let Some(why) = &row.not_undoable {
-                out.push_str(&format!(
-                    "      cannot be undone: {why} (drop it with `{}`)\n",
-                    state.command(&format!("rollback --forget {}", j.id))
-                ));
+                // A running benchmark's program goes when it ends: no
+                // reason to forget its record.
+                let running = j.xdp.as_ref().is_some_and(|x| x.owner_running());
+                let hint = if running {
+                    String::new()
+                } else {
+                    format!(
+                        " (drop it with `{}`)",
+                        state.command(&format!("rollback --forget {}", j.id))
+                    )
+                };
+                out.push_str(&format!("      cannot be undone: {why}{hint}\n"));
             }
         }
         match row.drift.as_deref() {

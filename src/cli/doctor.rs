@@ -9,7 +9,7 @@ use clap::Args;
 
 use crate::apply::{place, Backend, StateStatus};
 use crate::doctor::{diagnose_with_plans, parse_ignore, render_json, render_text, Context, Plans};
-use crate::doctor::{AppliedState, Rates, Report};
+use crate::doctor::{AppliedState, AppliedXdp, Rates, Report};
 use crate::error::Status;
 use crate::host::{open_root, read_counters, read_target, Selection};
 
@@ -159,7 +159,13 @@ fn applied_states(args: &DoctorArgs) -> Vec<AppliedState> {
     listing
         .journals
         .iter()
-        .filter(|j| j.status == StateStatus::Complete && place::not_undoable(j).is_none())
+        .filter(|j| {
+            // An XDP record of a run killed before it could mark the
+            // program attached may have attached it all the same.
+            let live = j.status == StateStatus::Complete
+                || (j.xdp.is_some() && j.status == StateStatus::Applying);
+            live && place::not_undoable(j).is_none()
+        })
         .filter(|j| j.root == tree && j.netns == args.netns)
         .map(|j| {
             let netns = j
@@ -167,15 +173,34 @@ fn applied_states(args: &DoctorArgs) -> Vec<AppliedState> {
                 .as_ref()
                 .map(|ns| format!(" --netns {ns}"))
                 .unwrap_or_default();
+            let apply_again = match (&j.options, &j.steer) {
+                (Some(options), _) => state.command(&format!(
+                    "apply {}{netns}",
+                    crate::cli::plan::option_flags(options)
+                )),
+                (None, Some(s)) => state.command(&format!(
+                    "steer --iface {} --queue {} --flow '{}'{netns}",
+                    s.iface, s.queue, s.flow
+                )),
+                (None, None) => String::new(),
+            };
             AppliedState {
                 id: j.id,
-                profile: j.profile.name().to_string(),
+                what: j.what(),
+                profile: j.profile.map(|p| p.name().to_string()),
                 drift: crate::apply::drift(j, &backend),
                 rollback: state.command(&format!("rollback {}", j.id)),
-                apply_again: state.command(&format!(
-                    "apply {}{netns}",
-                    crate::cli::plan::option_flags(&j.options)
-                )),
+                apply_again,
+                steered: j.steer.as_ref().map(|s| (s.iface.clone(), s.queue)),
+                xdp: j.xdp.as_ref().map(|x| AppliedXdp {
+                    record: x.clone(),
+                    owner_running: x.owner_running(),
+                    attached: j.changes.iter().any(|e| {
+                        backend
+                            .read(&e.target)
+                            .is_ok_and(|v| v == crate::apply::XDP_ATTACHED)
+                    }),
+                }),
             }
         })
         .collect()

@@ -18,6 +18,7 @@ pub mod monitor;
 pub mod plan;
 pub mod serve;
 pub mod signals;
+pub mod steer;
 pub mod testbed;
 
 use apply::{ApplyArgs, HistoryArgs, RollbackArgs};
@@ -97,6 +98,20 @@ pub enum Command {
     ///   nettune rollback --root ./capture-web1
     #[command(verbatim_doc_comment)]
     Rollback(RollbackArgs),
+    /// Hand one RX queue and one flow to a user-space reader: RSS gives the
+    /// queue weight 0, an ntuple rule sends the flow there, LRO/GRO go off.
+    ///
+    /// The single-RX-queue kernel bypass (docs/bypass.md). Journaled like
+    /// apply; `nettune rollback` restores the table byte for byte and
+    /// deletes the rule by its location. Drivers without RSS control or
+    /// ntuple filters (veth, virtio_net) are refused before any change.
+    ///
+    /// Examples:
+    ///   nettune steer --iface eth2 --queue 4 --flow 'udp4 dst-port 53' --dry-run
+    ///   nettune steer --iface eth2 --queue 4 --flow 'udp4 dst-port 53'
+    ///   nettune steer --iface eth2 --queue 4 --flow 'udp dst-port 53' --root ./capture --dry-run
+    #[command(verbatim_doc_comment)]
+    Steer(steer::SteerArgs),
     /// List applied states: id, time, profile, number of changes, status.
     ///
     /// Examples:
@@ -254,6 +269,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Status> {
         Command::Apply(args) => apply::run_apply(args),
         Command::Rollback(args) => apply::run_rollback(args),
         Command::History(args) => apply::run_history(args),
+        Command::Steer(args) => steer::run(args),
         Command::Bench(cmd) => bench::run(cmd),
         Command::Experiment(cmd) => experiment::run(cmd),
         Command::Testbed(cmd) => testbed::run(cmd),

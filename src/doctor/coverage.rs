@@ -24,6 +24,7 @@ const NEEDS: &[(&str, &[&str])] = &[
     ("qdisc.no-fair-queue", &["interfaces", "sysctls"]),
     ("rfs.partial", &["interfaces", "sysctls"]),
     ("rps.off", &["interfaces", "cpus"]),
+    ("rss.queue-without-weight", &["interfaces"]),
     ("rss.udp-hash-ips-only", &["interfaces"]),
     ("sock.packet-taps", &["packet_sockets"]),
     (
@@ -38,6 +39,8 @@ const NEEDS: &[(&str, &[&str])] = &[
     ("tcp.listen-overflows", &["counters.netstat", "sysctls"]),
     ("tcp.options-off", &["sysctls"]),
     ("udp.rcvbuf-errors", &["counters.snmp", "sysctls"]),
+    ("xdp.generic-mode", &["interfaces"]),
+    ("xdp.stale-program", &[]),
 ];
 
 /// A rule doctor could not judge, and why.

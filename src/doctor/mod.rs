@@ -98,17 +98,35 @@ pub struct Context<'a> {
     pub applied: &'a [AppliedState],
 }
 
-/// A state `nettune apply` made here and has not rolled back, with the
-/// settings that no longer hold the value it wrote.
+/// A state `nettune apply` (or `steer`, or an XDP benchmark) made here and
+/// has not rolled back, with the settings that no longer hold the value it
+/// wrote.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AppliedState {
     pub id: u32,
-    pub profile: String,
+    /// What it is: `profile pps`, `steer eth2 queue 4 (udp4 dst-port 53)`.
+    pub what: String,
+    /// The profile, for a profile's state.
+    pub profile: Option<String>,
     pub drift: Vec<crate::apply::Drift>,
     /// The commands that roll it back and apply its profile again, with
     /// the options they need here (`--root`, `--netns`, `--state-dir`).
     pub rollback: String,
     pub apply_again: String,
+    /// The (interface, queue) `nettune steer` took out of RSS.
+    pub steered: Option<(String, u32)>,
+    /// The XDP program a benchmark attached.
+    pub xdp: Option<AppliedXdp>,
+}
+
+/// An XDP program recorded by a benchmark, as it stands now.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AppliedXdp {
+    pub record: crate::apply::XdpRecord,
+    /// The process that attached it still runs.
+    pub owner_running: bool,
+    /// The program is still attached.
+    pub attached: bool,
 }
 
 impl<'a> Context<'a> {
@@ -141,6 +159,7 @@ pub const RULE_IDS: &[&str] = &[
     "qdisc.no-fair-queue",
     "rfs.partial",
     "rps.off",
+    "rss.queue-without-weight",
     "rss.udp-hash-ips-only",
     "sock.packet-taps",
     "softirq.hotspot",
@@ -152,6 +171,8 @@ pub const RULE_IDS: &[&str] = &[
     "tcp.listen-overflows",
     "tcp.options-off",
     "udp.rcvbuf-errors",
+    "xdp.generic-mode",
+    "xdp.stale-program",
 ];
 
 /// Run every rule; findings worst first, ties in id order (and, within one

@@ -88,6 +88,7 @@ pub fn vm_2cpu_single_queue() -> Host {
                 vec![2114, 0],
             ),
         ],
+        xdp: Probe::UNKNOWN,
         root_qdisc: Probe::Value(Qdisc {
             kind: "pfifo_fast".into(),
             handle: "0:".into(),
@@ -182,6 +183,7 @@ pub fn vm_2cpu_single_queue() -> Host {
         ]),
         irqbalance: Irqbalance::default(),
         packet_sockets: vec![],
+        af_xdp_sockets: None,
         conntrack: Conntrack::default(),
         counters: Counters {
             softirqs: vec![net_rx(0, 2041), net_rx(1, 2659)],
@@ -358,6 +360,7 @@ fn ixgbe_8q() -> Interface {
             })
             .collect(),
         irq_vectors: vectors,
+        xdp: Probe::UNKNOWN,
         root_qdisc: Probe::Value(Qdisc {
             kind: "mq".into(),
             handle: "0:".into(),
@@ -614,8 +617,9 @@ fn sorted(cpus: &[u32]) -> Vec<u32> {
 /// rings, unused queues, NIC drops, contradicting buffers, no fq, no MTU
 /// probing, SACK off, irqbalance, powersave, a packet tap, a full conntrack
 /// table, a softirq hotspot, softnet drops and squeezes, UDP and listen
-/// errors, an applied state that drifted, and busy polling without IRQ
-/// deferral.
+/// errors, an applied state that drifted, busy polling without IRQ
+/// deferral, an RSS table that leaves a queue out, a generic XDP program on
+/// a native driver, and an XDP program left by a benchmark that is gone.
 pub fn every_finding() -> Vec<Finding> {
     use crate::base::driver::FlowHash;
     use crate::base::Probe;
@@ -650,6 +654,20 @@ pub fn every_finding() -> Vec<Finding> {
     }
     eth0.statistics.insert("rx_missed_errors".into(), 12_345);
     eth0.netdev = netdev_without_deferral(eth0.rx_queues.len() as u32);
+    // RSS leaves queue 3 of the 4 out; a generic XDP program on a native
+    // driver.
+    eth0.driver_settings.rss_indirection = Probe::Value((0..128).map(|i| i % 3).collect());
+    eth0.xdp = Probe::Value(crate::base::driver::xdp::XdpState {
+        programs: vec![crate::base::driver::xdp::XdpProgram {
+            mode: crate::base::driver::xdp::XdpMode::Generic,
+            id: 9,
+            name: None,
+        }],
+        features: Probe::Value(crate::base::driver::xdp::XdpFeatures {
+            actions: vec!["basic".into()],
+            zc_max_segs: 0,
+        }),
+    });
 
     for (name, value) in [
         ("net.core.busy_poll", "50"),
@@ -681,18 +699,45 @@ pub fn every_finding() -> Vec<Finding> {
         *after.udp.entry("RcvbufErrors".into()).or_default() += 100;
         *after.tcp_ext.entry("ListenOverflows".into()).or_default() += 10;
     });
-    let applied = [AppliedState {
-        id: 1,
-        profile: "pps".to_string(),
-        drift: vec![crate::apply::Drift {
-            target: crate::plan::Target::IrqAffinity(24),
-            group: "eth0".to_string(),
-            applied: "1".to_string(),
-            now: "0-1".to_string(),
-        }],
-        rollback: "nettune rollback 1".to_string(),
-        apply_again: "nettune apply --profile pps".to_string(),
-    }];
+    let applied = [
+        AppliedState {
+            id: 1,
+            what: "profile pps".to_string(),
+            profile: Some("pps".to_string()),
+            drift: vec![crate::apply::Drift {
+                target: crate::plan::Target::IrqAffinity(24),
+                group: "eth0".to_string(),
+                applied: "1".to_string(),
+                now: "0-1".to_string(),
+            }],
+            rollback: "nettune rollback 1".to_string(),
+            apply_again: "nettune apply --profile pps".to_string(),
+            steered: None,
+            xdp: None,
+        },
+        AppliedState {
+            id: 2,
+            what: "XDP program".to_string(),
+            profile: None,
+            drift: Vec::new(),
+            rollback: "nettune rollback 2".to_string(),
+            apply_again: String::new(),
+            steered: None,
+            xdp: Some(crate::doctor::AppliedXdp {
+                record: crate::apply::XdpRecord {
+                    iface: "eth0".into(),
+                    queue: 0,
+                    id: 9,
+                    name: "nettune_xsk".into(),
+                    mode: crate::base::driver::xdp::XdpMode::Native,
+                    pid: 1,
+                    pid_start: None,
+                },
+                owner_running: false,
+                attached: true,
+            }),
+        },
+    ];
     super::diagnose(&Context {
         host: &host,
         rates: Some(&r),

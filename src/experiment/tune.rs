@@ -222,7 +222,7 @@ impl Tuner {
         if let Some(j) = open {
             let by = match &j.experiment {
                 Some(dir) => format!("by the experiment writing {dir}"),
-                None => format!("by `nettune apply` (profile {})", j.profile.name()),
+                None => format!("by nettune ({})", j.what()),
             };
             anyhow::bail!(
                 "state {} on {} was applied {by} and never finished or rolled back (was it \
@@ -385,8 +385,8 @@ impl Tuner {
                 .map(|h| h.irqbalance.running)
                 .unwrap_or(false);
         let request = apply::Request {
-            plan,
-            options: opts,
+            changes: &plan.changes,
+            purpose: apply::Purpose::Profile(opts.clone()),
             root: None,
             netns,
             persist: false,

@@ -6,6 +6,7 @@ pub mod interrupts;
 pub mod irqname;
 pub mod model;
 pub mod packet;
+pub mod protocols;
 pub mod snmp;
 pub mod snmp6;
 pub mod softirqs;

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::softnet::SoftnetCpu;
+use crate::base::driver::xdp::XdpState;
 use crate::base::driver::{DriverSettings, NetdevState, Qdisc};
 use crate::base::Probe;
 
@@ -34,6 +35,10 @@ pub struct Host {
     pub sysctls: BTreeMap<String, String>,
     pub irqbalance: Irqbalance,
     pub packet_sockets: Vec<PacketSocket>,
+    /// Open AF_XDP sockets in this namespace (/proc/net/protocols, XDP);
+    /// `None` when the kernel has no AF_XDP.
+    #[serde(default)]
+    pub af_xdp_sockets: Option<u64>,
     pub conntrack: Conntrack,
     pub counters: Counters,
     /// The kernel sources that could not be read, or only in part: their
@@ -201,6 +206,9 @@ pub struct Interface {
     /// queue vectors and the others (config, link, async, mgmt).
     pub irq_vectors: Vec<IrqVector>,
     pub root_qdisc: Probe<Qdisc>,
+    /// XDP programs attached (mode, id, name) and the driver's XDP features.
+    #[serde(default)]
+    pub xdp: Probe<XdpState>,
     pub driver_settings: DriverSettings,
     /// The netdev netlink family: each queue's NAPI, each NAPI's IRQ and
     /// settings, per-queue counters (qstats).
@@ -360,6 +368,50 @@ pub struct CpuTime {
     pub irq: u64,
     pub softirq: u64,
     pub steal: u64,
+}
+
+/// The CPU an IRQ is delivered to: the first of its effective affinity when
+/// the kernel shows it and it is current, else the first of its mask.
+pub fn delivered_cpu(effective: Option<&[u32]>, affinity: Option<&[u32]>) -> Option<u32> {
+    match effective {
+        Some(eff) if effective_current(effective, affinity) => eff.iter().min().copied(),
+        _ => affinity.and_then(|a| a.iter().min().copied()),
+    }
+}
+
+/// The effective affinity is shown and still current: inside the
+/// configured mask. One outside it is stale: the affinity was just set (by
+/// `nettune apply` or by hand) and the kernel moves the IRQ at its next
+/// interrupt, which the plan's rules count on too (judge an IRQ by
+/// smp_affinity_list).
+pub fn effective_current(effective: Option<&[u32]>, affinity: Option<&[u32]>) -> bool {
+    match (effective, affinity) {
+        (Some(eff), Some(aff)) if !eff.is_empty() && !aff.is_empty() => {
+            eff.iter().all(|c| aff.contains(c))
+        }
+        (Some(eff), _) => !eff.is_empty(),
+        (None, _) => false,
+    }
+}
+
+impl Interface {
+    /// The IRQ of RX queue `queue` (an RX or combined vector) and the CPU
+    /// it is delivered to.
+    pub fn queue_irq_cpu(&self, queue: u32) -> Option<(u32, Option<u32>)> {
+        if let Some(v) = self.irq_vectors.iter().find(|v| {
+            v.queue == Some(queue) && matches!(v.role, VectorRole::Rx | VectorRole::Combined)
+        }) {
+            return Some((
+                v.irq,
+                delivered_cpu(v.effective.as_deref(), v.affinity.as_deref()),
+            ));
+        }
+        let q = self.rx_queues.iter().find(|q| q.index == queue)?;
+        Some((
+            q.irq?,
+            delivered_cpu(q.effective.as_deref(), q.affinity.as_deref()),
+        ))
+    }
 }
 
 impl CpuTime {

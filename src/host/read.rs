@@ -196,6 +196,12 @@ pub fn read_host(src: &Inputs, selection: &Selection) -> anyhow::Result<Host> {
             Ok(r.parse_optional("/proc/net/packet", packet::parse)?
                 .unwrap_or_default())
         }),
+        af_xdp_sockets: g.take("af_xdp_sockets", |r| {
+            Ok(
+                r.parse_optional("/proc/net/protocols", super::protocols::parse)?
+                    .and_then(|p| p.get("XDP").copied()),
+            )
+        }),
         conntrack: g.take("conntrack", |r| Ok(read_conntrack(r)?)),
         counters,
         sources: Vec::new(),
@@ -615,6 +621,7 @@ fn read_interface(
         tx_queues,
         irq_vectors,
         root_qdisc: src.netlink.root_qdisc(name),
+        xdp: src.netlink.xdp(name),
         driver_settings,
         netdev: src.netdev.state(name),
         gro_flush_timeout: number("gro_flush_timeout")?.and_then(|v| u64::try_from(v).ok()),

@@ -12,10 +12,12 @@ use serde::{Deserialize, Serialize};
 
 use serde_json::Value;
 
+use crate::base::driver::flow::{NtupleRule, RuleAction};
+use crate::base::driver::xdp::XdpState;
 use crate::base::driver::{ChannelKind, DriverSetting};
 use crate::base::driver::{
     DriverSettings, Ethtool, EthtoolSet, NapiKey, NapiSet, Netdev, NetdevState, Netlink, Qdisc,
-    QdiscSet, QdiscSpec, QueueStats, SetError,
+    QdiscSet, QdiscSpec, QueueStats, SetError, SteeringSet,
 };
 use crate::base::{Probe, Root};
 
@@ -41,6 +43,8 @@ pub struct RecordedInterface {
     pub root_qdisc: Probe<Qdisc>,
     /// The netdev generic-netlink family's answers (queues, NAPIs, qstats).
     pub netdev: NetdevState,
+    /// XDP programs attached and the driver's XDP features.
+    pub xdp: Probe<XdpState>,
 }
 
 impl DriverFile {
@@ -91,6 +95,7 @@ impl DriverFile {
                     ethtool: ethtool.query(name),
                     root_qdisc: netlink.root_qdisc(name),
                     netdev: netdev.state(name),
+                    xdp: netlink.xdp(name),
                 };
                 (name.clone(), recorded)
             })
@@ -143,6 +148,14 @@ impl Netlink for Recorded {
             .interfaces
             .get(iface)
             .map(|i| i.root_qdisc.clone())
+            .unwrap_or_default()
+    }
+
+    fn xdp(&self, iface: &str) -> Probe<XdpState> {
+        self.file
+            .interfaces
+            .get(iface)
+            .map(|i| i.xdp.clone())
             .unwrap_or_default()
     }
 }
@@ -385,6 +398,115 @@ impl EthtoolSet for RecordedWriter {
                     Err(SetError::from_errno(libc::EOPNOTSUPP))
                 }
             }
+        })
+    }
+}
+
+/// `entry.ethtool.<field>`, or the errno a driver would give for it.
+fn field<'a>(entry: &'a mut Value, name: &str) -> Result<&'a mut Value, SetError> {
+    match entry.get_mut("ethtool").and_then(|e| e.get_mut(name)) {
+        Some(Value::String(word)) if word == "not_supported" => {
+            Err(SetError::from_errno(libc::EOPNOTSUPP))
+        }
+        Some(Value::String(_)) | None => Err(SetError::with_detail(
+            libc::ENODATA,
+            &format!("the driver file does not record '{name}'"),
+        )),
+        Some(v) => Ok(v),
+    }
+}
+
+/// The RX rings RSS and rules may name: `rx_rings`, else the channels.
+fn ring_count(entry: &Value) -> Option<u64> {
+    let ethtool = entry.get("ethtool")?;
+    if let Some(rings) = ethtool.get("rx_rings").and_then(Value::as_u64) {
+        return Some(rings);
+    }
+    let channels = ethtool.get("channels")?;
+    let count = |k: &str| channels.get(k).and_then(Value::as_u64).unwrap_or(0);
+    Some(count("combined") + count("rx"))
+}
+
+/// The driver refuses rules while ntuple filters are off (ixgbe does).
+fn ntuple_on(entry: &Value) -> bool {
+    let feature = entry
+        .get("ethtool")
+        .and_then(|e| e.get("features"))
+        .and_then(|f| f.get("rx-ntuple-filter"));
+    feature.is_none_or(|f| f.get("active") == Some(&Value::Bool(true)))
+}
+
+impl SteeringSet for RecordedWriter {
+    fn set_indirection(&self, iface: &str, table: &[u32]) -> Result<(), SetError> {
+        self.edit(iface, |entry| {
+            let rings = ring_count(entry);
+            let current = field(entry, "rss_indirection")?;
+            let size = current.as_array().map_or(0, Vec::len);
+            let new: Vec<u32> = if table.is_empty() {
+                // The driver's default: entry i is ring i % rings.
+                let rings = rings
+                    .filter(|r| *r > 0)
+                    .ok_or_else(|| SetError::from_errno(libc::EINVAL))?;
+                (0..size as u64).map(|i| (i % rings) as u32).collect()
+            } else {
+                table.to_vec()
+            };
+            if new.len() != size || rings.is_some_and(|r| new.iter().any(|q| u64::from(*q) >= r)) {
+                return Err(SetError::from_errno(libc::EINVAL));
+            }
+            *current = Value::from(new);
+            Ok(())
+        })
+    }
+
+    fn insert_rule(&self, iface: &str, rule: &NtupleRule) -> Result<(), SetError> {
+        self.edit(iface, |entry| {
+            if !ntuple_on(entry) {
+                return Err(SetError::with_detail(
+                    libc::EINVAL,
+                    "ntuple filters are off (ethtool -K IFACE ntuple on)",
+                ));
+            }
+            let rings = ring_count(entry);
+            if let RuleAction::Queue(q) = rule.action {
+                if rings.is_some_and(|r| u64::from(q) >= r) {
+                    return Err(SetError::from_errno(libc::EINVAL));
+                }
+            }
+            let table = field(entry, "ntuple")?;
+            let size = table.get("size").and_then(Value::as_u64).unwrap_or(0);
+            if u64::from(rule.location) >= size {
+                return Err(SetError::from_errno(libc::EINVAL));
+            }
+            let rules = table
+                .get_mut("rules")
+                .and_then(Value::as_array_mut)
+                .ok_or_else(|| SetError::from_errno(libc::ENODATA))?;
+            let new = serde_json::to_value(rule).map_err(|_| SetError::from_errno(libc::EINVAL))?;
+            let at = |r: &Value| r.get("location").and_then(Value::as_u64).unwrap_or(0);
+            rules.retain(|r| at(r) != u64::from(rule.location));
+            let pos = rules
+                .iter()
+                .position(|r| at(r) > u64::from(rule.location))
+                .unwrap_or(rules.len());
+            rules.insert(pos, new);
+            Ok(())
+        })
+    }
+
+    fn delete_rule(&self, iface: &str, location: u32) -> Result<(), SetError> {
+        self.edit(iface, |entry| {
+            let rules = field(entry, "ntuple")?
+                .get_mut("rules")
+                .and_then(Value::as_array_mut)
+                .ok_or_else(|| SetError::from_errno(libc::ENODATA))?;
+            let before = rules.len();
+            rules
+                .retain(|r| r.get("location").and_then(Value::as_u64) != Some(u64::from(location)));
+            if rules.len() == before {
+                return Err(SetError::from_errno(libc::ENOENT));
+            }
+            Ok(())
         })
     }
 }

@@ -149,6 +149,7 @@ mod tests {
             sysctls: Default::default(),
             irqbalance: Default::default(),
             packet_sockets: Vec::new(),
+            af_xdp_sockets: None,
             conntrack: Default::default(),
             counters: Default::default(),
             sources: Vec::new(),

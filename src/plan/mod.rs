@@ -20,6 +20,7 @@ pub mod preflight;
 mod queues;
 pub mod render;
 pub mod saved;
+pub mod steer;
 pub mod target;
 pub mod values;
 

@@ -158,6 +158,9 @@ pub fn command(change: &Change) -> String {
              rx queue {queue} (ynl --family netdev --dump queue-get), or nettune apply",
             change.to
         ),
+        Target::RssIndirection { .. } | Target::NtupleRule { .. } | Target::XdpProgram { .. } => {
+            super::steer::command(change)
+        }
         _ => format!("# {target}: no command known"),
     }
 }

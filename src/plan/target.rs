@@ -89,6 +89,13 @@ pub enum Target {
         queue: u32,
         key: NapiKey,
     },
+    /// The whole RSS indirection table of an interface (`ethtool -X`).
+    RssIndirection { iface: String },
+    /// The ntuple rule slot at `location` of an interface (`ethtool -N`):
+    /// a rule, or `none`.
+    NtupleRule { iface: String, location: u32 },
+    /// Whether XDP program `id` is attached to an interface.
+    XdpProgram { iface: String, id: u32 },
     /// Scope only, never written: every queue file of an interface (what
     /// waits for a new queue count).
     Queues { iface: String },
@@ -195,7 +202,10 @@ impl Target {
             | Target::Driver { iface, .. }
             | Target::RootQdisc { iface }
             | Target::Napi { iface, .. }
-            | Target::Queues { iface } => Some(iface),
+            | Target::Queues { iface }
+            | Target::RssIndirection { iface }
+            | Target::NtupleRule { iface, .. }
+            | Target::XdpProgram { iface, .. } => Some(iface),
             _ => None,
         }
     }
@@ -221,6 +231,9 @@ impl Target {
             Target::Driver { key, .. } => key.clone(),
             Target::RootQdisc { .. } => "qdisc root".to_string(),
             Target::Napi { queue, key, .. } => format!("rx-{queue} napi {key}"),
+            Target::RssIndirection { .. } => "rss indirection".to_string(),
+            Target::NtupleRule { location, .. } => format!("ntuple rule {location}"),
+            Target::XdpProgram { id, .. } => format!("xdp program {id}"),
             Target::Cpufreq => "cpufreq".to_string(),
             _ => self.to_string(),
         }
@@ -236,6 +249,9 @@ impl fmt::Display for Target {
             Target::Driver { iface, key } => write!(f, "ethtool:{iface}:{key}"),
             Target::RootQdisc { iface } => write!(f, "qdisc:{iface}:root"),
             Target::Napi { iface, queue, key } => write!(f, "napi:{iface}:rx-{queue}:{key}"),
+            Target::RssIndirection { iface } => write!(f, "rss:{iface}:indirection"),
+            Target::NtupleRule { iface, location } => write!(f, "ntuple:{iface}:{location}"),
+            Target::XdpProgram { iface, id } => write!(f, "xdp:{iface}:{id}"),
             Target::Queues { iface } => write!(f, "/sys/class/net/{iface}/queues"),
             Target::Cpufreq => f.write_str(CPUFREQ_PATH),
             Target::Interfaces => f.write_str("interfaces"),
@@ -246,7 +262,7 @@ impl fmt::Display for Target {
 
 /// A text that names no target nettune knows.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("'{0}' is not a setting nettune writes (a kernel path under /proc/sys, /proc/irq, /sys/class/net/IFACE/queues or cpufreq, or ethtool:IFACE:KEY, qdisc:IFACE:root, napi:IFACE:rx-N:KEY)")]
+#[error("'{0}' is not a setting nettune writes (a kernel path under /proc/sys, /proc/irq, /sys/class/net/IFACE/queues or cpufreq, or ethtool:IFACE:KEY, qdisc:IFACE:root, napi:IFACE:rx-N:KEY, rss:IFACE:indirection, ntuple:IFACE:LOC, xdp:IFACE:ID)")]
 pub struct UnknownTarget(pub String);
 
 /// An interface name as the kernel allows it: 1-15 bytes, no `/`, `:` or
@@ -342,6 +358,17 @@ fn parse(text: &str) -> Option<Target> {
                 key: NapiKey::parse(key)?,
             })
         }
+        ["rss", iface, "indirection"] => Some(Target::RssIndirection {
+            iface: iface_name(iface)?,
+        }),
+        ["ntuple", iface, location] => Some(Target::NtupleRule {
+            iface: iface_name(iface)?,
+            location: location.parse().ok()?,
+        }),
+        ["xdp", iface, id] => Some(Target::XdpProgram {
+            iface: iface_name(iface)?,
+            id: id.parse().ok()?,
+        }),
         _ => None,
     }
 }
@@ -389,6 +416,17 @@ mod tests {
             Target::driver("eth0", "features.rx-gro"),
             Target::root_qdisc("eth0"),
             Target::napi("eth0", 3, NapiKey::GroFlushTimeout),
+            Target::RssIndirection {
+                iface: "eth2".to_string(),
+            },
+            Target::NtupleRule {
+                iface: "eth2".to_string(),
+                location: 1023,
+            },
+            Target::XdpProgram {
+                iface: "veth1".to_string(),
+                id: 42,
+            },
             Target::queues("eth0"),
             Target::Cpufreq,
             Target::Interfaces,
@@ -432,6 +470,10 @@ mod tests {
             "napi:eth0:rx-x:defer-hard-irqs",
             "napi:eth0:rx-0:threaded",
             "napi:eth0:rx-0",
+            "rss:eth0:table",
+            "ntuple:eth0:x",
+            "ntuple:eth0:-1",
+            "xdp:eth0:",
         ] {
             let err = bad.parse::<Target>().expect_err(bad);
             assert!(err.to_string().contains(&format!("'{bad}'")), "{err}");

@@ -343,3 +343,57 @@ macro_rules! each_engine {
         }
     };
 }
+
+/// A veth pair between two namespaces: `a` (10.77.0.1/24) in `tx`, `b`
+/// (10.77.0.2/24) in `rx`, one queue each way (so every packet arrives on
+/// RX queue 0), both up, fixed MACs private to the namespaces and a
+/// permanent neighbour entry on the sender, so no packet waits on ARP.
+/// Returns the two interface names.
+pub fn veth_pair(tx: &Netns, rx: &Netns) -> (String, String) {
+    let (a, b) = (unique("nta"), unique("ntb"));
+    let (mac_a, mac_b) = ("02:00:00:77:00:01", "02:00:00:77:00:02");
+    ip(&[
+        "link",
+        "add",
+        &a,
+        "netns",
+        &tx.name,
+        "address",
+        mac_a,
+        "numrxqueues",
+        "1",
+        "numtxqueues",
+        "1",
+        "type",
+        "veth",
+        "peer",
+        "name",
+        &b,
+        "netns",
+        &rx.name,
+        "address",
+        mac_b,
+        "numrxqueues",
+        "1",
+        "numtxqueues",
+        "1",
+    ]);
+    ip(&["-n", &tx.name, "addr", "add", "10.77.0.1/24", "dev", &a]);
+    ip(&["-n", &rx.name, "addr", "add", "10.77.0.2/24", "dev", &b]);
+    ip(&["-n", &tx.name, "link", "set", &a, "up"]);
+    ip(&["-n", &rx.name, "link", "set", &b, "up"]);
+    ip(&[
+        "-n",
+        &tx.name,
+        "neigh",
+        "add",
+        "10.77.0.2",
+        "lladdr",
+        mac_b,
+        "dev",
+        &a,
+        "nud",
+        "permanent",
+    ]);
+    (a, b)
+}

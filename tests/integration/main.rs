@@ -28,3 +28,5 @@ mod plan;
 mod plan_props;
 mod product_text;
 mod serve;
+mod steer;
+mod xdp;

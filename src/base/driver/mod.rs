@@ -13,8 +13,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::base::Probe;
 
+pub mod flow;
 pub mod netdev;
 pub mod setting;
+pub mod xdp;
 
 pub use netdev::{NapiKey, NapiSet, Netdev, NetdevState};
 pub use setting::{ChannelKind, DriverSetting};
@@ -35,12 +37,26 @@ pub trait Ethtool {
 /// Read link-level state over rtnetlink.
 pub trait Netlink {
     fn root_qdisc(&self, iface: &str) -> Probe<Qdisc>;
+    /// The XDP programs attached and the driver's XDP features.
+    fn xdp(&self, _iface: &str) -> Probe<xdp::XdpState> {
+        Probe::UNKNOWN
+    }
 }
 
 /// Change one driver setting, as `ethtool -G/-C/-N/-L/-K` does: the other
 /// fields of the same group keep their current values.
 pub trait EthtoolSet {
     fn set(&self, iface: &str, setting: &DriverSetting) -> Result<(), SetError>;
+}
+
+/// Steer flows to RX queues, as `ethtool -X` and `ethtool -N` do.
+pub trait SteeringSet {
+    /// Write the whole RSS indirection table (ETHTOOL_SRXFHINDIR).
+    fn set_indirection(&self, iface: &str, table: &[u32]) -> Result<(), SetError>;
+    /// Insert an ntuple rule at its location (ETHTOOL_SRXCLSRLINS).
+    fn insert_rule(&self, iface: &str, rule: &flow::NtupleRule) -> Result<(), SetError>;
+    /// Delete the rule at `location` (ETHTOOL_SRXCLSRLDEL).
+    fn delete_rule(&self, iface: &str, location: u32) -> Result<(), SetError>;
 }
 
 /// Change the root qdisc of an interface.
@@ -106,6 +122,11 @@ pub struct DriverSettings {
     pub features: Probe<BTreeMap<String, Feature>>,
     /// RSS indirection table: entry i names the RX queue for hash bucket i.
     pub rss_indirection: Probe<Vec<u32>>,
+    /// RX rings RSS spreads over (ETHTOOL_GRXRINGS): the weights of
+    /// `ethtool -X IFACE weight ...`, one per ring.
+    pub rx_rings: Probe<u32>,
+    /// The ntuple rule table (`ethtool -n IFACE`).
+    pub ntuple: Probe<flow::NtupleTable>,
     /// rx-flow-hash fields by flow type: `tcp4`, `udp4`, `tcp6`, `udp6`
     /// (a live query always names all four).
     pub rx_flow_hash: BTreeMap<String, Probe<FlowHash>>,

@@ -32,6 +32,8 @@ mod wire;
 
 pub use flood::{run as run_flood, FloodReport, SendErrors};
 pub use flows::SequenceSummary;
+pub(crate) use flows::{summarize, FlowTable};
+pub(crate) use sink::Meter;
 pub use sink::{open as open_sink, KernelDelta, RcvBuf, Sink, SinkReport};
 pub use wire::HEADER_LEN;
 

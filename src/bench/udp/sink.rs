@@ -279,11 +279,12 @@ impl Sink {
     }
 }
 
-/// Turns the workers' running totals into intervals for the observer.
-struct Meter<'a> {
-    meter: IntervalMeter,
-    live: &'a [LiveCounter],
-    observer: &'a mut dyn Observer<Interval>,
+/// Turns the workers' running totals into intervals for the observer
+/// (the AF_XDP sink uses it too).
+pub(crate) struct Meter<'a> {
+    pub(crate) meter: IntervalMeter,
+    pub(crate) live: &'a [LiveCounter],
+    pub(crate) observer: &'a mut dyn Observer<Interval>,
 }
 
 impl Control for Meter<'_> {

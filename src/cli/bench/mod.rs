@@ -8,6 +8,7 @@ mod remote;
 mod rr;
 mod stream;
 mod udp;
+mod xsk;
 
 use std::time::Duration;
 

@@ -67,6 +67,8 @@ pub struct SinkArgs {
     /// Print the final report as JSON on stdout (see docs/bench-udp.md).
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub xdp: super::xsk::XdpArgs,
 }
 
 /// Send numbered UDP packets as fast as possible, or at a steady rate.
@@ -184,6 +186,9 @@ impl Observer<Interval> for Progress {
 }
 
 pub fn sink(args: &SinkArgs, stop: &crate::bench::stop::Stop) -> anyhow::Result<Status> {
+    if args.xdp.xdp {
+        return super::xsk::sink(args, stop);
+    }
     let sink = udp::open_sink(args.config())?;
     let mut progress = Progress(Lines::new("udp-sink", args.json));
     let report = sink.run(stop, &mut progress)?;

@@ -10,6 +10,7 @@ mod nic;
 mod sockets;
 mod softnet;
 mod state;
+mod steer;
 
 /// Thresholds other judges share (`monitor`'s live findings use doctor's
 /// numbers, so both say the same about the same rates).
@@ -25,7 +26,7 @@ use std::collections::BTreeMap;
 use super::planned::Plans;
 use super::{Context, Finding};
 use crate::base::counter::{delta, Width};
-use crate::host::{Counters, Host, Interface, VectorRole};
+use crate::host::{delivered_cpu, effective_current, Counters, Host, Interface, VectorRole};
 use crate::plan::target::{RxFile, Target, TxFile};
 
 /// Every rule's findings, unsorted. Rules whose fix a profile makes read
@@ -40,6 +41,7 @@ pub fn all(ctx: &Context, plans: &Plans) -> Vec<Finding> {
     cpu::check(ctx, plans, &mut out);
     napi::check(ctx, plans, &mut out);
     state::check(ctx, &mut out);
+    steer::check(ctx, &mut out);
     out
 }
 
@@ -138,28 +140,6 @@ fn rx_queue_irqs(iface: &Interface) -> Vec<QueueIrq> {
             })
         })
         .collect()
-}
-
-fn delivered_cpu(effective: Option<&[u32]>, affinity: Option<&[u32]>) -> Option<u32> {
-    match effective {
-        Some(eff) if effective_current(effective, affinity) => eff.iter().min().copied(),
-        _ => affinity.and_then(|a| a.iter().min().copied()),
-    }
-}
-
-/// The effective affinity is shown and still current: inside the
-/// configured mask. One outside it is stale: the affinity was just set (by
-/// `nettune apply` or by hand) and the kernel moves the IRQ at its next
-/// interrupt, which the plan's rules count on too (they judge an IRQ by
-/// smp_affinity_list).
-fn effective_current(effective: Option<&[u32]>, affinity: Option<&[u32]>) -> bool {
-    match (effective, affinity) {
-        (Some(eff), Some(aff)) if !eff.is_empty() && !aff.is_empty() => {
-            eff.iter().all(|c| aff.contains(c))
-        }
-        (Some(eff), _) => !eff.is_empty(),
-        (None, _) => false,
-    }
 }
 
 /// An IRQ list (`74-81`) formatted like a CPU list.

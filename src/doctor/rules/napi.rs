@@ -30,19 +30,17 @@ suspension\").";
 /// Why this host counts as tuned for latency, if it does: busy polling on
 /// for every socket, or a latency/http state nettune applied here.
 fn tuned_for_latency(ctx: &Context) -> Option<(String, Profile)> {
-    if let Some(state) = ctx
-        .applied
-        .iter()
-        .rev()
-        .find(|s| s.profile == Profile::Latency.name() || s.profile == Profile::Http.name())
-    {
-        let profile = if state.profile == Profile::Http.name() {
+    if let Some(state) = ctx.applied.iter().rev().find(|s| {
+        let p = s.profile.as_deref();
+        p == Some(Profile::Latency.name()) || p == Some(Profile::Http.name())
+    }) {
+        let profile = if state.profile.as_deref() == Some(Profile::Http.name()) {
             Profile::Http
         } else {
             Profile::Latency
         };
         return Some((
-            format!("applied state {} (profile {})", state.id, state.profile),
+            format!("applied state {} ({})", state.id, state.what),
             profile,
         ));
     }
@@ -242,10 +240,13 @@ mod tests {
         let host = with_napi(0, 20_000, true);
         let applied = [AppliedState {
             id: 4,
-            profile: "http".to_string(),
+            what: "profile http".to_string(),
+            profile: Some("http".to_string()),
             drift: Vec::new(),
             rollback: "nettune rollback 4".to_string(),
             apply_again: "nettune apply --profile http".to_string(),
+            steered: None,
+            xdp: None,
         }];
         let ctx = Context {
             applied: &applied,

@@ -6,7 +6,12 @@ use super::super::{Context, Finding, Severity};
 const MAX_NAMED: usize = 4;
 
 pub fn check(ctx: &Context, out: &mut Vec<Finding>) {
-    for state in ctx.applied.iter().filter(|s| !s.drift.is_empty()) {
+    // An XDP program's record has its own rule (xdp.stale-program).
+    for state in ctx
+        .applied
+        .iter()
+        .filter(|s| !s.drift.is_empty() && s.xdp.is_none())
+    {
         let named: Vec<String> = state
             .drift
             .iter()
@@ -31,9 +36,9 @@ pub fn check(ctx: &Context, out: &mut Vec<Finding>) {
             id: "state.drift",
             severity: Severity::Warn,
             title: format!(
-                "applied state {} (profile {}) no longer holds: {} setting(s) changed since",
+                "applied state {} ({}) no longer holds: {} setting(s) changed since",
                 state.id,
-                state.profile,
+                state.what,
                 state.drift.len()
             ),
             evidence,
@@ -78,7 +83,10 @@ mod tests {
         let host = vm_2cpu_single_queue();
         let applied = [AppliedState {
             id: 3,
-            profile: "pps".to_string(),
+            what: "profile pps".to_string(),
+            profile: Some("pps".to_string()),
+            steered: None,
+            xdp: None,
             drift: vec![Drift {
                 target: "/sys/class/net/eth0/queues/rx-0/rps_cpus"
                     .parse()

@@ -138,10 +138,10 @@ fn flow_hash_fields(bits: u64) -> FlowHash {
 }
 
 /// An interface name as `ifreq` carries it; `None` when no interface can have it.
-pub(super) struct IfName([libc::c_char; libc::IFNAMSIZ]);
+pub(crate) struct IfName([libc::c_char; libc::IFNAMSIZ]);
 
 impl IfName {
-    pub(super) fn new(name: &str) -> Option<IfName> {
+    pub(crate) fn new(name: &str) -> Option<IfName> {
         if name.is_empty() || name.len() >= libc::IFNAMSIZ || name.bytes().any(|b| b == 0) {
             return None;
         }
@@ -389,6 +389,8 @@ impl EthtoolSocket {
             coalesce: probe(self.fixed(iface, ETHTOOL_GCOALESCE).map(coalesce)),
             features: probe(sizes.features.and_then(|n| self.features(iface, n))),
             rss_indirection: probe(self.rss_indirection(iface)),
+            rx_rings: probe(super::ntuple::rx_rings(self, iface)),
+            ntuple: probe(super::ntuple::rules(self, iface)),
             rx_flow_hash: FLOW_TYPES
                 .iter()
                 .map(|&(name, flow_type)| {

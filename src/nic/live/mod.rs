@@ -16,15 +16,25 @@
 //! The root qdisc comes from rtnetlink (`RTM_GETQDISC` dump), which has no
 //! ioctl equivalent.
 
+pub mod bpf;
 mod ethtool;
 mod ethtool_set;
 pub mod link;
 mod netdev;
+mod netdev_xdp;
 mod netlink;
+mod ntuple;
 mod queue_stats;
 mod rtnetlink;
+pub mod xdp_link;
 
 pub use ethtool::LiveEthtool;
 pub(crate) use ethtool::LEGACY_FEATURE_NAMES;
 pub use netdev::LiveNetdev;
 pub use rtnetlink::LiveNetlink;
+
+/// What the driver of interface `ifindex` can do with XDP (the netdev
+/// family's xdp-features), in the calling thread's network namespace.
+pub fn xdp_features(ifindex: u32) -> crate::base::Probe<crate::base::driver::xdp::XdpFeatures> {
+    netdev_xdp::features(ifindex)
+}

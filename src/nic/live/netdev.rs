@@ -36,7 +36,7 @@ const CTRL_ATTR_FAMILY_NAME: u16 = 2;
 const CTRL_ATTR_OPS: u16 = 6;
 const CTRL_ATTR_OP_ID: u16 = 1;
 const FAMILY: &str = "netdev";
-const FAMILY_VERSION: u8 = 1;
+pub(super) const FAMILY_VERSION: u8 = 1;
 
 const CMD_QUEUE_GET: u8 = 10;
 const CMD_NAPI_GET: u8 = 11;
@@ -96,26 +96,26 @@ const QSTATS_FIRST_COUNTER: u16 = 8;
 
 /// The netdev family of this kernel: its id and the commands it has.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Family {
-    id: u16,
+pub(super) struct Family {
+    pub(super) id: u16,
     commands: Vec<u32>,
 }
 
 impl Family {
-    fn has(&self, cmd: u8) -> bool {
+    pub(super) fn has(&self, cmd: u8) -> bool {
         self.commands.contains(&u32::from(cmd))
     }
 }
 
 /// genlmsghdr {cmd, version, reserved} then attributes.
-fn genl_body(cmd: u8, version: u8, attrs: &[u8]) -> Vec<u8> {
+pub(super) fn genl_body(cmd: u8, version: u8, attrs: &[u8]) -> Vec<u8> {
     let mut body = vec![cmd, version, 0, 0];
     body.extend_from_slice(attrs);
     body
 }
 
 /// The attributes of a generic-netlink answer (after its 4-byte header).
-fn genl_attrs(payload: &[u8]) -> io::Result<Vec<(u16, &[u8])>> {
+pub(super) fn genl_attrs(payload: &[u8]) -> io::Result<Vec<(u16, &[u8])>> {
     let rest = payload
         .get(4..)
         .ok_or_else(|| malformed("short generic netlink header"))?;
@@ -270,7 +270,7 @@ fn qstats_name(kind: u16) -> Option<&'static str> {
 
 /// A probe from a query: not supported when the kernel lacks the command
 /// (or answers EOPNOTSUPP), unknown on any other failure.
-fn probe<T>(family: &Family, cmd: u8, read: impl FnOnce() -> io::Result<T>) -> Probe<T> {
+pub(super) fn probe<T>(family: &Family, cmd: u8, read: impl FnOnce() -> io::Result<T>) -> Probe<T> {
     if !family.has(cmd) {
         return Probe::NOT_SUPPORTED;
     }
@@ -321,7 +321,7 @@ impl LiveNetdev {
 }
 
 /// The socket and family for a query, or the probe every field gets.
-fn open() -> Result<(Socket, Family), Probe<()>> {
+pub(super) fn open() -> Result<(Socket, Family), Probe<()>> {
     let mut sock = Socket::open(SockProtocol::NetlinkGeneric).map_err(|_| Probe::UNKNOWN)?;
     match family(&mut sock) {
         Ok(Some(family)) => Ok((sock, family)),
@@ -330,7 +330,7 @@ fn open() -> Result<(Socket, Family), Probe<()>> {
     }
 }
 
-fn missing<T>(p: &Probe<()>) -> Probe<T> {
+pub(super) fn missing<T>(p: &Probe<()>) -> Probe<T> {
     match p {
         Probe::Missing(m) => Probe::Missing(*m),
         Probe::Value(()) => Probe::UNKNOWN,

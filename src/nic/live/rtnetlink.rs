@@ -42,6 +42,10 @@ impl Netlink for LiveNetlink {
             Err(_) => Probe::UNKNOWN,
         }
     }
+
+    fn xdp(&self, iface: &str) -> Probe<crate::base::driver::xdp::XdpState> {
+        super::xdp_link::state(iface)
+    }
 }
 
 impl QdiscSet for LiveNetlink {
@@ -60,11 +64,11 @@ impl QdiscSet for LiveNetlink {
     }
 }
 
-fn ifindex(iface: &str) -> Result<u32, SetError> {
+pub(super) fn ifindex(iface: &str) -> Result<u32, SetError> {
     nix::net::if_::if_nametoindex(iface).map_err(|e| SetError::from_errno(e as i32))
 }
 
-fn route() -> Result<Socket, SetError> {
+pub(super) fn route() -> Result<Socket, SetError> {
     Socket::open(SockProtocol::NetlinkRoute).map_err(|e| super::netlink::set_error(&e))
 }
 

@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# bench/xdp.sh: the single-RX-queue bypass on a veth pair between two
+# network namespaces. One steered UDP flow (16 source ports, 32-byte
+# packets, one nettune udp-flood thread) is read by
+#   recvmmsg  nettune bench udp-sink            (the kernel stack, a UDP socket)
+#   af_xdp    nettune bench udp-sink --xdp      (XDP redirect to an AF_XDP socket)
+#   xsk_c     bench/c/xsk_rxdrop (xdpsock's rxdrop loop on libxdp's xsk API,
+#             with xdpsock's queue-wide program: every packet of the queue,
+#             TCP included, goes to the socket; only if it builds)
+# while a TCP connection (iperf3 at 1 Mbit/s) runs through the same veth
+# queue the whole time: with the AF_XDP sink it must keep working (the
+# program passes it to the stack; xsk_c's program takes it, so it stops
+# there). A benchmark, not a test.
+#
+# The veth has one RX queue, so every packet arrives on queue 0. Each
+# reader can hold about as many packets as the other while it is off the
+# CPU: the AF_XDP readers 16384 frames, the recvmmsg sink a 32 MiB
+# SO_RCVBUF (some 37000 of these packets). Rounds
+# alternate the readers (drift on a shared machine hits all alike). Rates:
+# median over the whole seconds 2..DURATION of all rounds [range of the
+# per-run medians]; CPU: user+system of the reader process per packet it
+# received (/usr/bin/time), median of the runs; the load average is
+# printed before and after.
+#
+# Needs root, ip, iperf3, /usr/bin/time; gcc, libxdp-dev and libbpf-dev for
+# the C reader. Everything it creates has a unique name and is removed on
+# exit, also on failure or Ctrl-C.
+#
+# Environment: DURATION (5), REPEAT (3), SENDER_CPU (0), RECEIVER_CPU (1).
+set -euo pipefail
+
+DURATION=${DURATION:-5}
+REPEAT=${REPEAT:-3}
+SENDER_CPU=${SENDER_CPU:-0}
+RECEIVER_CPU=${RECEIVER_CPU:-1}
+LIMIT=$((DURATION + 20))
+
+cd "$(dirname "$0")/.."
+for tool in ip iperf3 /usr/bin/time; do
+    command -v "$tool" >/dev/null || { echo "bench/xdp.sh needs $tool" >&2; exit 2; }
+done
+TAG="nx$$"
+NS_TX="${TAG}tx" NS_RX="${TAG}rx" VETH_TX="${TAG}t" VETH_RX="${TAG}r"
+WORK=$(mktemp -d)
+PIDS=()
+export NETTUNE_STATE_DIR="$WORK/state"
+
+cleanup() {
+    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    for ns in "$NS_TX" "$NS_RX"; do ip netns del "$ns" 2>/dev/null || true; done
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+echo "building nettune (release) and the C reader..." >&2
+cargo build --release --quiet
+NETTUNE=$PWD/target/release/nettune
+READERS="recvmmsg af_xdp"
+if gcc -O2 -Wall -o "$WORK/xsk_rxdrop" bench/c/xsk_rxdrop.c -lxdp -lbpf 2>"$WORK/gcc.err"; then
+    READERS="$READERS xsk_c"
+else
+    echo "xsk_rxdrop does not build here (libxdp-dev, libbpf-dev?): $(head -1 "$WORK/gcc.err")" >&2
+fi
+
+ip netns add "$NS_TX"
+ip netns add "$NS_RX"
+ip link add "$VETH_TX" netns "$NS_TX" address 02:00:00:79:00:01 numrxqueues 1 numtxqueues 1 \
+    type veth peer name "$VETH_RX" netns "$NS_RX" address 02:00:00:79:00:02 \
+    numrxqueues 1 numtxqueues 1
+ip -n "$NS_TX" addr add 10.79.0.1/24 dev "$VETH_TX"
+ip -n "$NS_RX" addr add 10.79.0.2/24 dev "$VETH_RX"
+for ns in "$NS_TX" "$NS_RX"; do ip -n "$ns" link set lo up; done
+ip -n "$NS_TX" link set "$VETH_TX" up
+ip -n "$NS_RX" link set "$VETH_RX" up
+ip -n "$NS_TX" neigh add 10.79.0.2 lladdr 02:00:00:79:00:02 dev "$VETH_TX" nud permanent
+ip netns exec "$NS_RX" iperf3 -s -p 5201 >"$WORK/iperf-server" 2>&1 &
+PIDS+=("$!")
+sleep 0.5
+
+# seconds FILE: the per-second "X.XXXM pps" values of seconds 2..DURATION.
+seconds() {
+    grep -Eo '^ *[0-9.]+M pps' "$1" | sed -n "2,${DURATION}p" | awk '{sub("M","",$1); print $1}'
+}
+median() { sort -g | awk '{v[NR]=$1} END {if (NR==0) print "0"; else print v[int((NR+1)/2)]}'; }
+spread() { sort -g | awk 'NR==1 {lo=$1} {hi=$1} END {printf "%s-%s", lo, hi}'; }
+fail() { echo "$1 failed: $(cat "$2")" >&2; exit 2; }
+
+# run READER: one run; pools its per-second rates, CPU per packet, loss and
+# whether the TCP connection kept working.
+run() {
+    local reader=$1 out="$WORK/$1-$RANDOM" secs=$((DURATION + 3))
+    local timed=(/usr/bin/time -f "cpu %U %S")
+    case $reader in
+    recvmmsg)
+        timeout "$LIMIT" ip netns exec "$NS_RX" "${timed[@]}" "$NETTUNE" bench udp-sink \
+            --bind 10.79.0.2:9000 --batch 512 --rcvbuf 33554432 --pin "$RECEIVER_CPU" \
+            --duration "$secs" >"$out.rx" 2>"$out.rxerr" &
+        ;;
+    af_xdp)
+        timeout "$LIMIT" "${timed[@]}" "$NETTUNE" bench udp-sink --xdp --iface "$VETH_RX" \
+            --queue 0 --netns "$NS_RX" --bind 10.79.0.2:9000 --pin "$RECEIVER_CPU" \
+            --duration "$secs" >"$out.rx" 2>"$out.rxerr" &
+        ;;
+    xsk_c)
+        timeout "$LIMIT" ip netns exec "$NS_RX" "${timed[@]}" "$WORK/xsk_rxdrop" "$VETH_RX" 0 \
+            "$RECEIVER_CPU" "$secs" >"$out.rx" 2>"$out.rxerr" &
+        ;;
+    esac
+    local rx_pid=$! waited=0
+    PIDS+=("$rx_pid")
+    until grep -qE 'listening on|reading' "$out.rxerr" 2>/dev/null; do
+        sleep 0.05
+        waited=$((waited + 1))
+        [ $waited -le 200 ] || fail "$reader start" "$out.rxerr"
+    done
+    timeout "$LIMIT" ip netns exec "$NS_TX" iperf3 -c 10.79.0.2 -p 5201 -b 1M -t "$DURATION" -J \
+        >"$out.tcp" 2>&1 &
+    local tcp_pid=$!
+    PIDS+=("$tcp_pid")
+    timeout "$LIMIT" ip netns exec "$NS_TX" "$NETTUNE" bench udp-flood --to 10.79.0.2:9000 \
+        --flows 16 --size 32 --batch 1024 --pin "$SENDER_CPU" --duration "$DURATION" --json \
+        >"$out.tx" 2>"$out.txerr" || fail "udp-flood" "$out.txerr"
+    local tcp_ok=no
+    wait "$tcp_pid" && python3 -c 'import json,sys
+d = json.load(open(sys.argv[1]))
+sys.exit(0 if "error" not in d and d["end"]["sum_received"]["bytes"] > 0 else 1)' "$out.tcp" &&
+        tcp_ok=yes
+    # A run that measured nothing exits 1 with its report; keep going.
+    wait "$rx_pid" || [ $? -eq 1 ] || fail "$reader" "$out.rxerr"
+    local pool="$WORK/pool-$reader"
+    seconds "$out.rx" | tee -a "$pool" | median >>"$pool-runs"
+    local packets
+    packets=$(grep -Eo '^(udp-sink[^:]*: |total )[0-9]+' "$out.rx" | grep -Eo '[0-9]+$' | head -1)
+    awk -v p="${packets:-0}" '/^cpu / { if (p > 0) printf "%.3f\n", ($2 + $3) * 1e6 / p; else print "0" }' \
+        "$out.rxerr" >>"$pool-cpu"
+    python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pps"] / 1e6)' "$out.tx" >>"$pool-sent"
+    echo "$tcp_ok" >>"$pool-tcp"
+    grep -E '^(sequence|drops|program|path)' "$out.rx" | sed "s/^/  $reader: /" >&2 || true
+}
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
+
+echo "nettune bench: single-RX-queue bypass on veth, $(nproc) CPUs, $(uname -r), $REPEAT x" \
+    "${DURATION} s per reader, sender (udp-flood, 16 flows, 32 B) on CPU $SENDER_CPU, reader on" \
+    "CPU $RECEIVER_CPU, iperf3 TCP at 1 Mbit/s alongside; load average before:" \
+    "$(cut -d' ' -f1-3 /proc/loadavg)"
+for round in $(seq 1 "$REPEAT"); do
+    for reader in $READERS; do
+        echo "round $round: $reader (load $(cut -d' ' -f1 /proc/loadavg))" >&2
+        run "$reader"
+    done
+done
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "Mpps: median of whole seconds 2..$DURATION of all runs [range of per-run medians];" \
+    "us/pkt: reader process CPU per packet received, median of runs"
+printf '%-9s %-10s %-21s %-9s %s\n' reader "sent Mpps" "received Mpps" "us/pkt" "TCP kept working"
+for reader in $READERS; do
+    p="$WORK/pool-$reader"
+    printf '%-9s %-10s %-21s %-9s %s\n' "$reader" "$(median <"$p-sent")" \
+        "$(median <"$p") [$(spread <"$p-runs")]" "$(median <"$p-cpu")" \
+        "$(sort "$p-tcp" | uniq -c | tr '\n' ' ')"
+done
+echo "AF_XDP sink / recvmmsg sink: $(ratio "$(median <"$WORK/pool-af_xdp")" "$(median <"$WORK/pool-recvmmsg")")"
+if [ -f "$WORK/pool-xsk_c" ]; then
+    echo "AF_XDP sink / xsk_rxdrop (C, libxdp): $(ratio "$(median <"$WORK/pool-af_xdp")" "$(median <"$WORK/pool-xsk_c")")"
+fi

@@ -1,0 +1,411 @@
+//! The AF_XDP sink's steps: load (check, maps, program, socket), attach,
+//! receive, detach.
+
+use std::os::fd::OwnedFd;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+
+use super::packet;
+use super::program::{self, Maps, PASSED, REDIRECTED};
+use super::socket::Xsk;
+use super::{ProgramCounts, ProgramInfo, XskReport, XskSinkConfig, PROGRAM_NAME};
+use crate::base::driver::xdp::{XdpMode, XdpProgram};
+use crate::bench::cpu::{self, CpuCost};
+use crate::bench::harness::{self, Phase, Placement, Timeline};
+use crate::bench::netns;
+use crate::bench::observe::Observer;
+use crate::bench::pin::Pinning;
+use crate::bench::report::{self, Interval, IntervalMeter, LiveCounter};
+use crate::bench::stop::Stop;
+use crate::bench::udp::{summarize, FlowTable, Meter};
+use crate::nic::live::bpf;
+use crate::nic::live::xdp_link::{self, Detached};
+
+/// The license string the kernel reads to allow GPL-only helpers: the
+/// program is nettune's (MIT/Apache-2.0) and GPL-compatible.
+const LICENSE: &str = "Dual MIT/GPL";
+/// How long the reader sleeps in poll when the ring is empty: the bound on
+/// how late it sees the end of the run.
+const POLL_MS: i32 = 50;
+
+/// Program loaded and socket open; nothing attached yet.
+pub struct Loaded {
+    config: XskSinkConfig,
+    ifindex: u32,
+    prog: OwnedFd,
+    info: ProgramInfo,
+    counters: OwnedFd,
+    /// Kept open: the XSKMAP holds the socket, the program the map.
+    _xsks: OwnedFd,
+    xsk: Xsk,
+    pinning: Pinning,
+}
+
+/// Check the interface and queue, load the program and open the socket,
+/// inside the config's network namespace. Errors name the interface,
+/// queue or flow and leave nothing behind.
+pub fn load(config: XskSinkConfig) -> anyhow::Result<Loaded> {
+    config.validate()?;
+    let pinning = Pinning::new(config.pin.into_iter().collect(), &crate::base::Root::live())?;
+    let place = config
+        .netns
+        .as_deref()
+        .map(|ns| format!(" in network namespace '{ns}'"))
+        .unwrap_or_default();
+    netns::within(config.netns.as_deref(), || {
+        let iface = &config.iface;
+        let ifindex = nix::net::if_::if_nametoindex(iface.as_str()).map_err(|_| {
+            anyhow::anyhow!(
+                "--iface '{iface}': no such interface{place} (`ip -br link` lists them)"
+            )
+        })?;
+        let link = xdp_link::query(ifindex)
+            .map_err(|e| anyhow::anyhow!("cannot read the XDP state of '{iface}': {e}"))?;
+        let queues = link.rx_queues.unwrap_or(1);
+        if config.queue >= queues {
+            anyhow::bail!(
+                "--queue {}: '{iface}' has {}; nothing was attached",
+                config.queue,
+                crate::base::driver::flow::queues_text(queues)
+            );
+        }
+        refuse_taken_or_unsupported(iface, ifindex, config.attach, &link.programs)?;
+        let xsks = bpf::map_create(bpf::BPF_MAP_TYPE_XSKMAP, 4, 4, queues, "nettune_xsks")
+            .context("cannot create the XSKMAP (BPF_MAP_CREATE needs root)")?;
+        let counters = bpf::map_create(bpf::BPF_MAP_TYPE_PERCPU_ARRAY, 4, 8, 2, "nettune_count")
+            .context("cannot create the program's counters")?;
+        let insns = program::build(
+            config.queue,
+            &config.flow,
+            Maps {
+                xsks: std::os::fd::AsRawFd::as_raw_fd(&xsks),
+                counters: std::os::fd::AsRawFd::as_raw_fd(&counters),
+            },
+        );
+        let prog = bpf::prog_load_xdp(&insns, PROGRAM_NAME, LICENSE)?;
+        let loaded = bpf::prog_info(&prog).context("cannot read the loaded program's id")?;
+        let xsk = Xsk::open(ifindex, config.queue, config.copy).map_err(|e| {
+            anyhow::anyhow!(
+                "cannot open an AF_XDP socket on '{iface}' queue {}{}: {e}",
+                config.queue,
+                match config.copy {
+                    Some(super::CopyMode::ZeroCopy) =>
+                        " in zero-copy mode (the driver may not support it; leave --xdp-copy at auto)",
+                    _ => "",
+                }
+            )
+        })?;
+        bpf::map_update_u32(&xsks, config.queue, xsk.raw_fd() as u32)
+            .context("cannot put the AF_XDP socket in the XSKMAP")?;
+        let info = ProgramInfo {
+            iface: iface.clone(),
+            id: loaded.id,
+            name: loaded.name,
+            mode: config.attach,
+        };
+        Ok(Loaded {
+            config: config.clone(),
+            ifindex,
+            prog,
+            info,
+            counters,
+            _xsks: xsks,
+            xsk,
+            pinning,
+        })
+    })
+}
+
+/// Refuse an interface that already has a program in that mode (nettune
+/// never replaces another program) or whose driver lacks native XDP.
+fn refuse_taken_or_unsupported(
+    iface: &str,
+    ifindex: u32,
+    mode: XdpMode,
+    programs: &[XdpProgram],
+) -> anyhow::Result<()> {
+    if let Some(p) = programs.iter().find(|p| p.mode == mode) {
+        anyhow::bail!(
+            "'{iface}' already has an XDP program in {} mode (id {}{}): nettune does not replace \
+             another program; remove it first (`nettune rollback` if nettune left it, or the tool \
+             that attached it); nothing was attached",
+            mode.name(),
+            p.id,
+            p.name
+                .as_deref()
+                .map(|n| format!(", {n}"))
+                .unwrap_or_default()
+        );
+    }
+    if mode == XdpMode::Native {
+        if let crate::base::Probe::Value(f) = crate::nic::live::xdp_features(ifindex) {
+            if !f.native() {
+                anyhow::bail!(
+                    "'{iface}' has no native XDP (its driver's xdp-features: {}); run with \
+                     --xdp-mode generic (slower: after the kernel builds the packet's skb); \
+                     nothing was attached",
+                    if f.actions.is_empty() {
+                        "none".to_string()
+                    } else {
+                        f.actions.join(", ")
+                    }
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+impl Loaded {
+    /// The program, as it should be recorded before attaching.
+    pub fn program(&self) -> &ProgramInfo {
+        &self.info
+    }
+
+    pub fn config(&self) -> &XskSinkConfig {
+        &self.config
+    }
+
+    /// Attach the program; from here on, dropping the result detaches it.
+    pub fn attach(self) -> anyhow::Result<Attached> {
+        let mode = self.config.attach;
+        let iface = self.config.iface.clone();
+        netns::within(self.config.netns.as_deref(), || {
+            xdp_link::attach(&iface, &self.prog, mode).map_err(|e| {
+                let hint = match e.errno {
+                    libc::EOPNOTSUPP => {
+                        " (the driver has no native XDP: run with --xdp-mode generic)"
+                    }
+                    libc::EBUSY | libc::EEXIST => " (another XDP program is attached)",
+                    _ => "",
+                };
+                anyhow::anyhow!(
+                    "cannot attach the XDP program to '{iface}' in {} mode: {e}{hint}; nothing was \
+                     attached",
+                    mode.name()
+                )
+            })
+        })?;
+        Ok(Attached {
+            loaded: self,
+            attached: true,
+        })
+    }
+}
+
+/// The program attached and the socket open.
+pub struct Attached {
+    loaded: Loaded,
+    attached: bool,
+}
+
+impl Drop for Attached {
+    fn drop(&mut self) {
+        let _ = self.detach();
+    }
+}
+
+impl Attached {
+    pub fn program(&self) -> &ProgramInfo {
+        &self.loaded.info
+    }
+
+    /// Detach the program (only if it is still the one attached there);
+    /// once done, later calls do nothing.
+    pub fn detach(&mut self) -> anyhow::Result<Detached> {
+        if !self.attached {
+            return Ok(Detached::NotAttached);
+        }
+        let (iface, id, mode) = (
+            self.loaded.info.iface.clone(),
+            self.loaded.info.id,
+            self.loaded.info.mode,
+        );
+        let done = netns::within(self.loaded.config.netns.as_deref(), || {
+            xdp_link::detach_expected(&iface, id, mode)
+                .map_err(|e| anyhow::anyhow!("cannot detach XDP program {id} from '{iface}': {e}"))
+        })?;
+        self.attached = false;
+        Ok(done)
+    }
+
+    /// Receive until the duration or `stop`; the observer gets the ready
+    /// line and one interval per second. The program stays attached (drop
+    /// or [`Attached::detach`] removes it).
+    pub fn run(
+        &mut self,
+        stop: &Stop,
+        observer: &mut dyn Observer<Interval>,
+    ) -> anyhow::Result<XskReport> {
+        let config = self.loaded.config.clone();
+        let info = self.loaded.info.clone();
+        observer.ready(
+            None,
+            &format!(
+                "reading {} queue {} through AF_XDP ({} mode), XDP program {} id {} ({}); flow {}",
+                config.iface,
+                config.queue,
+                self.loaded.xsk.mode.name(),
+                info.name,
+                info.id,
+                info.mode.name(),
+                config.flow
+            ),
+        );
+        let possible = crate::host::possible_cpus(&crate::base::Root::live())
+            .map(|c| c.len())
+            .unwrap_or(1);
+        let counts_before = self.program_counts(possible);
+        let stats_before = self.loaded.xsk.stats().unwrap_or_default();
+        let softirq_before = cpu::softirq_ticks();
+        let live = [LiveCounter::default()];
+        let mut control = Meter {
+            meter: IntervalMeter::new(1),
+            live: &live,
+            observer,
+        };
+        let pinning = self.loaded.pinning.clone();
+        let batch = config.batch;
+        let xsk = &mut self.loaded.xsk;
+        let done = harness::run(
+            vec![xsk],
+            Placement::pinned(&pinning),
+            stop,
+            &Timeline {
+                warmup: Duration::ZERO,
+                duration: config.duration,
+            },
+            &mut control,
+            |_, xsk, phase| Ok(receive(xsk, batch, phase, &live[0])),
+        )?;
+        let softirq = match (softirq_before, cpu::softirq_ticks()) {
+            (Some(b), Some(a)) => Some(a.saturating_sub(b)),
+            _ => None,
+        };
+        let stats_after = self.loaded.xsk.stats().unwrap_or_default();
+        let counts_after = self.program_counts(possible);
+        let intervals = control.meter.intervals;
+        let result = done
+            .results
+            .into_iter()
+            .next()
+            .ok_or_else(|| anyhow::anyhow!("the reader thread returned nothing"))?;
+        let traffic_s = match (result.first, result.last) {
+            (Some(f), Some(l)) => (l - f).as_secs_f64(),
+            _ => 0.0,
+        };
+        let window = if traffic_s > 0.0 {
+            traffic_s
+        } else {
+            done.elapsed.as_secs_f64()
+        };
+        Ok(XskReport {
+            command: "udp-sink --xdp".to_string(),
+            iface: config.iface.clone(),
+            queue: config.queue,
+            flow: config.flow.clone(),
+            netns: config.netns.clone(),
+            program: info,
+            socket_mode: self.loaded.xsk.mode,
+            cpu: pinning.cpu_for(0),
+            batch,
+            ended: done.ended.name().to_string(),
+            duration_s: done.elapsed.as_secs_f64(),
+            traffic_s,
+            packets: result.packets,
+            bytes: result.bytes,
+            pps: report::per_second(result.packets, 0, window).0,
+            other_frames: result.other,
+            sequence: summarize(&[result.flows]),
+            drops: super::XskStats {
+                rx_dropped: stats_after
+                    .rx_dropped
+                    .saturating_sub(stats_before.rx_dropped),
+                rx_invalid_descs: stats_after
+                    .rx_invalid_descs
+                    .saturating_sub(stats_before.rx_invalid_descs),
+                rx_ring_full: stats_after
+                    .rx_ring_full
+                    .saturating_sub(stats_before.rx_ring_full),
+                rx_fill_ring_empty: stats_after
+                    .rx_fill_ring_empty
+                    .saturating_sub(stats_before.rx_fill_ring_empty),
+            },
+            program_counts: ProgramCounts {
+                redirected: counts_after
+                    .redirected
+                    .saturating_sub(counts_before.redirected),
+                passed: counts_after.passed.saturating_sub(counts_before.passed),
+            },
+            cpu_cost: CpuCost::new(result.cpu_time, softirq, result.packets),
+            intervals,
+        })
+    }
+
+    fn program_counts(&self, possible: usize) -> ProgramCounts {
+        let read = |slot| bpf::percpu_sum(&self.loaded.counters, slot, possible).unwrap_or(0);
+        ProgramCounts {
+            redirected: read(REDIRECTED),
+            passed: read(PASSED),
+        }
+    }
+
+    /// The interface index the program is attached to.
+    pub fn ifindex(&self) -> u32 {
+        self.loaded.ifindex
+    }
+}
+
+/// What the reader brings back.
+struct ReaderResult {
+    packets: u64,
+    bytes: u64,
+    other: u64,
+    first: Option<Instant>,
+    last: Option<Instant>,
+    flows: FlowTable,
+    cpu_time: Duration,
+}
+
+/// The reader: take frames from the ring, count them, give them back;
+/// sleep in poll when the ring is empty (spinning instead, as xdpsock does
+/// without -p, measured slower on shared vCPUs: the spinning vCPU takes
+/// time from the one that sends and copies). No allocation per frame.
+fn receive(xsk: &mut Xsk, batch: u32, phase: &Phase, live: &LiveCounter) -> ReaderResult {
+    let started = cpu::thread_time();
+    let mut r = ReaderResult {
+        packets: 0,
+        bytes: 0,
+        other: 0,
+        first: None,
+        last: None,
+        flows: FlowTable::new(),
+        cpu_time: Duration::ZERO,
+    };
+    while !phase.stopped() {
+        let (mut bytes, mut other) = (0u64, 0u64);
+        let flows = &mut r.flows;
+        let n = xsk.receive(batch, |frame| match packet::parse(frame) {
+            Some(h) if h.proto == 17 => {
+                bytes += h.payload.len() as u64;
+                flows.record(h.payload);
+            }
+            _ => other += 1,
+        });
+        if n == 0 {
+            xsk.wake_if_needed();
+            let _ = xsk.wait(POLL_MS);
+            continue;
+        }
+        let now = Instant::now();
+        r.first.get_or_insert(now);
+        r.last = Some(now);
+        r.packets += u64::from(n);
+        r.bytes += bytes;
+        r.other += other;
+        live.publish(r.packets, r.bytes);
+    }
+    r.cpu_time = cpu::thread_time().saturating_sub(started);
+    r
+}

@@ -1,0 +1,475 @@
+//! `bench udp-sink --xdp` on a veth pair between two namespaces the tests
+//! create: the program attached while it runs and gone after, the steered
+//! flow counted exactly while other traffic (a TCP connection, another UDP
+//! port) still reaches the kernel stack, a `kill -9` that leaves the
+//! program for `doctor` and `rollback` (which removes only the program it
+//! recorded), and bad input that attaches nothing.
+//!
+//! Every child is bounded in time and killed by its PID; namespaces go
+//! with their Drop guards; each test has its own state directory.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream, UdpSocket};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::common::{measuring, skip_unless_root, veth_pair, Netns};
+
+const BIN: &str = env!("CARGO_BIN_EXE_nettune");
+
+/// A nettune child killed (SIGKILL, by its PID) if the test ends first.
+struct Bg {
+    child: Option<Child>,
+}
+
+impl Bg {
+    fn spawn(state: &Path, args: &[&str]) -> Bg {
+        let child = Command::new(BIN)
+            .args(args)
+            .env("NETTUNE_STATE_DIR", state)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn nettune");
+        Bg { child: Some(child) }
+    }
+
+    fn pid(&self) -> i32 {
+        self.child.as_ref().map_or(0, |c| c.id() as i32)
+    }
+
+    fn signal(&self, signal: i32) {
+        // SAFETY: a signal to our own child, by its PID.
+        assert_eq!(unsafe { libc::kill(self.pid(), signal) }, 0);
+    }
+
+    /// Wait at most `limit`: exit code, stdout, stderr.
+    fn finish(&mut self, limit: Duration) -> (Option<i32>, String, String) {
+        let child = self.child.take().expect("running");
+        crate::common::finish_bounded(child, limit)
+    }
+}
+
+impl Drop for Bg {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.child {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// `nettune ARGS` with the test's state directory, to the end.
+fn run(state: &Path, args: &[&str]) -> (i32, String, String) {
+    let child = Command::new(BIN)
+        .args(args)
+        .env("NETTUNE_STATE_DIR", state)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn nettune");
+    let (code, out, err) = crate::common::finish_bounded(child, Duration::from_secs(60));
+    (code.unwrap_or(-1), out, err)
+}
+
+/// The XDP program on `iface` in `ns` as `ip` shows it (`id 97 name ...`).
+fn xdp_of(ns: &Netns, iface: &str) -> Option<String> {
+    let text = crate::common::sh(&["ip", "-n", &ns.name, "-d", "link", "show", "dev", iface]);
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("prog/xdp"))?;
+    Some(
+        line.trim()
+            .trim_start_matches("prog/xdp")
+            .trim()
+            .to_string(),
+    )
+}
+
+/// Any XDP program on any interface of `ns`.
+fn any_xdp(ns: &Netns) -> bool {
+    crate::common::sh(&["ip", "-n", &ns.name, "-d", "link", "show"]).contains("prog/xdp")
+}
+
+/// Wait until `iface` has an XDP program: its `id N name M`.
+fn wait_attached(ns: &Netns, iface: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(p) = xdp_of(ns, iface) {
+            return p;
+        }
+        assert!(Instant::now() < deadline, "no XDP program on {iface}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn json(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+fn count(v: &Value, path: &str) -> u64 {
+    v.pointer(path)
+        .and_then(Value::as_u64)
+        .unwrap_or_else(|| panic!("{path} is not a count in {v:#}"))
+}
+
+/// The states in the state directory, as `history --json` lists them.
+fn states(state: &Path) -> Vec<Value> {
+    let (code, out, err) = run(state, &["history", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    json(&out).as_array().cloned().unwrap_or_default()
+}
+
+#[test]
+fn the_flow_is_counted_exactly_and_other_traffic_still_reaches_the_stack() {
+    if skip_unless_root("the_flow_is_counted_exactly_and_other_traffic_still_reaches_the_stack") {
+        return;
+    }
+    let _serial = measuring();
+    let state = tempfile::tempdir().expect("state dir");
+    let (tx, rx) = (Netns::new("xt"), Netns::new("xr"));
+    let (_a, b) = veth_pair(&tx, &rx);
+    // Other traffic: a TCP echo server and a UDP socket on another port.
+    let listener = rx.inside(|| TcpListener::bind("10.77.0.2:7000").expect("tcp listen"));
+    let other_udp = rx.inside(|| UdpSocket::bind("10.77.0.2:9001").expect("udp bind"));
+    other_udp
+        .set_read_timeout(Some(Duration::from_secs(2)))
+        .expect("timeout");
+    std::thread::spawn(move || {
+        if let Ok((mut conn, _)) = listener.accept() {
+            let mut buf = [0u8; 64];
+            while let Ok(n) = conn.read(&mut buf) {
+                if n == 0 || conn.write_all(&buf[..n]).is_err() {
+                    break;
+                }
+            }
+        }
+    });
+    let mut conn = tx.inside(|| TcpStream::connect("10.77.0.2:7000").expect("tcp connect"));
+    conn.set_read_timeout(Some(Duration::from_secs(2)))
+        .expect("timeout");
+
+    let mut sink = Bg::spawn(
+        state.path(),
+        &[
+            "bench",
+            "udp-sink",
+            "--xdp",
+            "--iface",
+            &b,
+            "--queue",
+            "0",
+            "--bind",
+            "10.77.0.2:9000",
+            "--netns",
+            &rx.name,
+            "--duration",
+            "5",
+            "--json",
+        ],
+    );
+    let program = wait_attached(&rx, &b);
+    assert!(program.contains("name nettune_xsk"), "{program}");
+    let active = states(state.path());
+    assert_eq!(active.len(), 1, "{active:?}");
+    assert_eq!(active[0]["status"], "complete", "{active:?}");
+
+    // The steered flow: paced, so nothing is lost on two shared CPUs.
+    let (code, out, err) = run(
+        state.path(),
+        &[
+            "bench",
+            "udp-flood",
+            "--to",
+            "10.77.0.2:9000",
+            "--netns",
+            &tx.name,
+            "--rate",
+            "20000",
+            "--duration",
+            "1",
+            "--json",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let flood = json(&out);
+    let sent = count(&flood, "/packets");
+    assert!(sent > 10_000, "{flood:#}");
+
+    // Meanwhile the kernel stack still serves everything else.
+    for i in 0..20 {
+        let msg = format!("ping {i}\n");
+        conn.write_all(msg.as_bytes()).expect("tcp write");
+        let mut line = String::new();
+        BufReader::new(&mut conn)
+            .read_line(&mut line)
+            .expect("tcp echo");
+        assert_eq!(line, msg);
+    }
+    let sender = tx.inside(|| UdpSocket::bind("10.77.0.1:0").expect("udp bind"));
+    for i in 0..100u32 {
+        sender
+            .send_to(&i.to_be_bytes(), "10.77.0.2:9001")
+            .expect("udp send");
+    }
+    let mut got = 0;
+    let mut buf = [0u8; 16];
+    while got < 100 {
+        match other_udp.recv(&mut buf) {
+            Ok(_) => got += 1,
+            Err(e) => panic!("the other UDP port got {got} of 100 datagrams: {e}"),
+        }
+    }
+
+    let (code, out, err) = sink.finish(Duration::from_secs(30));
+    assert_eq!(code, Some(0), "{err}\n{out}");
+    let report = json(&out);
+    assert_eq!(count(&report, "/packets"), sent, "{report:#}");
+    assert_eq!(count(&report, "/sequence/received"), sent);
+    assert_eq!(count(&report, "/sequence/lost"), 0);
+    assert_eq!(count(&report, "/sequence/flows"), 1);
+    assert_eq!(count(&report, "/program_counts/redirected"), sent);
+    // The TCP exchange and the other UDP port went through the program,
+    // on the same queue, and on to the kernel stack.
+    assert!(
+        count(&report, "/program_counts/passed") >= 120,
+        "{report:#}"
+    );
+    assert_eq!(report["program"]["name"], "nettune_xsk");
+    assert_eq!(report["program"]["mode"], "native");
+    assert_eq!(report["socket_mode"], "copy");
+    assert!(report["cpu_cost"]["reader_ns_per_packet"]
+        .as_f64()
+        .is_some());
+    // Removed on exit, and the record closed.
+    assert_eq!(xdp_of(&rx, &b), None);
+    let closed = states(state.path());
+    assert_eq!(closed[0]["status"], "rolled_back", "{closed:?}");
+}
+
+#[test]
+fn a_killed_sink_leaves_its_program_to_doctor_and_rollback_removes_only_it() {
+    if skip_unless_root("a_killed_sink_leaves_its_program_to_doctor_and_rollback_removes_only_it") {
+        return;
+    }
+    let state = tempfile::tempdir().expect("state dir");
+    let (tx, rx) = (Netns::new("xt"), Netns::new("xr"));
+    let (_a, b) = veth_pair(&tx, &rx);
+    let sink_args = |mode: &'static str| {
+        vec![
+            "bench".to_string(),
+            "udp-sink".into(),
+            "--xdp".into(),
+            "--iface".into(),
+            b.clone(),
+            "--queue".into(),
+            "0".into(),
+            "--bind".into(),
+            "10.77.0.2:9000".into(),
+            "--netns".into(),
+            rx.name.clone(),
+            "--duration".into(),
+            "60".into(),
+            "--xdp-mode".into(),
+            mode.into(),
+        ]
+    };
+    let args: Vec<String> = sink_args("native");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut first = Bg::spawn(state.path(), &args);
+    let program = wait_attached(&rx, &b);
+    first.signal(libc::SIGKILL);
+    let _ = first.finish(Duration::from_secs(10));
+    assert_eq!(xdp_of(&rx, &b).as_deref(), Some(program.as_str()));
+
+    // doctor finds it, inside the namespace.
+    let (code, out, err) = run(state.path(), &["doctor", "--netns", &rx.name, "--json"]);
+    assert_eq!(code, 1, "{err}\n{out}");
+    let report = json(&out);
+    let stale: Vec<&Value> = report["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter(|f| f["id"] == "xdp.stale-program")
+        .collect();
+    assert_eq!(stale.len(), 1, "{report:#}");
+    assert_eq!(stale[0]["severity"], "warn");
+    let killed_state = states(state.path())[0]["id"]
+        .as_u64()
+        .expect("id")
+        .to_string();
+
+    // Someone else's program takes the interface: rollback leaves it alone.
+    crate::common::ip(&["-n", &rx.name, "link", "set", "dev", &b, "xdp", "off"]);
+    let other_args: Vec<String> = sink_args("generic");
+    let other_args: Vec<&str> = other_args.iter().map(String::as_str).collect();
+    let other_state = tempfile::tempdir().expect("other state dir");
+    let mut other = Bg::spawn(other_state.path(), &other_args);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let other_program = loop {
+        let text = crate::common::sh(&["ip", "-n", &rx.name, "-d", "link", "show", "dev", &b]);
+        if let Some(line) = text.lines().find(|l| l.contains("prog/xdp")) {
+            break line.trim().to_string();
+        }
+        assert!(Instant::now() < deadline, "the second program never came");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let (code, out, err) = run(state.path(), &["rollback", &killed_state]);
+    assert_eq!(code, 0, "{err}\n{out}");
+    let text = crate::common::sh(&["ip", "-n", &rx.name, "-d", "link", "show", "dev", &b]);
+    assert!(
+        text.contains(&other_program),
+        "rollback removed another program: {text}"
+    );
+    other.signal(libc::SIGTERM);
+    let (code, _, err) = other.finish(Duration::from_secs(20));
+    // Nothing was sent: the run measured nothing (exit 1), and ended cleanly.
+    assert_eq!(code, Some(1), "{err}");
+    assert!(!any_xdp(&rx), "the second sink left its program");
+
+    // And a killed run's program alone is removed by rollback.
+    let mut third = Bg::spawn(state.path(), &args);
+    wait_attached(&rx, &b);
+    third.signal(libc::SIGKILL);
+    let _ = third.finish(Duration::from_secs(10));
+    let (code, out, err) = run(state.path(), &["rollback"]);
+    assert_eq!(code, 0, "{err}\n{out}");
+    assert!(out.contains("XDP program nettune_xsk"), "{out}");
+    assert_eq!(xdp_of(&rx, &b), None);
+    let all = states(state.path());
+    assert!(all.iter().all(|s| s["status"] == "rolled_back"), "{all:#?}");
+}
+
+#[test]
+fn a_running_sink_shows_in_inspect_and_generic_mode_in_doctor_and_sigterm_removes_it() {
+    if skip_unless_root(
+        "a_running_sink_shows_in_inspect_and_generic_mode_in_doctor_and_sigterm_removes_it",
+    ) {
+        return;
+    }
+    let state = tempfile::tempdir().expect("state dir");
+    let (tx, rx) = (Netns::new("xt"), Netns::new("xr"));
+    let (_a, b) = veth_pair(&tx, &rx);
+    let mut sink = Bg::spawn(
+        state.path(),
+        &[
+            "bench",
+            "udp-sink",
+            "--xdp",
+            "--iface",
+            &b,
+            "--queue",
+            "0",
+            "--bind",
+            "10.77.0.2:9000",
+            "--netns",
+            &rx.name,
+            "--duration",
+            "60",
+            "--xdp-mode",
+            "generic",
+            "--json",
+        ],
+    );
+    wait_attached(&rx, &b);
+    let (code, out, err) = run(state.path(), &["inspect", "--netns", &rx.name]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("xdp    generic nettune_xsk (id "), "{out}");
+    assert!(out.contains("AF_XDP sockets 1"), "{out}");
+    let (_, out, err) = run(state.path(), &["doctor", "--netns", &rx.name, "--json"]);
+    let report = json(&out);
+    let ids: Vec<&str> = report["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter_map(|f| f["id"].as_str())
+        .collect();
+    assert!(ids.contains(&"xdp.generic-mode"), "{ids:?} {err}");
+    // Its owner runs: not stale.
+    assert!(!ids.contains(&"xdp.stale-program"), "{ids:?}");
+    // rollback refuses while it runs.
+    let (code, _, err) = run(state.path(), &["rollback", "1"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("still running"), "{err}");
+    assert!(xdp_of(&rx, &b).is_some());
+
+    sink.signal(libc::SIGTERM);
+    let (code, out, err) = sink.finish(Duration::from_secs(20));
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("measured nothing"), "{err}");
+    assert_eq!(json(&out)["ended"], "interrupted");
+    assert_eq!(xdp_of(&rx, &b), None);
+    assert_eq!(states(state.path())[0]["status"], "rolled_back");
+}
+
+#[test]
+fn bad_input_exits_2_and_attaches_nothing() {
+    if skip_unless_root("bad_input_exits_2_and_attaches_nothing") {
+        return;
+    }
+    let state = tempfile::tempdir().expect("state dir");
+    let (tx, rx) = (Netns::new("xt"), Netns::new("xr"));
+    let (_a, b) = veth_pair(&tx, &rx);
+    let base = |iface: &str, queue: &str| -> Vec<String> {
+        [
+            "bench",
+            "udp-sink",
+            "--xdp",
+            "--iface",
+            iface,
+            "--queue",
+            queue,
+            "--bind",
+            "10.77.0.2:9000",
+            "--netns",
+            &rx.name,
+            "--duration",
+            "2",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    };
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (base(&b, "3"), "has 1 RX queue (0)"),
+        (base("nosuch0", "0"), "no such interface"),
+        (base("lo", "0"), "no native XDP"),
+        (
+            [base(&b, "0"), vec!["--flow".into(), "udp port 9".into()]].concat(),
+            "'port' is not a field",
+        ),
+        (
+            [
+                base(&b, "0"),
+                vec!["--flow".into(), "tcp4 dst-port 9000".into()],
+            ]
+            .concat(),
+            "is not UDP",
+        ),
+        (
+            [
+                base(&b, "0"),
+                vec!["--flow".into(), "udp dst-port 53".into()],
+            ]
+            .concat(),
+            "--flow says dst-port 53 but --bind says 9000",
+        ),
+    ];
+    for (args, says) in cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (code, out, err) = run(state.path(), &args);
+        assert_eq!(code, 2, "{args:?}: {err}\n{out}");
+        assert!(err.contains(says), "{args:?}: expected '{says}' in: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+        assert!(!any_xdp(&rx), "{args:?} left a program attached");
+    }
+    assert!(
+        states(state.path())
+            .iter()
+            .all(|s| s["status"] != "complete" && s["status"] != "applying"),
+        "a refused run left a record"
+    );
+}
