@@ -129,7 +129,7 @@ pub struct CpuCost {
 
 impl CpuCost {
     pub fn new(reader: std::time::Duration, softirq_ticks: Option<u64>, packets: u64) -> CpuCost {
-        let per_packet = |secs: f64| (packets > 0).then(|| secs * 1e9 / packets as f64);
+        let per_packet = |secs: f64| crate::bench::report::per_packet_ns(secs, packets);
         // SAFETY: sysconf has no preconditions.
         let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
         let softirq_s = softirq_ticks.map(|t| t as f64 / hz);
@@ -159,22 +159,6 @@ impl CpuCost {
 pub fn softirq_ticks() -> Option<u64> {
     let times = crate::host::stat::read(&crate::base::Root::live()).ok()?;
     Some(times.iter().map(|t| t.softirq).sum())
-}
-
-/// The calling thread's CPU time so far (user + system).
-pub fn thread_time() -> std::time::Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a valid timespec to fill; the clock id is a constant.
-    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
-        return std::time::Duration::ZERO;
-    }
-    std::time::Duration::new(
-        ts.tv_sec.max(0) as u64,
-        ts.tv_nsec.clamp(0, 999_999_999) as u32,
-    )
 }
 
 #[cfg(test)]
@@ -258,7 +242,6 @@ ctxt 733216
         let none = CpuCost::new(std::time::Duration::ZERO, None, 0);
         assert_eq!(none.reader_ns_per_packet, None);
         assert!(none.line().contains('?'));
-        assert!(thread_time() > std::time::Duration::ZERO);
     }
 
     #[test]

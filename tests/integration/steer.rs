@@ -16,6 +16,15 @@ fn driver(root: &Path) -> Value {
     serde_json::from_str(&text).expect("json")
 }
 
+/// Write a changed driver file in the layout `capture` writes.
+fn write_driver(root: &Path, file: &Value) {
+    std::fs::write(
+        root.join(DRIVER),
+        serde_json::to_string_pretty(file).expect("json") + "\n",
+    )
+    .expect("write");
+}
+
 fn steer(
     root: &Path,
     iface: &str,
@@ -176,11 +185,7 @@ fn drivers_without_rss_or_ntuple_are_refused_with_nothing_changed() {
     let (_dir, root) = fixture_copy("two-socket-smt-8q");
     let mut file = driver(&root);
     file["interfaces"]["eth0"]["ethtool"]["ntuple"] = Value::from("not_supported");
-    std::fs::write(
-        root.join(DRIVER),
-        serde_json::to_string_pretty(&file).expect("json") + "\n",
-    )
-    .expect("write");
+    write_driver(&root, &file);
     let before = std::fs::read(root.join(DRIVER)).expect("read");
     let (code, _, err) = steer(&root, "eth0", "4", "udp dst-port 53", &[]);
     assert_eq!(code, 2, "{err}");
@@ -197,11 +202,7 @@ fn a_part_the_driver_refuses_undoes_the_parts_before_it() {
     let mut file = driver(&root);
     file["interfaces"]["eth0"]["ethtool"]["features"]["generic-receive-offload"]["changeable"] =
         Value::from(false);
-    std::fs::write(
-        root.join(DRIVER),
-        serde_json::to_string_pretty(&file).expect("json") + "\n",
-    )
-    .expect("write");
+    write_driver(&root, &file);
     let before = std::fs::read(root.join(DRIVER)).expect("read");
     let (code, _, err) = steer(&root, "eth0", "4", "udp dst-port 53", &[]);
     assert_eq!(code, 2, "{err}");
@@ -227,11 +228,7 @@ fn rollback_leaves_a_rule_someone_else_put_in_the_slot() {
     for r in rules.iter_mut().filter(|r| r["location"] == 2044) {
         r["flow"] = Value::from("tcp4 dst-port 443");
     }
-    std::fs::write(
-        root.join(DRIVER),
-        serde_json::to_string_pretty(&file).expect("json") + "\n",
-    )
-    .expect("write");
+    write_driver(&root, &file);
     let (code, _, err) = run(&["rollback", "--root", root.to_str().expect("utf8")]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("tcp4 dst-port 443"), "{err}");

@@ -62,6 +62,52 @@ impl Drop for Bg {
     }
 }
 
+/// A test's own state directory and namespaces with a veth pair (`b`, the
+/// receiving end, in `rx`); `None` when not root (the skip is recorded).
+struct Setup {
+    state: tempfile::TempDir,
+    tx: Netns,
+    rx: Netns,
+    b: String,
+}
+
+fn setup(test: &str) -> Option<Setup> {
+    if skip_unless_root(test) {
+        return None;
+    }
+    let state = tempfile::tempdir().expect("state dir");
+    let (tx, rx) = (Netns::new("xt"), Netns::new("xr"));
+    let (_a, b) = veth_pair(&tx, &rx);
+    Some(Setup { state, tx, rx, b })
+}
+
+/// `bench udp-sink --xdp` on `iface` queue `queue` of `ns` for the flow to
+/// 10.77.0.2:9000, then `extra`.
+fn sink_args(iface: &str, queue: &str, ns: &Netns, extra: &[&str]) -> Vec<String> {
+    let mut args: Vec<String> = [
+        "bench",
+        "udp-sink",
+        "--xdp",
+        "--iface",
+        iface,
+        "--queue",
+        queue,
+        "--bind",
+        "10.77.0.2:9000",
+        "--netns",
+        &ns.name,
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args
+}
+
+fn strs(args: &[String]) -> Vec<&str> {
+    args.iter().map(String::as_str).collect()
+}
+
 /// `nettune ARGS` with the test's state directory, to the end.
 fn run(state: &Path, args: &[&str]) -> (i32, String, String) {
     let child = Command::new(BIN)
@@ -125,13 +171,12 @@ fn states(state: &Path) -> Vec<Value> {
 
 #[test]
 fn the_flow_is_counted_exactly_and_other_traffic_still_reaches_the_stack() {
-    if skip_unless_root("the_flow_is_counted_exactly_and_other_traffic_still_reaches_the_stack") {
+    let Some(Setup { state, tx, rx, b }) =
+        setup("the_flow_is_counted_exactly_and_other_traffic_still_reaches_the_stack")
+    else {
         return;
-    }
+    };
     let _serial = measuring();
-    let state = tempfile::tempdir().expect("state dir");
-    let (tx, rx) = (Netns::new("xt"), Netns::new("xr"));
-    let (_a, b) = veth_pair(&tx, &rx);
     // Other traffic: a TCP echo server and a UDP socket on another port.
     let listener = rx.inside(|| TcpListener::bind("10.77.0.2:7000").expect("tcp listen"));
     let other_udp = rx.inside(|| UdpSocket::bind("10.77.0.2:9001").expect("udp bind"));
@@ -152,25 +197,8 @@ fn the_flow_is_counted_exactly_and_other_traffic_still_reaches_the_stack() {
     conn.set_read_timeout(Some(Duration::from_secs(2)))
         .expect("timeout");
 
-    let mut sink = Bg::spawn(
-        state.path(),
-        &[
-            "bench",
-            "udp-sink",
-            "--xdp",
-            "--iface",
-            &b,
-            "--queue",
-            "0",
-            "--bind",
-            "10.77.0.2:9000",
-            "--netns",
-            &rx.name,
-            "--duration",
-            "5",
-            "--json",
-        ],
-    );
+    let args = sink_args(&b, "0", &rx, &["--duration", "5", "--json"]);
+    let mut sink = Bg::spawn(state.path(), &strs(&args));
     let program = wait_attached(&rx, &b);
     assert!(program.contains("name nettune_xsk"), "{program}");
     let active = states(state.path());
@@ -252,34 +280,18 @@ fn the_flow_is_counted_exactly_and_other_traffic_still_reaches_the_stack() {
 
 #[test]
 fn a_killed_sink_leaves_its_program_to_doctor_and_rollback_removes_only_it() {
-    if skip_unless_root("a_killed_sink_leaves_its_program_to_doctor_and_rollback_removes_only_it") {
+    let Some(Setup {
+        state,
+        tx: _tx,
+        rx,
+        b,
+    }) = setup("a_killed_sink_leaves_its_program_to_doctor_and_rollback_removes_only_it")
+    else {
         return;
-    }
-    let state = tempfile::tempdir().expect("state dir");
-    let (tx, rx) = (Netns::new("xt"), Netns::new("xr"));
-    let (_a, b) = veth_pair(&tx, &rx);
-    let sink_args = |mode: &'static str| {
-        vec![
-            "bench".to_string(),
-            "udp-sink".into(),
-            "--xdp".into(),
-            "--iface".into(),
-            b.clone(),
-            "--queue".into(),
-            "0".into(),
-            "--bind".into(),
-            "10.77.0.2:9000".into(),
-            "--netns".into(),
-            rx.name.clone(),
-            "--duration".into(),
-            "60".into(),
-            "--xdp-mode".into(),
-            mode.into(),
-        ]
     };
-    let args: Vec<String> = sink_args("native");
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let mut first = Bg::spawn(state.path(), &args);
+    let sink_args = |mode: &str| sink_args(&b, "0", &rx, &["--duration", "60", "--xdp-mode", mode]);
+    let args = sink_args("native");
+    let mut first = Bg::spawn(state.path(), &strs(&args));
     let program = wait_attached(&rx, &b);
     first.signal(libc::SIGKILL);
     let _ = first.finish(Duration::from_secs(10));
@@ -304,10 +316,9 @@ fn a_killed_sink_leaves_its_program_to_doctor_and_rollback_removes_only_it() {
 
     // Someone else's program takes the interface: rollback leaves it alone.
     crate::common::ip(&["-n", &rx.name, "link", "set", "dev", &b, "xdp", "off"]);
-    let other_args: Vec<String> = sink_args("generic");
-    let other_args: Vec<&str> = other_args.iter().map(String::as_str).collect();
+    let other_args = sink_args("generic");
     let other_state = tempfile::tempdir().expect("other state dir");
-    let mut other = Bg::spawn(other_state.path(), &other_args);
+    let mut other = Bg::spawn(other_state.path(), &strs(&other_args));
     let deadline = Instant::now() + Duration::from_secs(20);
     let other_program = loop {
         let text = crate::common::sh(&["ip", "-n", &rx.name, "-d", "link", "show", "dev", &b]);
@@ -331,7 +342,7 @@ fn a_killed_sink_leaves_its_program_to_doctor_and_rollback_removes_only_it() {
     assert!(!any_xdp(&rx), "the second sink left its program");
 
     // And a killed run's program alone is removed by rollback.
-    let mut third = Bg::spawn(state.path(), &args);
+    let mut third = Bg::spawn(state.path(), &strs(&args));
     wait_attached(&rx, &b);
     third.signal(libc::SIGKILL);
     let _ = third.finish(Duration::from_secs(10));
@@ -345,35 +356,22 @@ fn a_killed_sink_leaves_its_program_to_doctor_and_rollback_removes_only_it() {
 
 #[test]
 fn a_running_sink_shows_in_inspect_and_generic_mode_in_doctor_and_sigterm_removes_it() {
-    if skip_unless_root(
-        "a_running_sink_shows_in_inspect_and_generic_mode_in_doctor_and_sigterm_removes_it",
-    ) {
+    let Some(Setup {
+        state,
+        tx: _tx,
+        rx,
+        b,
+    }) = setup("a_running_sink_shows_in_inspect_and_generic_mode_in_doctor_and_sigterm_removes_it")
+    else {
         return;
-    }
-    let state = tempfile::tempdir().expect("state dir");
-    let (tx, rx) = (Netns::new("xt"), Netns::new("xr"));
-    let (_a, b) = veth_pair(&tx, &rx);
-    let mut sink = Bg::spawn(
-        state.path(),
-        &[
-            "bench",
-            "udp-sink",
-            "--xdp",
-            "--iface",
-            &b,
-            "--queue",
-            "0",
-            "--bind",
-            "10.77.0.2:9000",
-            "--netns",
-            &rx.name,
-            "--duration",
-            "60",
-            "--xdp-mode",
-            "generic",
-            "--json",
-        ],
+    };
+    let args = sink_args(
+        &b,
+        "0",
+        &rx,
+        &["--duration", "60", "--xdp-mode", "generic", "--json"],
     );
+    let mut sink = Bg::spawn(state.path(), &strs(&args));
     wait_attached(&rx, &b);
     let (code, out, err) = run(state.path(), &["inspect", "--netns", &rx.name]);
     assert_eq!(code, 0, "{err}");
@@ -407,32 +405,16 @@ fn a_running_sink_shows_in_inspect_and_generic_mode_in_doctor_and_sigterm_remove
 
 #[test]
 fn bad_input_exits_2_and_attaches_nothing() {
-    if skip_unless_root("bad_input_exits_2_and_attaches_nothing") {
+    let Some(Setup {
+        state,
+        tx: _tx,
+        rx,
+        b,
+    }) = setup("bad_input_exits_2_and_attaches_nothing")
+    else {
         return;
-    }
-    let state = tempfile::tempdir().expect("state dir");
-    let (tx, rx) = (Netns::new("xt"), Netns::new("xr"));
-    let (_a, b) = veth_pair(&tx, &rx);
-    let base = |iface: &str, queue: &str| -> Vec<String> {
-        [
-            "bench",
-            "udp-sink",
-            "--xdp",
-            "--iface",
-            iface,
-            "--queue",
-            queue,
-            "--bind",
-            "10.77.0.2:9000",
-            "--netns",
-            &rx.name,
-            "--duration",
-            "2",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect()
     };
+    let base = |iface: &str, queue: &str| sink_args(iface, queue, &rx, &["--duration", "2"]);
     let cases: Vec<(Vec<String>, &str)> = vec![
         (base(&b, "3"), "has 1 RX queue (0)"),
         (base("nosuch0", "0"), "no such interface"),
@@ -459,7 +441,7 @@ fn bad_input_exits_2_and_attaches_nothing() {
         ),
     ];
     for (args, says) in cases {
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let args = strs(&args);
         let (code, out, err) = run(state.path(), &args);
         assert_eq!(code, 2, "{args:?}: {err}\n{out}");
         assert!(err.contains(says), "{args:?}: expected '{says}' in: {err}");

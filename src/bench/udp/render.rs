@@ -50,21 +50,7 @@ pub fn sink_text(r: &SinkReport) -> String {
         );
     }
     let s = &r.sequence;
-    let expected = s.received + s.lost;
-    let _ = writeln!(
-        out,
-        "sequence  {} sender{}, {} flow{}: {} received, {} lost ({:.3}%), {} reordered, {} duplicate, {} without header",
-        s.senders,
-        plural(s.senders as usize),
-        s.flows,
-        plural(s.flows as usize),
-        s.received,
-        s.lost,
-        if expected > 0 { 100.0 * s.lost as f64 / expected as f64 } else { 0.0 },
-        s.reordered,
-        s.duplicates,
-        s.without_header
-    );
+    let _ = writeln!(out, "{}", sequence_line(s));
     let k = &r.kernel;
     let show = |v: Option<i64>| v.map_or("?".to_string(), |v| format!("+{v}"));
     let show_u = |v: Option<u64>| v.map_or("?".to_string(), |v| format!("+{v}"));
@@ -143,7 +129,27 @@ fn per_packet(ns: Option<f64>) -> String {
     })
 }
 
-fn stopped(ended: &str) -> &'static str {
+/// `sequence  1 sender, 16 flows: ... received, ... lost (...%), ...`: what
+/// the sequence numbers say (the AF_XDP sink prints it too).
+pub fn sequence_line(s: &SequenceSummary) -> String {
+    let expected = s.received + s.lost;
+    format!(
+        "sequence  {} sender{}, {} flow{}: {} received, {} lost ({:.3}%), {} reordered, {} duplicate, {} without header",
+        s.senders,
+        plural(s.senders as usize),
+        s.flows,
+        plural(s.flows as usize),
+        s.received,
+        s.lost,
+        if expected > 0 { 100.0 * s.lost as f64 / expected as f64 } else { 0.0 },
+        s.reordered,
+        s.duplicates,
+        s.without_header
+    )
+}
+
+/// `, stopped early` for a run the stop token ended.
+pub fn stopped(ended: &str) -> &'static str {
     if ended == "interrupted" {
         ", stopped early"
     } else {

@@ -173,11 +173,7 @@ pub fn render(r: &XskReport) -> String {
         r.bytes,
         r.duration_s,
         r.traffic_s,
-        if r.ended == "interrupted" {
-            ", stopped early"
-        } else {
-            ""
-        }
+        crate::bench::udp::render::stopped(&r.ended)
     );
     let _ = writeln!(
         out,
@@ -205,23 +201,10 @@ pub fn render(r: &XskReport) -> String {
         "program   {} redirected to the socket ({}), {} passed to the kernel stack",
         r.program_counts.redirected, r.flow, r.program_counts.passed
     );
-    let s = &r.sequence;
-    let expected = s.received + s.lost;
     let _ = writeln!(
         out,
-        "sequence  {} sender(s), {} flow(s): {} received, {} lost ({:.3}%), {} reordered, {} duplicate, {} without header",
-        s.senders,
-        s.flows,
-        s.received,
-        s.lost,
-        if expected > 0 {
-            100.0 * s.lost as f64 / expected as f64
-        } else {
-            0.0
-        },
-        s.reordered,
-        s.duplicates,
-        s.without_header
+        "{}",
+        crate::bench::udp::render::sequence_line(&r.sequence)
     );
     let d = &r.drops;
     let _ = writeln!(

@@ -318,20 +318,7 @@ impl Attached {
             pps: report::per_second(result.packets, 0, window).0,
             other_frames: result.other,
             sequence: summarize(&[result.flows]),
-            drops: super::XskStats {
-                rx_dropped: stats_after
-                    .rx_dropped
-                    .saturating_sub(stats_before.rx_dropped),
-                rx_invalid_descs: stats_after
-                    .rx_invalid_descs
-                    .saturating_sub(stats_before.rx_invalid_descs),
-                rx_ring_full: stats_after
-                    .rx_ring_full
-                    .saturating_sub(stats_before.rx_ring_full),
-                rx_fill_ring_empty: stats_after
-                    .rx_fill_ring_empty
-                    .saturating_sub(stats_before.rx_fill_ring_empty),
-            },
+            drops: stats_after.since(&stats_before),
             program_counts: ProgramCounts {
                 redirected: counts_after
                     .redirected
@@ -373,7 +360,7 @@ struct ReaderResult {
 /// without -p, measured slower on shared vCPUs: the spinning vCPU takes
 /// time from the one that sends and copies). No allocation per frame.
 fn receive(xsk: &mut Xsk, batch: u32, phase: &Phase, live: &LiveCounter) -> ReaderResult {
-    let started = cpu::thread_time();
+    let started = cpu::thread_cpu_time();
     let mut r = ReaderResult {
         packets: 0,
         bytes: 0,
@@ -406,6 +393,6 @@ fn receive(xsk: &mut Xsk, batch: u32, phase: &Phase, live: &LiveCounter) -> Read
         r.other += other;
         live.publish(r.packets, r.bytes);
     }
-    r.cpu_time = cpu::thread_time().saturating_sub(started);
+    r.cpu_time = cpu::thread_cpu_time().saturating_sub(started);
     r
 }

@@ -193,6 +193,23 @@ pub struct XskStats {
     pub rx_fill_ring_empty: u64,
 }
 
+impl XskStats {
+    /// What happened since `before` (counters only grow while the socket
+    /// lives).
+    pub fn since(&self, before: &XskStats) -> XskStats {
+        XskStats {
+            rx_dropped: self.rx_dropped.saturating_sub(before.rx_dropped),
+            rx_invalid_descs: self
+                .rx_invalid_descs
+                .saturating_sub(before.rx_invalid_descs),
+            rx_ring_full: self.rx_ring_full.saturating_sub(before.rx_ring_full),
+            rx_fill_ring_empty: self
+                .rx_fill_ring_empty
+                .saturating_sub(before.rx_fill_ring_empty),
+        }
+    }
+}
+
 impl Xsk {
     /// A socket on `ifindex` queue `queue`: zero-copy if the driver can,
     /// else copy mode (or only `only` when given).

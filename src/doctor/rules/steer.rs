@@ -217,6 +217,19 @@ mod tests {
         out.iter().map(|f| f.id).collect()
     }
 
+    /// The findings of these rules on `host` with `applied` states.
+    fn judge(host: &crate::host::Host, applied: &[AppliedState]) -> Vec<Finding> {
+        let mut out = Vec::new();
+        check(
+            &Context {
+                applied,
+                ..Context::new(host)
+            },
+            &mut out,
+        );
+        out
+    }
+
     #[test]
     fn a_queue_left_out_of_rss_is_found_unless_steered() {
         let mut host = two_socket_smt_8q();
@@ -245,12 +258,7 @@ mod tests {
             steered: Some(("eth0".to_string(), 4)),
             xdp: None,
         }];
-        let ctx = Context {
-            applied: &steered,
-            ..Context::new(&host)
-        };
-        let mut out = Vec::new();
-        check(&ctx, &mut out);
+        let out = judge(&host, &steered);
         assert!(out.is_empty(), "{out:?}");
     }
 
@@ -311,28 +319,13 @@ mod tests {
                 attached: true,
             }),
         }];
-        let mut out = Vec::new();
-        check(
-            &Context {
-                applied: &applied,
-                ..Context::new(&host)
-            },
-            &mut out,
-        );
+        let out = judge(&host, &applied);
         assert_eq!(ids(&out), ["xdp.stale-program"]);
         assert_eq!(out[0].severity, Severity::Warn);
         assert!(out[0].fix.contains("nettune rollback 5"));
         if let Some(x) = &mut applied[0].xdp {
             x.owner_running = true;
         }
-        let mut out = Vec::new();
-        check(
-            &Context {
-                applied: &applied,
-                ..Context::new(&host)
-            },
-            &mut out,
-        );
-        assert!(out.is_empty());
+        assert!(judge(&host, &applied).is_empty());
     }
 }
