@@ -25,16 +25,22 @@ struct Bg {
     child: Option<Child>,
 }
 
+/// `nettune ARGS` started with the test's state directory.
+fn start(state: &Path, args: &[&str]) -> Child {
+    Command::new(BIN)
+        .args(args)
+        .env("NETTUNE_STATE_DIR", state)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn nettune")
+}
+
 impl Bg {
     fn spawn(state: &Path, args: &[&str]) -> Bg {
-        let child = Command::new(BIN)
-            .args(args)
-            .env("NETTUNE_STATE_DIR", state)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn nettune");
-        Bg { child: Some(child) }
+        Bg {
+            child: Some(start(state, args)),
+        }
     }
 
     fn pid(&self) -> i32 {
@@ -110,14 +116,8 @@ fn strs(args: &[String]) -> Vec<&str> {
 
 /// `nettune ARGS` with the test's state directory, to the end.
 fn run(state: &Path, args: &[&str]) -> (i32, String, String) {
-    let child = Command::new(BIN)
-        .args(args)
-        .env("NETTUNE_STATE_DIR", state)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn nettune");
-    let (code, out, err) = crate::common::finish_bounded(child, Duration::from_secs(60));
+    let (code, out, err) =
+        crate::common::finish_bounded(start(state, args), Duration::from_secs(60));
     (code.unwrap_or(-1), out, err)
 }
 
