@@ -135,7 +135,7 @@ sys.exit(0 if "error" not in d and d["end"]["sum_received"]["bytes"] > 0 else 1)
     packets=$(grep -Eo '^(udp-sink[^:]*: |total )[0-9]+' "$out.rx" | grep -Eo '[0-9]+$' | head -1)
     awk -v p="${packets:-0}" '/^cpu / { if (p > 0) printf "%.3f\n", ($2 + $3) * 1e6 / p; else print "0" }' \
         "$out.rxerr" >>"$pool-cpu"
-    python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pps"] / 1e6)' "$out.tx" >>"$pool-sent"
+    python3 -c 'import json,sys; print("%.3f" % (json.load(open(sys.argv[1]))["pps"] / 1e6))' "$out.tx" >>"$pool-sent"
     echo "$tcp_ok" >>"$pool-tcp"
     grep -E '^(sequence|drops|program|path)' "$out.rx" | sed "s/^/  $reader: /" >&2 || true
 }
