@@ -137,7 +137,7 @@ sys.exit(0 if "error" not in d and d["end"]["sum_received"]["bytes"] > 0 else 1)
         "$out.rxerr" >>"$pool-cpu"
     python3 -c 'import json,sys; print("%.3f" % (json.load(open(sys.argv[1]))["pps"] / 1e6))' "$out.tx" >>"$pool-sent"
     echo "$tcp_ok" >>"$pool-tcp"
-    grep -E '^(sequence|drops|program|path)' "$out.rx" | sed "s/^/  $reader: /" >&2 || true
+    grep -E '^(sequence|drops|program|path|where)' "$out.rx" | sed "s/^/  $reader: /" >&2 || true
 }
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
