@@ -24,7 +24,8 @@ pub use udp::{FloodArgs, SinkArgs};
 #[derive(Debug, Clone, clap::Subcommand)]
 pub enum BenchCommand {
     /// Receive UDP packets with recvmmsg and count them, their loss and
-    /// reordering, and the kernel's drop counters (start it first).
+    /// reordering, and the kernel's drop counters (start it first); with
+    /// --xdp, one RX queue's flow through AF_XDP (docs/bypass.md).
     UdpSink(SinkArgs),
     /// Send numbered UDP packets with sendmmsg, as fast as possible or at
     /// --rate, from --flows source ports per thread.
