@@ -21,7 +21,6 @@ mod ethtool;
 mod ethtool_set;
 pub mod link;
 mod netdev;
-mod netdev_xdp;
 mod netlink;
 mod ntuple;
 mod queue_stats;
@@ -36,5 +35,5 @@ pub use rtnetlink::LiveNetlink;
 /// What the driver of interface `ifindex` can do with XDP (the netdev
 /// family's xdp-features), in the calling thread's network namespace.
 pub fn xdp_features(ifindex: u32) -> crate::base::Probe<crate::base::driver::xdp::XdpFeatures> {
-    netdev_xdp::features(ifindex)
+    netdev::xdp_features(ifindex)
 }

@@ -2,7 +2,8 @@
 //! (Documentation/netlink/specs/netdev.yaml), what `ynl --family netdev`
 //! asks: `queue-get` (queue -> NAPI id), `napi-get` (NAPI -> IRQ, thread,
 //! defer-hard-irqs, gro-flush-timeout, irq-suspend-timeout), `qstats-get`
-//! (standard per-queue counters) and `napi-set`.
+//! (standard per-queue counters), `napi-set`, and `dev-get` (the driver's
+//! `xdp-features`: native XDP, AF_XDP zero-copy, ...; see [`xdp_features`]).
 //!
 //! Generic netlink adds one step to the rtnetlink framing: the family's id
 //! is looked up by name from the `nlctrl` family, whose answer also lists
@@ -21,6 +22,7 @@ use super::netlink::{
     set_error, Socket,
 };
 use crate::base::driver::netdev::{Napi, NapiKey, NapiSet, Netdev, NetdevQueue, NetdevState};
+use crate::base::driver::xdp::{action_names, XdpFeatures};
 use crate::base::driver::{QueueStats, SetError};
 use crate::base::Probe;
 
@@ -36,7 +38,7 @@ const CTRL_ATTR_FAMILY_NAME: u16 = 2;
 const CTRL_ATTR_OPS: u16 = 6;
 const CTRL_ATTR_OP_ID: u16 = 1;
 const FAMILY: &str = "netdev";
-pub(super) const FAMILY_VERSION: u8 = 1;
+const FAMILY_VERSION: u8 = 1;
 
 const CMD_QUEUE_GET: u8 = 10;
 const CMD_NAPI_GET: u8 = 11;
@@ -96,26 +98,26 @@ const QSTATS_FIRST_COUNTER: u16 = 8;
 
 /// The netdev family of this kernel: its id and the commands it has.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Family {
-    pub(super) id: u16,
+struct Family {
+    id: u16,
     commands: Vec<u32>,
 }
 
 impl Family {
-    pub(super) fn has(&self, cmd: u8) -> bool {
+    fn has(&self, cmd: u8) -> bool {
         self.commands.contains(&u32::from(cmd))
     }
 }
 
 /// genlmsghdr {cmd, version, reserved} then attributes.
-pub(super) fn genl_body(cmd: u8, version: u8, attrs: &[u8]) -> Vec<u8> {
+fn genl_body(cmd: u8, version: u8, attrs: &[u8]) -> Vec<u8> {
     let mut body = vec![cmd, version, 0, 0];
     body.extend_from_slice(attrs);
     body
 }
 
 /// The attributes of a generic-netlink answer (after its 4-byte header).
-pub(super) fn genl_attrs(payload: &[u8]) -> io::Result<Vec<(u16, &[u8])>> {
+fn genl_attrs(payload: &[u8]) -> io::Result<Vec<(u16, &[u8])>> {
     let rest = payload
         .get(4..)
         .ok_or_else(|| malformed("short generic netlink header"))?;
@@ -270,7 +272,7 @@ fn qstats_name(kind: u16) -> Option<&'static str> {
 
 /// A probe from a query: not supported when the kernel lacks the command
 /// (or answers EOPNOTSUPP), unknown on any other failure.
-pub(super) fn probe<T>(family: &Family, cmd: u8, read: impl FnOnce() -> io::Result<T>) -> Probe<T> {
+fn probe<T>(family: &Family, cmd: u8, read: impl FnOnce() -> io::Result<T>) -> Probe<T> {
     if !family.has(cmd) {
         return Probe::NOT_SUPPORTED;
     }
@@ -321,7 +323,7 @@ impl LiveNetdev {
 }
 
 /// The socket and family for a query, or the probe every field gets.
-pub(super) fn open() -> Result<(Socket, Family), Probe<()>> {
+fn open() -> Result<(Socket, Family), Probe<()>> {
     let mut sock = Socket::open(SockProtocol::NetlinkGeneric).map_err(|_| Probe::UNKNOWN)?;
     match family(&mut sock) {
         Ok(Some(family)) => Ok((sock, family)),
@@ -330,7 +332,7 @@ pub(super) fn open() -> Result<(Socket, Family), Probe<()>> {
     }
 }
 
-pub(super) fn missing<T>(p: &Probe<()>) -> Probe<T> {
+fn missing<T>(p: &Probe<()>) -> Probe<T> {
     match p {
         Probe::Missing(m) => Probe::Missing(*m),
         Probe::Value(()) => Probe::UNKNOWN,
@@ -439,6 +441,64 @@ impl NapiSet for LiveNetdev {
             &genl_body(CMD_NAPI_SET, FAMILY_VERSION, &request),
         )
     }
+}
+
+/// dev-get: a driver's XDP features (Linux 6.3+). This is how nettune
+/// knows, before attaching, whether a driver runs XDP natively and whether
+/// an AF_XDP socket can be zero-copy.
+const CMD_DEV_GET: u8 = 1;
+const A_DEV_IFINDEX: u16 = 1;
+const A_DEV_XDP_FEATURES: u16 = 3;
+const A_DEV_XDP_ZC_MAX_SEGS: u16 = 4;
+
+/// The XDP features of interface `ifindex`: not supported on kernels
+/// without the netdev family or its dev-get, unknown when the query fails
+/// otherwise.
+pub(super) fn xdp_features(ifindex: u32) -> Probe<XdpFeatures> {
+    let (mut sock, family) = match open() {
+        Ok(opened) => opened,
+        Err(p) => return missing(&p),
+    };
+    let mut request = Vec::new();
+    push_attr(&mut request, A_DEV_IFINDEX, &ifindex.to_ne_bytes());
+    let read = || -> io::Result<Option<XdpFeatures>> {
+        let answers = sock.request(
+            family.id,
+            0,
+            &genl_body(CMD_DEV_GET, FAMILY_VERSION, &request),
+        )?;
+        match answers.first() {
+            Some(payload) => parse_dev(payload),
+            None => Ok(None),
+        }
+    };
+    match probe(&family, CMD_DEV_GET, read) {
+        Probe::Value(Some(features)) => Probe::Value(features),
+        // A kernel whose netdev family predates xdp-features.
+        Probe::Value(None) => Probe::NOT_SUPPORTED,
+        Probe::Missing(m) => Probe::Missing(m),
+    }
+}
+
+/// A dev-get answer; `None` without xdp-features.
+fn parse_dev(payload: &[u8]) -> io::Result<Option<XdpFeatures>> {
+    let mut bits = None;
+    let mut zc_max_segs = 0;
+    for (kind, data) in genl_attrs(payload)? {
+        match kind {
+            A_DEV_XDP_FEATURES if data.len() == 8 => {
+                let mut word = [0u8; 8];
+                word.copy_from_slice(data);
+                bits = Some(u64::from_ne_bytes(word));
+            }
+            A_DEV_XDP_ZC_MAX_SEGS => zc_max_segs = attr_u32(data)?,
+            _ => {}
+        }
+    }
+    Ok(bits.map(|bits| XdpFeatures {
+        actions: action_names(bits),
+        zc_max_segs,
+    }))
 }
 
 #[cfg(test)]
@@ -551,5 +611,23 @@ mod tests {
         assert_eq!(direction(1), "tx");
         assert_eq!(direction(5), "type5");
         assert_eq!(attr_str(b"rx\0"), "rx");
+    }
+
+    #[test]
+    fn a_dev_get_answer_gives_the_features() {
+        let mut attrs = Vec::new();
+        push_attr(&mut attrs, A_DEV_IFINDEX, &3u32.to_ne_bytes());
+        push_attr(&mut attrs, A_DEV_XDP_FEATURES, &0x0fu64.to_ne_bytes());
+        push_attr(&mut attrs, A_DEV_XDP_ZC_MAX_SEGS, &1u32.to_ne_bytes());
+        let payload = genl_body(CMD_DEV_GET, 1, &attrs);
+        let f = parse_dev(&payload).expect("parse").expect("features");
+        assert!(f.native() && f.zero_copy());
+        assert_eq!(f.zc_max_segs, 1);
+        let mut old = Vec::new();
+        push_attr(&mut old, A_DEV_IFINDEX, &3u32.to_ne_bytes());
+        assert_eq!(
+            parse_dev(&genl_body(CMD_DEV_GET, 1, &old)).expect("parse"),
+            None
+        );
     }
 }

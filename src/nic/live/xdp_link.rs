@@ -45,7 +45,7 @@ pub fn state(iface: &str) -> Probe<XdpState> {
     match programs(index) {
         Ok(programs) => Probe::Value(XdpState {
             programs,
-            features: super::netdev_xdp::features(index),
+            features: super::netdev::xdp_features(index),
         }),
         Err(_) => Probe::UNKNOWN,
     }
