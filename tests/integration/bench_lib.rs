@@ -9,7 +9,7 @@ use nettune::bench::observe::{Quiet, Recorder};
 use nettune::bench::stop::Stop;
 use nettune::bench::udp::{self, FloodConfig, Interval, SinkConfig};
 
-use crate::common::{ip, measuring, skip_unless_root, unique, Netns};
+use crate::common::{measuring, skip_unless_root, Netns};
 
 /// A sink (open, then run on a thread of its own) and a flood into it, in
 /// one process; returns both reports and the sink's observed intervals.
@@ -95,29 +95,7 @@ fn a_sink_in_one_namespace_and_a_flood_in_another_in_one_process() {
     }
     let _serial = measuring();
     let (tx, rx) = (Netns::new("bl"), Netns::new("bl"));
-    let (a, b) = (unique("nta"), unique("ntb"));
-    let (mac_a, mac_b) = ("02:00:00:7a:00:01", "02:00:00:7a:00:02");
-    ip(&[
-        "link", "add", &a, "netns", &tx.name, "address", mac_a, "type", "veth", "peer", "name", &b,
-        "netns", &rx.name, "address", mac_b,
-    ]);
-    ip(&["-n", &tx.name, "addr", "add", "10.80.0.1/24", "dev", &a]);
-    ip(&["-n", &rx.name, "addr", "add", "10.80.0.2/24", "dev", &b]);
-    ip(&["-n", &tx.name, "link", "set", &a, "up"]);
-    ip(&["-n", &rx.name, "link", "set", &b, "up"]);
-    ip(&[
-        "-n",
-        &tx.name,
-        "neigh",
-        "add",
-        "10.80.0.2",
-        "lladdr",
-        mac_b,
-        "dev",
-        &a,
-        "nud",
-        "permanent",
-    ]);
+    crate::common::veth_pair(&tx, &rx, 80, None);
 
     let mut sink = SinkConfig::new("10.80.0.2:0".parse().expect("addr"));
     sink.duration = Some(Duration::from_millis(2500));

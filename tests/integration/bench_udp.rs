@@ -233,30 +233,7 @@ fn veth_between_namespaces_carries_a_paced_flood_whole(engine: &str) {
     }
     let _serial = measuring();
     let (tx, rx) = (Netns::new("bu"), Netns::new("bu"));
-    let (a, b) = (unique("nta"), unique("ntb"));
-    // Fixed MACs (private to these namespaces) so the sender can hold a
-    // permanent neighbour entry: no packet waits on ARP.
-    let (mac_a, mac_b) = ("02:00:00:77:00:01", "02:00:00:77:00:02");
-    ip(&[
-        "link", "add", &a, "netns", &tx.name, "address", mac_a, "type", "veth", "peer", "name", &b,
-        "netns", &rx.name, "address", mac_b,
-    ]);
-    ip(&["-n", &tx.name, "addr", "add", "10.77.0.1/24", "dev", &a]);
-    ip(&["-n", &rx.name, "addr", "add", "10.77.0.2/24", "dev", &b]);
-    ip(&["-n", &tx.name, "link", "set", &a, "up"]);
-    ip(&["-n", &rx.name, "link", "set", &b, "up"]);
-    let neigh = [
-        "neigh",
-        "add",
-        "10.77.0.2",
-        "lladdr",
-        mac_b,
-        "dev",
-        &a,
-        "nud",
-        "permanent",
-    ];
-    ip(&[&["-n", tx.name.as_str()][..], &neigh[..]].concat());
+    crate::common::veth_pair(&tx, &rx, 77, None);
 
     let (sink, flood) = sink_and_flood(
         engine,
@@ -828,29 +805,7 @@ fn netns_flag_runs_each_side_in_its_namespace(engine: &str) {
     }
     let _serial = measuring();
     let (tx, rx) = (Netns::new("bu"), Netns::new("bu"));
-    let (a, b) = (unique("nta"), unique("ntb"));
-    let (mac_a, mac_b) = ("02:00:00:79:00:01", "02:00:00:79:00:02");
-    ip(&[
-        "link", "add", &a, "netns", &tx.name, "address", mac_a, "type", "veth", "peer", "name", &b,
-        "netns", &rx.name, "address", mac_b,
-    ]);
-    ip(&["-n", &tx.name, "addr", "add", "10.79.0.1/24", "dev", &a]);
-    ip(&["-n", &rx.name, "addr", "add", "10.79.0.2/24", "dev", &b]);
-    ip(&["-n", &tx.name, "link", "set", &a, "up"]);
-    ip(&["-n", &rx.name, "link", "set", &b, "up"]);
-    ip(&[
-        "-n",
-        &tx.name,
-        "neigh",
-        "add",
-        "10.79.0.2",
-        "lladdr",
-        mac_b,
-        "dev",
-        &a,
-        "nud",
-        "permanent",
-    ]);
+    crate::common::veth_pair(&tx, &rx, 79, None);
     let sink = Running::start(nettune(
         None,
         &[

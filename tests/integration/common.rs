@@ -344,42 +344,55 @@ macro_rules! each_engine {
     };
 }
 
-/// A veth pair between two namespaces: `a` (10.77.0.1/24) in `tx`, `b`
-/// (10.77.0.2/24) in `rx`, one queue each way (so every packet arrives on
-/// RX queue 0), both up, fixed MACs private to the namespaces and a
+/// A veth pair between two namespaces for traffic tests: `a`
+/// (10.NET.0.1/24) in `tx`, `b` (10.NET.0.2/24) in `rx`, both up, with
+/// fixed MACs private to the namespaces (02:00:00:NET:00:01 and :02) and a
 /// permanent neighbour entry on the sender, so no packet waits on ARP.
-/// Returns the two interface names.
-pub fn veth_pair(tx: &Netns, rx: &Netns) -> (String, String) {
+/// `queues`: RX and TX queues of each end (1: every packet arrives on RX
+/// queue 0); `None`: veth's default. Returns the two interface names.
+pub fn veth_pair(tx: &Netns, rx: &Netns, net: u8, queues: Option<u32>) -> (String, String) {
     let (a, b) = (unique("nta"), unique("ntb"));
-    let (mac_a, mac_b) = ("02:00:00:77:00:01", "02:00:00:77:00:02");
+    let (mac_a, mac_b) = (
+        format!("02:00:00:{net:02x}:00:01"),
+        format!("02:00:00:{net:02x}:00:02"),
+    );
+    let (addr_a, addr_b) = (format!("10.{net}.0.1"), format!("10.{net}.0.2"));
+    let count = queues.map(|q| q.to_string());
+    let sized: Vec<&str> = match &count {
+        Some(n) => vec!["numrxqueues", n, "numtxqueues", n],
+        None => Vec::new(),
+    };
+    let end = |name: &str, ns: &Netns, mac: &str| -> Vec<String> {
+        let mut words: Vec<String> = [name, "netns", &ns.name, "address", mac]
+            .iter()
+            .map(|w| w.to_string())
+            .collect();
+        words.extend(sized.iter().map(|w| w.to_string()));
+        words
+    };
+    let mut add: Vec<String> = vec!["link".into(), "add".into()];
+    add.extend(end(&a, tx, &mac_a));
+    add.extend(["type", "veth", "peer", "name"].map(String::from));
+    add.extend(end(&b, rx, &mac_b));
+    ip(&add.iter().map(String::as_str).collect::<Vec<_>>());
     ip(&[
-        "link",
-        "add",
-        &a,
-        "netns",
+        "-n",
         &tx.name,
-        "address",
-        mac_a,
-        "numrxqueues",
-        "1",
-        "numtxqueues",
-        "1",
-        "type",
-        "veth",
-        "peer",
-        "name",
-        &b,
-        "netns",
-        &rx.name,
-        "address",
-        mac_b,
-        "numrxqueues",
-        "1",
-        "numtxqueues",
-        "1",
+        "addr",
+        "add",
+        &format!("{addr_a}/24"),
+        "dev",
+        &a,
     ]);
-    ip(&["-n", &tx.name, "addr", "add", "10.77.0.1/24", "dev", &a]);
-    ip(&["-n", &rx.name, "addr", "add", "10.77.0.2/24", "dev", &b]);
+    ip(&[
+        "-n",
+        &rx.name,
+        "addr",
+        "add",
+        &format!("{addr_b}/24"),
+        "dev",
+        &b,
+    ]);
     ip(&["-n", &tx.name, "link", "set", &a, "up"]);
     ip(&["-n", &rx.name, "link", "set", &b, "up"]);
     ip(&[
@@ -387,9 +400,9 @@ pub fn veth_pair(tx: &Netns, rx: &Netns) -> (String, String) {
         &tx.name,
         "neigh",
         "add",
-        "10.77.0.2",
+        &addr_b,
         "lladdr",
-        mac_b,
+        &mac_b,
         "dev",
         &a,
         "nud",

@@ -83,7 +83,7 @@ fn setup(test: &str) -> Option<Setup> {
     }
     let state = tempfile::tempdir().expect("state dir");
     let (tx, rx) = (Netns::new("xt"), Netns::new("xr"));
-    let (_a, b) = veth_pair(&tx, &rx);
+    let (_a, b) = veth_pair(&tx, &rx, 77, Some(1));
     Some(Setup { state, tx, rx, b })
 }
 
