@@ -10,11 +10,7 @@ use crate::bench::report::{format_rate, plural};
 /// The sink's final report.
 pub fn sink_text(r: &SinkReport) -> String {
     let mut out = String::new();
-    let window = if r.traffic_s > 0.0 {
-        r.traffic_s
-    } else {
-        r.duration_s
-    };
+    let window = rate_window(r.traffic_s, r.duration_s);
     let _ = writeln!(
         out,
         "udp-sink: {} packets, {} bytes in {:.3} s ({:.3} s of traffic){}",
@@ -146,6 +142,16 @@ pub fn sequence_line(s: &SequenceSummary) -> String {
         s.duplicates,
         s.without_header
     )
+}
+
+/// What a sink's rates are over: the traffic's span, or the whole run when
+/// one batch alone has no span.
+pub fn rate_window(traffic_s: f64, duration_s: f64) -> f64 {
+    if traffic_s > 0.0 {
+        traffic_s
+    } else {
+        duration_s
+    }
 }
 
 /// `, stopped early` for a run the stop token ended.

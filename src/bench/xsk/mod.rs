@@ -161,11 +161,7 @@ impl XskReport {
 pub fn render(r: &XskReport) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
-    let window = if r.traffic_s > 0.0 {
-        r.traffic_s
-    } else {
-        r.duration_s
-    };
+    let window = crate::bench::udp::render::rate_window(r.traffic_s, r.duration_s);
     let _ = writeln!(
         out,
         "udp-sink --xdp: {} packets, {} bytes in {:.3} s ({:.3} s of traffic){}",
