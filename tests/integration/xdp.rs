@@ -201,9 +201,19 @@ fn the_flow_is_counted_exactly_and_other_traffic_still_reaches_the_stack() {
     let mut sink = Bg::spawn(state.path(), &strs(&args));
     let program = wait_attached(&rx, &b);
     assert!(program.contains("name nettune_xsk"), "{program}");
-    let active = states(state.path());
-    assert_eq!(active.len(), 1, "{active:?}");
-    assert_eq!(active[0]["status"], "complete", "{active:?}");
+    // Recorded before it was attached; marked complete just after.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let active = loop {
+        let active = states(state.path());
+        if active.len() == 1 && active[0]["status"] == "complete" {
+            break active;
+        }
+        assert!(Instant::now() < deadline, "{active:?}");
+        assert_eq!(active.len(), 1, "{active:?}");
+        assert_eq!(active[0]["status"], "applying", "{active:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(active[0]["undoable"], false, "a running bench's program");
 
     // The steered flow: paced, so nothing is lost on two shared CPUs.
     let (code, out, err) = run(
