@@ -110,55 +110,13 @@ fn row(cpu: String, d: &CpuTime) -> CpuRow {
     }
 }
 
-/// What receiving cost in CPU time per packet: the receiving threads' own
-/// time (user + system, exact, from getrusage per thread) and the host's
-/// soft-interrupt time over the run (all CPUs, from /proc/stat, 10 ms
-/// ticks: where the kernel's receive path runs, the XDP program and the
-/// AF_XDP copy included). The softirq figure counts every packet the host
-/// handled meanwhile, a sender on the same host included.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
-pub struct CpuCost {
-    /// Seconds of CPU the receiving threads used.
-    pub reader_s: f64,
-    pub reader_ns_per_packet: Option<f64>,
-    /// Seconds of soft-interrupt time on all CPUs; `None` if /proc/stat
-    /// could not be read.
-    pub softirq_s: Option<f64>,
-    pub softirq_ns_per_packet: Option<f64>,
-}
-
-impl CpuCost {
-    pub fn new(reader: std::time::Duration, softirq_ticks: Option<u64>, packets: u64) -> CpuCost {
-        let per_packet = |secs: f64| crate::bench::report::per_packet_ns(secs, packets);
-        // SAFETY: sysconf has no preconditions.
-        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
-        let softirq_s = softirq_ticks.map(|t| t as f64 / hz);
-        CpuCost {
-            reader_s: reader.as_secs_f64(),
-            reader_ns_per_packet: per_packet(reader.as_secs_f64()),
-            softirq_s,
-            softirq_ns_per_packet: softirq_s.and_then(per_packet),
-        }
-    }
-
-    /// One line: `reader 812 ns/packet, softirq 1450 ns/packet (host)`.
-    pub fn line(&self) -> String {
-        let ns = |v: Option<f64>| v.map_or("?".to_string(), |v| format!("{v:.0}"));
-        format!(
-            "reader {} ns/packet ({:.2} s), softirq {} ns/packet ({} s, whole host)",
-            ns(self.reader_ns_per_packet),
-            self.reader_s,
-            ns(self.softirq_ns_per_packet),
-            self.softirq_s
-                .map_or("?".to_string(), |s| format!("{s:.2}"))
-        )
-    }
-}
-
-/// The host's soft-interrupt ticks so far, all CPUs (None: unreadable).
-pub fn softirq_ticks() -> Option<u64> {
+/// The host's soft-interrupt time so far, all CPUs, in seconds (from
+/// /proc/stat's USER_HZ ticks; `None`: unreadable).
+pub fn softirq_seconds() -> Option<f64> {
     let times = crate::host::stat::read(&crate::base::Root::live()).ok()?;
-    Some(times.iter().map(|t| t.softirq).sum())
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    Some(times.iter().map(|t| t.softirq).sum::<u64>() as f64 / hz)
 }
 
 #[cfg(test)]
@@ -231,17 +189,6 @@ ctxt 733216
             .rows
             .iter()
             .all(|r| r.shares.idle == 100.0 && r.shares.usr == 0.0));
-    }
-
-    #[test]
-    fn cost_per_packet_divides_by_packets() {
-        let c = CpuCost::new(std::time::Duration::from_millis(500), Some(0), 1_000_000);
-        assert_eq!(c.reader_ns_per_packet, Some(500.0));
-        assert_eq!(c.softirq_ns_per_packet, Some(0.0));
-        assert!(c.line().starts_with("reader 500 ns/packet"), "{}", c.line());
-        let none = CpuCost::new(std::time::Duration::ZERO, None, 0);
-        assert_eq!(none.reader_ns_per_packet, None);
-        assert!(none.line().contains('?'));
     }
 
     #[test]

@@ -25,7 +25,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::base::driver::flow::FlowSpec;
 use crate::base::driver::xdp::XdpMode;
-use crate::bench::cpu::CpuCost;
 use crate::bench::report::Interval;
 use crate::bench::udp::SequenceSummary;
 
@@ -134,7 +133,15 @@ pub struct XskReport {
     /// XDP_STATISTICS over the run.
     pub drops: XskStats,
     pub program_counts: ProgramCounts,
-    pub cpu_cost: CpuCost,
+    /// CPU seconds the reader thread used (user + system), and per packet,
+    /// as `udp-sink` reports its threads'.
+    pub cpu_s: f64,
+    pub cpu_ns_per_packet: Option<f64>,
+    /// Soft-interrupt seconds on all CPUs over the run (/proc/stat), and
+    /// per packet: where the XDP program and the copy into the socket run,
+    /// with everything else the host did meanwhile; `None`: unreadable.
+    pub softirq_s: Option<f64>,
+    pub softirq_ns_per_packet: Option<f64>,
     pub intervals: Vec<Interval>,
 }
 
@@ -208,6 +215,20 @@ pub fn render(r: &XskReport) -> String {
         "drops     rx_dropped {}  rx_ring_full {}  fill ring empty {}  invalid descriptors {}",
         d.rx_dropped, d.rx_ring_full, d.rx_fill_ring_empty, d.rx_invalid_descs
     );
-    let _ = writeln!(out, "cpu       {}", r.cpu_cost.line());
+    let ns = |v: Option<f64>| {
+        v.map_or("no packets".to_string(), |v| {
+            format!("{v:.0} ns per packet")
+        })
+    };
+    let _ = writeln!(
+        out,
+        "cpu       reader {:.3} s, {}; softirq (whole host) {}",
+        r.cpu_s,
+        ns(r.cpu_ns_per_packet),
+        r.softirq_s.map_or("unknown".to_string(), |s| format!(
+            "{s:.2} s, {}",
+            ns(r.softirq_ns_per_packet)
+        ))
+    );
     out
 }

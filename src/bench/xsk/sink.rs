@@ -11,7 +11,7 @@ use super::program::{self, Maps, PASSED, REDIRECTED};
 use super::socket::Xsk;
 use super::{ProgramCounts, ProgramInfo, XskReport, XskSinkConfig, PROGRAM_NAME};
 use crate::base::driver::xdp::{XdpMode, XdpProgram};
-use crate::bench::cpu::{self, CpuCost};
+use crate::bench::cpu;
 use crate::bench::harness::{self, Phase, Placement, Timeline};
 use crate::bench::netns;
 use crate::bench::observe::Observer;
@@ -258,7 +258,7 @@ impl Attached {
             .unwrap_or(1);
         let counts_before = self.program_counts(possible);
         let stats_before = self.loaded.xsk.stats().unwrap_or_default();
-        let softirq_before = cpu::softirq_ticks();
+        let softirq_before = cpu::softirq_seconds();
         let live = [LiveCounter::default()];
         let mut control = Meter {
             meter: IntervalMeter::new(1),
@@ -279,8 +279,8 @@ impl Attached {
             &mut control,
             |_, xsk, phase| Ok(receive(xsk, batch, phase, &live[0])),
         )?;
-        let softirq = match (softirq_before, cpu::softirq_ticks()) {
-            (Some(b), Some(a)) => Some(a.saturating_sub(b)),
+        let softirq_s = match (softirq_before, cpu::softirq_seconds()) {
+            (Some(b), Some(a)) => Some((a - b).max(0.0)),
             _ => None,
         };
         let stats_after = self.loaded.xsk.stats().unwrap_or_default();
@@ -325,7 +325,10 @@ impl Attached {
                     .saturating_sub(counts_before.redirected),
                 passed: counts_after.passed.saturating_sub(counts_before.passed),
             },
-            cpu_cost: CpuCost::new(result.cpu_time, softirq, result.packets),
+            cpu_s: result.cpu_time.as_secs_f64(),
+            cpu_ns_per_packet: report::per_packet_ns(result.cpu_time.as_secs_f64(), result.packets),
+            softirq_s,
+            softirq_ns_per_packet: softirq_s.and_then(|s| report::per_packet_ns(s, result.packets)),
             intervals,
         })
     }
