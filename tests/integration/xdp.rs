@@ -447,6 +447,10 @@ fn bad_input_exits_2_and_attaches_nothing() {
             .concat(),
             "--flow says dst-port 53 but --bind says 9000",
         ),
+        (
+            [base(&b, "0"), vec!["--engine".into(), "io_uring".into()]].concat(),
+            "do not apply to --xdp",
+        ),
     ];
     for (args, says) in cases {
         let args = strs(&args);

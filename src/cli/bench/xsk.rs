@@ -195,10 +195,15 @@ fn reader_cpu(pin: &[u32], iface: &str, queue: u32, netns: Option<&str>) -> (Opt
 
 pub fn sink(args: &super::SinkArgs, stop: &Stop) -> anyhow::Result<Status> {
     let x = &args.xdp;
-    if args.threads != 1 || args.reuseport || args.rcvbuf.is_some() {
+    let socket_only = args.threads != 1
+        || args.reuseport
+        || args.rcvbuf.is_some()
+        || args.gro
+        || args.engine != crate::bench::engine::Engine::Epoll;
+    if socket_only {
         anyhow::bail!(
-            "--threads, --reuseport and --rcvbuf do not apply to --xdp: one reader takes the \
-             queue's frames from the AF_XDP socket's ring"
+            "--threads, --reuseport, --rcvbuf, --gro and --engine do not apply to --xdp: one \
+             reader takes the queue's frames from the AF_XDP socket's ring"
         );
     }
     let (Some(iface), Some(queue)) = (x.iface.clone(), x.queue) else {
