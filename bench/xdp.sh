@@ -13,9 +13,10 @@
 # there). A benchmark, not a test.
 #
 # The veth has one RX queue, so every packet arrives on queue 0. Each
-# reader can hold about as many packets as the other while it is off the
+# reader can hold at least as many packets as the other while it is off the
 # CPU: the AF_XDP readers 16384 frames, the recvmmsg sink a 32 MiB
-# SO_RCVBUF (some 37000 of these packets). Rounds
+# SO_RCVBUF (64 MiB granted: at some 1 KiB of accounting per small
+# packet, more than 16384 of them). Rounds
 # alternate the readers (drift on a shared machine hits all alike). Rates:
 # median over the whole seconds 2..DURATION of all rounds [range of the
 # per-run medians]; CPU: user+system of the reader process per packet it
