@@ -564,7 +564,10 @@ fn an_interface_named_with_iface_that_vanishes_is_announced() {
     std::thread::sleep(Duration::from_millis(500));
     ns.ip(&["link", "del", &a]);
     let (code, out, err) = finish_bounded(child, Duration::from_secs(15));
-    assert_eq!(code, Some(0), "{err}");
+    // 1 when an interval showed a finding: the live findings read host-wide
+    // counters (softnet), which other tests' floods can push over doctor's
+    // thresholds. A vanished interface must not make the run fail (2).
+    assert!(matches!(code, Some(0 | 1)), "{code:?} {err}");
     assert!(
         err.contains(&format!(
             "interface '{a}' is gone; waiting for it to come back"
