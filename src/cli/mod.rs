@@ -15,6 +15,7 @@ pub mod doctor;
 pub mod experiment;
 pub mod inspect;
 pub mod monitor;
+pub mod monitor_prom;
 pub mod plan;
 pub mod serve;
 pub mod signals;

@@ -61,6 +61,19 @@ pub struct MonitorArgs {
     /// interfaces and protocol counters; CPU figures are the whole host's.
     #[arg(long, value_name = "NAME")]
     pub netns: Option<String>,
+
+    /// Serve the counters to Prometheus at http://ADDR:PORT/metrics
+    /// instead of printing them, until Ctrl-C or SIGTERM. A scrape reads
+    /// the host (at most once per --interval; scrapers share readings).
+    /// Metrics, scrape config and alert rules: docs/monitor.md.
+    #[arg(long, conflicts_with_all = ["json", "once", "count"])]
+    pub prometheus: bool,
+
+    /// With --prometheus: the address to listen on; default 127.0.0.1:10056
+    /// (this host only). 0.0.0.0:10056 lets other hosts scrape; port 0
+    /// takes a free port (printed on stderr).
+    #[arg(long, value_name = "ADDR:PORT", value_parser = crate::bench::addr::parse_bind, requires = "prometheus")]
+    pub bind: Option<std::net::SocketAddr>,
 }
 
 /// Parse an interval in seconds (`1`, `0.5`, `2s`, `500ms`) within the
@@ -127,6 +140,9 @@ fn source_label(args: &MonitorArgs) -> String {
 
 /// Run `nettune monitor`.
 pub fn run(args: MonitorArgs) -> anyhow::Result<Status> {
+    if args.prometheus {
+        return super::monitor_prom::run(args);
+    }
     let selection = Selection {
         all: args.all,
         iface: args.iface.clone(),

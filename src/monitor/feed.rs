@@ -151,6 +151,17 @@ impl Feed {
         }
     }
 
+    /// The next sample without waiting for the interval's tick: a live
+    /// feed samples now (a view that samples on demand, as the Prometheus
+    /// exporter does when scraped); a replay gives its next snapshot
+    /// (`None` when it has no more).
+    pub fn next_now(&mut self) -> anyhow::Result<Option<Sample>> {
+        match self {
+            Feed::Live(live) => live.take().map(Some),
+            Feed::Replay(_) => self.next(&Stop::new()),
+        }
+    }
+
     /// The host model as the sampler last read it (`None` before the
     /// first sample).
     pub fn host(&self) -> Option<&Host> {
@@ -181,6 +192,11 @@ impl LiveFeed {
             return Ok(None);
         }
         self.next_tick = tick + 1;
+        self.take().map(Some)
+    }
+
+    /// A sample now, whatever the tick.
+    fn take(&mut self) -> anyhow::Result<Sample> {
         if let Some(ns) = &self.netns {
             let path = Path::new(NETNS_DIR).join(ns);
             if !path.exists() {
@@ -198,8 +214,7 @@ impl LiveFeed {
             netdev: &netdev,
             netns: self.netns.clone(),
         };
-        let sample = self.sampler.sample(&src, Stamp::since(self.start))?;
-        Ok(Some(sample))
+        self.sampler.sample(&src, Stamp::since(self.start))
     }
 }
 

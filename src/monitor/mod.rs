@@ -22,6 +22,8 @@
 //!   interval or from a recorded series (`series.rs`, written by
 //!   `nettune capture --samples`), turned into a [`Frame`] per interval
 //!   (rates plus live [`findings`], `findings.rs`) for a view.
+//! - `prom/`: the Prometheus exporter (`monitor --prometheus`): the raw
+//!   counters and settings at `/metrics`, sampled when scraped.
 //! - `text.rs`: the sar-style text view. The NDJSON line is
 //!   [`Frame::json_line`].
 //!
@@ -31,6 +33,7 @@
 pub mod feed;
 pub mod findings;
 pub mod ladder;
+pub mod prom;
 pub mod rates;
 pub mod sample;
 pub mod sampler;

@@ -59,25 +59,29 @@ pub fn render(frame: &Frame) -> String {
         }
     }
     if !frame.sample.missing.is_empty() {
-        let parts: Vec<String> = frame
-            .sample
-            .missing
-            .iter()
-            .map(|m| {
-                if m.path.is_empty() {
-                    format!("{} ({})", m.section, m.error)
-                } else {
-                    format!("{} ({}: {})", m.section, m.path, m.kind.word())
-                }
-            })
-            .collect();
-        let _ = writeln!(o, "not read: {}", parts.join("; "));
+        let _ = writeln!(o, "not read: {}", missing_list(&frame.sample.missing));
     }
     // No trailing blanks (an IRQ row without interrupts ends in its
     // empty per-CPU column).
     let mut block: String = o.lines().map(|l| l.trim_end().to_string() + "\n").collect();
     block.push('\n');
     block
+}
+
+/// The sources that could not be read, on one line:
+/// `counters.softnet (/proc/net/softnet_stat: missing); ...`.
+pub fn missing_list(missing: &[crate::host::SourceIssue]) -> String {
+    let parts: Vec<String> = missing
+        .iter()
+        .map(|m| {
+            if m.path.is_empty() {
+                format!("{} ({})", m.section, m.error)
+            } else {
+                format!("{} ({}: {})", m.section, m.path, m.kind.word())
+            }
+        })
+        .collect();
+    parts.join("; ")
 }
 
 /// A rate with two decimals, or `-`.

@@ -18,13 +18,13 @@ use crate::bench::busy_poll::BusyPoll;
 pub use crate::bench::engine::Engine;
 use crate::bench::within;
 
-mod date;
+pub(crate) mod date;
 mod event_loop;
 mod load;
 pub mod output;
 mod response;
 pub mod server;
-mod session;
+pub(crate) mod session;
 mod uring_loop;
 pub mod url;
 mod worker;

@@ -195,9 +195,59 @@ impl Request {
 /// Parse the request head at the start of `buf`; `None` while it is
 /// incomplete (and still under [`MAX_HEAD`]).
 pub fn parse_request(buf: &[u8]) -> Option<Request> {
+    match parse_head(buf) {
+        Parsed::Incomplete => None,
+        Parsed::Refused(answer) => Some(Request::refused(answer)),
+        Parsed::Head(head) => {
+            let (answer, head_only) = match head.method {
+                b"GET" => (route(head.path), false),
+                b"HEAD" => (route(head.path), true),
+                _ => (Answer::MethodNotAllowed, false),
+            };
+            Some(Request {
+                answer,
+                head_only,
+                close: head.close,
+                len: head.len,
+                body_len: head.body_len,
+            })
+        }
+    }
+}
+
+/// A request head as these rules read it, before any routing: what a
+/// server with other paths (the monitor's Prometheus exporter) needs.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Head<'a> {
+    /// The method token, as sent (`GET`, `HEAD`, ...).
+    pub method: &'a [u8],
+    /// The target's path: the query left out, an absolute-form target
+    /// (`http://host/path`) reduced to its path.
+    pub path: &'a [u8],
+    /// Close after answering (Connection: close, HTTP/1.0).
+    pub close: bool,
+    /// Bytes of the head, through the blank line.
+    pub len: usize,
+    /// Content-Length of a request body that follows.
+    pub body_len: u64,
+}
+
+/// What the start of a connection's input holds.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Parsed<'a> {
+    /// Not a whole head yet (and under [`MAX_HEAD`]).
+    Incomplete,
+    /// Malformed ([`Answer::BadRequest`]) or too long ([`Answer::TooLarge`]):
+    /// answer, then close.
+    Refused(Answer),
+    Head(Head<'a>),
+}
+
+/// Parse the request head at the start of `buf`.
+pub fn parse_head(buf: &[u8]) -> Parsed<'_> {
     let Some(end) = find_head_end(&buf[..buf.len().min(MAX_HEAD + 4)]) else {
         if buf.len() > MAX_HEAD {
-            return Some(Request::refused(Answer::TooLarge));
+            return Parsed::Refused(Answer::TooLarge);
         }
         // A head cannot start with a control character: refuse garbage
         // (a TLS hello, binary) at once instead of waiting for 8 KiB.
@@ -205,14 +255,17 @@ pub fn parse_request(buf: &[u8]) -> Option<Request> {
             .first()
             .is_some_and(|b| !is_token(*b) && *b != b'\r' && *b != b'\n')
         {
-            return Some(Request::refused(Answer::BadRequest));
+            return Parsed::Refused(Answer::BadRequest);
         }
-        return None;
+        return Parsed::Incomplete;
     };
     if end > MAX_HEAD {
-        return Some(Request::refused(Answer::TooLarge));
+        return Parsed::Refused(Answer::TooLarge);
     }
-    Some(parse_head(&buf[..end]).unwrap_or_else(|| Request::refused(Answer::BadRequest)))
+    match head_fields(&buf[..end]) {
+        Some(head) => Parsed::Head(head),
+        None => Parsed::Refused(Answer::BadRequest),
+    }
 }
 
 /// Index just past the first `\r\n\r\n`.
@@ -229,7 +282,7 @@ fn find_head_end(buf: &[u8]) -> Option<usize> {
 }
 
 /// `None` for anything malformed.
-fn parse_head(head: &[u8]) -> Option<Request> {
+fn head_fields(head: &[u8]) -> Option<Head<'_>> {
     // Clients may send blank lines before a request (RFC 9112 2.2).
     let start = head.iter().position(|&b| b != b'\r' && b != b'\n')?;
     // Each line with its CRLF; the blank line that ends the head is left out.
@@ -290,30 +343,18 @@ fn parse_head(head: &[u8]) -> Option<Request> {
     if !http10 && !host {
         return None;
     }
-    let head_only = match method {
-        b"GET" => false,
-        b"HEAD" => true,
-        _ => {
-            return Some(Request {
-                answer: Answer::MethodNotAllowed,
-                head_only: false,
-                close,
-                len: head.len(),
-                body_len: body_len.unwrap_or(0),
-            })
-        }
-    };
-    Some(Request {
-        answer: route(target),
-        head_only,
+    Some(Head {
+        method,
+        path: path_of(target),
         close,
         len: head.len(),
         body_len: body_len.unwrap_or(0),
     })
 }
 
-fn route(target: &[u8]) -> Answer {
-    // Absolute form (a proxy-style request): keep the path.
+/// The path of a request target: the query left out; an absolute-form
+/// target (a proxy-style request) reduced to its path.
+fn path_of(target: &[u8]) -> &[u8] {
     let target = match target.strip_prefix(b"http://") {
         Some(rest) => rest
             .iter()
@@ -321,7 +362,10 @@ fn route(target: &[u8]) -> Answer {
             .map_or(&b"/"[..], |i| &rest[i..]),
         None => target,
     };
-    let path = target.split(|&b| b == b'?').next().unwrap_or(target);
+    target.split(|&b| b == b'?').next().unwrap_or(target)
+}
+
+fn route(path: &[u8]) -> Answer {
     match path {
         b"/plaintext" => Answer::Plaintext,
         b"/json" => Answer::Json,

@@ -1,0 +1,79 @@
+//! `nettune monitor --prometheus`: open the listener (in nettune's own
+//! network namespace, before entering `--netns`), take the first reading,
+//! and serve until Ctrl-C or SIGTERM. The exporter itself is
+//! `crate::monitor::prom`.
+
+use std::time::Duration;
+
+use crate::error::Status;
+use crate::host::Selection;
+use crate::monitor::prom::{self, Event, Limits, Sampling};
+use crate::monitor::{text, Feed};
+
+use super::monitor::{MonitorArgs, DEFAULT_INTERVAL_SECS};
+
+pub fn run(args: MonitorArgs) -> anyhow::Result<Status> {
+    let selection = Selection {
+        all: args.all,
+        iface: args.iface.clone(),
+    };
+    let secs = args.interval.unwrap_or(DEFAULT_INTERVAL_SECS);
+    let interval = Duration::from_secs_f64(secs);
+    if args.root.is_some() && args.interval.is_some() {
+        anyhow::bail!(
+            "--interval cannot be used with --root: a recorded series keeps the interval it was \
+             captured with"
+        );
+    }
+    // The socket stays in the namespace it was made in: Prometheus on this
+    // host reaches it even when monitor watches another namespace.
+    let addr = args.bind.unwrap_or_else(prom::default_bind);
+    let listener = prom::bind(addr)?;
+    let feed = match &args.root {
+        Some(dir) => Feed::replay(dir, selection)?,
+        None => {
+            if let Some(name) = &args.netns {
+                crate::host::netns::enter(name)?;
+            }
+            Feed::live(selection, args.netns.clone(), interval)
+        }
+    };
+    let replay_len = feed.recorded_len();
+    let sampling = Sampling::start(feed, interval)?;
+    let stop = super::signals::stop_on_signals()?;
+    let local = listener.local_addr().unwrap_or(addr);
+    let how = match (replay_len, &args.root) {
+        (Some(n), Some(dir)) => format!(
+            "replaying the {n} snapshots of {} on their recorded clock",
+            dir.display()
+        ),
+        _ => format!("the host read when scraped, at most every {secs} s"),
+    };
+    eprintln!(
+        "nettune monitor: serving Prometheus metrics at http://{local}/metrics ({how}); Ctrl-C or \
+         SIGTERM stops"
+    );
+    if !local.ip().is_loopback() {
+        eprintln!("nettune monitor: {local} is reachable from other hosts");
+    }
+    let missing = &sampling.current().missing;
+    if !missing.is_empty() {
+        eprintln!(
+            "nettune monitor: not read (their collectors report \
+             nettune_scrape_collector_success 0): {}",
+            text::missing_list(missing)
+        );
+    }
+    let mut note = |event: Event| match event {
+        Event::ReplayEnded => eprintln!(
+            "nettune monitor: the replay reached its last snapshot; its values are served until \
+             stopped"
+        ),
+    };
+    let counts = prom::run(listener, sampling, Limits::default(), &stop, &mut note)?;
+    eprintln!(
+        "nettune monitor: stopped ({} connections, {} responses, {} refused, {} closed for room)",
+        counts.connections, counts.responses, counts.refused, counts.evicted
+    );
+    Ok(Status::Clean)
+}
