@@ -160,7 +160,10 @@ pub fn render(input: &Input) -> Exposition {
         if wrote.is_ok() {
             out.append(own);
         }
-        success.push((collector.name, wrote.is_ok() && read_whole(collector, input)));
+        success.push((
+            collector.name,
+            wrote.is_ok() && read_whole(collector, input),
+        ));
     }
     // The matrix last: it takes what is left of the bound.
     let budget = MAX_SERIES.saturating_sub(out.series() + TAIL_SERIES);
@@ -177,10 +180,13 @@ pub fn render(input: &Input) -> Exposition {
 /// Whether the collector's sources were all read in full.
 fn read_whole(collector: &Collector, input: &Input) -> bool {
     !input.sample.missing.iter().any(|issue| {
-        let ours = collector.sections.iter().any(|s| match s.strip_suffix('*') {
-            Some(prefix) => issue.section.starts_with(prefix),
-            None => issue.section == *s,
-        });
+        let ours = collector
+            .sections
+            .iter()
+            .any(|s| match s.strip_suffix('*') {
+                Some(prefix) => issue.section.starts_with(prefix),
+                None => issue.section == *s,
+            });
         ours && !(collector.missing_is_empty && issue.kind == IssueKind::Missing)
     })
 }
@@ -352,7 +358,8 @@ fn exported(proto: &str, name: &str) -> bool {
             matches!(
                 name,
                 "InDiscards" | "InHdrErrors" | "InAddrErrors" | "InUnknownProtos"
-            ) || (proto == "Ip6" && matches!(name, "InNoRoutes" | "InTruncatedPkts" | "InTooBigErrors"))
+            ) || (proto == "Ip6"
+                && matches!(name, "InNoRoutes" | "InTruncatedPkts" | "InTooBigErrors"))
         }
         "TcpExt" => matches!(name, "TCPBacklogDrop" | "TCPRcvQDrop"),
         _ => false,
@@ -565,7 +572,11 @@ fn settings(input: &Input, out: &mut Exposition) {
         if let Some(r) = &i.rings {
             for (dir, now, max) in [("rx", r.rx, r.rx_max), ("tx", r.tx, r.tx_max)] {
                 f.sample(
-                    &[("device", &i.name), ("direction", dir), ("limit", "current")],
+                    &[
+                        ("device", &i.name),
+                        ("direction", dir),
+                        ("limit", "current"),
+                    ],
                     now,
                 );
                 f.sample(
@@ -673,7 +684,12 @@ fn ladder(input: &Input, out: &mut Exposition) {
         (
             "ip",
             &c.ip,
-            &["InDiscards", "InHdrErrors", "InAddrErrors", "InUnknownProtos"],
+            &[
+                "InDiscards",
+                "InHdrErrors",
+                "InAddrErrors",
+                "InUnknownProtos",
+            ],
         ),
         (
             "ip6",
@@ -702,7 +718,10 @@ fn ladder(input: &Input, out: &mut Exposition) {
             .filter_map(|n| u64::try_from(*counters.get(*n)?).ok())
             .collect();
         if !values.is_empty() {
-            f.sample(&[("layer", layer), ("device", "")], values.iter().sum::<u64>());
+            f.sample(
+                &[("layer", layer), ("device", "")],
+                values.iter().sum::<u64>(),
+            );
         }
     }
 }
@@ -730,7 +749,10 @@ fn irq_labels(irq: &crate::monitor::sample::IrqCounters) -> [(&'static str, Stri
     [
         ("irq", irq.irq.to_string()),
         ("device", irq.iface.clone()),
-        ("queue", irq.queue.map(|q| q.to_string()).unwrap_or_default()),
+        (
+            "queue",
+            irq.queue.map(|q| q.to_string()).unwrap_or_default(),
+        ),
         ("role", role_word(irq.role).to_string()),
     ]
 }
@@ -797,8 +819,7 @@ fn irq_matrix(input: &Input, budget: usize, out: &mut Exposition) {
                 continue;
             };
             let cpu = cpu.to_string();
-            let mut all: Vec<(&str, &str)> =
-                labels.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            let mut all: Vec<(&str, &str)> = labels.iter().map(|(k, v)| (*k, v.as_str())).collect();
             all.push(("cpu", &cpu));
             f.sample(&all, count);
         }

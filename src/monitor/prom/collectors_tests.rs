@@ -4,10 +4,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::super::parse::{parse, Series};
 use super::*;
 use crate::doctor::Severity;
 use crate::host::{SourceIssue, VectorRole};
-use super::super::parse::{parse, Series};
 use crate::monitor::sample::IrqCounters;
 use crate::monitor::testkit;
 
@@ -82,14 +82,22 @@ fn values_are_the_kernels_under_node_exporters_names() {
     let (text, _) = render_of(&sample, None);
     let s = parse(&text).expect("parses").series;
     // 10,000 USER_HZ ticks are 100 s.
-    let user = value(&s, "node_cpu_seconds_total", &[("cpu", "1"), ("mode", "user")]);
+    let user = value(
+        &s,
+        "node_cpu_seconds_total",
+        &[("cpu", "1"), ("mode", "user")],
+    );
     assert_eq!(user, Some(100.0));
     assert_eq!(
         value(&s, "node_softnet_dropped_total", &[("cpu", "0")]),
         Some(10.0)
     );
     assert_eq!(
-        value(&s, "node_softirqs_functions_total", &[("cpu", "1"), ("type", "NET_RX")]),
+        value(
+            &s,
+            "node_softirqs_functions_total",
+            &[("cpu", "1"), ("type", "NET_RX")]
+        ),
         Some(900_000.0)
     );
     // /proc/net/dev's drop column: rx_dropped + rx_missed_errors.
@@ -98,7 +106,11 @@ fn values_are_the_kernels_under_node_exporters_names() {
         Some(107.0)
     );
     assert_eq!(
-        value(&s, "nettune_network_receive_missed_total", &[("device", "eth0")]),
+        value(
+            &s,
+            "nettune_network_receive_missed_total",
+            &[("device", "eth0")]
+        ),
         Some(100.0)
     );
     assert_eq!(value(&s, "node_netstat_Udp_RcvbufErrors", &[]), Some(40.0));
@@ -110,7 +122,11 @@ fn values_are_the_kernels_under_node_exporters_names() {
         Some(52.0)
     );
     assert_eq!(
-        value(&s, "nettune_drops_total", &[("layer", "nic"), ("device", "eth0")]),
+        value(
+            &s,
+            "nettune_drops_total",
+            &[("layer", "nic"), ("device", "eth0")]
+        ),
         Some(107.0)
     );
     assert_eq!(
@@ -135,7 +151,11 @@ fn values_are_the_kernels_under_node_exporters_names() {
     };
     assert_eq!((cell("0"), cell("1")), (None, Some(912_345.0)));
     assert_eq!(
-        value(&s, "nettune_irq_interrupts_total", &[("irq", "38"), ("queue", "0")]),
+        value(
+            &s,
+            "nettune_irq_interrupts_total",
+            &[("irq", "38"), ("queue", "0")]
+        ),
         Some(912_345.0)
     );
     // No interval yet: no findings family.
@@ -164,7 +184,15 @@ fn a_source_that_cannot_be_read_fails_only_its_collector() {
     assert_eq!(ok("softnet"), Some(0.0));
     assert_eq!(ok("netdev"), Some(0.0));
     assert_eq!(ok("ladder"), Some(0.0));
-    for good in ["stat", "softirqs", "snmp", "snmp6", "netstat", "interrupts", "findings"] {
+    for good in [
+        "stat",
+        "softirqs",
+        "snmp",
+        "snmp6",
+        "netstat",
+        "interrupts",
+        "findings",
+    ] {
         assert_eq!(ok(good), Some(1.0), "{good}");
     }
     assert!(!s.iter().any(|x| x.name.starts_with("node_softnet")));
@@ -183,10 +211,16 @@ fn big_sample(cpus: u32, queues: u32, spread: u32) -> Sample {
         .map(|cpu| CpuTime { cpu, ..one.clone() })
         .collect();
     s.counters.softnet = (0..cpus)
-        .map(|cpu| crate::host::softnet::SoftnetCpu { cpu, ..soft.clone() })
+        .map(|cpu| crate::host::softnet::SoftnetCpu {
+            cpu,
+            ..soft.clone()
+        })
         .collect();
     s.counters.softirqs = (0..cpus)
-        .map(|cpu| crate::host::CpuSoftirqs { cpu, ..irqs.clone() })
+        .map(|cpu| crate::host::CpuSoftirqs {
+            cpu,
+            ..irqs.clone()
+        })
         .collect();
     s.irq_cpus = (0..cpus).collect();
     s.irqs = (0..queues)

@@ -207,7 +207,10 @@ fn escape_help(help: &str, text: &mut String) {
 /// (`[a-zA-Z_:][a-zA-Z0-9_:]*`; labels without the colon).
 pub fn valid_name(name: &str, label: bool) -> bool {
     let ok = |c: char, first: bool| {
-        c.is_ascii_alphabetic() || c == '_' || (!label && c == ':') || (!first && c.is_ascii_digit())
+        c.is_ascii_alphabetic()
+            || c == '_'
+            || (!label && c == ':')
+            || (!first && c.is_ascii_digit())
     };
     let mut chars = name.chars();
     chars.next().is_some_and(|c| ok(c, true)) && chars.all(|c| ok(c, false))
@@ -220,7 +223,11 @@ mod tests {
     #[test]
     fn families_have_help_and_type_once_and_only_with_samples() {
         let mut e = Exposition::new();
-        let mut f = e.family("node_softnet_dropped_total", "Number of dropped packets", Kind::Counter);
+        let mut f = e.family(
+            "node_softnet_dropped_total",
+            "Number of dropped packets",
+            Kind::Counter,
+        );
         f.sample(&[("cpu", "0")], 0u64);
         f.sample(&[("cpu", "1")], 17u64);
         e.family("nettune_empty", "never written", Kind::Gauge);

@@ -407,8 +407,10 @@ impl<'a, R: Readings> Server<'a, R> {
     /// other while each answer goes out at once; false to close.
     fn handle_input(&mut self, index: usize, now: Instant) -> bool {
         loop {
-            if !self.answer_one(index, now) {
-                return false;
+            match self.answer_one(index, now) {
+                Step::Close => return false,
+                Step::Wait => return true,
+                Step::Answered => {}
             }
             match self.conn(index) {
                 Some(Conn {
@@ -423,15 +425,15 @@ impl<'a, R: Readings> Server<'a, R> {
     }
 
     /// Answer the request at the start of the input, if whole.
-    fn answer_one(&mut self, index: usize, now: Instant) -> bool {
+    fn answer_one(&mut self, index: usize, now: Instant) -> Step {
         let Some(conn) = self.conn(index) else {
-            return false;
+            return Step::Close;
         };
         if !matches!(conn.phase, Phase::Reading { .. }) {
-            return true;
+            return Step::Wait;
         }
         let request = match parse_head(&conn.input) {
-            Parsed::Incomplete => return true,
+            Parsed::Incomplete => return Step::Wait,
             Parsed::Refused(answer) => Err(answer),
             Parsed::Head(head) => {
                 // A request body is not read: answer, then close.
@@ -448,7 +450,7 @@ impl<'a, R: Readings> Server<'a, R> {
                 Ok((route, head_only, close))
             }
         };
-        match request {
+        let alive = match request {
             Err(answer) => self.refuse(index, answer, now),
             Ok((Err(answer), head_only, close)) => {
                 self.respond_small(index, answer, head_only, close, now)
@@ -457,25 +459,41 @@ impl<'a, R: Readings> Server<'a, R> {
                 self.respond_small(index, Answer::Plaintext, head_only, close, now)
             }
             Ok((Ok(Route::Metrics), head_only, close)) => {
-                if self.current.fresh(now) {
-                    return self.respond_metrics(index, head_only, close, now);
-                }
-                if self.asked.is_none() {
-                    self.readings.request();
-                    self.asked = Some(now);
-                }
-                let token = self.token(index);
-                let Some(conn) = self.conn(index) else {
-                    return false;
-                };
-                conn.phase = Phase::Waiting { head_only, close };
-                conn.since = now;
-                let fd = conn.stream.as_raw_fd();
-                // Not reading while the answer is pending (hang-ups are
-                // still reported).
-                self.epoll.modify(fd, token, NOTHING).is_ok()
+                self.metrics_or_wait(index, head_only, close, now)
             }
+        };
+        if alive {
+            Step::Answered
+        } else {
+            Step::Close
         }
+    }
+
+    /// Answer a scrape from a fresh reading, or park it until a new one.
+    fn metrics_or_wait(
+        &mut self,
+        index: usize,
+        head_only: bool,
+        close: bool,
+        now: Instant,
+    ) -> bool {
+        if self.current.fresh(now) {
+            return self.respond_metrics(index, head_only, close, now);
+        }
+        if self.asked.is_none() {
+            self.readings.request();
+            self.asked = Some(now);
+        }
+        let token = self.token(index);
+        let Some(conn) = self.conn(index) else {
+            return false;
+        };
+        conn.phase = Phase::Waiting { head_only, close };
+        conn.since = now;
+        let fd = conn.stream.as_raw_fd();
+        // Not reading while the answer is pending (hang-ups are still
+        // reported).
+        self.epoll.modify(fd, token, NOTHING).is_ok()
     }
 
     /// 400, 408 or 431: answer and close (the rest of the input is
@@ -487,7 +505,13 @@ impl<'a, R: Readings> Server<'a, R> {
         self.respond_small(index, answer, false, true, now)
     }
 
-    fn respond_metrics(&mut self, index: usize, head_only: bool, close: bool, now: Instant) -> bool {
+    fn respond_metrics(
+        &mut self,
+        index: usize,
+        head_only: bool,
+        close: bool,
+        now: Instant,
+    ) -> bool {
         let body = Arc::clone(&self.current.body);
         let head = response_head("200 OK", CONTENT_TYPE, body.len(), close, "");
         let body = (!head_only).then_some(body);
@@ -524,7 +548,13 @@ impl<'a, R: Readings> Server<'a, R> {
         if !matches!(answer, Answer::Plaintext | Answer::Json) {
             self.counts.refused += 1;
         }
-        let head = response_head(status, "text/plain; charset=utf-8", text.len(), close, extra);
+        let head = response_head(
+            status,
+            "text/plain; charset=utf-8",
+            text.len(),
+            close,
+            extra,
+        );
         let body = (!head_only).then(|| Arc::new(text.as_bytes().to_vec()));
         self.start_writing(index, head, body, close, now)
     }
@@ -532,7 +562,13 @@ impl<'a, R: Readings> Server<'a, R> {
     fn respond_timeout(&mut self, index: usize, now: Instant) -> bool {
         self.counts.refused += 1;
         let text = "Request Timeout\n";
-        let head = response_head("408 Request Timeout", "text/plain; charset=utf-8", text.len(), true, "");
+        let head = response_head(
+            "408 Request Timeout",
+            "text/plain; charset=utf-8",
+            text.len(),
+            true,
+            "",
+        );
         let body = Some(Arc::new(text.as_bytes().to_vec()));
         self.start_writing(index, head, body, true, now)
     }
@@ -683,6 +719,15 @@ enum Route {
     Index,
 }
 
+/// What answering one request did.
+enum Step {
+    /// Answered (or parked): look at the input again.
+    Answered,
+    /// Nothing more to do until the socket is ready.
+    Wait,
+    Close,
+}
+
 enum Action {
     Keep,
     Close,
@@ -701,7 +746,13 @@ const WRITE: Interest = Interest {
     edge: false,
 };
 
-fn response_head(status: &str, content_type: &str, len: usize, close: bool, extra: &str) -> Vec<u8> {
+fn response_head(
+    status: &str,
+    content_type: &str,
+    len: usize,
+    close: bool,
+    extra: &str,
+) -> Vec<u8> {
     let secs = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
@@ -717,3 +768,7 @@ fn response_head(status: &str, content_type: &str, len: usize, close: bool, extr
     );
     head
 }
+
+#[cfg(test)]
+#[path = "http_tests.rs"]
+mod tests;

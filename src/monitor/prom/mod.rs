@@ -129,7 +129,14 @@ pub fn run(
     std::thread::scope(|scope| {
         let waker = &waker;
         let sampler = scope.spawn(move || {
-            sample_on_request(&mut sampling, &request_rx, &reading_tx, waker, stop, on_event)
+            sample_on_request(
+                &mut sampling,
+                &request_rx,
+                &reading_tx,
+                waker,
+                stop,
+                on_event,
+            )
         });
         let served = server.run(stop);
         // The sampler looks at the token between requests.

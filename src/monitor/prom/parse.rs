@@ -69,7 +69,10 @@ pub fn parse(text: &str) -> Result<Parsed, String> {
             } else {
                 &mut out.types
             };
-            if map.insert(name.to_string(), tail.unwrap_or("").to_string()).is_some() {
+            if map
+                .insert(name.to_string(), tail.unwrap_or("").to_string())
+                .is_some()
+            {
                 return Err(at(format!("a second {kw} for '{name}'")));
             }
             if kw == "TYPE"
@@ -216,7 +219,10 @@ mod tests {
         )
         .expect("parses");
         assert_eq!(p.series.len(), 3);
-        assert_eq!(p.get("a_total", &[("cpu", "0"), ("mode", "idle")]), Some(1.5));
+        assert_eq!(
+            p.get("a_total", &[("cpu", "0"), ("mode", "idle")]),
+            Some(1.5)
+        );
         assert_eq!(p.series[1].labels["mode"], "q\"\\\n");
         assert_eq!(p.get("b", &[]), Some(3.0));
         assert_eq!(p.types["a_total"], "counter");

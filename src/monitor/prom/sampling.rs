@@ -246,6 +246,9 @@ mod tests {
         // idle back by 3 s or more: offline and back, restart.
         assert_eq!(c.update(&[t(0, 1, 5)]), [t(0, 1, 5)]);
         // A CPU seen for the first time is taken as it is.
-        assert_eq!(c.update(&[t(0, 2, 6), t(3, 9, 9)]), [t(0, 2, 6), t(3, 9, 9)]);
+        assert_eq!(
+            c.update(&[t(0, 2, 6), t(3, 9, 9)]),
+            [t(0, 2, 6), t(3, 9, 9)]
+        );
     }
 }
