@@ -19,6 +19,7 @@ mod doctor_plan;
 mod experiment;
 mod inspect;
 mod monitor;
+mod monitor_prom;
 mod monitor_tui;
 mod napi;
 mod nic;
