@@ -152,6 +152,7 @@ pub enum Command {
     ///   nettune monitor --once --iface eth0
     ///   nettune monitor --netns blue
     ///   nettune monitor --root ./web1-under-load   (replay a capture --samples)
+    ///   nettune monitor --prometheus               (serve /metrics at 127.0.0.1:10056)
     #[command(verbatim_doc_comment)]
     Monitor(MonitorArgs),
     /// Built-in load generators and servers: UDP packets per second with

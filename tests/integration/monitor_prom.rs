@@ -899,6 +899,28 @@ fn serves_a_namespace_from_the_hosts_loopback() {
     assert!(later >= first + 200.0, "{first} -> {later}");
     // Nothing listens on port 9 there: the namespace's UDP NoPorts.
     assert!(after.get("node_netstat_Udp_NoPorts", &[]).unwrap_or(0.0) >= 200.0);
-    let (code, err) = exporter.stop();
-    assert_eq!(code, Some(0), "{err}");
+    // The namespace deleted: the next reading fails, and the exporter
+    // ends with exit 2 naming it (a service manager sees it).
+    sh(&["ip", "netns", "del", &ns.name]);
+    std::thread::sleep(Duration::from_millis(300));
+    let addr = exporter.addr;
+    let _ = std::panic::catch_unwind(|| http_get(addr, "/metrics"));
+    let mut exporter = exporter;
+    let mut child = exporter.child.take().expect("running");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let code = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status.code();
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("still running: {}", exporter.stderr());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    std::thread::sleep(Duration::from_millis(100));
+    let err = exporter.stderr();
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("was deleted"), "{err}");
 }
