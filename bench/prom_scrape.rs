@@ -37,7 +37,12 @@ fn cpu_ticks(pid: u32) -> u64 {
     // Fields after the command name (which may hold spaces) in parentheses.
     let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
     let fields: Vec<&str> = after.split_whitespace().collect();
-    let num = |i: usize| fields.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    let num = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
     // utime and stime are fields 14 and 15; `after` starts at field 3.
     num(11) + num(12)
 }
@@ -57,7 +62,10 @@ fn scrape(t: &mut Target, extra_headers: &str) -> anyhow::Result<(Vec<u8>, usize
         s.set_nodelay(true)?;
         t.conn = Some(s);
     }
-    let conn = t.conn.as_mut().ok_or_else(|| anyhow::anyhow!("no connection"))?;
+    let conn = t
+        .conn
+        .as_mut()
+        .ok_or_else(|| anyhow::anyhow!("no connection"))?;
     let request = format!(
         "GET /metrics HTTP/1.1\r\nHost: {}\r\n{extra_headers}\r\n",
         t.addr
@@ -88,7 +96,11 @@ fn scrape(t: &mut Target, extra_headers: &str) -> anyhow::Result<(Vec<u8>, usize
         }
         return Ok((body, head_end + len));
     }
-    anyhow::ensure!(head.contains("transfer-encoding: chunked"), "{}: unframed", t.name);
+    anyhow::ensure!(
+        head.contains("transfer-encoding: chunked"),
+        "{}: unframed",
+        t.name
+    );
     // Chunked: read until the last chunk, then join.
     while !body.ends_with(b"0\r\n\r\n") {
         let n = conn.read(&mut chunk)?;
@@ -155,8 +167,7 @@ fn agree(
         let gauge = matches!(
             s.name.as_str(),
             "node_procs_running" | "node_procs_blocked" | "node_netstat_Tcp_CurrEstab"
-        )
-            || s.name.starts_with("node_network_up")
+        ) || s.name.starts_with("node_network_up")
             || s.name.ends_with("_bytes") && !s.name.ends_with("_total");
         let ok = gauge || (per_sec > 0.0 && diff / per_sec <= window);
         if !ok {
@@ -263,7 +274,10 @@ fn main() -> anyhow::Result<()> {
                 .map(|(k, v)| (k.as_str(), v.as_str()))
                 .collect();
             let before = ours0.get(&s.name, &pairs)?;
-            Some((format!("{}{:?}", s.name, s.labels), (s.value - before) / secs))
+            Some((
+                format!("{}{:?}", s.name, s.labels),
+                (s.value - before) / secs,
+            ))
         })
         .collect();
     let gap = t2.duration_since(t1).as_secs_f64();
@@ -286,7 +300,11 @@ fn main() -> anyhow::Result<()> {
         .intersection(&families(&theirs1))
         .cloned()
         .collect();
-    println!("families both write ({}): {}", shared.len(), shared.join(" "));
+    println!(
+        "families both write ({}): {}",
+        shared.len(),
+        shared.join(" ")
+    );
     if !outside.is_empty() {
         std::process::exit(1);
     }

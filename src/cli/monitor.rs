@@ -66,7 +66,7 @@ pub struct MonitorArgs {
     /// instead of printing them, until Ctrl-C or SIGTERM. A scrape reads
     /// the host (at most once per --interval; scrapers share readings).
     /// Metrics, scrape config and alert rules: docs/monitor.md.
-    #[arg(long, conflicts_with_all = ["json", "once", "count"])]
+    #[arg(long, conflicts_with_all = ["json", "text", "once", "count"])]
     pub prometheus: bool,
 
     /// With --prometheus: the address to listen on; default 127.0.0.1:10056
