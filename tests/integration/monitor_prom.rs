@@ -584,6 +584,9 @@ fn the_documented_scrape_config_is_valid() {
 
 #[test]
 fn slow_and_hostile_clients_do_not_stall_a_scrape() {
+    // Hundreds of connections and a 1 MiB request: not beside a test that
+    // measures rates.
+    let _serial = measuring();
     let exporter = Exporter::start(&["--root", &fixture_arg("two-socket-smt-8q")]);
     let addr = exporter.addr;
     // 300 silent connections (more than it keeps), 20 trickling a head.
@@ -742,6 +745,7 @@ fn node_series_match_node_exporter_on_the_same_host() {
 
 #[test]
 fn at_most_5000_series_on_a_256_cpu_128_queue_host() {
+    let _serial = measuring();
     for spread in [false, true] {
         let dir = tempfile::tempdir().expect("tempdir");
         let host = dir.path().join("big");
