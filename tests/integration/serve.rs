@@ -245,6 +245,29 @@ fn four_clients_with_different_benches_at_once_all_get_their_reports() {
     daemon.wait_threads(idle);
 }
 
+/// docs/serve.md's line `bench http --remote ADDR:PORT ... /plaintext`: a
+/// path alone is what is loaded on the daemon's server side.
+#[test]
+fn http_with_a_path_alone_loads_that_path_on_the_daemons_server() {
+    let _serial = measuring();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let daemon = Daemon::start(dir.path(), None, &[]);
+    let load = ["http", "-t", "1", "-c", "2", "-d", "0.5", "/json"];
+    let (code, report, stderr) = client(&daemon, None, &load);
+    assert_eq!(code, Some(0), "{stderr}");
+    let report = report.unwrap_or_else(|| panic!("no JSON: {stderr}"));
+    assert!(
+        report["url"].as_str().is_some_and(|u| u.ends_with("/json")),
+        "{report:#}"
+    );
+    assert!(f(&report["remote"]["report"], "/requests") > 0.0, "{report:#}");
+    // Without --remote a path alone names no server: one line, exit 2.
+    let (code, _, stderr) = run(&["bench", "http", "-d", "0.5", "/json"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("--remote"), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+}
+
 #[test]
 fn a_wrong_token_learns_nothing_and_others_are_served() {
     let dir = tempfile::tempdir().expect("tempdir");

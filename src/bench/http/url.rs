@@ -76,11 +76,7 @@ pub fn parse(text: &str) -> Result<Url, String> {
         p if p.starts_with('?') => format!("/{p}"),
         p => p.to_string(),
     };
-    if path.bytes().any(|b| b.is_ascii_control() || b == b' ') {
-        return Err(format!(
-            "'{text}': the path holds spaces or control characters; percent-encode them"
-        ));
-    }
+    check_path(text, &path)?;
     if authority.contains('@') {
         return Err(format!(
             "'{text}': user names in URLs are not supported; send credentials with -H"
@@ -94,6 +90,27 @@ pub fn parse(text: &str) -> Result<Url, String> {
         authority: authority.to_string(),
         path,
     })
+}
+
+/// A path alone (`/json`, `/plaintext?x=1`), for a load whose server is
+/// named elsewhere (`bench http --remote`, an experiment's bench line).
+pub fn parse_path(text: &str) -> Result<String, String> {
+    let trimmed = text.trim();
+    if !trimmed.starts_with('/') {
+        return Err(format!("'{text}' is not a path: it starts with '/', e.g. /plaintext"));
+    }
+    let path = trimmed.split('#').next().unwrap_or_default().to_string();
+    check_path(text, &path)?;
+    Ok(path)
+}
+
+fn check_path(text: &str, path: &str) -> Result<(), String> {
+    if path.bytes().any(|b| b.is_ascii_control() || b == b' ') {
+        return Err(format!(
+            "'{text}': the path holds spaces or control characters; percent-encode them"
+        ));
+    }
+    Ok(())
 }
 
 /// `host`, `host:port`, `[v6]`, `[v6]:port`; port 80 when absent.
@@ -167,5 +184,13 @@ mod tests {
             .contains("brackets"));
         assert!(parse("http://u@h/").is_err());
         assert!(parse("http://h/a b").is_err());
+    }
+
+    #[test]
+    fn a_path_alone() {
+        assert_eq!(parse_path("/json").as_deref(), Ok("/json"));
+        assert_eq!(parse_path("/p?x=1#f").as_deref(), Ok("/p?x=1"));
+        assert!(parse_path("json").is_err());
+        assert!(parse_path("/a b").is_err());
     }
 }

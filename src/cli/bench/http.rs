@@ -86,9 +86,10 @@ pub struct ServerArgs {
 #[derive(Debug, Clone, clap::Args)]
 pub struct LoadArgs {
     /// What to request: http://HOST[:PORT]/PATH (https is not supported).
-    /// With --remote only its path counts (default /plaintext).
-    #[arg(value_name = "URL", value_parser = http::url::parse, required_unless_present = "remote")]
-    pub url: Option<Url>,
+    /// With --remote a path alone (/json), or a URL of which only the path
+    /// counts (default /plaintext).
+    #[arg(value_name = "URL", value_parser = target, required_unless_present = "remote")]
+    pub url: Option<Target>,
     /// Threads, one event loop each.
     #[arg(short = 't', long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub threads: u32,
@@ -136,6 +137,30 @@ pub struct LoadArgs {
     pub remote: super::remote::RemoteArgs,
 }
 
+/// The load's URL argument: a whole URL, or a path alone whose server is
+/// named elsewhere (the daemon's with --remote, an experiment's).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    Url(Url),
+    Path(String),
+}
+
+impl Target {
+    pub fn path(&self) -> &str {
+        match self {
+            Target::Url(url) => &url.path,
+            Target::Path(path) => path,
+        }
+    }
+}
+
+fn target(text: &str) -> Result<Target, String> {
+    if text.trim_start().starts_with('/') {
+        return http::url::parse_path(text).map(Target::Path);
+    }
+    http::url::parse(text).map(Target::Url)
+}
+
 impl ServerArgs {
     pub fn config(&self) -> ServerConfig {
         ServerConfig {
@@ -164,10 +189,14 @@ impl LoadArgs {
     pub fn url(&self, remote: Option<&crate::serve::RemoteTest>) -> anyhow::Result<Url> {
         match (remote, &self.url) {
             (Some(test), url) => {
-                let path = url.as_ref().map_or("/plaintext", |u| u.path.as_str());
+                let path = url.as_ref().map_or("/plaintext", Target::path);
                 http::url::parse(&format!("http://{}{path}", test.addr)).map_err(anyhow::Error::msg)
             }
-            (None, Some(url)) => Ok(url.clone()),
+            (None, Some(Target::Url(url))) => Ok(url.clone()),
+            (None, Some(Target::Path(path))) => anyhow::bail!(
+                "'{path}' is a path alone: give the whole URL (http://HOST[:PORT]{path}), or \
+                 --remote ADDR:PORT for a `nettune serve` daemon whose server side it loads"
+            ),
             (None, None) => anyhow::bail!("give a URL, or --remote ADDR:PORT for a daemon"),
         }
     }

@@ -3,7 +3,7 @@
 //! (`crate::bench`) neither print nor exit.
 
 mod busy;
-mod http;
+pub mod http;
 mod remote;
 mod rr;
 mod stream;

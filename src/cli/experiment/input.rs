@@ -10,6 +10,7 @@ use std::time::Duration;
 use clap::parser::ValueSource;
 use clap::{CommandFactory as _, FromArgMatches as _, Parser};
 
+use crate::cli::bench::http::Target;
 use crate::cli::bench::{FloodArgs, HttpArgs, RrArgs};
 use crate::cli::plan::TuneArgs;
 use crate::experiment::bench::{Bench, Client};
@@ -20,6 +21,7 @@ use crate::plan::Profile;
 /// server's address before any run (192.0.2.0/24 is TEST-NET-1, never
 /// routed: nothing is ever sent to it).
 const PLACEHOLDER_TO: &str = "192.0.2.1:9";
+const PLACEHOLDER_HOST: &str = "http://192.0.2.1:9";
 const PLACEHOLDER_URL: &str = "http://192.0.2.1:9/plaintext";
 
 /// The client commands an experiment runs (their servers it starts itself).
@@ -76,7 +78,10 @@ pub fn bench(text: &str, duration: Duration, warmup: Duration) -> anyhow::Result
         );
     }
     if kind == "http" {
-        w.push(PLACEHOLDER_URL.to_string());
+        // A path alone (`http -c 64 /json`) says what to load; else /plaintext.
+        if !w.iter().skip(1).any(|x| x.starts_with('/')) {
+            w.push(PLACEHOLDER_URL.to_string());
+        }
     } else {
         w.push("--to".to_string());
         w.push(PLACEHOLDER_TO.to_string());
@@ -120,10 +125,14 @@ pub fn bench(text: &str, duration: Duration, warmup: Duration) -> anyhow::Result
             Client::Rr(c)
         }
         BenchLine::Http(args) => {
-            let url = args
-                .url
-                .clone()
-                .ok_or_else(|| anyhow::anyhow!("--bench '{text}': no URL"))?;
+            let url = match &args.url {
+                Some(Target::Url(url)) => url.clone(),
+                Some(Target::Path(path)) => {
+                    crate::bench::http::url::parse(&format!("{PLACEHOLDER_HOST}{path}"))
+                        .map_err(|e| anyhow::anyhow!("--bench '{text}': {e}"))?
+                }
+                None => anyhow::bail!("--bench '{text}': no URL"),
+            };
             let mut c = args
                 .config(url)
                 .map_err(|e| anyhow::anyhow!("--bench '{text}': {e}"))?;
@@ -275,6 +284,12 @@ mod tests {
         let b = bench("http -c 64 -D 0", S, W).expect("http");
         match &b.client {
             Client::Http(c) => assert_eq!((c.connections, c.warmup), (64, Duration::ZERO)),
+            other => panic!("{other:?}"),
+        }
+        // A path alone picks what is loaded; the experiment fills in the server.
+        let b = bench("http -c 8 /json", S, W).expect("http with a path");
+        match &b.client {
+            Client::Http(c) => assert_eq!(c.url.path, "/json"),
             other => panic!("{other:?}"),
         }
     }
