@@ -260,7 +260,10 @@ fn http_with_a_path_alone_loads_that_path_on_the_daemons_server() {
         report["url"].as_str().is_some_and(|u| u.ends_with("/json")),
         "{report:#}"
     );
-    assert!(f(&report["remote"]["report"], "/requests") > 0.0, "{report:#}");
+    assert!(
+        f(&report["remote"]["report"], "/requests") > 0.0,
+        "{report:#}"
+    );
     // Without --remote a path alone names no server: one line, exit 2.
     let (code, _, stderr) = run(&["bench", "http", "-d", "0.5", "/json"]);
     assert_eq!(code, 2, "{stderr}");

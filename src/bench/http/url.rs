@@ -97,7 +97,9 @@ pub fn parse(text: &str) -> Result<Url, String> {
 pub fn parse_path(text: &str) -> Result<String, String> {
     let trimmed = text.trim();
     if !trimmed.starts_with('/') {
-        return Err(format!("'{text}' is not a path: it starts with '/', e.g. /plaintext"));
+        return Err(format!(
+            "'{text}' is not a path: it starts with '/', e.g. /plaintext"
+        ));
     }
     let path = trimmed.split('#').next().unwrap_or_default().to_string();
     check_path(text, &path)?;
