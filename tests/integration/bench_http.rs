@@ -295,8 +295,12 @@ fn loopback_open_loop_holds_the_rate_and_corrects_upwards(engine: &str) {
     );
     drop(server);
     let requests = u(&report, "/requests");
-    // 2000 req/s for 1.5 s after the warm-up, paced by schedule.
-    assert!((2000..=3300).contains(&requests), "{report:#}");
+    // 2000 req/s for 1.5 s after the warm-up, paced by schedule: about
+    // 3000. Responses are counted when they arrive inside the window, so
+    // requests scheduled in the warm-up but answered after it (a server
+    // starved of CPU catches up) add to that; nothing can exceed what the
+    // schedule holds for warm-up plus window (4000).
+    assert!((2000..=4000).contains(&requests), "{report:#}");
     assert_eq!(report["mode"], "open");
     assert_ordered(&report["latency"]);
     assert_ordered(&report["latency_uncorrected"]);
