@@ -4,7 +4,8 @@
 use std::fmt::Write as _;
 
 use crate::base::cpuset::format_list;
-use crate::base::driver::DriverSettings;
+use crate::base::driver::netdev::{Napi, NetdevState, RxNapi};
+use crate::base::driver::{DriverSettings, QueueStats};
 use crate::base::Probe;
 use crate::host::{self, Host, Interface, VectorRole};
 
@@ -100,17 +101,16 @@ sources not read ({}): the parts they feed are empty or partial",
 
 fn render_cpus(o: &mut String, host: &Host) {
     let _ = writeln!(o, "\nCPU");
-    let smt: Vec<String> = {
-        let mut groups: Vec<Vec<u32>> = host
-            .cpus
-            .iter()
-            .filter(|c| c.siblings.len() > 1)
-            .map(|c| c.siblings.clone())
-            .collect();
-        groups.sort();
-        groups.dedup();
-        groups.iter().map(|g| format_list(g)).collect()
-    };
+    render_cpu_sets(o, host);
+    render_numa(o, host);
+    render_cpuidle(o, host);
+    render_cpufreq(o, host);
+    render_mitigations(o, host);
+}
+
+/// Online, isolated and nohz_full CPUs, and the SMT sibling groups.
+fn render_cpu_sets(o: &mut String, host: &Host) {
+    let smt = smt_groups(host);
     let _ = writeln!(
         o,
         "  online {}   isolated {}   nohz_full {}   SMT {}",
@@ -128,6 +128,22 @@ fn render_cpus(o: &mut String, host: &Host) {
             )
         }
     );
+}
+
+/// Each distinct group of SMT siblings (more than one CPU), as a CPU list.
+fn smt_groups(host: &Host) -> Vec<String> {
+    let mut groups: Vec<Vec<u32>> = host
+        .cpus
+        .iter()
+        .filter(|c| c.siblings.len() > 1)
+        .map(|c| c.siblings.clone())
+        .collect();
+    groups.sort();
+    groups.dedup();
+    groups.iter().map(|g| format_list(g)).collect()
+}
+
+fn render_numa(o: &mut String, host: &Host) {
     let nodes: Vec<String> = host
         .numa_nodes
         .iter()
@@ -142,6 +158,11 @@ fn render_cpus(o: &mut String, host: &Host) {
             nodes.join("   ")
         }
     );
+}
+
+/// The cpuidle driver and governor, guest halt-polling, and each C-state
+/// with its exit latency.
+fn render_cpuidle(o: &mut String, host: &Host) {
     let idle = &host.cpuidle;
     let states: Vec<String> = idle
         .states
@@ -174,6 +195,9 @@ fn render_cpus(o: &mut String, host: &Host) {
             format!("  states: {}", states.join(", "))
         }
     );
+}
+
+fn render_cpufreq(o: &mut String, host: &Host) {
     let freq = if host.cpufreq.governors.is_empty() {
         "none (no cpufreq)".to_string()
     } else {
@@ -186,6 +210,11 @@ fn render_cpus(o: &mut String, host: &Host) {
         format!("driver {}  {}", opt(&host.cpufreq.driver), govs.join(", "))
     };
     let _ = writeln!(o, "  freq   {freq}");
+}
+
+/// The mitigations= boot parameter and how many CPU vulnerabilities are
+/// mitigated, naming those left vulnerable.
+fn render_mitigations(o: &mut String, host: &Host) {
     let m = &host.mitigations;
     let vulnerable: Vec<&String> = m
         .vulnerabilities
@@ -222,6 +251,18 @@ fn render_cpus(o: &mut String, host: &Host) {
 }
 
 fn render_interface(o: &mut String, iface: &Interface) {
+    render_interface_header(o, iface);
+    render_driver(o, &iface.driver_settings);
+    render_steering(o, iface);
+    render_queue_table(o, iface);
+    render_other_irqs(o, iface);
+    render_napi(o, iface);
+    render_interface_stats(o, iface);
+}
+
+/// Name, driver, state, MTU, speed and qdisc; then the device (PCI address,
+/// NUMA node, local CPUs) and the queue counts.
+fn render_interface_header(o: &mut String, iface: &Interface) {
     let qdisc = probe(&iface.root_qdisc, |q| q.kind.clone());
     let _ = writeln!(
         o,
@@ -252,8 +293,11 @@ fn render_interface(o: &mut String, iface: &Interface) {
     } else {
         let _ = writeln!(o, "  device virtual  {queues}");
     }
-    render_driver(o, &iface.driver_settings);
-    render_steering(o, iface);
+}
+
+/// One line per queue index: the RX queue's IRQ, affinity and RPS beside
+/// the TX queue's IRQ, XPS and rate limit.
+fn render_queue_table(o: &mut String, iface: &Interface) {
     let count = iface.rx_queues.len().max(iface.tx_queues.len());
     if count > 0 {
         let _ = writeln!(
@@ -265,48 +309,58 @@ fn render_interface(o: &mut String, iface: &Interface) {
         let rx = iface.rx_queues.iter().find(|q| q.index == index);
         let tx = iface.tx_queues.iter().find(|q| q.index == index);
         let rx_part = match rx {
-            Some(q) => format!(
-                "{:>5} {:<9} {:<9} {:<9} {:<9} {:>5}",
-                q.irq.map(|i| i.to_string()).unwrap_or_else(|| "-".into()),
-                q.irq
-                    .map(|_| opt_cpus(&q.affinity))
-                    .unwrap_or_else(|| "-".into()),
-                q.irq
-                    .map(|_| opt_cpus(&q.effective))
-                    .unwrap_or_else(|| "-".into()),
-                q.affinity_hint
-                    .as_deref()
-                    .map(cpus)
-                    .unwrap_or_else(|| "-".into()),
-                opt_cpus(&q.rps_cpus),
-                opt(&q.rps_flow_cnt),
-            ),
+            Some(q) => rx_queue_columns(q),
             None => format!(
                 "{:>5} {:<9} {:<9} {:<9} {:<9} {:>5}",
                 "", "", "", "", "", ""
             ),
         };
-        let tx_part = match tx {
-            Some(q) => format!(
-                "{:>5} {:<9} {:<9} {:<9} {}",
-                q.irq.map(|i| i.to_string()).unwrap_or_else(|| "-".into()),
-                q.irq
-                    .map(|_| opt_cpus(&q.affinity))
-                    .unwrap_or_else(|| "-".into()),
-                opt_cpus(&q.xps_cpus),
-                opt_cpus(&q.xps_rxqs),
-                q.tx_maxrate
-                    .map(|r| if r == 0 {
-                        "-".to_string()
-                    } else {
-                        format!("{r}Mbit")
-                    })
-                    .unwrap_or_else(|| "?".into()),
-            ),
-            None => String::new(),
-        };
+        let tx_part = tx.map(tx_queue_columns).unwrap_or_default();
         let _ = writeln!(o, "  q{index:<5} {rx_part} | {tx_part}");
     }
+}
+
+fn rx_queue_columns(q: &host::RxQueue) -> String {
+    format!(
+        "{:>5} {:<9} {:<9} {:<9} {:<9} {:>5}",
+        q.irq.map(|i| i.to_string()).unwrap_or_else(|| "-".into()),
+        q.irq
+            .map(|_| opt_cpus(&q.affinity))
+            .unwrap_or_else(|| "-".into()),
+        q.irq
+            .map(|_| opt_cpus(&q.effective))
+            .unwrap_or_else(|| "-".into()),
+        q.affinity_hint
+            .as_deref()
+            .map(cpus)
+            .unwrap_or_else(|| "-".into()),
+        opt_cpus(&q.rps_cpus),
+        opt(&q.rps_flow_cnt),
+    )
+}
+
+fn tx_queue_columns(q: &host::TxQueue) -> String {
+    format!(
+        "{:>5} {:<9} {:<9} {:<9} {}",
+        q.irq.map(|i| i.to_string()).unwrap_or_else(|| "-".into()),
+        q.irq
+            .map(|_| opt_cpus(&q.affinity))
+            .unwrap_or_else(|| "-".into()),
+        opt_cpus(&q.xps_cpus),
+        opt_cpus(&q.xps_rxqs),
+        q.tx_maxrate
+            .map(|r| if r == 0 {
+                "-".to_string()
+            } else {
+                format!("{r}Mbit")
+            })
+            .unwrap_or_else(|| "?".into()),
+    )
+}
+
+/// IRQ vectors that serve no queue (config, mailbox), and a physical
+/// device's lack of any IRQ.
+fn render_other_irqs(o: &mut String, iface: &Interface) {
     let others: Vec<String> = iface
         .irq_vectors
         .iter()
@@ -319,7 +373,10 @@ fn render_interface(o: &mut String, iface: &Interface) {
     if iface.physical && iface.irq_vectors.is_empty() {
         let _ = writeln!(o, "  IRQs: none found for this device in /proc/interrupts");
     }
-    render_napi(o, iface);
+}
+
+/// Packet totals, and every non-zero error or drop counter.
+fn render_interface_stats(o: &mut String, iface: &Interface) {
     let stats: Vec<String> = iface
         .statistics
         .iter()
@@ -346,7 +403,25 @@ fn render_interface(o: &mut String, iface: &Interface) {
 /// netlink family says (its NAPI, the NAPI's IRQ, thread and settings) and
 /// the queue's standard counters (qstats).
 fn render_napi(o: &mut String, iface: &Interface) {
+    render_napi_device(o, iface);
     let n = &iface.netdev;
+    let listed = matches!(n.queues, Probe::Value(_)) || matches!(n.qstats, Probe::Value(_));
+    if !listed {
+        let why = match (&n.queues, &n.qstats) {
+            (Probe::Missing(crate::base::Missing::NotSupported), _) => {
+                "not supported by this kernel (queue-get/napi-get: Linux 6.8+)"
+            }
+            _ => "unknown",
+        };
+        let _ = writeln!(o, "  napi   per queue (netdev netlink): {why}");
+        return;
+    }
+    render_napi_queues(o, iface);
+}
+
+/// The device-wide NAPI defaults from sysfs, and whether the kernel takes
+/// per-NAPI settings (napi-set).
+fn render_napi_device(o: &mut String, iface: &Interface) {
     let mut device: Vec<String> = [
         iface
             .napi_defer_hard_irqs
@@ -359,7 +434,7 @@ fn render_napi(o: &mut String, iface: &Interface) {
     .into_iter()
     .flatten()
     .collect();
-    if let Probe::Value(set) = n.napi_set {
+    if let Probe::Value(set) = iface.netdev.napi_set {
         device.push(format!(
             "napi-set {}",
             if set { "yes" } else { "no (Linux 6.13+)" }
@@ -368,17 +443,12 @@ fn render_napi(o: &mut String, iface: &Interface) {
     if !device.is_empty() {
         let _ = writeln!(o, "  napi   device {}", device.join("  "));
     }
-    let listed = matches!(n.queues, Probe::Value(_)) || matches!(n.qstats, Probe::Value(_));
-    if !listed {
-        let why = match (&n.queues, &n.qstats) {
-            (Probe::Missing(crate::base::Missing::NotSupported), _) => {
-                "not supported by this kernel (queue-get/napi-get: Linux 6.8+)"
-            }
-            _ => "unknown",
-        };
-        let _ = writeln!(o, "  napi   per queue (netdev netlink): {why}");
-        return;
-    }
+}
+
+/// The per-queue NAPI table (netdev netlink): each RX then TX queue with
+/// its NAPI's columns and qstats, then the NAPIs no queue names.
+fn render_napi_queues(o: &mut String, iface: &Interface) {
+    let n = &iface.netdev;
     let napis = n.napis.value().map_or(&[][..], Vec::as_slice);
     if napis.is_empty() && n.napis.value().is_some() {
         let _ = writeln!(
@@ -405,20 +475,7 @@ fn render_napi(o: &mut String, iface: &Interface) {
         .collect();
     let mut by_position = false;
     for (direction, index) in queues {
-        let napi = if direction == "rx" {
-            n.napi_of_rx(index).ok()
-        } else {
-            n.queues
-                .value()
-                .and_then(|qs| qs.iter().find(|q| q.direction == "tx" && q.index == index))
-                .and_then(|q| q.napi_id)
-                .and_then(|id| napis.iter().find(|x| x.id == id))
-                .map(|napi| crate::base::driver::netdev::RxNapi {
-                    napi,
-                    by_position: false,
-                })
-        };
-        let napi_part = match napi {
+        let napi_part = match queue_napi(n, napis, direction, index) {
             Some(rx) => {
                 shown.push(rx.napi.id);
                 by_position |= rx.by_position;
@@ -429,19 +486,7 @@ fn render_napi(o: &mut String, iface: &Interface) {
                 "-", "", "", "", "", ""
             ),
         };
-        let stats = qstats
-            .and_then(|all| {
-                all.iter()
-                    .find(|s| s.direction == direction && s.index == index)
-            })
-            .map(|s| {
-                s.counters
-                    .iter()
-                    .map(|(k, v)| format!("{} {v}", k.trim_start_matches(&format!("{direction}-"))))
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            })
-            .unwrap_or_else(|| "-".to_string());
+        let stats = queue_stats_text(qstats, direction, index);
         let queue = format!("{direction}-{index}");
         let _ = writeln!(o, "  {queue:<6} {napi_part}  {stats}");
     }
@@ -464,9 +509,49 @@ fn render_napi(o: &mut String, iface: &Interface) {
     }
 }
 
+/// The NAPI serving a queue: an RX queue's as `napi_of_rx` finds it (named,
+/// or by position); a TX queue's only as queue-get names it.
+fn queue_napi<'a>(
+    n: &'a NetdevState,
+    napis: &'a [Napi],
+    direction: &str,
+    index: u32,
+) -> Option<RxNapi<'a>> {
+    if direction == "rx" {
+        n.napi_of_rx(index).ok()
+    } else {
+        n.queues
+            .value()
+            .and_then(|qs| qs.iter().find(|q| q.direction == "tx" && q.index == index))
+            .and_then(|q| q.napi_id)
+            .and_then(|id| napis.iter().find(|x| x.id == id))
+            .map(|napi| RxNapi {
+                napi,
+                by_position: false,
+            })
+    }
+}
+
+/// A queue's qstats counters without their direction prefix, or `-`.
+fn queue_stats_text(qstats: Option<&Vec<QueueStats>>, direction: &str, index: u32) -> String {
+    qstats
+        .and_then(|all| {
+            all.iter()
+                .find(|s| s.direction == direction && s.index == index)
+        })
+        .map(|s| {
+            s.counters
+                .iter()
+                .map(|(k, v)| format!("{} {v}", k.trim_start_matches(&format!("{direction}-"))))
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_else(|| "-".to_string())
+}
+
 /// A NAPI's id, IRQ, thread and settings as columns (`-`: none; `?`: this
 /// kernel does not report it).
-fn napi_columns(napi: &crate::base::driver::netdev::Napi, by_position: bool) -> String {
+fn napi_columns(napi: &Napi, by_position: bool) -> String {
     let id = format!("{}{}", napi.id, if by_position { "*" } else { "" });
     let dash = |v: Option<u32>| v.map_or("-".to_string(), |v| v.to_string());
     let known = |v: Option<u64>, show: fn(u64) -> String| v.map_or("?".to_string(), show);
