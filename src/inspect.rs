@@ -577,6 +577,14 @@ fn nanos(ns: u64) -> String {
 }
 
 fn render_driver(o: &mut String, d: &DriverSettings) {
+    render_channels_rings_coalesce(o, d);
+    render_offloads(o, d);
+    render_rss(o, d);
+    render_queue_packets(o, d);
+}
+
+/// Channel counts against their maximum, ring sizes, interrupt coalescing.
+fn render_channels_rings_coalesce(o: &mut String, d: &DriverSettings) {
     let channels = probe(&d.channels, |c| {
         let parts: Vec<String> = [
             ("combined", c.combined, c.max_combined),
@@ -610,6 +618,10 @@ fn render_driver(o: &mut String, d: &DriverSettings) {
     });
     let _ = writeln!(o, "  channels {channels}   rings {rings}");
     let _ = writeln!(o, "  coalesce {coalesce}");
+}
+
+/// The offloads worth a look, on or off, marked where the driver fixes them.
+fn render_offloads(o: &mut String, d: &DriverSettings) {
     let features = probe(&d.features, |f| {
         // The offloads the tuning articles talk about, by their kernel names.
         const SHOWN: &[(&str, &str)] = &[
@@ -637,6 +649,11 @@ fn render_driver(o: &mut String, d: &DriverSettings) {
             .join(", ")
     });
     let _ = writeln!(o, "  offload {features}");
+}
+
+/// How the RSS indirection table spreads over the queues, and the fields
+/// each flow type hashes.
+fn render_rss(o: &mut String, d: &DriverSettings) {
     let rss = probe(&d.rss_indirection, |table| {
         let mut per_queue: std::collections::BTreeMap<u32, usize> = Default::default();
         for q in table {
@@ -665,6 +682,10 @@ fn render_driver(o: &mut String, d: &DriverSettings) {
         })
         .collect();
     let _ = writeln!(o, "  rss    {rss}   flow-hash {}", hashes.join("  "));
+}
+
+/// Packets per queue from the driver's per-queue statistics.
+fn render_queue_packets(o: &mut String, d: &DriverSettings) {
     let qstats = probe(&d.queue_stats, |qs| {
         let mut parts = Vec::new();
         for q in qs {
@@ -792,63 +813,31 @@ fn render_kernel(o: &mut String, host: &Host) {
 const CPU_ROWS_SHOWN: usize = 16;
 
 fn render_counters(o: &mut String, host: &Host) {
-    let c = &host.counters;
     let scope = if host.source.netns.is_some() {
         " (per CPU: the whole host's, not only this namespace's; udp/tcp: this namespace's)"
     } else {
         ""
     };
     let _ = writeln!(o, "\ncounters since boot{scope}");
+    render_cpu_counters(o, host);
+    render_protocol_counters(o, &host.counters);
+}
+
+/// The per-CPU table: NET_RX/NET_TX softirqs, the share of RX, IRQ and
+/// softirq time, and softnet's processed, dropped and squeezed; on a big
+/// host the busiest rows, with the rest summed on one line.
+fn render_cpu_counters(o: &mut String, host: &Host) {
+    let c = &host.counters;
     let total_rx: u64 = c.softirqs.iter().map(|s| s.net_rx).sum();
     let rx_of = |cpu: u32| c.softirqs.iter().find(|s| s.cpu == cpu).map(|s| s.net_rx);
-    let net_of = |cpu: u32| c.softnet.iter().find(|s| s.cpu == cpu);
-    let mut shown: Vec<u32> = host.online_cpus.clone();
-    let mut hidden = Vec::new();
-    if shown.len() > CPU_ROWS_SHOWN {
-        // The busiest CPUs by NET_RX, plus every CPU that dropped or squeezed.
-        let mut by_rx = shown.clone();
-        by_rx.sort_by_key(|cpu| std::cmp::Reverse(rx_of(*cpu).unwrap_or(0)));
-        let busiest: Vec<u32> = by_rx.into_iter().take(CPU_ROWS_SHOWN / 2).collect();
-        let (keep, rest): (Vec<u32>, Vec<u32>) = shown.iter().partition(|cpu| {
-            busiest.contains(cpu)
-                || net_of(**cpu).is_some_and(|n| n.dropped > 0 || n.time_squeeze > 0)
-        });
-        shown = keep;
-        hidden = rest;
-    }
+    let (shown, hidden) = cpu_rows_shown(host);
     let _ = writeln!(
         o,
         "  {:<5} {:>12} {:>5} {:>12} {:>6} {:>6} {:>12} {:>9} {:>9}",
         "cpu", "NET_RX", "rx%", "NET_TX", "irq%", "soft%", "processed", "dropped", "squeezed"
     );
     for cpu in &shown {
-        let soft = c.softirqs.iter().find(|s| s.cpu == *cpu);
-        let time = c.cpu_time.iter().find(|t| t.cpu == *cpu);
-        let net = net_of(*cpu);
-        let pct = |part: fn(&host::CpuTime) -> u64| {
-            time.filter(|t| t.total() > 0)
-                .map(|t| format!("{:.1}", 100.0 * part(t) as f64 / t.total() as f64))
-                .unwrap_or_else(|| "?".into())
-        };
-        let share = match (soft, total_rx) {
-            (Some(s), total) if total > 0 => {
-                format!("{:.0}", 100.0 * s.net_rx as f64 / total as f64)
-            }
-            _ => "?".to_string(),
-        };
-        let _ = writeln!(
-            o,
-            "  {:<5} {:>12} {:>5} {:>12} {:>6} {:>6} {:>12} {:>9} {:>9}",
-            cpu,
-            opt(&soft.map(|s| s.net_rx)),
-            share,
-            opt(&soft.map(|s| s.net_tx)),
-            pct(|t| t.irq),
-            pct(|t| t.softirq),
-            opt(&net.map(|n| n.processed)),
-            opt(&net.map(|n| n.dropped)),
-            opt(&net.map(|n| n.time_squeeze)),
-        );
+        render_cpu_counter_row(o, c, *cpu, total_rx);
     }
     if !hidden.is_empty() {
         let rx: u64 = hidden.iter().filter_map(|cpu| rx_of(*cpu)).sum();
@@ -864,6 +853,59 @@ fn render_counters(o: &mut String, host: &Host) {
             hidden.len()
         );
     }
+}
+
+/// Which online CPUs get a row, and which are only summed: all of them up
+/// to CPU_ROWS_SHOWN, else the busiest by NET_RX plus every CPU that
+/// dropped or squeezed.
+fn cpu_rows_shown(host: &Host) -> (Vec<u32>, Vec<u32>) {
+    let c = &host.counters;
+    let rx_of = |cpu: u32| c.softirqs.iter().find(|s| s.cpu == cpu).map(|s| s.net_rx);
+    let net_of = |cpu: u32| c.softnet.iter().find(|s| s.cpu == cpu);
+    let shown: Vec<u32> = host.online_cpus.clone();
+    if shown.len() <= CPU_ROWS_SHOWN {
+        return (shown, Vec::new());
+    }
+    let mut by_rx = shown.clone();
+    by_rx.sort_by_key(|cpu| std::cmp::Reverse(rx_of(*cpu).unwrap_or(0)));
+    let busiest: Vec<u32> = by_rx.into_iter().take(CPU_ROWS_SHOWN / 2).collect();
+    shown.iter().partition(|cpu| {
+        busiest.contains(cpu) || net_of(**cpu).is_some_and(|n| n.dropped > 0 || n.time_squeeze > 0)
+    })
+}
+
+fn render_cpu_counter_row(o: &mut String, c: &host::Counters, cpu: u32, total_rx: u64) {
+    let soft = c.softirqs.iter().find(|s| s.cpu == cpu);
+    let time = c.cpu_time.iter().find(|t| t.cpu == cpu);
+    let net = c.softnet.iter().find(|s| s.cpu == cpu);
+    let pct = |part: fn(&host::CpuTime) -> u64| {
+        time.filter(|t| t.total() > 0)
+            .map(|t| format!("{:.1}", 100.0 * part(t) as f64 / t.total() as f64))
+            .unwrap_or_else(|| "?".into())
+    };
+    let share = match (soft, total_rx) {
+        (Some(s), total) if total > 0 => {
+            format!("{:.0}", 100.0 * s.net_rx as f64 / total as f64)
+        }
+        _ => "?".to_string(),
+    };
+    let _ = writeln!(
+        o,
+        "  {:<5} {:>12} {:>5} {:>12} {:>6} {:>6} {:>12} {:>9} {:>9}",
+        cpu,
+        opt(&soft.map(|s| s.net_rx)),
+        share,
+        opt(&soft.map(|s| s.net_tx)),
+        pct(|t| t.irq),
+        pct(|t| t.softirq),
+        opt(&net.map(|n| n.processed)),
+        opt(&net.map(|n| n.dropped)),
+        opt(&net.map(|n| n.time_squeeze)),
+    );
+}
+
+/// The UDP and TCP counters where sockets lose datagrams and connections.
+fn render_protocol_counters(o: &mut String, c: &host::Counters) {
     let pick = |map: &std::collections::BTreeMap<String, i64>, names: &[&str]| -> String {
         names
             .iter()
