@@ -42,107 +42,29 @@ pub fn check(ctx: &Context, plans: &Plans, out: &mut Vec<Finding>) {
     mitigations(ctx.host, out);
 }
 
+/// One cause of cpu.idle-latency: what was seen, how to fix it, the
+/// targets the fix writes, and whether it alone makes the finding a warning.
+struct IdleCause {
+    seen: String,
+    fix: String,
+    scope: Vec<Target>,
+    warn: bool,
+}
+
 fn idle_latency(host: &Host, plans: &Plans, out: &mut Vec<Finding>) {
-    let mut seen = Vec::new();
-    let mut fixes = Vec::new();
-    let mut scope = Vec::new();
-    let mut severity = Severity::Info;
-    // The plan's targets for the governor and haltpoll, computed first so
-    // that each part of the fix can say what the plan does.
-    let governor_scope: Vec<Target> = host
-        .cpus
-        .iter()
-        .map(|c| Target::Governor(c.id))
-        .chain([Target::Cpufreq])
-        .collect();
-    let halt_scope = vec![Target::HaltPoll];
-
-    for governor in SLOW_GOVERNORS {
-        if let Some(cpus) = host
-            .cpufreq
-            .governors
-            .get(*governor)
-            .filter(|c| !c.is_empty())
-        {
-            severity = Severity::Warn;
-            let driver = host
-                .cpufreq
-                .driver
-                .as_deref()
-                .map(|d| format!(" ({d})"))
-                .unwrap_or_default();
-            seen.push(format!(
-                "cpufreq governor {governor}{driver} on CPUs {}",
-                format_list(cpus)
-            ));
-            let planned = plans.planned(Profile::Latency, &governor_scope);
-            let set: Vec<u32> = planned
-                .changes
-                .iter()
-                .filter_map(|c| match c.target {
-                    Target::Governor(cpu) => Some(cpu),
-                    _ => None,
-                })
-                .collect();
-            fixes.push(if set.is_empty() {
-                format!(
-                    "write {GOVERNOR} to /sys/devices/system/cpu/cpuN/cpufreq/scaling_governor by hand"
-                )
-            } else {
-                format!(
-                    "write {GOVERNOR} to /sys/devices/system/cpu/cpuN/cpufreq/scaling_governor of \
-                     the network CPUs {}",
-                    format_list(&set)
-                )
-            });
-            scope.extend(governor_scope.iter().cloned());
-        }
-    }
-
-    let idle = &host.cpuidle;
-    let haltpoll =
-        idle.governor.as_deref() == Some("haltpoll") || idle.driver.as_deref() == Some("haltpoll");
-    if haltpoll && idle.guest_halt_poll_ns == Some(0) {
-        severity = Severity::Warn;
-        seen.push(
-            "cpuidle haltpoll with guest_halt_poll_ns = 0: an idle vCPU halts at once".to_string(),
-        );
-        let planned = plans.planned(Profile::Latency, &halt_scope);
-        let (value, by_hand) = match planned.change(&Target::HaltPoll) {
-            Some(c) => (c.to.clone(), ""),
-            None => (HALT_POLL_NS.to_string(), " by hand"),
-        };
-        let us = value.parse::<u64>().unwrap_or(HALT_POLL_NS) / 1000;
-        fixes.push(format!(
-            "write {value} to {}{by_hand} (an idle vCPU then polls up to {us} us \
-             before halting, which costs host CPU time)",
-            Target::HaltPoll
-        ));
-        scope.extend(halt_scope);
-    }
-
-    let deep: Vec<(usize, String)> = idle
-        .states
-        .iter()
-        .enumerate()
-        .filter(|(_, s)| !s.disabled && s.latency_us.is_some_and(|l| l > DEEP_IDLE_EXIT_US))
-        .map(|(i, s)| (i, format!("{} ({} us)", s.name, s.latency_us.unwrap_or(0))))
-        .collect();
-    if !deep.is_empty() {
-        let names: Vec<&str> = deep.iter().map(|(_, n)| n.as_str()).collect();
-        seen.push(format!("deep idle states enabled: {}", names.join(", ")));
-        let indices: Vec<String> = deep.iter().map(|(i, _)| format!("state{i}")).collect();
-        fixes.push(format!(
-            "for latency work, write 1 to /sys/devices/system/cpu/cpuN/cpuidle/{{{}}}/disable by \
-             hand (nettune leaves idle states alone: it is a trade of power and heat for \
-             wake-up time that the operator makes)",
-            indices.join(",")
-        ));
-    }
-
-    if seen.is_empty() {
+    let mut causes = slow_governors(host, plans);
+    causes.extend(haltpoll_without_polling(host, plans));
+    causes.extend(deep_idle_states(host));
+    if causes.is_empty() {
         return;
     }
+    let severity = if causes.iter().any(|c| c.warn) {
+        Severity::Warn
+    } else {
+        Severity::Info
+    };
+    let seen: Vec<&str> = causes.iter().map(|c| c.seen.as_str()).collect();
+    let fixes: Vec<&str> = causes.iter().map(|c| c.fix.as_str()).collect();
     let fix = format!("{}.", sentence(&fixes.join("; ")));
     out.push(Finding {
         id: "cpu.idle-latency",
@@ -153,8 +75,126 @@ fn idle_latency(host: &Host, plans: &Plans, out: &mut Vec<Finding>) {
         fix,
         profile: Some(Profile::Latency.name()),
         changes: Vec::new(),
-        scope,
+        scope: causes.into_iter().flat_map(|c| c.scope).collect(),
     });
+}
+
+/// A slow cpufreq governor on some CPUs; the fix names the CPUs the
+/// latency plan sets to the fast governor.
+fn slow_governors(host: &Host, plans: &Plans) -> Vec<IdleCause> {
+    // The plan's targets for the governor, so that the fix can say what the
+    // plan does.
+    let governor_scope: Vec<Target> = host
+        .cpus
+        .iter()
+        .map(|c| Target::Governor(c.id))
+        .chain([Target::Cpufreq])
+        .collect();
+    let mut causes = Vec::new();
+    for governor in SLOW_GOVERNORS {
+        let Some(cpus) = host
+            .cpufreq
+            .governors
+            .get(*governor)
+            .filter(|c| !c.is_empty())
+        else {
+            continue;
+        };
+        let driver = host
+            .cpufreq
+            .driver
+            .as_deref()
+            .map(|d| format!(" ({d})"))
+            .unwrap_or_default();
+        let planned = plans.planned(Profile::Latency, &governor_scope);
+        let set: Vec<u32> = planned
+            .changes
+            .iter()
+            .filter_map(|c| match c.target {
+                Target::Governor(cpu) => Some(cpu),
+                _ => None,
+            })
+            .collect();
+        let fix = if set.is_empty() {
+            format!(
+                "write {GOVERNOR} to /sys/devices/system/cpu/cpuN/cpufreq/scaling_governor by hand"
+            )
+        } else {
+            format!(
+                "write {GOVERNOR} to /sys/devices/system/cpu/cpuN/cpufreq/scaling_governor of \
+                 the network CPUs {}",
+                format_list(&set)
+            )
+        };
+        causes.push(IdleCause {
+            seen: format!(
+                "cpufreq governor {governor}{driver} on CPUs {}",
+                format_list(cpus)
+            ),
+            fix,
+            scope: governor_scope.clone(),
+            warn: true,
+        });
+    }
+    causes
+}
+
+/// A guest's haltpoll cpuidle with guest_halt_poll_ns = 0: every wake-up
+/// is a VM exit.
+fn haltpoll_without_polling(host: &Host, plans: &Plans) -> Option<IdleCause> {
+    let idle = &host.cpuidle;
+    let haltpoll =
+        idle.governor.as_deref() == Some("haltpoll") || idle.driver.as_deref() == Some("haltpoll");
+    if !haltpoll || idle.guest_halt_poll_ns != Some(0) {
+        return None;
+    }
+    let halt_scope = vec![Target::HaltPoll];
+    let planned = plans.planned(Profile::Latency, &halt_scope);
+    let (value, by_hand) = match planned.change(&Target::HaltPoll) {
+        Some(c) => (c.to.clone(), ""),
+        None => (HALT_POLL_NS.to_string(), " by hand"),
+    };
+    let us = value.parse::<u64>().unwrap_or(HALT_POLL_NS) / 1000;
+    Some(IdleCause {
+        seen: "cpuidle haltpoll with guest_halt_poll_ns = 0: an idle vCPU halts at once"
+            .to_string(),
+        fix: format!(
+            "write {value} to {}{by_hand} (an idle vCPU then polls up to {us} us \
+             before halting, which costs host CPU time)",
+            Target::HaltPoll
+        ),
+        scope: halt_scope,
+        warn: true,
+    })
+}
+
+/// Enabled idle states slower to leave than DEEP_IDLE_EXIT_US. Only a note:
+/// nettune does not change idle states, so the fix is by hand.
+fn deep_idle_states(host: &Host) -> Option<IdleCause> {
+    let deep: Vec<(usize, String)> = host
+        .cpuidle
+        .states
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| !s.disabled && s.latency_us.is_some_and(|l| l > DEEP_IDLE_EXIT_US))
+        .map(|(i, s)| (i, format!("{} ({} us)", s.name, s.latency_us.unwrap_or(0))))
+        .collect();
+    if deep.is_empty() {
+        return None;
+    }
+    let names: Vec<&str> = deep.iter().map(|(_, n)| n.as_str()).collect();
+    let indices: Vec<String> = deep.iter().map(|(i, _)| format!("state{i}")).collect();
+    Some(IdleCause {
+        seen: format!("deep idle states enabled: {}", names.join(", ")),
+        fix: format!(
+            "for latency work, write 1 to /sys/devices/system/cpu/cpuN/cpuidle/{{{}}}/disable by \
+             hand (nettune leaves idle states alone: it is a trade of power and heat for \
+             wake-up time that the operator makes)",
+            indices.join(",")
+        ),
+        scope: Vec::new(),
+        warn: false,
+    })
 }
 
 fn mitigations(host: &Host, out: &mut Vec<Finding>) {

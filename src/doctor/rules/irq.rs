@@ -322,91 +322,28 @@ fn remote_numa(
         return;
     }
     let remote = |c: &u32| cpu_node(host, *c).is_some_and(|n| n != node);
-    let mut problems = Vec::new();
-
-    let delivered: BTreeSet<u32> = irqs.iter().filter_map(|q| q.delivered).collect();
-    let remote_irqs: Vec<&QueueIrq> = irqs
-        .iter()
-        .filter(|q| q.delivered.as_ref().is_some_and(remote))
+    let irq_problem = if judge_irqs {
+        remote_irq_problem(host, irqs, &local, remote)
+    } else {
+        None
+    };
+    let rps_problem = remote_rps_problem(host, iface, remote);
+    let xps_problem = remote_xps_problem(host, iface, &local, remote);
+    let off = OffNode {
+        irqs: irq_problem.is_some(),
+        rps: rps_problem.is_some(),
+        xps: xps_problem.is_some(),
+    };
+    let problems: Vec<String> = [irq_problem, rps_problem, xps_problem]
+        .into_iter()
+        .flatten()
         .collect();
-    let irq_problem =
-        judge_irqs && !remote_irqs.is_empty() && local.iter().any(|c| !delivered.contains(c));
-    if irq_problem {
-        let cpus: Vec<u32> = remote_irqs.iter().filter_map(|q| q.delivered).collect();
-        problems.push(format!(
-            "queue IRQs {} on CPUs {}{}",
-            irq_list(remote_irqs.iter().map(|q| q.irq)),
-            format_list(&cpus),
-            nodes_of(host, &cpus)
-        ));
-    }
-
-    let (rps_queues, rps_remote) = off_node(
-        iface
-            .rx_queues
-            .iter()
-            .map(|q| (q.index, q.rps_cpus.as_deref())),
-        remote,
-    );
-    let rps_problem = !rps_queues.is_empty();
-    if rps_problem {
-        problems.push(format!(
-            "RPS of RX queues {} includes CPUs {}{}",
-            format_list(&rps_queues),
-            format_list(&rps_remote),
-            nodes_of(host, &rps_remote)
-        ));
-    }
-
-    let xps_used: BTreeSet<u32> = iface
-        .tx_queues
-        .iter()
-        .flat_map(|q| q.xps_cpus.iter().flatten().copied())
-        .collect();
-    let (xps_queues, xps_remote) = off_node(
-        iface
-            .tx_queues
-            .iter()
-            .map(|q| (q.index, q.xps_cpus.as_deref())),
-        remote,
-    );
-    let xps_problem = !xps_queues.is_empty() && local.iter().any(|c| !xps_used.contains(c));
-    if xps_problem {
-        problems.push(format!(
-            "XPS of TX queues {} maps CPUs {}{}",
-            format_list(&xps_queues),
-            format_list(&xps_remote),
-            nodes_of(host, &xps_remote)
-        ));
-    }
-
     if problems.is_empty() {
         return;
     }
-    let mut scope = Vec::new();
-    if irq_problem {
-        scope.extend(queue_irq_targets(iface));
-    }
-    if rps_problem {
-        scope.extend(rx_queue_targets(iface, RxFile::RpsCpus));
-    }
-    if xps_problem {
-        scope.extend(tx_queue_targets(iface, TxFile::XpsCpus));
-    }
+    let scope = off.scope(iface);
     let planned = plans.planned(Profile::Latency, &scope);
-    let mut fix = format!("Move it to node {node}:");
-    if irq_problem {
-        fix.push(' ');
-        fix.push_str(&spread_fix(host, iface, irqs, &planned));
-    }
-    if rps_problem {
-        fix.push(' ');
-        fix.push_str(&rps_fix(host, iface, node, &planned));
-    }
-    if xps_problem {
-        fix.push(' ');
-        fix.push_str(&xps_fix(&planned));
-    }
+    let fix = off.fix(host, iface, irqs, node, &planned);
     out.push(Finding {
         id: "irq.remote-numa",
         severity: Severity::Warn,
@@ -426,6 +363,137 @@ fn remote_numa(
         changes: Vec::new(),
         scope,
     });
+}
+
+/// Queue IRQs delivered to another node's CPUs while some CPU of the NIC's
+/// node (`local`) takes none of them.
+fn remote_irq_problem(
+    host: &Host,
+    irqs: &[QueueIrq],
+    local: &[u32],
+    remote: impl Fn(&u32) -> bool,
+) -> Option<String> {
+    let delivered: BTreeSet<u32> = irqs.iter().filter_map(|q| q.delivered).collect();
+    let remote_irqs: Vec<&QueueIrq> = irqs
+        .iter()
+        .filter(|q| q.delivered.as_ref().is_some_and(&remote))
+        .collect();
+    if remote_irqs.is_empty() || !local.iter().any(|c| !delivered.contains(c)) {
+        return None;
+    }
+    let cpus: Vec<u32> = remote_irqs.iter().filter_map(|q| q.delivered).collect();
+    Some(format!(
+        "queue IRQs {} on CPUs {}{}",
+        irq_list(remote_irqs.iter().map(|q| q.irq)),
+        format_list(&cpus),
+        nodes_of(host, &cpus)
+    ))
+}
+
+/// RX queues whose RPS set names another node's CPUs.
+fn remote_rps_problem(
+    host: &Host,
+    iface: &Interface,
+    remote: impl Fn(&u32) -> bool,
+) -> Option<String> {
+    let (rps_queues, rps_remote) = off_node(
+        iface
+            .rx_queues
+            .iter()
+            .map(|q| (q.index, q.rps_cpus.as_deref())),
+        remote,
+    );
+    if rps_queues.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "RPS of RX queues {} includes CPUs {}{}",
+        format_list(&rps_queues),
+        format_list(&rps_remote),
+        nodes_of(host, &rps_remote)
+    ))
+}
+
+/// TX queues whose XPS map names another node's CPUs while some CPU of
+/// the NIC's node (`local`) is in no queue's map.
+fn remote_xps_problem(
+    host: &Host,
+    iface: &Interface,
+    local: &[u32],
+    remote: impl Fn(&u32) -> bool,
+) -> Option<String> {
+    let xps_used: BTreeSet<u32> = iface
+        .tx_queues
+        .iter()
+        .flat_map(|q| q.xps_cpus.iter().flatten().copied())
+        .collect();
+    let (xps_queues, xps_remote) = off_node(
+        iface
+            .tx_queues
+            .iter()
+            .map(|q| (q.index, q.xps_cpus.as_deref())),
+        remote,
+    );
+    if xps_queues.is_empty() || !local.iter().any(|c| !xps_used.contains(c)) {
+        return None;
+    }
+    Some(format!(
+        "XPS of TX queues {} maps CPUs {}{}",
+        format_list(&xps_queues),
+        format_list(&xps_remote),
+        nodes_of(host, &xps_remote)
+    ))
+}
+
+/// Which of a NIC's network work irq.remote-numa found off the NIC's node.
+struct OffNode {
+    irqs: bool,
+    rps: bool,
+    xps: bool,
+}
+
+impl OffNode {
+    /// The files a fix would write: the IRQs' affinity, the RPS and XPS
+    /// masks, each only where it was found off the node.
+    fn scope(&self, iface: &Interface) -> Vec<Target> {
+        let mut scope = Vec::new();
+        if self.irqs {
+            scope.extend(queue_irq_targets(iface));
+        }
+        if self.rps {
+            scope.extend(rx_queue_targets(iface, RxFile::RpsCpus));
+        }
+        if self.xps {
+            scope.extend(tx_queue_targets(iface, TxFile::XpsCpus));
+        }
+        scope
+    }
+
+    /// "Move it to node N:" and the planned values for each part found off
+    /// the node.
+    fn fix(
+        &self,
+        host: &Host,
+        iface: &Interface,
+        irqs: &[QueueIrq],
+        node: u32,
+        planned: &Planned,
+    ) -> String {
+        let mut fix = format!("Move it to node {node}:");
+        if self.irqs {
+            fix.push(' ');
+            fix.push_str(&spread_fix(host, iface, irqs, planned));
+        }
+        if self.rps {
+            fix.push(' ');
+            fix.push_str(&rps_fix(host, iface, node, planned));
+        }
+        if self.xps {
+            fix.push(' ');
+            fix.push_str(&xps_fix(planned));
+        }
+        fix
+    }
 }
 
 /// The queues whose CPU set (RPS or XPS) names CPUs of another node, and
