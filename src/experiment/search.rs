@@ -164,246 +164,283 @@ fn dimension_choices(
     notes: &mut Vec<String>,
 ) -> Vec<Choice> {
     let mut choices = vec![keep()];
-    match d {
-        Dimension::Rps => {
-            let Some(first) = ifaces.first() else {
-                return choices;
-            };
-            for (label, cpus) in rps_choices(host, first, &space.app_cpus) {
-                let mut changes = Vec::new();
-                for iface in ifaces {
-                    for q in &iface.rx_queues {
-                        if let Some(current) = &q.rps_cpus {
-                            changes.extend(change(
-                                &iface.name,
-                                Target::rx(&iface.name, q.index, RxFile::RpsCpus),
-                                &format_mask(current),
-                                format_mask(&cpus),
-                                &format!("RPS {label}"),
-                            ));
-                        }
-                    }
+    choices.extend(match d {
+        Dimension::Rps => rps_dimension(host, ifaces, space),
+        Dimension::Rfs => rfs_dimension(host, ifaces, space, notes),
+        Dimension::Xps => xps_dimension(host, ifaces),
+        Dimension::Irq => irq_dimension(host, ifaces, space, notes),
+        Dimension::Coalesce => coalesce_dimension(ifaces, notes),
+    });
+    choices
+}
+
+/// RPS: each of rps_choices' CPU sets on every RX queue.
+fn rps_dimension(host: &Host, ifaces: &[&Interface], space: &Space) -> Vec<Choice> {
+    let mut choices = Vec::new();
+    let Some(first) = ifaces.first() else {
+        return Vec::new();
+    };
+    for (label, cpus) in rps_choices(host, first, &space.app_cpus) {
+        let mut changes = Vec::new();
+        for iface in ifaces {
+            for q in &iface.rx_queues {
+                if let Some(current) = &q.rps_cpus {
+                    changes.extend(change(
+                        &iface.name,
+                        Target::rx(&iface.name, q.index, RxFile::RpsCpus),
+                        &format_mask(current),
+                        format_mask(&cpus),
+                        &format!("RPS {label}"),
+                    ));
                 }
-                choices.push(Choice {
-                    label: format!("rps={label}"),
-                    changes,
-                });
             }
         }
-        Dimension::Rfs => {
-            let table = if space.in_namespace {
-                space.host_rfs_table.clone()
-            } else {
-                host.sysctls.get("net.core.rps_sock_flow_entries").cloned()
-            };
-            let host_table = match table {
-                None => {
-                    notes.push(
-                        "rfs: skipped: net.core.rps_sock_flow_entries (the host-wide RFS table) \
-                         cannot be read"
-                            .to_string(),
-                    );
-                    return choices;
-                }
-                // The table is on already: RFS is per queue from here.
-                Some(v) if v.trim() != "0" => None,
-                Some(v) if space.allow_host => Some(v.trim().to_string()),
-                Some(_) => {
-                    notes.push(
-                        "rfs: skipped: RFS needs the host-wide net.core.rps_sock_flow_entries (0 \
-                         now); give --allow-host to try it (journaled and restored like every \
-                         change)"
-                            .to_string(),
-                    );
-                    return choices;
-                }
-            };
-            let mut changes = Vec::new();
-            if let Some(current) = host_table {
+        choices.push(Choice {
+            label: format!("rps={label}"),
+            changes,
+        });
+    }
+    choices
+}
+
+/// RFS on (the flow table, host-wide when it is 0 and allowed, and a
+/// share of it per RX queue) and off; none when the host-wide table cannot
+/// be read, or is 0 and may not be changed.
+fn rfs_dimension(
+    host: &Host,
+    ifaces: &[&Interface],
+    space: &Space,
+    notes: &mut Vec<String>,
+) -> Vec<Choice> {
+    let mut choices = Vec::new();
+    let table = if space.in_namespace {
+        space.host_rfs_table.clone()
+    } else {
+        host.sysctls.get("net.core.rps_sock_flow_entries").cloned()
+    };
+    let host_table = match table {
+        None => {
+            notes.push(
+                "rfs: skipped: net.core.rps_sock_flow_entries (the host-wide RFS table) \
+                     cannot be read"
+                    .to_string(),
+            );
+            return Vec::new();
+        }
+        // The table is on already: RFS is per queue from here.
+        Some(v) if v.trim() != "0" => None,
+        Some(v) if space.allow_host => Some(v.trim().to_string()),
+        Some(_) => {
+            notes.push(
+                "rfs: skipped: RFS needs the host-wide net.core.rps_sock_flow_entries (0 \
+                     now); give --allow-host to try it (journaled and restored like every \
+                     change)"
+                    .to_string(),
+            );
+            return Vec::new();
+        }
+    };
+    let mut changes = Vec::new();
+    if let Some(current) = host_table {
+        changes.extend(change(
+            KERNEL_GROUP,
+            Target::sysctl("net.core.rps_sock_flow_entries"),
+            &current,
+            crate::plan::values::RFS_ENTRIES.to_string(),
+            "RFS flow table",
+        ));
+    }
+    for iface in ifaces {
+        let n = iface.rx_queues.len().max(1) as u64;
+        let per = (crate::plan::values::RFS_ENTRIES / n)
+            .max(1)
+            .next_power_of_two();
+        for q in &iface.rx_queues {
+            if let Some(current) = q.rps_flow_cnt {
                 changes.extend(change(
-                    KERNEL_GROUP,
-                    Target::sysctl("net.core.rps_sock_flow_entries"),
-                    &current,
-                    crate::plan::values::RFS_ENTRIES.to_string(),
-                    "RFS flow table",
+                    &iface.name,
+                    Target::rx(&iface.name, q.index, RxFile::RpsFlowCnt),
+                    &current.to_string(),
+                    per.to_string(),
+                    "RFS on",
                 ));
             }
-            for iface in ifaces {
-                let n = iface.rx_queues.len().max(1) as u64;
-                let per = (crate::plan::values::RFS_ENTRIES / n)
-                    .max(1)
-                    .next_power_of_two();
-                for q in &iface.rx_queues {
-                    if let Some(current) = q.rps_flow_cnt {
-                        changes.extend(change(
-                            &iface.name,
-                            Target::rx(&iface.name, q.index, RxFile::RpsFlowCnt),
-                            &current.to_string(),
-                            per.to_string(),
-                            "RFS on",
-                        ));
-                    }
-                }
-            }
-            choices.push(Choice {
-                label: "rfs=on".to_string(),
-                changes,
-            });
-            let mut off = Vec::new();
-            for iface in ifaces {
-                for q in &iface.rx_queues {
-                    if let Some(current) = q.rps_flow_cnt {
-                        off.extend(change(
-                            &iface.name,
-                            Target::rx(&iface.name, q.index, RxFile::RpsFlowCnt),
-                            &current.to_string(),
-                            "0".to_string(),
-                            "RFS off",
-                        ));
-                    }
-                }
-            }
-            choices.push(Choice {
-                label: "rfs=off".to_string(),
-                changes: off,
-            });
         }
-        Dimension::Xps => {
-            let cpus = &host.online_cpus;
-            let (mut per_queue, mut off) = (Vec::new(), Vec::new());
-            for iface in ifaces {
-                for q in &iface.tx_queues {
-                    let Some(current) = &q.xps_cpus else { continue };
-                    let target = || Target::tx(&iface.name, q.index, TxFile::XpsCpus);
-                    let cpu = cpus.get(q.index as usize % cpus.len().max(1)).copied();
-                    per_queue.extend(change(
-                        &iface.name,
-                        target(),
-                        &format_mask(current),
-                        format_mask(&cpu.into_iter().collect::<Vec<_>>()),
-                        "XPS: one CPU per TX queue",
-                    ));
-                    off.extend(change(
-                        &iface.name,
-                        target(),
-                        &format_mask(current),
-                        "0".to_string(),
-                        "XPS off",
-                    ));
-                }
-            }
-            choices.push(Choice {
-                label: "xps=per-queue".to_string(),
-                changes: per_queue,
-            });
-            choices.push(Choice {
-                label: "xps=off".to_string(),
-                changes: off,
-            });
-        }
-        Dimension::Irq => {
-            let vectors: Vec<(&Interface, u32, Option<u32>, Vec<u32>)> = ifaces
-                .iter()
-                .flat_map(|i| {
-                    i.irq_vectors
-                        .iter()
-                        .filter(|v| v.queue.is_some())
-                        .map(move |v| (*i, v.irq, v.queue, v.affinity.clone().unwrap_or_default()))
-                })
-                .collect();
-            if vectors.is_empty() {
-                notes.push(format!(
-                    "irq: skipped: {} ha{} no queue IRQs (a virtual interface)",
-                    names(ifaces),
-                    if ifaces.len() == 1 { "s" } else { "ve" }
+    }
+    choices.push(Choice {
+        label: "rfs=on".to_string(),
+        changes,
+    });
+    let mut off = Vec::new();
+    for iface in ifaces {
+        for q in &iface.rx_queues {
+            if let Some(current) = q.rps_flow_cnt {
+                off.extend(change(
+                    &iface.name,
+                    Target::rx(&iface.name, q.index, RxFile::RpsFlowCnt),
+                    &current.to_string(),
+                    "0".to_string(),
+                    "RFS off",
                 ));
-                return choices;
             }
-            let all = &host.online_cpus;
-            let others: Vec<u32> = all
+        }
+    }
+    choices.push(Choice {
+        label: "rfs=off".to_string(),
+        changes: off,
+    });
+    choices
+}
+
+/// XPS: one CPU per TX queue, or off.
+fn xps_dimension(host: &Host, ifaces: &[&Interface]) -> Vec<Choice> {
+    let mut choices = Vec::new();
+    let cpus = &host.online_cpus;
+    let (mut per_queue, mut off) = (Vec::new(), Vec::new());
+    for iface in ifaces {
+        for q in &iface.tx_queues {
+            let Some(current) = &q.xps_cpus else { continue };
+            let target = || Target::tx(&iface.name, q.index, TxFile::XpsCpus);
+            let cpu = cpus.get(q.index as usize % cpus.len().max(1)).copied();
+            per_queue.extend(change(
+                &iface.name,
+                target(),
+                &format_mask(current),
+                format_mask(&cpu.into_iter().collect::<Vec<_>>()),
+                "XPS: one CPU per TX queue",
+            ));
+            off.extend(change(
+                &iface.name,
+                target(),
+                &format_mask(current),
+                "0".to_string(),
+                "XPS off",
+            ));
+        }
+    }
+    choices.push(Choice {
+        label: "xps=per-queue".to_string(),
+        changes: per_queue,
+    });
+    choices.push(Choice {
+        label: "xps=off".to_string(),
+        changes: off,
+    });
+    choices
+}
+
+/// Queue IRQ layouts: spread over all CPUs, onto the application's CPUs,
+/// or away from them; none on interfaces without queue IRQs.
+fn irq_dimension(
+    host: &Host,
+    ifaces: &[&Interface],
+    space: &Space,
+    notes: &mut Vec<String>,
+) -> Vec<Choice> {
+    let mut choices = Vec::new();
+    let vectors: Vec<(&Interface, u32, Option<u32>, Vec<u32>)> = ifaces
+        .iter()
+        .flat_map(|i| {
+            i.irq_vectors
                 .iter()
+                .filter(|v| v.queue.is_some())
+                .map(move |v| (*i, v.irq, v.queue, v.affinity.clone().unwrap_or_default()))
+        })
+        .collect();
+    if vectors.is_empty() {
+        notes.push(format!(
+            "irq: skipped: {} ha{} no queue IRQs (a virtual interface)",
+            names(ifaces),
+            if ifaces.len() == 1 { "s" } else { "ve" }
+        ));
+        return Vec::new();
+    }
+    let all = &host.online_cpus;
+    let others: Vec<u32> = all
+        .iter()
+        .copied()
+        .filter(|c| !space.app_cpus.contains(c))
+        .collect();
+    // Queue i's IRQs on the i-th CPU of the pool, wrapping.
+    let mut layouts: Vec<(String, Vec<u32>)> = vec![("irq=spread".to_string(), all.clone())];
+    if !space.app_cpus.is_empty() {
+        let app = space.app_cpus.clone();
+        layouts.push((format!("irq=app({})", format_list(&app)), app));
+        if !others.is_empty() {
+            layouts.push((format!("irq=not-app({})", format_list(&others)), others));
+        }
+    }
+    for (label, pool) in layouts {
+        let cpu_of = |q: u32| -> Vec<u32> {
+            pool.get(q as usize % pool.len().max(1))
                 .copied()
-                .filter(|c| !space.app_cpus.contains(c))
-                .collect();
-            // Queue i's IRQs on the i-th CPU of the pool, wrapping.
-            let mut layouts: Vec<(String, Vec<u32>)> =
-                vec![("irq=spread".to_string(), all.clone())];
-            if !space.app_cpus.is_empty() {
-                let app = space.app_cpus.clone();
-                layouts.push((format!("irq=app({})", format_list(&app)), app));
-                if !others.is_empty() {
-                    layouts.push((format!("irq=not-app({})", format_list(&others)), others));
-                }
-            }
-            for (label, pool) in layouts {
-                let cpu_of = |q: u32| -> Vec<u32> {
-                    pool.get(q as usize % pool.len().max(1))
-                        .copied()
-                        .into_iter()
-                        .collect()
+                .into_iter()
+                .collect()
+        };
+        let changes = vectors
+            .iter()
+            .filter_map(|(iface, irq, queue, current)| {
+                change(
+                    &iface.name,
+                    Target::IrqAffinity(*irq),
+                    &format_list(current),
+                    format_list(&cpu_of(queue.unwrap_or(0))),
+                    &label,
+                )
+            })
+            .collect();
+        choices.push(Choice { label, changes });
+    }
+    choices
+}
+
+/// Interrupt coalescing: 0 us, 50 us, adaptive; none when no driver can
+/// change it.
+fn coalesce_dimension(ifaces: &[&Interface], notes: &mut Vec<String>) -> Vec<Choice> {
+    let mut choices = Vec::new();
+    let supported: Vec<&&Interface> = ifaces
+        .iter()
+        .filter(|i| matches!(i.driver_settings.coalesce, Probe::Value(_)))
+        .collect();
+    if supported.is_empty() {
+        notes.push(format!(
+            "coalesce: skipped: the driver of {} cannot change interrupt coalescing",
+            names(ifaces)
+        ));
+        return Vec::new();
+    }
+    for (label, settings) in [
+        (
+            "coalesce=0us",
+            vec![DriverSetting::AdaptiveRx(false), DriverSetting::RxUsecs(0)],
+        ),
+        (
+            "coalesce=50us",
+            vec![DriverSetting::AdaptiveRx(false), DriverSetting::RxUsecs(50)],
+        ),
+        ("coalesce=adaptive", vec![DriverSetting::AdaptiveRx(true)]),
+    ] {
+        let mut changes = Vec::new();
+        for iface in &supported {
+            for s in &settings {
+                let Probe::Value(current) =
+                    crate::base::driver::setting::current_text(&s.key(), &iface.driver_settings)
+                else {
+                    continue;
                 };
-                let changes = vectors
-                    .iter()
-                    .filter_map(|(iface, irq, queue, current)| {
-                        change(
-                            &iface.name,
-                            Target::IrqAffinity(*irq),
-                            &format_list(current),
-                            format_list(&cpu_of(queue.unwrap_or(0))),
-                            &label,
-                        )
-                    })
-                    .collect();
-                choices.push(Choice { label, changes });
-            }
-        }
-        Dimension::Coalesce => {
-            let supported: Vec<&&Interface> = ifaces
-                .iter()
-                .filter(|i| matches!(i.driver_settings.coalesce, Probe::Value(_)))
-                .collect();
-            if supported.is_empty() {
-                notes.push(format!(
-                    "coalesce: skipped: the driver of {} cannot change interrupt coalescing",
-                    names(ifaces)
+                changes.extend(change(
+                    &iface.name,
+                    Target::driver(&iface.name, &s.key()),
+                    &current,
+                    s.value_text(),
+                    label,
                 ));
-                return choices;
-            }
-            for (label, settings) in [
-                (
-                    "coalesce=0us",
-                    vec![DriverSetting::AdaptiveRx(false), DriverSetting::RxUsecs(0)],
-                ),
-                (
-                    "coalesce=50us",
-                    vec![DriverSetting::AdaptiveRx(false), DriverSetting::RxUsecs(50)],
-                ),
-                ("coalesce=adaptive", vec![DriverSetting::AdaptiveRx(true)]),
-            ] {
-                let mut changes = Vec::new();
-                for iface in &supported {
-                    for s in &settings {
-                        let Probe::Value(current) = crate::base::driver::setting::current_text(
-                            &s.key(),
-                            &iface.driver_settings,
-                        ) else {
-                            continue;
-                        };
-                        changes.extend(change(
-                            &iface.name,
-                            Target::driver(&iface.name, &s.key()),
-                            &current,
-                            s.value_text(),
-                            label,
-                        ));
-                    }
-                }
-                choices.push(Choice {
-                    label: label.to_string(),
-                    changes,
-                });
             }
         }
+        choices.push(Choice {
+            label: label.to_string(),
+            changes,
+        });
     }
     choices
 }
