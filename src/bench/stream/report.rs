@@ -252,92 +252,21 @@ pub(super) fn build_report(
         }
         Err(e) => (None, Some(e)),
     };
-    let remote = |i: usize| server.as_ref().and_then(|s| s.streams.get(i));
     let mut per_stream = Vec::with_capacity(o.moved.len());
     let (mut local_user, mut local_sys) = (0.0, 0.0);
     for (i, moved) in o.moved.iter().enumerate() {
-        let measured = o.at_end[i].saturating_sub(o.baseline[i]);
-        let info = o.finals[i];
-        let (sender, receiver, zerocopy) = match moved {
-            Moved::Sent(sent) => {
-                local_user += sent.cpu.0.as_secs_f64();
-                local_sys += sent.cpu.1.as_secs_f64();
-                let rtts = &o.rtts[i];
-                let sender = SideTotals {
-                    bytes: sent.bytes,
-                    seconds: secs,
-                    bits_per_second: rate(measured, secs),
-                    retransmits: info.map(|t| u64::from(t.total_retrans)),
-                    max_snd_cwnd: rtts.max_cwnd.or(info.map(|t| t.snd_cwnd)),
-                    min_rtt: rtts.min.or(info.map(|t| t.rtt)),
-                    max_rtt: rtts.max.or(info.map(|t| t.rtt)),
-                    mean_rtt: rtts.mean().or(info.map(|t| t.rtt)),
-                };
-                let receiver = remote(i).map(|r| SideTotals {
-                    bytes: r.bytes,
-                    seconds: r.seconds,
-                    bits_per_second: r.bits_per_second,
-                    retransmits: None,
-                    max_snd_cwnd: None,
-                    min_rtt: None,
-                    max_rtt: None,
-                    mean_rtt: None,
-                });
-                (sender, receiver, sent.zerocopy.clone())
-            }
-            Moved::Received(got) => {
-                local_user += got.cpu.0.as_secs_f64();
-                local_sys += got.cpu.1.as_secs_f64();
-                let receiver = SideTotals {
-                    bytes: got.bytes,
-                    seconds: got.seconds(),
-                    bits_per_second: rate(measured, secs),
-                    retransmits: None,
-                    max_snd_cwnd: None,
-                    min_rtt: None,
-                    max_rtt: None,
-                    mean_rtt: None,
-                };
-                let sender = match remote(i) {
-                    Some(r) => SideTotals {
-                        bytes: r.bytes,
-                        seconds: r.seconds,
-                        bits_per_second: rate(r.bytes, r.seconds),
-                        retransmits: r.tcp.map(|t| u64::from(t.total_retrans)),
-                        max_snd_cwnd: r.tcp.map(|t| t.snd_cwnd),
-                        min_rtt: r.tcp.map(|t| t.rtt),
-                        max_rtt: r.tcp.map(|t| t.rtt),
-                        mean_rtt: r.tcp.map(|t| t.rtt),
-                    },
-                    None => SideTotals {
-                        bytes: 0,
-                        seconds: 0.0,
-                        bits_per_second: 0.0,
-                        retransmits: None,
-                        max_snd_cwnd: None,
-                        min_rtt: None,
-                        max_rtt: None,
-                        mean_rtt: None,
-                    },
-                };
-                let zerocopy = remote(i).and_then(|r| r.zerocopy.clone());
-                (sender, Some(receiver), zerocopy)
-            }
+        let this = OneStream {
+            index: i,
+            moved,
+            measured: o.at_end[i].saturating_sub(o.baseline[i]),
+            secs,
+            info: o.finals[i],
+            rtts: &o.rtts[i],
         };
-        let eof = match moved {
-            Moved::Sent(_) => remote(i).is_some_and(|r| r.eof),
-            Moved::Received(got) => got.eof,
-        };
-        let bytes_match =
-            eof && server.is_some() && receiver.as_ref().is_some_and(|r| r.bytes == sender.bytes);
-        per_stream.push(StreamTotals {
-            stream: i as u32,
-            cpu: pinning.cpu_for(i),
-            sender,
-            receiver,
-            bytes_match,
-            zerocopy,
-        });
+        let (totals, (user, sys)) = this.totals(server.as_ref(), pinning);
+        local_user += user;
+        local_sys += sys;
+        per_stream.push(totals);
     }
     // The measured part, from this side's counters.
     let measured: u64 = o
@@ -346,66 +275,14 @@ pub(super) fn build_report(
         .zip(&o.baseline)
         .map(|(end, start)| end.saturating_sub(*start))
         .sum();
-    let retransmits = |streams: &[StreamTotals]| -> Option<u64> {
-        let all: Vec<u64> = streams
-            .iter()
-            .filter_map(|s| s.sender.retransmits)
-            .collect();
-        (!all.is_empty()).then(|| all.iter().sum())
-    };
-    let sum_sent = if config.reverse {
-        let bytes: u64 = per_stream.iter().map(|s| s.sender.bytes).sum();
-        let seconds = per_stream
-            .iter()
-            .map(|s| s.sender.seconds)
-            .fold(0.0, f64::max);
-        Sum {
-            bytes,
-            seconds,
-            bits_per_second: rate(bytes, seconds),
-            retransmits: retransmits(&per_stream),
-        }
-    } else {
-        Sum {
-            bytes: measured,
-            seconds: secs,
-            bits_per_second: rate(measured, secs),
-            retransmits: retransmits(&per_stream),
-        }
-    };
-    let sum_received = if config.reverse {
-        Some(Sum {
-            bytes: measured,
-            seconds: secs,
-            bits_per_second: rate(measured, secs),
-            retransmits: None,
-        })
-    } else {
-        server.as_ref().map(|s| Sum {
-            bytes: s.bytes,
-            seconds: s.seconds,
-            bits_per_second: s.bits_per_second,
-            retransmits: None,
-        })
-    };
-    let ran = o.ran.as_secs_f64();
-    let pct = |cpu: f64| if ran > 0.0 { cpu * 100.0 / ran } else { 0.0 };
-    let (remote_user, remote_sys) = server.as_ref().map(|s| (s.cpu_user_s, s.cpu_sys_s)).unzip();
-    let received_total: u64 = per_stream
-        .iter()
-        .filter_map(|s| s.receiver.as_ref().map(|r| r.bytes))
-        .sum();
-    let per_gb = |cpu: Option<f64>| -> Option<f64> {
-        let cpu = cpu?;
-        (received_total > 0).then(|| cpu / (received_total as f64 / 1e9))
-    };
-    let local = local_user + local_sys;
-    let remote_cpu = remote_user.zip(remote_sys).map(|(u, s)| u + s);
-    let (sender_cpu, receiver_cpu) = if config.reverse {
-        (remote_cpu, Some(local))
-    } else {
-        (Some(local), remote_cpu)
-    };
+    let (sum_sent, sum_received) = sums(config, &per_stream, server.as_ref(), measured, secs);
+    let (cpu_utilization_percent, cpu_seconds_per_gb) = cpu_cost(
+        config.reverse,
+        o.ran,
+        (local_user, local_sys),
+        server.as_ref(),
+        &per_stream,
+    );
     let bytes_match = !per_stream.is_empty() && per_stream.iter().all(|s| s.bytes_match);
     let host_cpu = match (&o.cpu_before, &o.cpu_after) {
         (Some(before), Some(after)) => Some(CpuUsage::between(before, after)),
@@ -452,7 +329,190 @@ pub(super) fn build_report(
         sum_sent,
         sum_received,
         bytes_match,
-        cpu_utilization_percent: CpuPercent {
+        cpu_utilization_percent,
+        cpu_seconds_per_gb,
+        host_cpu,
+        server,
+        server_error,
+    }
+}
+
+/// What this side knows of one stream at the end of the test.
+struct OneStream<'a> {
+    index: usize,
+    moved: &'a Moved,
+    /// Bytes of the measured part, from this side's counters.
+    measured: u64,
+    secs: f64,
+    info: Option<TcpInfo>,
+    rtts: &'a Rtts,
+}
+
+impl OneStream<'_> {
+    /// Both sides' totals of the stream (the far side's from the server's
+    /// report, when there is one), and this side's CPU time for it (user,
+    /// system seconds).
+    fn totals(&self, server: Option<&TestReport>, pinning: &Pinning) -> (StreamTotals, (f64, f64)) {
+        let (i, secs, info, measured) = (self.index, self.secs, self.info, self.measured);
+        let remote = server.and_then(|s| s.streams.get(i));
+        let (sender, receiver, zerocopy, cpu) = match self.moved {
+            Moved::Sent(sent) => {
+                let rtts = self.rtts;
+                let sender = SideTotals {
+                    bytes: sent.bytes,
+                    seconds: secs,
+                    bits_per_second: rate(measured, secs),
+                    retransmits: info.map(|t| u64::from(t.total_retrans)),
+                    max_snd_cwnd: rtts.max_cwnd.or(info.map(|t| t.snd_cwnd)),
+                    min_rtt: rtts.min.or(info.map(|t| t.rtt)),
+                    max_rtt: rtts.max.or(info.map(|t| t.rtt)),
+                    mean_rtt: rtts.mean().or(info.map(|t| t.rtt)),
+                };
+                let receiver =
+                    remote.map(|r| SideTotals::received(r.bytes, r.seconds, r.bits_per_second));
+                let cpu = (sent.cpu.0.as_secs_f64(), sent.cpu.1.as_secs_f64());
+                (sender, receiver, sent.zerocopy.clone(), cpu)
+            }
+            Moved::Received(got) => {
+                let receiver = SideTotals::received(got.bytes, got.seconds(), rate(measured, secs));
+                let sender = match remote {
+                    Some(r) => SideTotals {
+                        bytes: r.bytes,
+                        seconds: r.seconds,
+                        bits_per_second: rate(r.bytes, r.seconds),
+                        retransmits: r.tcp.map(|t| u64::from(t.total_retrans)),
+                        max_snd_cwnd: r.tcp.map(|t| t.snd_cwnd),
+                        min_rtt: r.tcp.map(|t| t.rtt),
+                        max_rtt: r.tcp.map(|t| t.rtt),
+                        mean_rtt: r.tcp.map(|t| t.rtt),
+                    },
+                    None => SideTotals::received(0, 0.0, 0.0),
+                };
+                let zerocopy = remote.and_then(|r| r.zerocopy.clone());
+                let cpu = (got.cpu.0.as_secs_f64(), got.cpu.1.as_secs_f64());
+                (sender, Some(receiver), zerocopy, cpu)
+            }
+        };
+        let eof = match self.moved {
+            Moved::Sent(_) => remote.is_some_and(|r| r.eof),
+            Moved::Received(got) => got.eof,
+        };
+        let bytes_match =
+            eof && server.is_some() && receiver.as_ref().is_some_and(|r| r.bytes == sender.bytes);
+        let totals = StreamTotals {
+            stream: i as u32,
+            cpu: pinning.cpu_for(i),
+            sender,
+            receiver,
+            bytes_match,
+            zerocopy,
+        };
+        (totals, cpu)
+    }
+}
+
+impl SideTotals {
+    /// Totals without the sender's TCP figures (a receiver, or a sender
+    /// that never reported).
+    fn received(bytes: u64, seconds: f64, bits_per_second: f64) -> SideTotals {
+        SideTotals {
+            bytes,
+            seconds,
+            bits_per_second,
+            retransmits: None,
+            max_snd_cwnd: None,
+            min_rtt: None,
+            max_rtt: None,
+            mean_rtt: None,
+        }
+    }
+}
+
+/// `sum_sent` and `sum_received`: this side's counters for its own
+/// direction (`measured` bytes over `secs`), the server's report or the
+/// streams' totals for the other.
+fn sums(
+    config: &StreamConfig,
+    per_stream: &[StreamTotals],
+    server: Option<&TestReport>,
+    measured: u64,
+    secs: f64,
+) -> (Sum, Option<Sum>) {
+    let retransmits = |streams: &[StreamTotals]| -> Option<u64> {
+        let all: Vec<u64> = streams
+            .iter()
+            .filter_map(|s| s.sender.retransmits)
+            .collect();
+        (!all.is_empty()).then(|| all.iter().sum())
+    };
+    let sum_sent = if config.reverse {
+        let bytes: u64 = per_stream.iter().map(|s| s.sender.bytes).sum();
+        let seconds = per_stream
+            .iter()
+            .map(|s| s.sender.seconds)
+            .fold(0.0, f64::max);
+        Sum {
+            bytes,
+            seconds,
+            bits_per_second: rate(bytes, seconds),
+            retransmits: retransmits(per_stream),
+        }
+    } else {
+        Sum {
+            bytes: measured,
+            seconds: secs,
+            bits_per_second: rate(measured, secs),
+            retransmits: retransmits(per_stream),
+        }
+    };
+    let sum_received = if config.reverse {
+        Some(Sum {
+            bytes: measured,
+            seconds: secs,
+            bits_per_second: rate(measured, secs),
+            retransmits: None,
+        })
+    } else {
+        server.map(|s| Sum {
+            bytes: s.bytes,
+            seconds: s.seconds,
+            bits_per_second: s.bits_per_second,
+            retransmits: None,
+        })
+    };
+    (sum_sent, sum_received)
+}
+
+/// CPU cost: this side's (`local`: user, system seconds) and the server's
+/// stream threads as a percentage of one CPU over `ran`, and seconds per GB
+/// received on each side.
+fn cpu_cost(
+    reverse: bool,
+    ran: Duration,
+    (local_user, local_sys): (f64, f64),
+    server: Option<&TestReport>,
+    per_stream: &[StreamTotals],
+) -> (CpuPercent, CpuPerGb) {
+    let ran = ran.as_secs_f64();
+    let pct = |cpu: f64| if ran > 0.0 { cpu * 100.0 / ran } else { 0.0 };
+    let (remote_user, remote_sys) = server.map(|s| (s.cpu_user_s, s.cpu_sys_s)).unzip();
+    let received_total: u64 = per_stream
+        .iter()
+        .filter_map(|s| s.receiver.as_ref().map(|r| r.bytes))
+        .sum();
+    let per_gb = |cpu: Option<f64>| -> Option<f64> {
+        let cpu = cpu?;
+        (received_total > 0).then(|| cpu / (received_total as f64 / 1e9))
+    };
+    let local = local_user + local_sys;
+    let remote_cpu = remote_user.zip(remote_sys).map(|(u, s)| u + s);
+    let (sender_cpu, receiver_cpu) = if reverse {
+        (remote_cpu, Some(local))
+    } else {
+        (Some(local), remote_cpu)
+    };
+    (
+        CpuPercent {
             host_total: pct(local),
             host_user: pct(local_user),
             host_system: pct(local_sys),
@@ -460,13 +520,10 @@ pub(super) fn build_report(
             remote_user: remote_user.map(pct),
             remote_system: remote_sys.map(pct),
         },
-        cpu_seconds_per_gb: CpuPerGb {
+        CpuPerGb {
             sender: per_gb(sender_cpu),
             receiver: per_gb(receiver_cpu),
             total: per_gb(sender_cpu.zip(receiver_cpu).map(|(a, b)| a + b)),
         },
-        host_cpu,
-        server,
-        server_error,
-    }
+    )
 }
