@@ -145,6 +145,16 @@ pub fn text(r: &StreamReport) -> String {
         format_bytes(r.size as u64),
         r.sender_tcp_congestion
     );
+    write_stream_table(&mut out, r);
+    write_sums(&mut out, r);
+    write_pacing_and_cpu(&mut out, r);
+    write_notes(&mut out, r);
+    out
+}
+
+/// One row per stream: bytes each side counted, rate, retransmits, cwnd,
+/// RTT, and whether the counts agree.
+fn write_stream_table(out: &mut String, r: &StreamReport) {
     let _ = writeln!(
         out,
         "{:<6} {:>17} {:>17} {:>13} {:>6} {:>10} {:>18} {:>6}",
@@ -185,6 +195,11 @@ pub fn text(r: &StreamReport) -> String {
             if s.bytes_match { "yes" } else { "NO" }
         );
     }
+}
+
+/// What was sent and received in all, and whether every stream's counts
+/// agree.
+fn write_sums(out: &mut String, r: &StreamReport) {
     let _ = writeln!(
         out,
         "sent:     {} over {:.2} s ({} bytes{})",
@@ -215,6 +230,10 @@ pub fn text(r: &StreamReport) -> String {
             let _ = writeln!(out, "received: unknown (no results from the server)");
         }
     }
+}
+
+/// The pacing rate, and the CPU cost of both sides.
+fn write_pacing_and_cpu(out: &mut String, r: &StreamReport) {
     if let Some(pace) = r.pace_bits_per_second {
         let _ = writeln!(
             out,
@@ -235,6 +254,11 @@ pub fn text(r: &StreamReport) -> String {
         per_gb(r.cpu_seconds_per_gb.receiver),
         per_gb(r.cpu_seconds_per_gb.total),
     );
+}
+
+/// Zero-copy completions per stream, the server's error, and the per-CPU
+/// time of this host.
+fn write_notes(out: &mut String, r: &StreamReport) {
     for s in &r.per_stream {
         if let Some(zc) = &s.zerocopy {
             let _ = writeln!(
@@ -262,7 +286,6 @@ pub fn text(r: &StreamReport) -> String {
             out.push_str(&String::from_utf8_lossy(&table));
         }
     }
-    out
 }
 
 fn per_gb(v: Option<f64>) -> String {
