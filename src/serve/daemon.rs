@@ -629,35 +629,9 @@ fn test(conn: &TcpStream, peer: SocketAddr, start: &Start, shared: &Shared<'_>) 
     let cpu_before = stat::read(&Root::live()).ok();
     let (ended, result) = std::thread::scope(|scope| {
         let handle = scope.spawn(|| side.run(&test_stop));
-        let deadline = began + seconds + FINISH_WAIT;
-        let ended = loop {
-            if shared.stop.is_set() {
-                break "stopped";
-            }
-            if Instant::now() > deadline {
-                break "duration";
-            }
-            if !wait_readable(conn.as_fd(), POLL) {
-                continue;
-            }
-            match frame::read::<FromClient>(
-                conn,
-                MAX_MESSAGE,
-                Instant::now() + HANDSHAKE_WAIT,
-                &|| false,
-            ) {
-                Ok(FromClient::Finish) => {
-                    // Let what is queued in the server side's sockets be read.
-                    std::thread::sleep(LINGER);
-                    break "finished";
-                }
-                Ok(_) => {
-                    shared.log(format!("test {id}: {peer} sent a message other than 'finish'; stopping its {bench}"));
-                    break "client-gone";
-                }
-                Err(_) => break "client-gone",
-            }
-        };
+        let ended = wait_for_end(conn, shared, began + seconds + FINISH_WAIT, || {
+            format!("test {id}: {peer} sent a message other than 'finish'; stopping its {bench}")
+        });
         test_stop.trigger();
         let result = handle
             .join()
@@ -681,26 +655,66 @@ fn test(conn: &TcpStream, peer: SocketAddr, start: &Start, shared: &Shared<'_>) 
         },
         error,
     };
-    match ended {
-        "client-gone" => {
-            shared.count(|c| c.clients_gone += 1);
-            shared.log(format!(
-                "test {id}: {peer} left mid-test; its {bench} was stopped"
-            ));
+    if ended == "client-gone" {
+        shared.count(|c| c.clients_gone += 1);
+        shared.log(format!(
+            "test {id}: {peer} left mid-test; its {bench} was stopped"
+        ));
+    } else {
+        send_report(conn, peer, &remote, shared);
+    }
+}
+
+/// Wait, while the server side runs, for the client's `finish`, its
+/// departure, the `deadline` or the daemon's end; say which. `unexpected`
+/// is the log line for a message other than `finish`.
+fn wait_for_end(
+    conn: &TcpStream,
+    shared: &Shared<'_>,
+    deadline: Instant,
+    unexpected: impl Fn() -> String,
+) -> &'static str {
+    loop {
+        if shared.stop.is_set() {
+            break "stopped";
         }
-        _ => {
-            shared.count(|c| c.tests_finished += 1);
-            let _ = conn.set_write_timeout(Some(HANDSHAKE_WAIT));
-            let _ = frame::write(conn, &FromDaemon::Report(Box::new(remote.clone())));
-            shared.log(format!(
-                "test {id}: {bench} for {peer} ended ({}){}",
-                remote.ended,
-                remote
-                    .error
-                    .as_deref()
-                    .map(|e| format!(": {e}"))
-                    .unwrap_or_default()
-            ));
+        if Instant::now() > deadline {
+            break "duration";
+        }
+        if !wait_readable(conn.as_fd(), POLL) {
+            continue;
+        }
+        match frame::read::<FromClient>(conn, MAX_MESSAGE, Instant::now() + HANDSHAKE_WAIT, &|| {
+            false
+        }) {
+            Ok(FromClient::Finish) => {
+                // Let what is queued in the server side's sockets be read.
+                std::thread::sleep(LINGER);
+                break "finished";
+            }
+            Ok(_) => {
+                shared.log(unexpected());
+                break "client-gone";
+            }
+            Err(_) => break "client-gone",
         }
     }
+}
+
+/// Send a finished test's report to its client, and log how it ended.
+fn send_report(conn: &TcpStream, peer: SocketAddr, remote: &RemoteReport, shared: &Shared<'_>) {
+    shared.count(|c| c.tests_finished += 1);
+    let _ = conn.set_write_timeout(Some(HANDSHAKE_WAIT));
+    let _ = frame::write(conn, &FromDaemon::Report(Box::new(remote.clone())));
+    shared.log(format!(
+        "test {id}: {bench} for {peer} ended ({}){}",
+        remote.ended,
+        remote
+            .error
+            .as_deref()
+            .map(|e| format!(": {e}"))
+            .unwrap_or_default(),
+        id = remote.test,
+        bench = remote.bench,
+    ));
 }
