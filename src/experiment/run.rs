@@ -85,16 +85,7 @@ pub fn run<S: Sampler>(
         progress,
         clock,
         runs: Vec::new(),
-        configs: spec
-            .configs
-            .iter()
-            .map(|c| ConfigInfo {
-                name: c.name.clone(),
-                kind: c.kind().to_string(),
-                changes: Vec::new(),
-                refused: Vec::new(),
-            })
-            .collect(),
+        configs: config_infos(spec),
         tuning_s: 0.0,
     };
     let ended = match state.rounds() {
@@ -150,33 +141,57 @@ pub fn run<S: Sampler>(
             inspect,
         },
         configs,
-        benches: spec
-            .benches
-            .iter()
-            .map(|b| BenchInfo {
-                name: b.name.clone(),
-                kind: b.kind().to_string(),
-                metric: b.metric().to_string(),
-                server: b.server_kind().to_string(),
-                client: serde_json::to_value(&b.client).unwrap_or(serde_json::Value::Null),
-            })
-            .collect(),
+        benches: bench_infos(spec),
         runs,
         cells: Vec::new(),
-        timing: Timing {
-            wall_s,
-            bench_s,
-            overhead_s: wall_s - bench_s,
-            overhead_percent: if bench_s > 0.0 {
-                (wall_s - bench_s) * 100.0 / bench_s
-            } else {
-                0.0
-            },
-            tuning_s,
-        },
+        timing: timing(wall_s, bench_s, tuning_s),
     };
     results.cells = cells(&results);
     results
+}
+
+/// Each config as the results name it; its changes and refusals are
+/// filled in as it is applied.
+fn config_infos(spec: &Spec) -> Vec<ConfigInfo> {
+    spec.configs
+        .iter()
+        .map(|c| ConfigInfo {
+            name: c.name.clone(),
+            kind: c.kind().to_string(),
+            changes: Vec::new(),
+            refused: Vec::new(),
+        })
+        .collect()
+}
+
+/// Each bench as the results name it, with its client's settings.
+fn bench_infos(spec: &Spec) -> Vec<BenchInfo> {
+    spec.benches
+        .iter()
+        .map(|b| BenchInfo {
+            name: b.name.clone(),
+            kind: b.kind().to_string(),
+            metric: b.metric().to_string(),
+            server: b.server_kind().to_string(),
+            client: serde_json::to_value(&b.client).unwrap_or(serde_json::Value::Null),
+        })
+        .collect()
+}
+
+/// Wall time against the benches' own time: what the experiment cost
+/// beyond measuring.
+fn timing(wall_s: f64, bench_s: f64, tuning_s: f64) -> Timing {
+    Timing {
+        wall_s,
+        bench_s,
+        overhead_s: wall_s - bench_s,
+        overhead_percent: if bench_s > 0.0 {
+            (wall_s - bench_s) * 100.0 / bench_s
+        } else {
+            0.0
+        },
+        tuning_s,
+    }
 }
 
 struct Matrix<'a, S: Sampler> {
