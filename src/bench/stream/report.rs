@@ -288,6 +288,7 @@ pub(super) fn build_report(
         (Some(before), Some(after)) => Some(CpuUsage::between(before, after)),
         _ => None,
     };
+    let sides = SenderSettings::of(config, opened, server.as_ref());
     StreamReport {
         command: "stream".to_string(),
         to: config.to,
@@ -296,29 +297,10 @@ pub(super) fn build_report(
         num_streams: per_stream.len(),
         size: config.size,
         window: opened.window.clone(),
-        pace_bits_per_second: if config.reverse {
-            server.as_ref().and_then(|s| s.pace_bits_per_second)
-        } else {
-            config.pace
-        },
-        pacer: if config.reverse {
-            server.as_ref().and_then(|s| s.pacer)
-        } else {
-            opened.pacer
-        },
-        sender_tcp_congestion: if config.reverse {
-            server
-                .as_ref()
-                .map(|s| s.congestion.clone())
-                .unwrap_or_else(|| "unknown".to_string())
-        } else {
-            opened.congestion.clone()
-        },
-        receiver_tcp_congestion: if config.reverse {
-            Some(opened.congestion.clone())
-        } else {
-            server.as_ref().map(|s| s.congestion.clone())
-        },
+        pace_bits_per_second: sides.pace,
+        pacer: sides.pacer,
+        sender_tcp_congestion: sides.sender_congestion,
+        receiver_tcp_congestion: sides.receiver_congestion,
         zerocopy: config.zerocopy,
         pin: pinning.cpus().to_vec(),
         warmup_s: config.warmup.as_secs_f64(),
@@ -334,6 +316,37 @@ pub(super) fn build_report(
         host_cpu,
         server,
         server_error,
+    }
+}
+
+/// The sender's pacing and each side's congestion control: the server
+/// sends with --reverse, this side otherwise.
+struct SenderSettings {
+    pace: Option<u64>,
+    pacer: Option<Pacer>,
+    sender_congestion: String,
+    receiver_congestion: Option<String>,
+}
+
+impl SenderSettings {
+    fn of(config: &StreamConfig, opened: &Opened, server: Option<&TestReport>) -> SenderSettings {
+        if config.reverse {
+            SenderSettings {
+                pace: server.and_then(|s| s.pace_bits_per_second),
+                pacer: server.and_then(|s| s.pacer),
+                sender_congestion: server
+                    .map(|s| s.congestion.clone())
+                    .unwrap_or_else(|| "unknown".to_string()),
+                receiver_congestion: Some(opened.congestion.clone()),
+            }
+        } else {
+            SenderSettings {
+                pace: config.pace,
+                pacer: opened.pacer,
+                sender_congestion: opened.congestion.clone(),
+                receiver_congestion: server.map(|s| s.congestion.clone()),
+            }
+        }
     }
 }
 

@@ -487,24 +487,8 @@ fn run_test(
     phase: &Phase,
 ) {
     let _ = ctl.set_write_timeout(Some(HELLO_WAIT));
-    let deadline = Instant::now() + HELLO_WAIT;
-    let params = match frame::read::<ToServer>(&ctl, MAX_MESSAGE, deadline, &|| phase.stopped()) {
-        Ok(ToServer::Params(p)) => p,
-        Ok(other) => {
-            return shared.refuse(
-                |r| r.bad_params += 1,
-                format!(
-                    "dropped a control connection from {peer}: {other:?} before the parameters"
-                ),
-            )
-        }
-        Err(FrameError::Cancelled) => return,
-        Err(e) => {
-            return shared.refuse(
-                |r| r.bad_params += 1,
-                format!("dropped a control connection from {peer}: {e}"),
-            )
-        }
+    let Some(params) = read_params(&ctl, peer, shared, phase) else {
+        return;
     };
     let refuse = |error: String| {
         let _ = frame::write(
@@ -577,6 +561,44 @@ fn run_test(
     if let (Some(before), Some(after)) = (&cpu_before, &cpu_after) {
         report.host_cpu = Some(CpuUsage::between(before, after));
     }
+    send_results(&ctl, peer, test, report, shared);
+}
+
+/// The test's parameters, the first message on its control connection;
+/// `None` (the connection dropped, and counted unless the server is
+/// stopping) for anything else.
+fn read_params(
+    ctl: &TcpStream,
+    peer: SocketAddr,
+    shared: &Shared,
+    phase: &Phase,
+) -> Option<Params> {
+    let deadline = Instant::now() + HELLO_WAIT;
+    match frame::read::<ToServer>(ctl, MAX_MESSAGE, deadline, &|| phase.stopped()) {
+        Ok(ToServer::Params(p)) => Some(p),
+        Ok(other) => {
+            shared.refuse(
+                |r| r.bad_params += 1,
+                format!(
+                    "dropped a control connection from {peer}: {other:?} before the parameters"
+                ),
+            );
+            None
+        }
+        Err(FrameError::Cancelled) => None,
+        Err(e) => {
+            shared.refuse(
+                |r| r.bad_params += 1,
+                format!("dropped a control connection from {peer}: {e}"),
+            );
+            None
+        }
+    }
+}
+
+/// Send a test's report to its client, note how it ended unless complete,
+/// and keep it for the server's own report.
+fn send_results(ctl: &TcpStream, peer: SocketAddr, test: u64, report: TestReport, shared: &Shared) {
     if report.ended != "complete" {
         shared.note(format!(
             "test {test:#x} from {peer} ended {}{}",
@@ -588,7 +610,7 @@ fn run_test(
                 .unwrap_or_default()
         ));
     }
-    let _ = frame::write(&ctl, &ToClient::Results(Box::new(report.clone())));
+    let _ = frame::write(ctl, &ToClient::Results(Box::new(report.clone())));
     if let Ok(mut reports) = shared.reports.lock() {
         reports.push(report);
     }
