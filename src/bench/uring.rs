@@ -21,16 +21,24 @@ use io_uring::{cqueue, opcode, types, IoUring};
 /// (DEFER_TASKRUN), without interrupting it (COOP_TASKRUN), where the
 /// kernel has these; a plain ring otherwise.
 pub fn ring(entries: u32) -> io::Result<IoUring> {
+    ring_sized(entries, entries * 4)
+}
+
+/// [`ring`] with `completions` entries in the completion queue: a
+/// multishot request that finds the queue full ends (its last completion
+/// goes to the kernel's overflow list), so the queue must hold what a
+/// thread reaps per wake-up.
+pub fn ring_sized(entries: u32, completions: u32) -> io::Result<IoUring> {
     let tuned = IoUring::builder()
         .setup_single_issuer()
         .setup_defer_taskrun()
         .setup_coop_taskrun()
-        .setup_cqsize(entries * 4)
+        .setup_cqsize(completions)
         .build(entries);
     match tuned {
         Ok(ring) => Ok(ring),
         Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
-            IoUring::builder().setup_cqsize(entries * 4).build(entries)
+            IoUring::builder().setup_cqsize(completions).build(entries)
         }
         Err(e) => Err(e),
     }

@@ -491,9 +491,16 @@ fn receive(
             Err(e) => return Err(e).context("recvmmsg failed"),
         };
         result.arrived();
-        for i in 0..n {
-            let (len, head, gso) = buffers.received_gro(i);
-            result.datagram(len, head, gso);
+        if how.gro {
+            for i in 0..n {
+                let (len, head, gso) = buffers.received_gro(i);
+                result.datagram(len, head, gso);
+            }
+        } else {
+            for i in 0..n {
+                let (len, head) = buffers.received(i);
+                result.datagram(len, head, None);
+            }
         }
         result.publish(live);
     }
