@@ -31,13 +31,19 @@
 # Everything it creates has a unique name and is removed on exit.
 #
 # Environment: PARTS ("udp rr http"), DURATION (3), REPEAT (3),
-# SENDER_CPU (0), RECEIVER_CPU (1).
+# SENDER_CPU (0), RECEIVER_CPU (1); for a focused udp run: ENVS (the
+# environments, "loopback veth veth-gro veth-napi"), CASES (a regular
+# expression on SIZE-NAME, e.g. '^32-(sendmmsg|gso64|sendmmsg-uring)$';
+# a ratio needs its sendmmsg case) and IPERF (1; 0 leaves iperf3 out).
 set -euo pipefail
 PARTS=${PARTS:-"udp rr http"}
 DURATION=${DURATION:-3}
 REPEAT=${REPEAT:-3}
 SENDER_CPU=${SENDER_CPU:-0}
 RECEIVER_CPU=${RECEIVER_CPU:-1}
+ENVS=${ENVS:-"loopback veth veth-gro veth-napi"}
+CASES=${CASES:-.}
+IPERF=${IPERF:-1}
 LIMIT=$((DURATION + 20))
 
 cd "$(dirname "$0")/.."
@@ -150,6 +156,7 @@ UDP_CASES=(
     "32|gso64|--engine epoll|--gso 64"
     "32|gso64-gro|--engine epoll --gro|--gso 64"
     "32|sendmmsg-uring|--engine io_uring|"
+    "32|gso64-uring|--engine io_uring|--gso 64"
     "32|gso64-gro-uring|--engine io_uring --gro|--gso 64"
     "32|sendmmsg-gro|--engine epoll --gro|"
     "1200|sendmmsg|--engine epoll|"
@@ -168,7 +175,7 @@ GRO_CASES=(
 udp_part() {
     udp_setup
     for round in $(seq 1 "$REPEAT"); do
-        for env in loopback veth veth-gro veth-napi; do
+        for env in $ENVS; do
             local where=$env cases=("${UDP_CASES[@]}")
             case $env in
             veth) veth_rx off off off ;;
@@ -178,25 +185,30 @@ udp_part() {
             [ "$env" = loopback ] || where=veth
             for c in "${cases[@]}"; do
                 IFS='|' read -r size name sink flood <<<"$c"
+                [[ "$size-$name" =~ $CASES ]] || continue
                 echo "udp round $round $env $size $name" >&2
                 udp_run "$where" "$env-$size-$name" "$size" "$sink" "$flood"
             done
-            for size in 32 1200; do iperf_run "$env" "$where" "$size"; done
+            if [ "$IPERF" = 1 ]; then
+                for size in 32 1200; do iperf_run "$env" "$where" "$size"; done
+            fi
         done
     done
     echo
     echo "UDP: received packets/s, median [range]; CPU ns per packet (receiver / sender), medians"
     printf '%-9s %-5s %-17s %-27s %-9s %-9s %s\n' env bytes case "received pps" "rx ns/p" "tx ns/p" "x sendmmsg"
-    for env in loopback veth veth-gro veth-napi; do
+    for env in $ENVS; do
         local where=$env cases=("${UDP_CASES[@]}")
         [ "$env" = loopback ] || where=veth
         case $env in veth-gro | veth-napi) cases=("${GRO_CASES[@]}") ;; esac
         for c in "${cases[@]}"; do
             IFS='|' read -r size name _ _ <<<"$c"
+            [[ "$size-$name" =~ $CASES ]] || continue
             local key="$where-$env-$size-$name" base="$where-$env-$size-sendmmsg"
             printf '%-9s %-5s %-17s %-27s %-9s %-9s %s\n' "$env" "$size" "$name" "$(stat "$key-pps")" \
                 "$(med "$key-rxns")" "$(med "$key-txns")" "$(ratio "$(med "$key-pps")" "$(med "$base-pps")")"
         done
+        [ "$IPERF" = 1 ] || continue
         for size in 32 1200; do
             printf '%-9s %-5s %-17s %-27s\n' "$env" "$size" "iperf3 -u -b 0" "$(stat "iperf-$env-$size")"
         done
