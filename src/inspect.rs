@@ -813,7 +813,7 @@ fn render_kernel(o: &mut String, host: &Host) {
 const CPU_ROWS_SHOWN: usize = 16;
 
 fn render_counters(o: &mut String, host: &Host) {
-    let scope = if host.source.netns.is_some() {
+    let scope = if host.in_netns() {
         " (per CPU: the whole host's, not only this namespace's; udp/tcp: this namespace's)"
     } else {
         ""

@@ -204,9 +204,9 @@ pub fn run_apply(args: ApplyArgs) -> anyhow::Result<Status> {
             refusals(journal)
         ),
         Applied::Done(journal) => summary(journal, &place, &state),
-    };
+    } + &host_wide_note(&plan);
     if args.json {
-        let value = match &applied {
+        let mut value = match &applied {
             Applied::Nothing => json!({"applied": false, "reason": "nothing to change"}),
             Applied::AllRefused(j) => {
                 json!({"applied": false, "reason": "the kernel refused every change", "state": j})
@@ -215,6 +215,8 @@ pub fn run_apply(args: ApplyArgs) -> anyhow::Result<Status> {
                 json!({"applied": true, "state": j, "changed": j.change_count(), "refused": j.refused_count()})
             }
         };
+        value["host_wide"] = json!(plan.host_wide);
+        value["host_command"] = json!(plan.host_command);
         crate::output::print(&(serde_json::to_string_pretty(&value)? + "\n"))?;
     } else {
         crate::output::print(&text)?;
@@ -249,6 +251,23 @@ fn summary(journal: &Journal, place: &str, state: &StateDir) -> String {
         state.command(&format!("rollback {}", journal.id))
     ));
     out
+}
+
+/// What a namespace's apply could not do: the host-wide values, with the
+/// command for the host.
+fn host_wide_note(plan: &crate::plan::Plan) -> String {
+    let Some(command) = &plan.host_command else {
+        return String::new();
+    };
+    let names: Vec<String> = plan
+        .host_wide
+        .iter()
+        .map(|h| h.target.short_name())
+        .collect();
+    format!(
+        "  not applied, host-wide ({}): set on the host with\n    {command}\n",
+        names.join(", ")
+    )
 }
 
 fn refusals(journal: &Journal) -> String {

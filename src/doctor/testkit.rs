@@ -34,6 +34,7 @@ pub fn vm_2cpu_single_queue() -> Host {
         ifindex: Some(2),
         driver: Some("virtio_net".into()),
         physical: true,
+        devtype: None,
         mtu: Some(1400),
         speed_mbps: None,
         operstate: Some("up".into()),
@@ -200,6 +201,7 @@ pub fn vm_2cpu_single_queue() -> Host {
             ..Counters::default()
         },
         sources: Vec::new(),
+        host_sysctls: Default::default(),
     }
 }
 
@@ -330,6 +332,7 @@ fn ixgbe_8q() -> Interface {
         ifindex: Some(2),
         driver: Some("ixgbe".into()),
         physical: true,
+        devtype: None,
         mtu: Some(9000),
         speed_mbps: Some(10_000),
         operstate: Some("up".into()),

@@ -507,6 +507,8 @@ pub fn candidates(host: &Host, space: &Space) -> anyhow::Result<(Vec<Candidate>,
                 skipped: Vec::new(),
                 made_for: None,
                 irqbalance: None,
+                host_wide: Vec::new(),
+                host_command: None,
             },
         });
     }
@@ -584,6 +586,8 @@ pub fn settings_plan(
         skipped: Vec::new(),
         made_for: None,
         irqbalance: None,
+        host_wide: Vec::new(),
+        host_command: None,
     })
 }
 
@@ -839,6 +843,8 @@ mod tests {
                 skipped: Vec::new(),
                 made_for: None,
                 irqbalance: None,
+                host_wide: Vec::new(),
+                host_command: None,
             },
         }
     }

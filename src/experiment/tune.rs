@@ -237,7 +237,19 @@ impl Tuner {
 
     /// The host model here, now.
     pub fn host(&self) -> anyhow::Result<Host> {
-        crate::host::read_entered(self.netns.as_deref())
+        let host = crate::host::read_entered(self.netns.as_deref())?;
+        if self.netns.is_none() {
+            return Ok(host);
+        }
+        // The host-wide values a namespace cannot see, as the host has
+        // them (best effort, as `read_target` does).
+        let host_sysctls = self
+            .on_host(|| Ok(crate::host::read::read_root_namespace_sysctls(&Root::live())))
+            .unwrap_or_default();
+        Ok(Host {
+            host_sysctls,
+            ..host
+        })
     }
 
     /// The identity of this place, for saved plans.

@@ -47,10 +47,20 @@ pub fn read_target(
     if root.is_some() && netns.is_some() {
         anyhow::bail!("--root and --netns cannot be combined: a capture records one namespace; capture it with `nettune capture --netns NAME DIR`");
     }
+    // The host-wide values a namespace cannot see, read while this process
+    // is still in the host's namespace.
+    let host_sysctls = match netns {
+        Some(_) => read::read_root_namespace_sysctls(&Root::live()),
+        None => Default::default(),
+    };
     if let Some(name) = netns {
         netns::enter(name)?;
     }
-    read_at(&open_root(root)?, netns, selection)
+    let host = read_at(&open_root(root)?, netns, selection)?;
+    Ok(Host {
+        host_sysctls,
+        ..host
+    })
 }
 
 /// The host model of `root` (with its driver answers), labelled as

@@ -45,6 +45,71 @@ pub struct Host {
     /// part of the model is empty or incomplete. Empty when all was read.
     #[serde(default)]
     pub sources: Vec<SourceIssue>,
+    /// With `--netns`: the host-wide sysctls a network namespace can neither
+    /// see nor set ([`ROOT_NAMESPACE_SYSCTLS`]), as the host has them, read
+    /// before entering the namespace. Empty otherwise (also inside a
+    /// container, which cannot see them).
+    #[serde(default)]
+    pub host_sysctls: BTreeMap<String, String>,
+}
+
+/// Sysctls that exist in the host's (initial) network namespace only: a
+/// child namespace has no such file (kernel net/core/sysctl_net_core.c
+/// registers them for init_net alone).
+pub const ROOT_NAMESPACE_SYSCTLS: &[&str] = &[
+    "net.core.rps_sock_flow_entries",
+    "net.core.busy_poll",
+    "net.core.busy_read",
+    "net.core.netdev_max_backlog",
+    "net.core.netdev_budget",
+    "net.core.netdev_budget_usecs",
+    "net.core.dev_weight",
+    "net.core.default_qdisc",
+    "net.ipv4.udp_mem",
+    "net.ipv4.tcp_mem",
+];
+
+/// Sysctls a child network namespace shows read-only: they mirror the
+/// host's value and are set on the host.
+pub const READ_ONLY_IN_NETNS: &[&str] = &[
+    "net.core.rmem_max",
+    "net.core.wmem_max",
+    "net.core.rmem_default",
+    "net.core.wmem_default",
+];
+
+impl Host {
+    /// Read inside a network namespace other than the host's: `--netns`,
+    /// or a kernel that shows the per-namespace sysctls but none of the
+    /// root-namespace-only ones (nettune run inside a container, or a
+    /// capture taken there).
+    pub fn in_netns(&self) -> bool {
+        if self.source.netns.is_some() {
+            return true;
+        }
+        self.sysctls.contains_key("net.core.somaxconn")
+            && !ROOT_NAMESPACE_SYSCTLS
+                .iter()
+                .any(|name| self.sysctls.contains_key(*name))
+    }
+
+    /// "network namespace 'blue'", or "this network namespace" when it has
+    /// no name (a container).
+    pub fn netns_text(&self) -> String {
+        match &self.source.netns {
+            Some(ns) => format!("network namespace '{ns}'"),
+            None => "this network namespace".to_string(),
+        }
+    }
+
+    /// A sysctl as this namespace shows it, else as the host has it (the
+    /// values read before entering `--netns`).
+    pub fn sysctl_or_host(&self, name: &str) -> Option<&str> {
+        self.sysctls
+            .get(name)
+            .or_else(|| self.host_sysctls.get(name))
+            .map(String::as_str)
+    }
 }
 
 /// One kernel source nettune could not read (or read only in part).
@@ -193,6 +258,10 @@ pub struct Interface {
     pub driver: Option<String>,
     /// Backed by a device (PCI, virtio, ...) rather than purely virtual.
     pub physical: bool,
+    /// DEVTYPE of the interface's uevent (`bridge`, `bond`, `vlan`,
+    /// `wlan`); `None` for most (veth, physical Ethernet).
+    #[serde(default)]
+    pub devtype: Option<String>,
     pub mtu: Option<u32>,
     pub speed_mbps: Option<u64>,
     pub operstate: Option<String>,
@@ -221,6 +290,64 @@ pub struct Interface {
     pub threaded: Option<String>,
     /// /sys/class/net/<if>/statistics counters that show loss.
     pub statistics: BTreeMap<String, u64>,
+}
+
+/// Drivers of virtual interfaces whose packets reach them through another
+/// interface (a bridge port, a bond slave, the link under a VLAN or a
+/// macvlan, the underlay of a tunnel): the steering of that interface has
+/// already chosen their CPU.
+const CARRIED_DRIVERS: &[&str] = &[
+    "bridge",
+    "bonding",
+    "team",
+    "802.1Q VLAN Support",
+    "macvlan",
+    "macvtap",
+    "ipvlan",
+    "ipvtap",
+    "vrf",
+    "vxlan",
+    "geneve",
+    "wireguard",
+    "ipip",
+    "ip_gre",
+    "ip6_gre",
+    "ip6_tunnel",
+    "sit",
+];
+
+/// The same, as uevent DEVTYPEs.
+const CARRIED_DEVTYPES: &[&str] = &["bridge", "bond", "team", "vlan", "macvlan", "vrf"];
+
+impl Interface {
+    /// Administratively or physically down (an unknown state is not down:
+    /// many virtual drivers report `unknown` while up).
+    pub fn is_down(&self) -> bool {
+        matches!(
+            self.operstate.as_deref(),
+            Some("down" | "lowerlayerdown" | "notpresent")
+        )
+    }
+
+    /// For a virtual interface whose packets arrive through another one
+    /// (bridge, bond, VLAN, macvlan, tunnel): what it is. `None` for
+    /// physical interfaces and for virtual ones that receive on their own
+    /// (veth, tun).
+    pub fn carried_kind(&self) -> Option<&str> {
+        if self.physical {
+            return None;
+        }
+        if let Some(t) = self
+            .devtype
+            .as_deref()
+            .filter(|t| CARRIED_DEVTYPES.contains(t))
+        {
+            return Some(t);
+        }
+        self.driver
+            .as_deref()
+            .filter(|d| CARRIED_DRIVERS.contains(d))
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

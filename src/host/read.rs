@@ -205,6 +205,7 @@ pub fn read_host(src: &Inputs, selection: &Selection) -> anyhow::Result<Host> {
         conntrack: g.take("conntrack", |r| Ok(read_conntrack(r)?)),
         counters,
         sources: Vec::new(),
+        host_sysctls: BTreeMap::new(),
     };
     let mut issues = g.issues;
     issues.sort_by(|a, b| (&a.section, &a.path).cmp(&(&b.section, &b.path)));
@@ -462,6 +463,19 @@ fn absent(root: &Root, path: &str) -> KernelError {
     }
 }
 
+/// The root-namespace-only sysctls as `root` shows them (best effort: one
+/// that cannot be read is left out, as inside a container).
+pub fn read_root_namespace_sysctls(root: &Root) -> BTreeMap<String, String> {
+    ROOT_NAMESPACE_SYSCTLS
+        .iter()
+        .filter_map(|name| {
+            let path = format!("/proc/sys/{}", name.replace('.', "/"));
+            let value = root.read_value(&path).ok().flatten()?;
+            Some(((*name).to_string(), fold_whitespace(&value)))
+        })
+        .collect()
+}
+
 /// tcp_rmem is printed with tabs (`4096\t131072\t6291456`): show it with
 /// single spaces, the way people write it.
 fn fold_whitespace(s: &str) -> String {
@@ -610,6 +624,10 @@ fn read_interface(
         ifindex: number("ifindex")?.and_then(|v| u32::try_from(v).ok()),
         driver,
         physical: device_path.is_some(),
+        devtype: root
+            .read_optional(&format!("{base}/uevent"))?
+            .as_deref()
+            .and_then(uevent_devtype),
         mtu: number("mtu")?.and_then(|v| u32::try_from(v).ok()),
         // -1 (unknown) on virtual links and links that are down.
         speed_mbps: number("speed")?.and_then(|v| u64::try_from(v).ok()),
@@ -629,6 +647,14 @@ fn read_interface(
         threaded: value("threaded")?,
         statistics,
     })
+}
+
+/// `DEVTYPE=bridge` of a uevent file.
+fn uevent_devtype(text: &str) -> Option<String> {
+    text.lines()
+        .find_map(|l| l.strip_prefix("DEVTYPE="))
+        .map(|t| t.trim().to_string())
+        .filter(|t| !t.is_empty())
 }
 
 /// Interface counters that say where packets were lost.
@@ -759,5 +785,14 @@ mod tests {
             Some("/sys/devices/pci0000:ae/0000:ae:00.0/0000:af:00.0")
         );
         assert_eq!(pci_device("/sys/devices/virtual/net/veth0"), None);
+    }
+
+    #[test]
+    fn devtype_comes_from_the_uevent() {
+        assert_eq!(
+            uevent_devtype("DEVTYPE=bridge\nINTERFACE=br0\nIFINDEX=4\n").as_deref(),
+            Some("bridge")
+        );
+        assert_eq!(uevent_devtype("INTERFACE=veth0\nIFINDEX=5\n"), None);
     }
 }

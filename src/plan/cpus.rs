@@ -153,6 +153,7 @@ mod tests {
             conntrack: Default::default(),
             counters: Default::default(),
             sources: Vec::new(),
+            host_sysctls: Default::default(),
         };
         host.cpus = (0..8)
             .map(|id| Cpu {

@@ -1,7 +1,8 @@
 //! Host-wide settings: sysctls, the CPU frequency governor and haltpoll.
-//! Which sysctls a network namespace has, and which are read-only there,
-//! follows what the kernel makes per namespace (ip-sysctl.rst, net.rst,
-//! and what a namespace shows under /proc/sys).
+//! Inside a network namespace, what the namespace cannot set (sysctls of
+//! the host's namespace only, read-only mirrors of the host's, CPU
+//! settings) is named as host-wide, with the command for the host
+//! ([`crate::host::ROOT_NAMESPACE_SYSCTLS`], [`crate::host::READ_ONLY_IN_NETNS`]).
 
 use super::values::{
     buffer_tier, BUSY_POLL_US, GOVERNOR, HALT_POLL_NS, HTTP_LISTEN_BACKLOG, PPS_NETDEV_BUDGET,
@@ -10,29 +11,8 @@ use super::values::{
 };
 use super::{Draft, PlanOptions, Profile, Target, KERNEL_GROUP};
 use crate::base::units::{format_bytes, format_rate, format_time};
-use crate::host::{Host, Interface};
-
-/// Visible inside a network namespace but read-only: they mirror the host's.
-const READ_ONLY_IN_NETNS: &[&str] = &[
-    "net.core.rmem_max",
-    "net.core.wmem_max",
-    "net.core.rmem_default",
-    "net.core.wmem_default",
-];
-
-/// Root namespace only: absent inside a network namespace.
-const ROOT_NAMESPACE_ONLY: &[&str] = &[
-    "net.core.rps_sock_flow_entries",
-    "net.core.busy_poll",
-    "net.core.busy_read",
-    "net.core.netdev_max_backlog",
-    "net.core.netdev_budget",
-    "net.core.netdev_budget_usecs",
-    "net.core.dev_weight",
-    "net.core.default_qdisc",
-    "net.ipv4.udp_mem",
-    "net.ipv4.tcp_mem",
-];
+use crate::host::{Host, Interface, READ_ONLY_IN_NETNS, ROOT_NAMESPACE_SYSCTLS};
+use crate::plan::compare::same_value;
 
 /// Default round trip for buffer sizes: fasterdata.es.net's first tier,
 /// "paths up to 100 ms".
@@ -88,6 +68,33 @@ pub(super) fn rfs_entries(host: &Host) -> u64 {
         .get("net.core.rps_sock_flow_entries")
         .and_then(|v| v.parse::<u64>().ok())
         .map_or(RFS_ENTRIES, |n| n.max(RFS_ENTRIES).next_power_of_two())
+}
+
+/// The socket flow table RFS needs (net.core.rps_sock_flow_entries), as
+/// the queues' rps_flow_cnt can count on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum FlowTable {
+    /// This many entries: set here, or planned with the queues.
+    Here(u64),
+    /// Host-wide and out of reach from this namespace: the host's value
+    /// (0: RFS is off for every namespace).
+    Host(u64),
+    /// Host-wide, out of reach and not visible (inside a container).
+    Unseen,
+}
+
+pub(super) fn flow_table(host: &Host) -> FlowTable {
+    let name = "net.core.rps_sock_flow_entries";
+    if !host.in_netns() {
+        return FlowTable::Here(rfs_entries(host));
+    }
+    match host
+        .sysctl_or_host(name)
+        .and_then(|v| v.trim().parse().ok())
+    {
+        Some(n) => FlowTable::Host(n),
+        None => FlowTable::Unseen,
+    }
 }
 
 pub(super) fn plan_kernel(
@@ -203,30 +210,85 @@ pub(super) fn plan_kernel(
     }
 }
 
-/// Why a host-wide setting is left alone inside a namespace, if it is.
-fn namespace_refusal(host: &Host, name: &str) -> Option<String> {
-    let ns = host.source.netns.as_deref()?;
+/// Why this namespace cannot set sysctl `name`, if it cannot (outside a
+/// network namespace every sysctl is in reach).
+fn out_of_reach(host: &Host, name: &str) -> Option<String> {
+    if !host.in_netns() {
+        return None;
+    }
+    let ns = host.netns_text();
     if READ_ONLY_IN_NETNS.contains(&name) {
         return Some(format!(
-            "{name} is read-only inside network namespace '{ns}' (it mirrors the host's value): set it on the host, without --netns"
+            "read-only inside {ns} (it mirrors the host's value)"
         ));
     }
-    if ROOT_NAMESPACE_ONLY.contains(&name) || !name.starts_with("net.") {
-        return Some(host_wide(ns, name));
+    if ROOT_NAMESPACE_SYSCTLS.contains(&name) {
+        return Some(format!(
+            "{ns} has no such setting: it exists in the host's network namespace only"
+        ));
+    }
+    if !name.starts_with("net.") {
+        return Some(format!("not per network namespace: {ns} cannot change it"));
     }
     None
 }
 
-fn host_wide(ns: &str, what: &str) -> String {
-    format!(
-        "{what} is host-wide, not per network namespace: not changed from inside '{ns}'; plan it without --netns"
-    )
+/// The text `want` asks for given the current one; `Ok(None)` when the
+/// current value satisfies it, `Err(reason)` when it cannot be judged.
+fn wanted(name: &str, current: Option<&str>, want: Want) -> Result<Option<String>, String> {
+    let number = current.and_then(|c| c.trim().parse::<u64>().ok());
+    let to = match want {
+        Want::AtLeast(n) => match number {
+            Some(c) if c >= n => return Ok(None),
+            _ => n.to_string(),
+        },
+        Want::Exactly(text) => text,
+        Want::BitsSet(bits) => match number {
+            Some(c) if c & bits == bits => return Ok(None),
+            Some(c) => (c | bits).to_string(),
+            None => bits.to_string(),
+        },
+        Want::MaxAtLeast(n) => {
+            let current = current.unwrap_or_default();
+            let fields: Vec<u64> = current
+                .split_whitespace()
+                .filter_map(|f| f.parse().ok())
+                .collect();
+            match fields[..] {
+                [min, default, max] => {
+                    // A triple out of order (default above max) is what
+                    // doctor's tcp.buffers-inconsistent reports: sort it.
+                    let mut wanted = [min, default, max.max(n)];
+                    wanted.sort_unstable();
+                    if wanted == [min, default, max] {
+                        return Ok(None);
+                    }
+                    format!("{} {} {}", wanted[0], wanted[1], wanted[2])
+                }
+                _ => {
+                    return Err(format!(
+                        "{name} is '{current}', not three numbers: left alone"
+                    ))
+                }
+            }
+        }
+    };
+    Ok(Some(to))
 }
 
 fn sysctl(d: &mut Draft, host: &Host, name: &str, want: Want, reason: String) {
     let target = Target::sysctl(name);
-    if let Some(why) = namespace_refusal(host, name) {
-        d.skip(KERNEL_GROUP, &target, &why);
+    if let Some(why) = out_of_reach(host, name) {
+        // The host's value where it can be seen (a mirror, or read before
+        // entering --netns); unseen, the profile's value is named anyway.
+        let from = host.sysctl_or_host(name);
+        match wanted(name, from, want) {
+            Ok(Some(to)) if !from.is_some_and(|f| same_value(&target, f, &to)) => {
+                d.host_wide(target, from, to, reason, &why)
+            }
+            Ok(_) => {}
+            Err(why) => d.skip(KERNEL_GROUP, &target, &why),
+        }
         return;
     }
     let Some(current) = host.sysctls.get(name) else {
@@ -249,46 +311,11 @@ fn sysctl(d: &mut Draft, host: &Host, name: &str, want: Want, reason: String) {
         );
         return;
     };
-    let number = current.trim().parse::<u64>().ok();
-    let to = match want {
-        Want::AtLeast(n) => match number {
-            Some(c) if c >= n => return,
-            _ => n.to_string(),
-        },
-        Want::Exactly(text) => text,
-        Want::BitsSet(bits) => match number {
-            Some(c) if c & bits == bits => return,
-            Some(c) => (c | bits).to_string(),
-            None => bits.to_string(),
-        },
-        Want::MaxAtLeast(n) => {
-            let fields: Vec<u64> = current
-                .split_whitespace()
-                .filter_map(|f| f.parse().ok())
-                .collect();
-            match fields[..] {
-                [min, default, max] => {
-                    // A triple out of order (default above max) is what
-                    // doctor's tcp.buffers-inconsistent reports: sort it.
-                    let mut wanted = [min, default, max.max(n)];
-                    wanted.sort_unstable();
-                    if wanted == [min, default, max] {
-                        return;
-                    }
-                    format!("{} {} {}", wanted[0], wanted[1], wanted[2])
-                }
-                _ => {
-                    d.skip(
-                        KERNEL_GROUP,
-                        &target,
-                        &format!("{name} is '{current}', not three numbers: left alone"),
-                    );
-                    return;
-                }
-            }
-        }
-    };
-    d.want(KERNEL_GROUP, target, current, to, reason);
+    match wanted(name, Some(current), want) {
+        Ok(Some(to)) => d.want(KERNEL_GROUP, target, current, to, reason),
+        Ok(None) => {}
+        Err(why) => d.skip(KERNEL_GROUP, &target, &why),
+    }
 }
 
 /// Buffers from bandwidth x RTT per stream, rounded up to a tier.
@@ -343,14 +370,34 @@ fn buffers(d: &mut Draft, host: &Host, opts: &PlanOptions, ifaces: &[&Interface]
         };
         sysctl(d, host, core, Want::AtLeast(cap), why);
     }
-    sysctl(
-        d,
-        host,
-        "net.ipv4.tcp_rmem",
-        Want::MaxAtLeast(tcp_max),
-        why.clone(),
-    );
-    sysctl(d, host, "net.ipv4.tcp_wmem", Want::MaxAtLeast(tcp_max), why);
+    for (core, tcp) in [
+        ("net.core.rmem_max", "net.ipv4.tcp_rmem"),
+        ("net.core.wmem_max", "net.ipv4.tcp_wmem"),
+    ] {
+        let (max, why) = within_socket_cap(host, core, tcp_max, &why);
+        sysctl(d, host, tcp, Want::MaxAtLeast(max), why);
+    }
+}
+
+/// The autotuning maximum, held to the socket cap `core` where this
+/// namespace cannot raise the cap: tcp_rmem above rmem_max is the
+/// contradiction doctor's tcp.buffers-inconsistent reports, and inside a
+/// namespace only the host can lift it (the plan names that as host-wide).
+fn within_socket_cap(host: &Host, core: &str, tcp_max: u64, why: &str) -> (u64, String) {
+    let cap = out_of_reach(host, core)
+        .and(host.sysctl_or_host(core))
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    match cap {
+        Some(cap) if cap < tcp_max => (
+            cap,
+            format!(
+                "{why}; held to {core} ({}), which only the host can raise: set it there (see host-wide) and plan again for {}",
+                format_bytes(cap),
+                format_bytes(tcp_max)
+            ),
+        ),
+        _ => (tcp_max, why.to_string()),
+    }
 }
 
 /// The largest field of a `min default max` sysctl (the maximum, also
@@ -412,14 +459,6 @@ fn congestion_control(d: &mut Draft, host: &Host, wanted: &str, reason: &str) {
 
 /// The performance governor on the network CPUs that have cpufreq.
 fn governor(d: &mut Draft, host: &Host, cpus: &[u32], reason: &str) {
-    if let Some(ns) = &host.source.netns {
-        d.skip(
-            KERNEL_GROUP,
-            &Target::Cpufreq,
-            &host_wide(ns, "the CPU frequency governor"),
-        );
-        return;
-    }
     if host.cpufreq.governors.is_empty() {
         d.skip(
             KERNEL_GROUP,
@@ -435,14 +474,29 @@ fn governor(d: &mut Draft, host: &Host, cpus: &[u32], reason: &str) {
             .iter()
             .find(|(_, list)| list.contains(&cpu))
         {
-            d.want(
-                KERNEL_GROUP,
+            cpu_setting(
+                d,
+                host,
                 Target::Governor(cpu),
                 current,
                 GOVERNOR.to_string(),
                 reason.to_string(),
             );
         }
+    }
+}
+
+/// A CPU setting (governor, haltpoll): changed here, or inside a network
+/// namespace named as host-wide (CPUs are the host's).
+fn cpu_setting(d: &mut Draft, host: &Host, target: Target, from: &str, to: String, reason: String) {
+    if !host.in_netns() {
+        d.want(KERNEL_GROUP, target, from, to, reason);
+    } else if !same_value(&target, from, &to) {
+        let why = format!(
+            "CPU settings are the host's: {} cannot change them",
+            host.netns_text()
+        );
+        d.host_wide(target, Some(from), to, reason, &why);
     }
 }
 
@@ -455,19 +509,12 @@ fn halt_poll(d: &mut Draft, host: &Host) {
     let Some(current) = host.cpuidle.guest_halt_poll_ns else {
         return;
     };
-    if let Some(ns) = &host.source.netns {
-        d.skip(
-            KERNEL_GROUP,
-            &target,
-            &host_wide(ns, "haltpoll's guest_halt_poll_ns"),
-        );
-        return;
-    }
     if current >= HALT_POLL_NS {
         return;
     }
-    d.want(
-        KERNEL_GROUP,
+    cpu_setting(
+        d,
+        host,
         target,
         &current.to_string(),
         HALT_POLL_NS.to_string(),

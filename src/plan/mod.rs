@@ -122,6 +122,20 @@ pub struct Skipped {
     pub group: String,
 }
 
+/// A host-wide value the profile wants that a network namespace cannot
+/// set (it exists in the host's namespace only, or is a read-only mirror of
+/// the host's value): it is set on the host, with [`Plan::host_command`].
+/// Each is also in `skipped`, whose reason names the command.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostWide {
+    pub target: Target,
+    /// The host's value, when it can be seen from here.
+    pub from: Option<String>,
+    /// The value the profile wants.
+    pub to: String,
+    pub reason: String,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Plan {
     pub profile: Profile,
@@ -139,6 +153,13 @@ pub struct Plan {
     /// whoever reads the host; `None` in a plan computed from a model alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub made_for: Option<saved::MadeFor>,
+    /// Inside a network namespace: the host-wide values the profile wants
+    /// that only the host can set.
+    #[serde(default)]
+    pub host_wide: Vec<HostWide>,
+    /// The shell command that sets every `host_wide` value, run on the host.
+    #[serde(default)]
+    pub host_command: Option<String>,
 }
 
 /// The group of host-wide settings.
@@ -159,11 +180,12 @@ pub fn plan(host: &Host, opts: &PlanOptions) -> anyhow::Result<Plan> {
     let ifaces = select_interfaces(host, &opts.ifaces)?;
     let mut draft = Draft::default();
     if ifaces.is_empty() {
-        draft.skip(
-            KERNEL_GROUP,
-            &Target::Interfaces,
-            "no physical interface is up: only host-wide settings are planned; name interfaces with --iface",
-        );
+        let none = if host.in_netns() {
+            "no interface but lo is up in this network namespace: only its sysctls are planned; name interfaces with --iface"
+        } else {
+            "no physical interface is up: only host-wide settings are planned; name interfaces with --iface"
+        };
+        draft.skip(KERNEL_GROUP, &Target::Interfaces, none);
     }
     let mut load = cpus::Load::new();
     for iface in &ifaces {
@@ -180,17 +202,28 @@ pub fn plan(host: &Host, opts: &PlanOptions) -> anyhow::Result<Plan> {
         changes: draft.changes,
         skipped: draft.skipped,
         made_for: None,
+        host_command: render::host_command(&draft.host_wide),
+        host_wide: draft.host_wide,
     })
 }
 
-/// The interfaces to tune: the named ones (each must exist), or every
-/// physical interface that is up, in name order.
+/// The interfaces to tune: the named ones (each must exist), or by
+/// default, in name order: on the host, every physical interface that is
+/// up; inside a network namespace (a container's), every interface that
+/// is up but `lo`, virtual ones too: there a veth is the container's NIC.
 fn select_interfaces<'h>(host: &'h Host, names: &[String]) -> anyhow::Result<Vec<&'h Interface>> {
     if names.is_empty() {
+        let in_netns = host.in_netns();
         let mut up: Vec<&Interface> = host
             .interfaces
             .iter()
-            .filter(|i| i.physical && i.operstate.as_deref() == Some("up"))
+            .filter(|i| {
+                if in_netns {
+                    i.name != "lo" && !i.is_down()
+                } else {
+                    i.physical && i.operstate.as_deref() == Some("up")
+                }
+            })
             .collect();
         up.sort_by(|a, b| a.name.cmp(&b.name));
         return Ok(up);
@@ -221,6 +254,7 @@ fn select_interfaces<'h>(host: &'h Host, names: &[String]) -> anyhow::Result<Vec
 struct Draft {
     changes: Vec<Change>,
     skipped: Vec<Skipped>,
+    host_wide: Vec<HostWide>,
 }
 
 impl Draft {
@@ -235,6 +269,30 @@ impl Draft {
             to,
             reason,
             group: group.to_string(),
+        });
+    }
+
+    /// A value only the host can set: named in `host_wide`, and left alone
+    /// here with the command that sets it there. `why` says why this
+    /// namespace cannot.
+    fn host_wide(
+        &mut self,
+        target: Target,
+        from: Option<&str>,
+        to: String,
+        reason: String,
+        why: &str,
+    ) {
+        let skip = format!(
+            "host-wide: {why}; set it on the host: {}",
+            render::set_command(&target, &to)
+        );
+        self.skip(KERNEL_GROUP, &target, &skip);
+        self.host_wide.push(HostWide {
+            target,
+            from: from.map(|f| f.trim().to_string()),
+            to,
+            reason,
         });
     }
 

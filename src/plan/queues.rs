@@ -6,11 +6,12 @@ use std::collections::BTreeMap;
 
 use super::cpus::{assign_queues, nic_node_cpus, preference_order, Load};
 use super::driver::channels_change;
-use super::kernel::rfs_entries;
+use super::kernel::{flow_table, FlowTable};
 use super::target::{RxFile, Target, TxFile};
+use super::values::RFS_ENTRIES;
 use super::{Draft, PlanOptions, Profile};
 use crate::base::cpuset::{format_list, format_mask};
-use crate::host::{Host, Interface, VectorRole};
+use crate::host::{Host, Interface, RxQueue, VectorRole};
 
 pub(super) fn plan_queues(
     d: &mut Draft,
@@ -23,6 +24,10 @@ pub(super) fn plan_queues(
     let group = iface.name.as_str();
     if opts.profile == Profile::Baseline {
         baseline(d, iface);
+        return;
+    }
+    if !iface.physical {
+        virtual_queues(d, host, iface, opts, cpus);
         return;
     }
     // A new queue count makes new queues (and IRQs) that this host model
@@ -198,7 +203,7 @@ fn rps(
     } else {
         "the network CPUs"
     };
-    let entries = rfs_entries(host);
+    let table = flow_table(host);
     for q in &iface.rx_queues {
         let file = |file: RxFile| Target::rx(group, q.index, file);
         match &q.rps_cpus {
@@ -232,25 +237,99 @@ fn rps(
                 "no rps_cpus: the kernel is built without RPS",
             ),
         }
-        if let Some(current) = q.rps_flow_cnt {
-            let share = entries / n_rx.max(1) as u64;
-            let count = share.max(1).next_power_of_two();
-            let rounding = if count == share {
-                String::new()
-            } else {
-                format!(", which the kernel rounds up to {count}")
-            };
-            d.want(
+        flow_count(d, iface, q, table);
+    }
+}
+
+/// A virtual interface's queues. One that receives on its own (veth, tun)
+/// has no hardware queue and no interrupt: its packets are processed on
+/// the CPU that sent them unless RPS spreads them, whatever its queue
+/// count, so RPS covers every RX queue. XPS is left as it is: there is no
+/// transmit interrupt to keep local. One whose packets arrive through
+/// another interface (bridge, bond, VLAN, macvlan, tunnel) is left alone:
+/// that interface's steering has already chosen the CPU.
+fn virtual_queues(d: &mut Draft, host: &Host, iface: &Interface, opts: &PlanOptions, cpus: &[u32]) {
+    let group = iface.name.as_str();
+    if let Some(kind) = iface.carried_kind() {
+        d.skip(
+            group,
+            &Target::queues(group),
+            &format!(
+                "a {kind}: its packets reach it through another interface, whose RPS has already chosen their CPU; RPS here would add a second cross-CPU hop: tune that interface (the veth or the NIC under it)"
+            ),
+        );
+        return;
+    }
+    if !matches!(
+        opts.profile,
+        Profile::Pps | Profile::Latency | Profile::Http
+    ) {
+        return;
+    }
+    let kind = iface.driver.as_deref().unwrap_or("a virtual interface");
+    let table = flow_table(host);
+    for q in &iface.rx_queues {
+        let target = Target::rx(group, q.index, RxFile::RpsCpus);
+        match &q.rps_cpus {
+            Some(current) => d.want(
                 group,
-                file(RxFile::RpsFlowCnt),
-                &current.to_string(),
-                count.to_string(),
+                target,
+                &format_mask(current),
+                format_mask(cpus),
                 format!(
-                    "RFS: {entries} flow entries / {n_rx} RX queue(s) = {share}{rounding} (scaling.rst)"
+                    "RPS: {kind} has no hardware queue or interrupt, so without RPS its packets are processed on the CPU that sent them; spread over the network CPUs {} (scaling.rst)",
+                    format_list(cpus)
+                ),
+            ),
+            None => d.skip(group, &target, "no rps_cpus: the kernel is built without RPS"),
+        }
+        flow_count(d, iface, q, table);
+    }
+}
+
+/// RFS: the queue's share of the socket flow table, where there is one.
+fn flow_count(d: &mut Draft, iface: &Interface, q: &RxQueue, table: FlowTable) {
+    let Some(current) = q.rps_flow_cnt else {
+        return;
+    };
+    let group = iface.name.as_str();
+    let target = Target::rx(group, q.index, RxFile::RpsFlowCnt);
+    let n_rx = iface.rx_queues.len();
+    let (entries, whose, caveat) = match table {
+        FlowTable::Here(n) => (n, "", ""),
+        FlowTable::Host(n) if n > 0 => (n, "the host's ", ""),
+        FlowTable::Host(_) => {
+            d.skip(
+                group,
+                &target,
+                &format!(
+                    "RFS needs the socket flow table, and net.core.rps_sock_flow_entries is 0 on the host, which a network namespace cannot raise: set it on the host (sysctl -w net.core.rps_sock_flow_entries={RFS_ENTRIES}), then plan again"
                 ),
             );
+            return;
         }
-    }
+        FlowTable::Unseen => (
+            RFS_ENTRIES,
+            "",
+            "; steers only once the host sets net.core.rps_sock_flow_entries, which this network namespace cannot see",
+        ),
+    };
+    let share = entries / n_rx.max(1) as u64;
+    let count = share.max(1).next_power_of_two();
+    let rounding = if count == share {
+        String::new()
+    } else {
+        format!(", which the kernel rounds up to {count}")
+    };
+    d.want(
+        group,
+        target,
+        &current.to_string(),
+        count.to_string(),
+        format!(
+            "RFS: {whose}{entries} flow entries / {n_rx} RX queue(s) = {share}{rounding} (scaling.rst){caveat}"
+        ),
+    );
 }
 
 /// Kernel defaults per queue: RPS and RFS off.

@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use super::{Change, Plan, Target, KERNEL_GROUP};
+use super::{Change, HostWide, Plan, Skipped, Target, KERNEL_GROUP};
 use crate::base::cpuset::format_list;
 use crate::base::driver::DriverSetting;
 
@@ -84,28 +84,81 @@ pub fn text(plan: &Plan, place: &str) -> String {
             );
         }
     }
-    if !plan.skipped.is_empty() {
+    if !plan.host_wide.is_empty() {
+        host_wide_text(o, plan, place);
+    }
+    let left: Vec<&Skipped> = plan
+        .skipped
+        .iter()
+        .filter(|s| !plan.host_wide.iter().any(|h| h.target == s.target))
+        .collect();
+    if !left.is_empty() {
         let _ = writeln!(o, "\nleft alone");
-        for s in &plan.skipped {
-            let name = s.target.short_name();
-            let label = if s.group == KERNEL_GROUP {
-                name
-            } else {
-                format!("{} {name}", s.group)
-            };
-            let _ = writeln!(o, "  {label}: {}", s.reason);
+        // Targets of one group left alone for the same reason share a line.
+        let mut lines: Vec<(&str, Vec<String>, &str)> = Vec::new();
+        for s in &left {
+            match lines.last_mut() {
+                Some((group, names, reason)) if *group == s.group && *reason == s.reason => {
+                    names.push(s.target.short_name())
+                }
+                _ => lines.push((&s.group, vec![s.target.short_name()], &s.reason)),
+            }
         }
+        for (group, names, reason) in lines {
+            let names = names.join(", ");
+            let label = if group == KERNEL_GROUP {
+                names
+            } else {
+                format!("{group} {names}")
+            };
+            let _ = writeln!(o, "  {label}: {reason}");
+        }
+    }
+    let on_host = if plan.host_wide.is_empty() {
+        String::new()
+    } else {
+        format!(", {} to set on the host", plan.host_wide.len())
+    };
+    let _ = writeln!(
+        o,
+        "\n{} change(s), {} left alone{on_host}.",
+        plan.changes.len(),
+        left.len()
+    );
+    out
+}
+
+/// The host-wide values, named once, with the command that sets them.
+fn host_wide_text(o: &mut String, plan: &Plan, place: &str) {
+    let _ = writeln!(o, "\nhost-wide: {place} cannot set these; on the host, run");
+    if let Some(command) = &plan.host_command {
+        let _ = writeln!(o, "  {command}");
     }
     if let Some(warning) = &plan.irqbalance {
         let _ = writeln!(o, "\nwarning: {}", warning.note);
     }
     let _ = writeln!(
         o,
-        "\n{} change(s), {} left alone.",
-        plan.changes.len(),
-        plan.skipped.len()
+        "  (or `nettune apply --profile {}` there, without --netns, which also tunes the host's own interfaces)",
+        plan.profile.name()
     );
-    out
+    let rows: Vec<(String, String)> = plan
+        .host_wide
+        .iter()
+        .map(|h| {
+            let from = h.from.as_deref().map_or("(not visible here)", shown);
+            (h.target.short_name(), format!("{from} -> {}", shown(&h.to)))
+        })
+        .collect();
+    let name_width = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
+    let diff_width = rows.iter().map(|r| r.1.len()).max().unwrap_or(0);
+    for ((name, diff), h) in rows.iter().zip(&plan.host_wide) {
+        let _ = writeln!(
+            o,
+            "  {name:<name_width$}  {diff:<diff_width$}  {}",
+            h.reason
+        );
+    }
 }
 
 /// `[irqbalance runs: ...]` after an IRQ change while irqbalance runs.
@@ -135,20 +188,24 @@ fn quote(value: &str) -> String {
 
 /// The shell command that makes one change.
 pub fn command(change: &Change) -> String {
-    let target = &change.target;
+    set_command(&change.target, &change.to)
+}
+
+/// The shell command that sets `target` to `to`.
+pub fn set_command(target: &Target, to: &str) -> String {
     if let Some(name) = target.sysctl_name() {
-        return format!("sysctl -w {name}={}", quote(&change.to));
+        return format!("sysctl -w {name}={}", quote(to));
     }
     if let Some(path) = target.path() {
-        return format!("echo {} > {}", quote(&change.to), quote(&path));
+        return format!("echo {} > {}", quote(to), quote(&path));
     }
     match target {
-        Target::Driver { iface, key } => match DriverSetting::parse(key, &change.to) {
+        Target::Driver { iface, key } => match DriverSetting::parse(key, to) {
             Ok(setting) => setting.ethtool_command(iface),
             Err(e) => format!("# {target}: {e}"),
         },
         Target::RootQdisc { iface } => {
-            format!("tc qdisc replace dev {iface} root {}", change.to)
+            format!("tc qdisc replace dev {iface} root {to}")
         }
         // No shell tool sets a NAPI by queue: napi-set takes the NAPI id,
         // which the script cannot know ahead of time.
@@ -156,13 +213,33 @@ pub fn command(change: &Change) -> String {
             "# {target}: no shell command sets a NAPI by queue; by hand: ynl --family netdev \
              --do napi-set --json '{{\"id\": ID, \"{key}\": {}}}' with ID the NAPI of {iface} \
              rx queue {queue} (ynl --family netdev --dump queue-get), or nettune apply",
-            change.to
+            to
         ),
         Target::RssIndirection { .. } | Target::NtupleRule { .. } | Target::XdpProgram { .. } => {
-            super::steer::command(change)
+            super::steer::command(target, to)
         }
         _ => format!("# {target}: no command known"),
     }
+}
+
+/// One command line that sets every host-wide value on the host: the
+/// sysctls in one `sysctl -w`, files with `echo`. `None` when there are none.
+pub fn host_command(values: &[HostWide]) -> Option<String> {
+    let sysctls: Vec<String> = values
+        .iter()
+        .filter_map(|v| Some(format!("{}={}", v.target.sysctl_name()?, quote(&v.to))))
+        .collect();
+    let mut parts = Vec::new();
+    if !sysctls.is_empty() {
+        parts.push(format!("sysctl -w {}", sysctls.join(" ")));
+    }
+    parts.extend(
+        values
+            .iter()
+            .filter(|v| v.target.sysctl_name().is_none())
+            .map(|v| set_command(&v.target, &v.to)),
+    );
+    (!parts.is_empty()).then(|| parts.join(" && "))
 }
 
 /// A shell script with the same effect as the plan, for review.
@@ -206,6 +283,12 @@ pub fn shell(plan: &Plan, place: &str, netns: Option<&str>) -> String {
             );
             let _ = writeln!(o, "{}", command(change));
         }
+    }
+    if let Some(command) = &plan.host_command {
+        let _ = writeln!(
+            o,
+            "\n# host-wide: {place} cannot set these; run on the host itself:\n# {command}"
+        );
     }
     out
 }

@@ -198,6 +198,8 @@ mod tests {
             skipped: Vec::new(),
             made_for: Some(here()),
             irqbalance: None,
+            host_wide: Vec::new(),
+            host_command: None,
         }
     }
 

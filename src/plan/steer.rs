@@ -350,11 +350,11 @@ fn ethtool_rule(rule: &NtupleRule) -> String {
 
 /// The `ethtool` command with the effect of a steering change (for
 /// `--format sh` and the dry-run's notes).
-pub fn command(change: &Change) -> String {
-    match &change.target {
+pub fn command(target: &Target, to: &str) -> String {
+    match target {
         Target::RssIndirection { iface } => {
-            let Ok(table) = flow::parse_table(&change.to) else {
-                return format!("# {}: not a table", change.target);
+            let Ok(table) = flow::parse_table(to) else {
+                return format!("# {}: not a table", target);
             };
             let rings = table.iter().max().map_or(0, |m| m + 1);
             if table == flow::default_table(table.len() as u32, rings) {
@@ -365,18 +365,15 @@ pub fn command(change: &Change) -> String {
                 let words: Vec<String> = weights.iter().map(ToString::to_string).collect();
                 return format!("ethtool -X {iface} weight {}", words.join(" "));
             }
-            format!(
-                "# {}: no ethtool -X command writes this table",
-                change.target
-            )
+            format!("# {}: no ethtool -X command writes this table", target)
         }
         Target::NtupleRule { iface, location } => {
-            if change.to == crate::apply::NO_RULE {
+            if to == crate::apply::NO_RULE {
                 return format!("ethtool -N {iface} delete {location}");
             }
-            match NtupleRule::parse_value(*location, &change.to) {
+            match NtupleRule::parse_value(*location, to) {
                 Ok(rule) => format!("ethtool -N {iface} {} loc {location}", ethtool_rule(&rule)),
-                Err(e) => format!("# {}: {e}", change.target),
+                Err(e) => format!("# {}: {e}", target),
             }
         }
         Target::XdpProgram { iface, id } => {

@@ -135,6 +135,7 @@ fn build(t: &Topology) -> Host {
                 ifindex: Some(i as u32 + 2),
                 driver: Some("synthetic".to_string()),
                 physical: true,
+                devtype: None,
                 mtu: Some(1500),
                 speed_mbps: Some(25_000),
                 operstate: Some("up".to_string()),
@@ -205,6 +206,7 @@ fn build(t: &Topology) -> Host {
         conntrack: Default::default(),
         counters: Default::default(),
         sources: Vec::new(),
+        host_sysctls: BTreeMap::new(),
     }
 }
 

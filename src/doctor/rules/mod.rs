@@ -87,14 +87,11 @@ fn sysctl_targets(names: &[&str]) -> Vec<Target> {
 /// physically down, and backed by a device unless `--all` or `--netns`
 /// (inside a namespace the veth IS the interface that matters).
 fn judged_interfaces<'a>(ctx: &Context<'a>) -> impl Iterator<Item = &'a Interface> {
-    let all = ctx.all_interfaces || ctx.host.source.netns.is_some();
-    ctx.host.interfaces.iter().filter(move |i| {
-        let down = matches!(
-            i.operstate.as_deref(),
-            Some("down" | "lowerlayerdown" | "notpresent")
-        );
-        i.name != "lo" && !down && (i.physical || all)
-    })
+    let all = ctx.all_interfaces || ctx.host.in_netns();
+    ctx.host
+        .interfaces
+        .iter()
+        .filter(move |i| i.name != "lo" && !i.is_down() && (i.physical || all))
 }
 
 /// A queue IRQ that carries receive work (an RX or combined vector).
@@ -167,8 +164,10 @@ fn plural(n: usize, noun: &str) -> String {
 }
 
 /// A sysctl as one number.
+/// A sysctl as a number: this namespace's, else (inside `--netns`) the
+/// host's value of a host-wide one.
 fn sysctl_u64(host: &Host, name: &str) -> Option<u64> {
-    host.sysctls.get(name)?.trim().parse().ok()
+    host.sysctl_or_host(name)?.trim().parse().ok()
 }
 
 /// A sysctl of several numbers (`tcp_rmem`: min default max).
@@ -197,13 +196,13 @@ impl<'a> Window<'a> {
                 now: &r.after,
                 before: Some(&r.before),
                 seconds: Some(r.seconds),
-                in_netns: ctx.host.source.netns.is_some(),
+                in_netns: ctx.host.in_netns(),
             },
             _ => Window {
                 now: &ctx.host.counters,
                 before: None,
                 seconds: None,
-                in_netns: ctx.host.source.netns.is_some(),
+                in_netns: ctx.host.in_netns(),
             },
         }
     }

@@ -140,7 +140,11 @@ fn queue_counts(ch: &Channels) -> (u32, u32) {
 fn rps_off(host: &Host, plans: &Plans, iface: &Interface, out: &mut Vec<Finding>) {
     let queues = iface.rx_queues.len();
     let eligible = eligible_cpus(host);
-    if queues == 0 || queues >= eligible.len() {
+    // A virtual interface's queues are not hardware queues: without RPS
+    // its packets stay on the sending CPU however many it has. One stacked
+    // on another interface (a bridge, a VLAN) gets its CPU from that one.
+    let software = !iface.physical;
+    if queues == 0 || (!software && queues >= eligible.len()) || iface.carried_kind().is_some() {
         return;
     }
     let all_off = iface
@@ -194,17 +198,30 @@ fn rps_off(host: &Host, plans: &Plans, iface: &Interface, out: &mut Vec<Finding>
     out.push(Finding {
         id: "rps.off",
         severity: Severity::Warn,
-        title: format!(
-            "{}: {count} for {} CPUs and RPS off",
-            iface.name,
-            eligible.len()
-        ),
-        evidence: format!(
-            "{} has {count} for {} CPUs that can take network work, and rps_cpus is 0 on \
-             {queue_text}",
-            iface.name,
-            eligible.len()
-        ),
+        title: if software {
+            format!("{}: virtual interface with RPS off", iface.name)
+        } else {
+            format!(
+                "{}: {count} for {} CPUs and RPS off",
+                iface.name,
+                eligible.len()
+            )
+        },
+        evidence: if software {
+            format!(
+                "{} is virtual ({}): no hardware queue or interrupt spreads its packets, which \
+                 are processed on the CPU that sent them, and rps_cpus is 0 on {queue_text}",
+                iface.name,
+                iface.driver.as_deref().unwrap_or("no driver named")
+            )
+        } else {
+            format!(
+                "{} has {count} for {} CPUs that can take network work, and rps_cpus is 0 on \
+                 {queue_text}",
+                iface.name,
+                eligible.len()
+            )
+        },
         why: WHY_RPS.to_string(),
         fix: format!(
             "Write {mask} ({node}) to /sys/class/net/{}/queues/rx-N/rps_cpus of every RX queue, \
