@@ -85,7 +85,7 @@ pub fn text(plan: &Plan, place: &str) -> String {
         }
     }
     if !plan.host_wide.is_empty() {
-        host_wide_text(o, plan, place);
+        host_wide_text(o, plan);
     }
     let left: Vec<&Skipped> = plan
         .skipped
@@ -129,8 +129,11 @@ pub fn text(plan: &Plan, place: &str) -> String {
 }
 
 /// The host-wide values, named once, with the command that sets them.
-fn host_wide_text(o: &mut String, plan: &Plan, place: &str) {
-    let _ = writeln!(o, "\nhost-wide: {place} cannot set these; on the host, run");
+fn host_wide_text(o: &mut String, plan: &Plan) {
+    let _ = writeln!(
+        o,
+        "\nhost-wide: a network namespace cannot set these; on the host, run"
+    );
     if let Some(command) = &plan.host_command {
         let _ = writeln!(o, "  {command}");
     }
@@ -287,7 +290,7 @@ pub fn shell(plan: &Plan, place: &str, netns: Option<&str>) -> String {
     if let Some(command) = &plan.host_command {
         let _ = writeln!(
             o,
-            "\n# host-wide: {place} cannot set these; run on the host itself:\n# {command}"
+            "\n# host-wide: a network namespace cannot set these; run on the host itself:\n# {command}"
         );
     }
     out

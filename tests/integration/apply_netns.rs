@@ -319,3 +319,151 @@ fn apply_names_the_missing_interface_in_the_namespace() {
             .starts_with("state-")
     }));
 }
+
+#[test]
+fn apply_without_iface_tunes_the_namespaces_veths_and_names_what_the_host_must_set() {
+    if skip_unless_root("apply_without_iface_tunes_the_namespaces_veths") {
+        return;
+    }
+    // a: 4 RX queues (more than the CPUs of a small VM: RPS all the same),
+    // b: 1 RX queue.
+    let (ns, a, b) = veth_namespace("dflt");
+    ns.wait_up(&[&a, &b]);
+    let state = tempfile::tempdir().expect("state dir");
+    let state_dir = state.path().to_str().expect("path");
+    let host_before = root_ns_sysctls();
+    let v = run_json(&[
+        "apply",
+        "--profile",
+        "pps",
+        "--netns",
+        &ns.name,
+        "--state-dir",
+        state_dir,
+        "--json",
+    ]);
+    assert_eq!(v["applied"], true, "{v:#}");
+    let changed: Vec<&str> = v["state"]["changes"]
+        .as_array()
+        .expect("changes")
+        .iter()
+        .filter(|c| c["outcome"] == "changed")
+        .map(|c| c["target"].as_str().expect("target"))
+        .collect();
+    for (iface, queues) in [(&a, 4), (&b, 1)] {
+        for q in 0..queues {
+            let t = format!("/sys/class/net/{iface}/queues/rx-{q}/rps_cpus");
+            assert!(changed.contains(&t.as_str()), "{t} not in {changed:?}");
+        }
+    }
+    // Every CPU in every RX queue's RPS mask, as inspect reads it back.
+    let after = inspect(&ns.name);
+    let online: Vec<u64> = parse_list(
+        fs::read_to_string("/sys/devices/system/cpu/online")
+            .expect("online")
+            .trim(),
+    )
+    .expect("list")
+    .into_iter()
+    .map(u64::from)
+    .collect();
+    for iface in after["interfaces"].as_array().expect("interfaces") {
+        if iface["name"] == "lo" {
+            continue;
+        }
+        for q in iface["rx_queues"].as_array().expect("rx") {
+            assert_eq!(ids(&q["rps_cpus"]), online, "{iface}");
+        }
+    }
+    // The host-wide values are named, with the command for the host, and
+    // none was changed.
+    let command = v["host_command"].as_str().expect("host_command");
+    assert!(command.starts_with("sysctl -w "), "{command}");
+    assert!(
+        command.contains("net.core.netdev_max_backlog="),
+        "{command}"
+    );
+    assert_eq!(root_ns_sysctls(), host_before);
+
+    // The human output says it once, after what was applied.
+    let (code, out, err) = run(&["rollback", "--state-dir", state_dir]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("rolled back"), "{out}");
+    let (code, out, err) = run(&[
+        "apply",
+        "--profile",
+        "pps",
+        "--netns",
+        &ns.name,
+        "--state-dir",
+        state_dir,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.matches("not applied, host-wide").count(), 1, "{out}");
+    assert!(out.contains(command), "{out}");
+}
+
+#[test]
+fn a_change_the_kernel_refuses_is_reported_and_never_counted_as_applied() {
+    if skip_unless_root("a_change_the_kernel_refuses_is_reported") {
+        return;
+    }
+    let (ns, a, _b) = veth_namespace("refu");
+    let state = tempfile::tempdir().expect("state dir");
+    let state_dir = state.path().to_str().expect("path");
+    let args = [
+        "apply",
+        "--profile",
+        "throughput",
+        "--netns",
+        &ns.name,
+        "--iface",
+        &a,
+        "--state-dir",
+        state_dir,
+        "--json",
+    ];
+    let v = run_json(&args);
+    let entries = v["state"]["changes"].as_array().expect("changes").clone();
+    let refused: Vec<&Value> = entries
+        .iter()
+        .filter(|c| c["outcome"].get("refused").is_some())
+        .collect();
+    if refused.is_empty() {
+        // fq is in this kernel: nothing to refuse here.
+        skipped(
+            "a_change_the_kernel_refuses_is_reported",
+            "this kernel has the fq qdisc: no change is refused",
+        );
+        return;
+    }
+    let changed = entries.iter().filter(|c| c["outcome"] == "changed").count();
+    assert_eq!(v["changed"], changed, "{v:#}");
+    assert_eq!(v["refused"], refused.len(), "{v:#}");
+    assert!(refused.iter().all(|c| c["target"]
+        .as_str()
+        .is_some_and(|t| t.starts_with("qdisc:"))));
+    // The qdisc is as it was.
+    let after = inspect(&ns.name);
+    for iface in after["interfaces"].as_array().expect("interfaces") {
+        assert_ne!(iface["root_qdisc"]["kind"], "fq", "{iface}");
+    }
+    // history and rollback count only what was changed.
+    let history = run_json(&["history", "--state-dir", state_dir, "--json"]);
+    assert_eq!(history[0]["changes"], changed, "{history:#}");
+    assert_eq!(history[0]["refused"], refused.len(), "{history:#}");
+    let (code, out, err) = run(&["rollback", "--state-dir", state_dir]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains(&format!("{changed} change(s)")), "{out}");
+    // Applied again, only the refused change is left: nothing is applied,
+    // and the text says the kernel refused it.
+    let (code, out, err) = run(&args[..args.len() - 1]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("refused by the kernel, not applied"), "{out}");
+    let (code, out, _) = run(&args[..args.len() - 1]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("the kernel refused every planned change") && !out.contains("applied profile"),
+        "{out}"
+    );
+}

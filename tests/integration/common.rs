@@ -145,6 +145,25 @@ impl Netns {
         self.ip(&["link", "set", b, "up"]);
     }
 
+    /// Wait (at most 3 s) until the kernel reports these links up:
+    /// operstate follows `ip link set up` with a delay.
+    pub fn wait_up(&self, links: &[&str]) {
+        for _ in 0..60 {
+            let up = links.iter().all(|link| {
+                Command::new("ip")
+                    .args(["netns", "exec", &self.name, "cat"])
+                    .arg(format!("/sys/class/net/{link}/operstate"))
+                    .output()
+                    .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "up")
+            });
+            if up {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        panic!("{links:?} not up in {}", self.name);
+    }
+
     /// Run `f` on a thread inside the namespace; sockets it opens belong there.
     pub fn inside<T: Send>(&self, f: impl FnOnce() -> T + Send) -> T {
         let path = format!("/run/netns/{}", self.name);

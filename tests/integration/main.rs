@@ -26,6 +26,7 @@ mod nic;
 mod nic_set;
 mod partial_hosts;
 mod plan;
+mod plan_netns;
 mod plan_props;
 mod product_text;
 mod serve;

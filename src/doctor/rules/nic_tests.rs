@@ -40,6 +40,45 @@ fn rps_off_uses_the_nic_node_and_points_at_more_queues() {
 }
 
 #[test]
+fn rps_off_fires_on_a_multi_queue_veth_in_a_namespace_but_not_on_a_bridge() {
+    // Inside a namespace: a veth with 4 queues for 2 CPUs. Its queues are
+    // not hardware queues: RPS is off, and pps plans it on all four.
+    let mut host = vm_2cpu_single_queue();
+    host.source.netns = Some("blue".to_string());
+    let veth = iface(&mut host, "eth0");
+    veth.physical = false;
+    veth.driver = Some("veth".into());
+    veth.irq_vectors.clear();
+    let q = veth.rx_queues[0].clone();
+    veth.rx_queues = (0..4)
+        .map(|index| crate::host::RxQueue {
+            index,
+            irq: None,
+            ..q.clone()
+        })
+        .collect();
+    let f = assert_fires(
+        &diagnose(&host),
+        "rps.off",
+        Severity::Warn,
+        &["eth0", "virtual (veth)", "all 4 RX queues"],
+    );
+    assert_eq!(f.profile, Some("pps"));
+    let masks = f
+        .changes
+        .iter()
+        .filter(|c| c.target.to_string().ends_with("/rps_cpus") && c.to == "3")
+        .count();
+    assert_eq!(masks, 4, "{:?}", f.changes);
+    // The same as a bridge: its packets come through its ports, whose RPS
+    // placed them; no finding.
+    let br = iface(&mut host, "eth0");
+    br.driver = Some("bridge".into());
+    br.devtype = Some("bridge".into());
+    none(&diagnose(&host), "rps.off");
+}
+
+#[test]
 fn rps_off_silent_when_on_covered_or_unknown() {
     none(&diagnose(&two_socket_smt_8q()), "rps.off");
     // Queues cover the CPUs: 2 queues on 2 CPUs (redpanda's rule).

@@ -422,6 +422,48 @@ mod tests {
     }
 
     #[test]
+    fn host_wide_counters_are_labelled_so_inside_a_namespace() {
+        let mut host = vm_2cpu_single_queue();
+        host.counters.softnet[1].dropped = 42;
+        let outside = the(&diagnose(&host), "softnet.drops");
+        assert!(
+            !outside.evidence.contains("whole host"),
+            "{}",
+            outside.evidence
+        );
+        // Inside a container (no --netns: the root-namespace-only sysctls
+        // are missing) and inside --netns: softnet_stat is the host's.
+        let mut container = host.clone();
+        for name in crate::host::ROOT_NAMESPACE_SYSCTLS {
+            container.sysctls.remove(*name);
+        }
+        let mut named = container.clone();
+        named.source.netns = Some("blue".to_string());
+        named.host_sysctls.insert(
+            "net.core.netdev_max_backlog".to_string(),
+            "1000".to_string(),
+        );
+        for host in [container, named] {
+            let f = the(&diagnose(&host), "softnet.drops");
+            assert!(
+                f.evidence
+                    .contains("whole host: these counters are not per namespace"),
+                "{}",
+                f.evidence
+            );
+            // The backlog is the host's: no profile applied here changes
+            // it; the fix names the command for the host.
+            assert_eq!((f.profile, f.changes.len()), (None, 0), "{f:?}");
+            assert!(
+                f.fix
+                    .contains("sysctl -w net.core.netdev_max_backlog=10000"),
+                "{}",
+                f.fix
+            );
+        }
+    }
+
+    #[test]
     fn drops_silent_when_none_new_or_unknown() {
         none(&diagnose(&vm_2cpu_single_queue()), "softnet.drops");
         // Old drops since boot, none while sampling.

@@ -1,0 +1,180 @@
+#!/usr/bin/env bash
+# bench/netns-pps.sh: what `nettune apply --profile pps --netns NS` gains in
+# a container-like namespace whose only interface is a veth. A benchmark,
+# not a test: it prints figures and ratios.
+#
+# Two namespaces joined by a veth pair (QUEUES RX/TX queues on each end,
+# default 1; 4 gives the multi-queue case). `nettune bench udp-flood` sends
+# 32-byte packets over FLOWS (16) source ports from one thread pinned to
+# SENDER_CPU (0); `nettune bench udp-sink` receives with one thread pinned to
+# RECEIVER_CPU (1). The figure is the packets per second the sink received.
+#
+# The receiving namespace is measured in three states, taken alternately
+# in every round (the order rotates, so drift on a shared machine hits all
+# alike), ROUNDS (default 7) rounds of DURATION (5) seconds each:
+#   before   nothing applied in the namespace
+#   default  `nettune apply --profile pps --netns NS`        (rolled back after)
+#   iface    `nettune apply --profile pps --netns NS --iface VETH` (rolled back after)
+# Before the rounds, the host-wide values the plan names (its host_command:
+# net.core.rps_sock_flow_entries, which RFS needs, netdev_max_backlog, ...)
+# are set on the host, as the plan tells the user to; every one is restored
+# on exit, also on failure or Ctrl-C. HOST_WIDE=0 leaves the host alone (the
+# plan then leaves RFS out).
+#
+# Reported: the median received Mpps of each state, the median of the
+# per-round ratios default/before and iface/before, and the load average.
+#
+# Needs root (namespaces, sysctls). Everything it creates has a unique name
+# and is removed on exit. Traffic stays between this script's namespaces.
+set -euo pipefail
+
+DURATION=${DURATION:-5}
+ROUNDS=${ROUNDS:-7}
+FLOWS=${FLOWS:-16}
+QUEUES=${QUEUES:-1}
+SENDER_CPU=${SENDER_CPU:-0}
+RECEIVER_CPU=${RECEIVER_CPU:-1}
+HOST_WIDE=${HOST_WIDE:-1}
+LIMIT=$((DURATION + 20)) # hard bound on any one process, seconds
+
+cd "$(dirname "$0")/.."
+command -v ip >/dev/null || { echo "bench/netns-pps.sh needs ip" >&2; exit 2; }
+[ "$(id -u)" = 0 ] || { echo "bench/netns-pps.sh needs root" >&2; exit 2; }
+TAG="np$$"
+NS_TX="${TAG}tx" NS_RX="${TAG}rx"
+VETH_TX="${TAG}t" VETH_RX="${TAG}r"
+WORK=$(mktemp -d)
+STATE="$WORK/state"
+SAVED="$WORK/saved-sysctls"
+: >"$SAVED"
+PIDS=()
+
+cleanup() {
+    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    # Root-namespace values back as they were, last set first.
+    if [ -s "$SAVED" ]; then
+        tac "$SAVED" | while IFS='=' read -r path value; do
+            printf '%s\n' "$value" >"$path" || echo "could not restore $path to $value" >&2
+        done
+    fi
+    for ns in "$NS_TX" "$NS_RX"; do ip netns del "$ns" 2>/dev/null || true; done
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+echo "building nettune (release)..." >&2
+cargo build --release --quiet
+NETTUNE=$PWD/target/release/nettune
+
+ip netns add "$NS_TX"
+ip netns add "$NS_RX"
+for ns in "$NS_TX" "$NS_RX"; do ip -n "$ns" link set lo up; done
+ip link add "$VETH_TX" netns "$NS_TX" numrxqueues "$QUEUES" numtxqueues "$QUEUES" \
+    address 02:00:00:7a:00:01 type veth peer name "$VETH_RX" netns "$NS_RX" \
+    numrxqueues "$QUEUES" numtxqueues "$QUEUES" address 02:00:00:7a:00:02
+ip -n "$NS_TX" addr add 10.122.0.1/24 dev "$VETH_TX"
+ip -n "$NS_RX" addr add 10.122.0.2/24 dev "$VETH_RX"
+ip -n "$NS_TX" link set "$VETH_TX" up
+ip -n "$NS_RX" link set "$VETH_RX" up
+# No ARP in the measurement.
+ip -n "$NS_TX" neigh add 10.122.0.2 lladdr 02:00:00:7a:00:02 dev "$VETH_TX" nud permanent
+# The kernel reports a link up (operstate) up to a second after it is set up.
+for _ in $(seq 50); do
+    [ "$(ip netns exec "$NS_RX" cat "/sys/class/net/$VETH_RX/operstate")" = up ] && break
+    sleep 0.1
+done
+
+# set_host PATH VALUE: write a root-namespace value, remembering the old one.
+set_host() {
+    printf '%s=%s\n' "$1" "$(cat "$1")" >>"$SAVED"
+    printf '%s\n' "$2" >"$1"
+}
+
+# The host-wide values the plan names, set on the host as it says.
+"$NETTUNE" plan --profile pps --netns "$NS_RX" --json >"$WORK/plan.json"
+HOST_COMMAND=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["host_command"] or "")' "$WORK/plan.json")
+if [ "$HOST_WIDE" = 1 ]; then
+    python3 -c '
+import json, sys
+for h in json.load(open(sys.argv[1]))["host_wide"]:
+    print(h["target"], h["to"])' "$WORK/plan.json" | while read -r path value; do
+        case "$path" in
+        /proc/sys/*) set_host "$path" "$value" ;;
+        *) echo "not set (not a sysctl): $path" >&2 ;;
+        esac
+    done
+fi
+
+# run STATE: one measurement; prints the sink's received packets/s.
+run() {
+    local out="$WORK/run-$1-$RANDOM" port waited=0
+    timeout "$LIMIT" "$NETTUNE" bench udp-sink --netns "$NS_RX" --bind 10.122.0.2:0 --threads 1 \
+        --pin "$RECEIVER_CPU" --duration $((DURATION + 1)) --json >"$out.rx" 2>"$out.rxerr" &
+    local rx_pid=$!
+    PIDS+=("$rx_pid")
+    until grep -q 'listening on' "$out.rxerr" 2>/dev/null; do
+        sleep 0.05
+        waited=$((waited + 1))
+        [ $waited -le 100 ] || { echo "sink did not start: $(cat "$out.rxerr")" >&2; exit 2; }
+    done
+    port=$(grep -o 'listening on [^ ]*' "$out.rxerr" | head -1 | sed 's/.*://')
+    timeout "$LIMIT" "$NETTUNE" bench udp-flood --netns "$NS_TX" --to "10.122.0.2:$port" --threads 1 \
+        --flows "$FLOWS" --size 32 --pin "$SENDER_CPU" --duration "$DURATION" --json \
+        >"$out.tx" 2>"$out.txerr" || { echo "flood failed: $(cat "$out.txerr")" >&2; exit 2; }
+    wait "$rx_pid" || { echo "sink failed: $(cat "$out.rxerr")" >&2; exit 2; }
+    python3 -c 'import json,sys; print("%.0f" % json.load(open(sys.argv[1]))["pps"])' "$out.rx"
+}
+
+# measure STATE: apply what STATE needs, run, roll back.
+measure() {
+    case "$1" in
+    before) ;;
+    default) "$NETTUNE" apply --profile pps --netns "$NS_RX" --state-dir "$STATE" >"$WORK/apply.out"
+        [ -s "$WORK/apply-shown" ] || { sed 's/^/  | /' "$WORK/apply.out" >&2; echo shown >"$WORK/apply-shown"; } ;;
+    iface) "$NETTUNE" apply --profile pps --netns "$NS_RX" --iface "$VETH_RX" --state-dir "$STATE" \
+        >"$WORK/apply.out" ;;
+    esac
+    local pps
+    pps=$(run "$1")
+    if [ "$1" != before ]; then
+        "$NETTUNE" rollback --state-dir "$STATE" >/dev/null
+    fi
+    echo "$pps" >>"$WORK/$1"
+    echo "$pps"
+}
+
+median() {
+    sort -g | awk '{v[NR]=$1} END {if (NR==0) print "0"; else if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'
+}
+
+echo "nettune apply --profile pps --netns: $(nproc) CPUs, $(uname -r), veth with $QUEUES queue(s)," \
+    "$FLOWS flows of 32-byte UDP, sender on CPU $SENDER_CPU, receiver on CPU $RECEIVER_CPU," \
+    "$ROUNDS rounds x 3 states x ${DURATION} s; load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+if [ "$HOST_WIDE" = 1 ]; then
+    echo "host-wide values set on the host for the whole run (restored on exit): ${HOST_COMMAND:-none}"
+else
+    echo "host left alone; the plan names: ${HOST_COMMAND:-none}"
+fi
+"$NETTUNE" plan --profile pps --netns "$NS_RX" | sed 's/^/  | /'
+STATES=(before default iface)
+for round in $(seq 1 "$ROUNDS"); do
+    line="round $round:"
+    for k in 0 1 2; do
+        s=${STATES[$(((round + k) % 3))]}
+        line="$line $s $(measure "$s")"
+    done
+    echo "$line"
+    b=$(tail -1 "$WORK/before") d=$(tail -1 "$WORK/default") i=$(tail -1 "$WORK/iface")
+    awk -v b="$b" -v d="$d" 'BEGIN { printf "%.4f\n", d / b }' >>"$WORK/ratio-default"
+    awk -v b="$b" -v i="$i" 'BEGIN { printf "%.4f\n", i / b }' >>"$WORK/ratio-iface"
+done
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+mpps() { median <"$WORK/$1" | awk '{ printf "%.3f", $1 / 1e6 }'; }
+range() { sort -g "$WORK/$1" | awk 'NR==1 {lo=$1} {hi=$1} END {printf "%s-%s", lo, hi}'; }
+echo "received Mpps, median of $ROUNDS: before $(mpps before), default $(mpps default)," \
+    "--iface $(mpps iface)"
+echo "ratio to before, median of the per-round ratios [range]:" \
+    "default $(median <"$WORK/ratio-default") [$(range ratio-default)]," \
+    "--iface $(median <"$WORK/ratio-iface") [$(range ratio-iface)]"
