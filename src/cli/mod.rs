@@ -83,7 +83,7 @@ pub enum Command {
     /// Examples:
     ///   nettune apply --profile pps --dry-run
     ///   nettune apply --profile latency --iface eth0
-    ///   nettune apply --profile pps --netns blue --iface veth0
+    ///   nettune apply --profile pps --netns blue   (a container: its veths; names what the host must set)
     ///   nettune apply --profile throughput --bandwidth 10gbit --rtt 100ms --persist
     ///   nettune apply --profile pps --root ./capture-web1   (changes the tree only)
     #[command(verbatim_doc_comment)]

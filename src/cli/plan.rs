@@ -36,7 +36,8 @@ pub struct TuneArgs {
     #[arg(long = "plan", value_name = "FILE", conflicts_with_all = ["profile", "cpus", "bandwidth", "rtt", "pace", "streams", "ifaces"])]
     pub plan_file: Option<PathBuf>,
     /// An interface to tune; repeat for several. Default: every physical
-    /// interface that is up.
+    /// interface that is up; inside a network namespace (--netns, a
+    /// container) every interface that is up but lo, veths included.
     #[arg(long = "iface", value_name = "NAME")]
     pub ifaces: Vec<String>,
     /// The CPUs network work may use (`0-7,16-23`). Default: every online
