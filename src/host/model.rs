@@ -296,28 +296,35 @@ pub struct Interface {
 /// interface (a bridge port, a bond slave, the link under a VLAN or a
 /// macvlan, the underlay of a tunnel): the steering of that interface has
 /// already chosen their CPU.
-const CARRIED_DRIVERS: &[&str] = &[
-    "bridge",
-    "bonding",
-    "team",
-    "802.1Q VLAN Support",
-    "macvlan",
-    "macvtap",
-    "ipvlan",
-    "ipvtap",
-    "vrf",
-    "vxlan",
-    "geneve",
-    "wireguard",
-    "ipip",
-    "ip_gre",
-    "ip6_gre",
-    "ip6_tunnel",
-    "sit",
+const CARRIED_DRIVERS: &[(&str, &str)] = &[
+    ("bridge", "bridge"),
+    ("bonding", "bond"),
+    ("team", "team"),
+    ("802.1Q VLAN Support", "VLAN"),
+    ("macvlan", "macvlan"),
+    ("macvtap", "macvtap"),
+    ("ipvlan", "ipvlan"),
+    ("ipvtap", "ipvtap"),
+    ("vrf", "vrf"),
+    ("vxlan", "vxlan tunnel"),
+    ("geneve", "geneve tunnel"),
+    ("wireguard", "wireguard tunnel"),
+    ("ipip", "ipip tunnel"),
+    ("ip_gre", "GRE tunnel"),
+    ("ip6_gre", "GRE tunnel"),
+    ("ip6_tunnel", "IPv6 tunnel"),
+    ("sit", "sit tunnel"),
 ];
 
 /// The same, as uevent DEVTYPEs.
-const CARRIED_DEVTYPES: &[&str] = &["bridge", "bond", "team", "vlan", "macvlan", "vrf"];
+const CARRIED_DEVTYPES: &[(&str, &str)] = &[
+    ("bridge", "bridge"),
+    ("bond", "bond"),
+    ("team", "team"),
+    ("vlan", "VLAN"),
+    ("macvlan", "macvlan"),
+    ("vrf", "vrf"),
+];
 
 impl Interface {
     /// Administratively or physically down (an unknown state is not down:
@@ -333,20 +340,16 @@ impl Interface {
     /// (bridge, bond, VLAN, macvlan, tunnel): what it is. `None` for
     /// physical interfaces and for virtual ones that receive on their own
     /// (veth, tun).
-    pub fn carried_kind(&self) -> Option<&str> {
+    pub fn carried_kind(&self) -> Option<&'static str> {
         if self.physical {
             return None;
         }
-        if let Some(t) = self
-            .devtype
-            .as_deref()
-            .filter(|t| CARRIED_DEVTYPES.contains(t))
-        {
-            return Some(t);
-        }
-        self.driver
-            .as_deref()
-            .filter(|d| CARRIED_DRIVERS.contains(d))
+        let word = |table: &[(&str, &'static str)], name: Option<&str>| {
+            let name = name?;
+            table.iter().find(|(n, _)| *n == name).map(|(_, w)| *w)
+        };
+        word(CARRIED_DEVTYPES, self.devtype.as_deref())
+            .or_else(|| word(CARRIED_DRIVERS, self.driver.as_deref()))
     }
 }
 

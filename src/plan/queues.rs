@@ -255,7 +255,7 @@ fn virtual_queues(d: &mut Draft, host: &Host, iface: &Interface, opts: &PlanOpti
             group,
             &Target::queues(group),
             &format!(
-                "a {kind}: its packets reach it through another interface, whose RPS has already chosen their CPU; RPS here would add a second cross-CPU hop: tune that interface (the veth or the NIC under it)"
+                "{group} is a {kind}: its packets reach it through another interface, whose RPS has already chosen their CPU; RPS here would add a second cross-CPU hop: tune that interface (the veth or the NIC under it)"
             ),
         );
         return;
