@@ -7,35 +7,44 @@
 # default 1; 4 gives the multi-queue case). `nettune bench udp-flood` sends
 # 32-byte packets over FLOWS (16) source ports from one thread pinned to
 # SENDER_CPU (0); `nettune bench udp-sink` receives with one thread pinned to
-# RECEIVER_CPU (1). The figure is the packets per second the sink received.
+# RECEIVER_CPU (1). The figure is the packets per second the receiver read:
+# the receiving namespace's Udp InDatagrams (/proc/net/snmp; counted when
+# the application reads a datagram) over a WINDOW (2 s) of each phase.
 #
-# The receiving namespace is measured in three states, taken alternately
-# in every round (the order rotates, so drift on a shared machine hits all
-# alike), ROUNDS (default 7) rounds of DURATION (5) seconds each:
+# Flood and sink run for the whole benchmark; the receiving namespace is
+# switched between three states while traffic flows, so the states are
+# measured alternately under the same background load (the machine is
+# shared), ROUNDS (default 9) rounds, the order rotating each round:
 #   before   nothing applied in the namespace
-#   default  `nettune apply --profile pps --netns NS`        (rolled back after)
-#   iface    `nettune apply --profile pps --netns NS --iface VETH` (rolled back after)
+#   default  `nettune apply --profile pps --netns NS`
+#   iface    `nettune apply --profile pps --netns NS --iface VETH`
+# (each rolled back with `nettune rollback` before the next state). Each
+# phase waits SETTLE (0.5 s) after the switch before its window.
 # Before the rounds, the host-wide values the plan names (its host_command:
 # net.core.rps_sock_flow_entries, which RFS needs, netdev_max_backlog, ...)
 # are set on the host, as the plan tells the user to; every one is restored
 # on exit, also on failure or Ctrl-C. HOST_WIDE=0 leaves the host alone (the
 # plan then leaves RFS out).
 #
-# Reported: the median received Mpps of each state, the median of the
-# per-round ratios default/before and iface/before, and the load average.
+# Reported: the median received Mpps of each state, the median [range] of
+# the per-round ratios default/before and iface/before, the load average.
 #
-# Needs root (namespaces, sysctls). Everything it creates has a unique name
-# and is removed on exit. Traffic stays between this script's namespaces.
+# Needs root (namespaces, sysctls), python3. Everything it creates has a
+# unique name and is removed on exit. Traffic stays between this script's
+# namespaces. Only the processes it started are stopped, by PID.
 set -euo pipefail
 
-DURATION=${DURATION:-5}
-ROUNDS=${ROUNDS:-7}
+ROUNDS=${ROUNDS:-9}
+WINDOW=${WINDOW:-2}
+SETTLE=${SETTLE:-0.5}
 FLOWS=${FLOWS:-16}
 QUEUES=${QUEUES:-1}
 SENDER_CPU=${SENDER_CPU:-0}
 RECEIVER_CPU=${RECEIVER_CPU:-1}
 HOST_WIDE=${HOST_WIDE:-1}
-LIMIT=$((DURATION + 20)) # hard bound on any one process, seconds
+# Long enough for every phase (switches take well under a second each).
+DURATION=$(awk -v r="$ROUNDS" -v w="$WINDOW" -v s="$SETTLE" 'BEGIN { printf "%d", r * 3 * (w + s + 2) + 10 }')
+LIMIT=$((DURATION + 30)) # hard bound on any one process, seconds
 
 cd "$(dirname "$0")/.."
 command -v ip >/dev/null || { echo "bench/netns-pps.sh needs ip" >&2; exit 2; }
@@ -107,42 +116,23 @@ for h in json.load(open(sys.argv[1]))["host_wide"]:
     done
 fi
 
-# run STATE: one measurement; prints the sink's received packets/s.
-run() {
-    local out="$WORK/run-$1-$RANDOM" port waited=0
-    timeout "$LIMIT" "$NETTUNE" bench udp-sink --netns "$NS_RX" --bind 10.122.0.2:0 --threads 1 \
-        --pin "$RECEIVER_CPU" --duration $((DURATION + 1)) --json >"$out.rx" 2>"$out.rxerr" &
-    local rx_pid=$!
-    PIDS+=("$rx_pid")
-    until grep -q 'listening on' "$out.rxerr" 2>/dev/null; do
-        sleep 0.05
-        waited=$((waited + 1))
-        [ $waited -le 100 ] || { echo "sink did not start: $(cat "$out.rxerr")" >&2; exit 2; }
-    done
-    port=$(grep -o 'listening on [^ ]*' "$out.rxerr" | head -1 | sed 's/.*://')
-    timeout "$LIMIT" "$NETTUNE" bench udp-flood --netns "$NS_TX" --to "10.122.0.2:$port" --threads 1 \
-        --flows "$FLOWS" --size 32 --pin "$SENDER_CPU" --duration "$DURATION" --json \
-        >"$out.tx" 2>"$out.txerr" || { echo "flood failed: $(cat "$out.txerr")" >&2; exit 2; }
-    wait "$rx_pid" || { echo "sink failed: $(cat "$out.rxerr")" >&2; exit 2; }
-    python3 -c 'import json,sys; print("%.0f" % json.load(open(sys.argv[1]))["pps"])' "$out.rx"
+# read_count: datagrams the receiving namespace's applications have read.
+read_count() {
+    ip netns exec "$NS_RX" awk '/^Udp:/ { n++; if (n == 1) { for (i = 1; i <= NF; i++) if ($i == "InDatagrams") c = i } else { print $c } }' /proc/net/snmp
 }
 
-# measure STATE: apply what STATE needs, run, roll back.
-measure() {
-    case "$1" in
+now() { date +%s.%N; }
+
+# switch FROM TO: roll back FROM's apply, make TO's.
+switch() {
+    [ "$1" = before ] || "$NETTUNE" rollback --state-dir "$STATE" >/dev/null
+    case "$2" in
     before) ;;
     default) "$NETTUNE" apply --profile pps --netns "$NS_RX" --state-dir "$STATE" >"$WORK/apply.out"
-        [ -s "$WORK/apply-shown" ] || { sed 's/^/  | /' "$WORK/apply.out" >&2; echo shown >"$WORK/apply-shown"; } ;;
+        [ -s "$WORK/apply-shown" ] || { sed 's/^/  | /' "$WORK/apply.out"; echo shown >"$WORK/apply-shown"; } ;;
     iface) "$NETTUNE" apply --profile pps --netns "$NS_RX" --iface "$VETH_RX" --state-dir "$STATE" \
         >"$WORK/apply.out" ;;
     esac
-    local pps
-    pps=$(run "$1")
-    if [ "$1" != before ]; then
-        "$NETTUNE" rollback --state-dir "$STATE" >/dev/null
-    fi
-    echo "$pps" >>"$WORK/$1"
-    echo "$pps"
 }
 
 median() {
@@ -151,25 +141,58 @@ median() {
 
 echo "nettune apply --profile pps --netns: $(nproc) CPUs, $(uname -r), veth with $QUEUES queue(s)," \
     "$FLOWS flows of 32-byte UDP, sender on CPU $SENDER_CPU, receiver on CPU $RECEIVER_CPU," \
-    "$ROUNDS rounds x 3 states x ${DURATION} s; load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+    "$ROUNDS rounds x 3 states, ${WINDOW} s windows; load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 if [ "$HOST_WIDE" = 1 ]; then
     echo "host-wide values set on the host for the whole run (restored on exit): ${HOST_COMMAND:-none}"
 else
     echo "host left alone; the plan names: ${HOST_COMMAND:-none}"
 fi
 "$NETTUNE" plan --profile pps --netns "$NS_RX" | sed 's/^/  | /'
+
+timeout "$LIMIT" "$NETTUNE" bench udp-sink --netns "$NS_RX" --bind 10.122.0.2:0 --threads 1 \
+    --pin "$RECEIVER_CPU" --duration $((DURATION + 2)) --json >"$WORK/sink" 2>"$WORK/sink.err" &
+SINK=$!
+PIDS+=("$SINK")
+waited=0
+until grep -q 'listening on' "$WORK/sink.err" 2>/dev/null; do
+    sleep 0.05
+    waited=$((waited + 1))
+    [ $waited -le 100 ] || { echo "sink did not start: $(cat "$WORK/sink.err")" >&2; exit 2; }
+done
+port=$(grep -o 'listening on [^ ]*' "$WORK/sink.err" | head -1 | sed 's/.*://')
+timeout "$LIMIT" "$NETTUNE" bench udp-flood --netns "$NS_TX" --to "10.122.0.2:$port" --threads 1 \
+    --flows "$FLOWS" --size 32 --pin "$SENDER_CPU" --duration "$DURATION" --json \
+    >"$WORK/flood" 2>"$WORK/flood.err" &
+FLOOD=$!
+PIDS+=("$FLOOD")
+sleep 1
+
 STATES=(before default iface)
+current=before
 for round in $(seq 1 "$ROUNDS"); do
     line="round $round:"
     for k in 0 1 2; do
         s=${STATES[$(((round + k) % 3))]}
-        line="$line $s $(measure "$s")"
+        t=$(now)
+        switch "$current" "$s"
+        current=$s
+        took=$(awk -v a="$t" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }')
+        sleep "$SETTLE"
+        c0=$(read_count) t0=$(now)
+        sleep "$WINDOW"
+        c1=$(read_count) t1=$(now)
+        pps=$(awk -v a="$c0" -v b="$c1" -v s="$t0" -v e="$t1" 'BEGIN { printf "%.0f", (b - a) / (e - s) }')
+        echo "$pps" >>"$WORK/$s"
+        line="$line $s $pps (switch ${took} s)"
     done
     echo "$line"
     b=$(tail -1 "$WORK/before") d=$(tail -1 "$WORK/default") i=$(tail -1 "$WORK/iface")
     awk -v b="$b" -v d="$d" 'BEGIN { printf "%.4f\n", d / b }' >>"$WORK/ratio-default"
     awk -v b="$b" -v i="$i" 'BEGIN { printf "%.4f\n", i / b }' >>"$WORK/ratio-iface"
 done
+switch "$current" before
+kill -TERM "$FLOOD" "$SINK" 2>/dev/null || true
+wait "$FLOOD" "$SINK" 2>/dev/null || true
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 mpps() { median <"$WORK/$1" | awk '{ printf "%.3f", $1 / 1e6 }'; }
 range() { sort -g "$WORK/$1" | awk 'NR==1 {lo=$1} {hi=$1} END {printf "%s-%s", lo, hi}'; }
