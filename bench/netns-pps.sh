@@ -95,10 +95,20 @@ for _ in $(seq 50); do
     sleep 0.1
 done
 
-# set_host PATH VALUE: write a root-namespace value, remembering the old one.
+# set_host PATH VALUE: write a root-namespace value, remembering the old one
+# (and the new one, to notice another program changing it during the run).
 set_host() {
     printf '%s=%s\n' "$1" "$(cat "$1")" >>"$SAVED"
     printf '%s\n' "$2" >"$1"
+    printf '%s=%s\n' "$1" "$(cat "$1")" >>"$WORK/set-sysctls"
+}
+
+# host_unchanged: warn when a host value set here no longer holds.
+host_unchanged() {
+    [ -s "$WORK/set-sysctls" ] || return 0
+    while IFS='=' read -r path value; do
+        [ "$(cat "$path")" = "$value" ] || echo "WARNING: $path is $(cat "$path"), not $value: changed by another program during the run" >&2
+    done <"$WORK/set-sysctls"
 }
 
 # The host-wide values the plan names, set on the host as it says.
@@ -186,6 +196,7 @@ for round in $(seq 1 "$ROUNDS"); do
         line="$line $s $pps (switch ${took} s)"
     done
     echo "$line"
+    host_unchanged
     b=$(tail -1 "$WORK/before") d=$(tail -1 "$WORK/default") i=$(tail -1 "$WORK/iface")
     awk -v b="$b" -v d="$d" 'BEGIN { printf "%.4f\n", d / b }' >>"$WORK/ratio-default"
     awk -v b="$b" -v i="$i" 'BEGIN { printf "%.4f\n", i / b }' >>"$WORK/ratio-iface"
