@@ -192,19 +192,20 @@ pub fn run_apply(args: ApplyArgs) -> anyhow::Result<Status> {
     };
     let applied = apply::apply(&state, &backend, &request)?;
     let place = args.tune.place();
+    let host_wide = host_wide_note(&plan);
     let text = match &applied {
         Applied::Nothing => format!(
             "nothing to change: {place} already satisfies profile {} ({} setting(s) left alone; \
-             see `nettune plan`)\n",
+             see `nettune plan`)\n{host_wide}",
             opts.profile.name(),
             plan.skipped.len()
         ),
         Applied::AllRefused(journal) => format!(
-            "nothing to change on {place}: the kernel refused every planned change\n{}",
+            "nothing to change on {place}: the kernel refused every planned change\n{}{host_wide}",
             refusals(journal)
         ),
-        Applied::Done(journal) => summary(journal, &place, &state),
-    } + &host_wide_note(&plan);
+        Applied::Done(journal) => summary(journal, &place, &state, &host_wide),
+    };
     if args.json {
         let mut value = match &applied {
             Applied::Nothing => json!({"applied": false, "reason": "nothing to change"}),
@@ -224,7 +225,9 @@ pub fn run_apply(args: ApplyArgs) -> anyhow::Result<Status> {
     Ok(Status::Clean)
 }
 
-fn summary(journal: &Journal, place: &str, state: &StateDir) -> String {
+/// What was applied, what was refused, `host_wide` (the host-wide values
+/// left to the host), and how to undo it.
+fn summary(journal: &Journal, place: &str, state: &StateDir, host_wide: &str) -> String {
     let mut out = format!(
         "applied {} on {place}: {} change(s), state {}\n",
         journal.what(),
@@ -246,6 +249,7 @@ fn summary(journal: &Journal, place: &str, state: &StateDir) -> String {
             apply::persist::UNIT
         ));
     }
+    out.push_str(host_wide);
     out.push_str(&format!(
         "undo with: {}\n",
         state.command(&format!("rollback {}", journal.id))
