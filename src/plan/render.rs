@@ -114,6 +114,9 @@ pub fn text(plan: &Plan, place: &str) -> String {
             let _ = writeln!(o, "  {label}: {reason}");
         }
     }
+    if let Some(warning) = &plan.irqbalance {
+        let _ = writeln!(o, "\nwarning: {}", warning.note);
+    }
     let on_host = if plan.host_wide.is_empty() {
         String::new()
     } else {
