@@ -14,7 +14,11 @@
 # Flood and sink run for the whole benchmark; the receiving namespace is
 # switched between three states while traffic flows, so the states are
 # measured alternately under the same background load (the machine is
-# shared), ROUNDS (default 9) rounds, the order rotating each round:
+# shared), the order rotating each round. A round counts only when, in
+# each of its three windows, other processes used at most QUIET_CPU (0.2)
+# seconds of CPU (/proc/stat user+nice+system minus the sink's, the flood's
+# and ksoftirqd's own time); rounds go on until ROUNDS (9) are quiet, at
+# most MAX_ROUNDS (8 x ROUNDS):
 #   before   nothing applied in the namespace
 #   default  `nettune apply --profile pps --netns NS`
 #   iface    `nettune apply --profile pps --netns NS --iface VETH`
@@ -35,6 +39,8 @@
 set -euo pipefail
 
 ROUNDS=${ROUNDS:-9}
+MAX_ROUNDS=${MAX_ROUNDS:-$((ROUNDS * 8))}
+QUIET_CPU=${QUIET_CPU:-0.2}
 WINDOW=${WINDOW:-2}
 SETTLE=${SETTLE:-0.5}
 FLOWS=${FLOWS:-16}
@@ -43,7 +49,7 @@ SENDER_CPU=${SENDER_CPU:-0}
 RECEIVER_CPU=${RECEIVER_CPU:-1}
 HOST_WIDE=${HOST_WIDE:-1}
 # Long enough for every phase (switches take well under a second each).
-DURATION=$(awk -v r="$ROUNDS" -v w="$WINDOW" -v s="$SETTLE" 'BEGIN { printf "%d", r * 3 * (w + s + 2) + 10 }')
+DURATION=$(awk -v r="$MAX_ROUNDS" -v w="$WINDOW" -v s="$SETTLE" 'BEGIN { printf "%d", r * 3 * (w + s + 2) + 10 }')
 LIMIT=$((DURATION + 30)) # hard bound on any one process, seconds
 
 cd "$(dirname "$0")/.."
@@ -177,10 +183,33 @@ FLOOD=$!
 PIDS+=("$FLOOD")
 sleep 1
 
+# busy: user+nice+system jiffies of all CPUs so far.
+busy() { awk '/^cpu / { print $2 + $3 + $4 }' /proc/stat; }
+# ours: user+system jiffies of the sink, the flood and ksoftirqd (which
+# runs this traffic's softirqs when a CPU is otherwise idle).
+OURS_PIDS="$(cat "/proc/$SINK/task/$SINK/children" "/proc/$FLOOD/task/$FLOOD/children")"
+for comm in /proc/[0-9]*/comm; do
+    case "$(cat "$comm" 2>/dev/null || true)" in
+    ksoftirqd/*) OURS_PIDS="$OURS_PIDS $(basename "$(dirname "$comm")")" ;;
+    esac
+done
+ours() {
+    local pid total=0 t
+    for pid in $OURS_PIDS; do
+        t=$(awk '{ print $14 + $15 }' "/proc/$pid/stat" 2>/dev/null || echo 0)
+        total=$((total + t))
+    done
+    echo "$total"
+}
+HZ=$(getconf CLK_TCK)
+
 STATES=(before default iface)
 current=before
-for round in $(seq 1 "$ROUNDS"); do
-    line="round $round:"
+quiet=0 round=0
+while [ "$quiet" -lt "$ROUNDS" ] && [ "$round" -lt "$MAX_ROUNDS" ]; do
+    round=$((round + 1))
+    line="round $round:" noisy=0
+    declare -A got=()
     for k in 0 1 2; do
         s=${STATES[$(((round + k) % 3))]}
         t=$(now)
@@ -188,18 +217,25 @@ for round in $(seq 1 "$ROUNDS"); do
         current=$s
         took=$(awk -v a="$t" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }')
         sleep "$SETTLE"
-        c0=$(read_count) t0=$(now)
+        b0=$(busy) o0=$(ours) c0=$(read_count) t0=$(now)
         sleep "$WINDOW"
-        c1=$(read_count) t1=$(now)
+        c1=$(read_count) t1=$(now) b1=$(busy) o1=$(ours)
         pps=$(awk -v a="$c0" -v b="$c1" -v s="$t0" -v e="$t1" 'BEGIN { printf "%.0f", (b - a) / (e - s) }')
-        echo "$pps" >>"$WORK/$s"
-        line="$line $s $pps (switch ${took} s)"
+        foreign=$(awk -v b="$((b1 - b0))" -v o="$((o1 - o0))" -v hz="$HZ" 'BEGIN { f = (b - o) / hz; printf "%.2f", f < 0 ? 0 : f }')
+        awk -v f="$foreign" -v q="$QUIET_CPU" 'BEGIN { exit !(f > q) }' && noisy=1
+        got[$s]=$pps
+        line="$line $s $pps (other CPU ${foreign} s, switch ${took} s)"
     done
-    echo "$line"
     host_unchanged
-    b=$(tail -1 "$WORK/before") d=$(tail -1 "$WORK/default") i=$(tail -1 "$WORK/iface")
-    awk -v b="$b" -v d="$d" 'BEGIN { printf "%.4f\n", d / b }' >>"$WORK/ratio-default"
-    awk -v b="$b" -v i="$i" 'BEGIN { printf "%.4f\n", i / b }' >>"$WORK/ratio-iface"
+    if [ "$noisy" = 1 ]; then
+        echo "$line: noisy, not counted"
+        continue
+    fi
+    quiet=$((quiet + 1))
+    echo "$line: quiet"
+    for s in "${STATES[@]}"; do echo "${got[$s]}" >>"$WORK/$s"; done
+    awk -v b="${got[before]}" -v d="${got[default]}" 'BEGIN { printf "%.4f\n", d / b }' >>"$WORK/ratio-default"
+    awk -v b="${got[before]}" -v i="${got[iface]}" 'BEGIN { printf "%.4f\n", i / b }' >>"$WORK/ratio-iface"
 done
 switch "$current" before
 kill -TERM "$FLOOD" "$SINK" 2>/dev/null || true
@@ -207,7 +243,9 @@ wait "$FLOOD" "$SINK" 2>/dev/null || true
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 mpps() { median <"$WORK/$1" | awk '{ printf "%.3f", $1 / 1e6 }'; }
 range() { sort -g "$WORK/$1" | awk 'NR==1 {lo=$1} {hi=$1} END {printf "%s-%s", lo, hi}'; }
-echo "received Mpps, median of $ROUNDS: before $(mpps before), default $(mpps default)," \
+[ "$quiet" -gt 0 ] || { echo "no quiet round in $round: the machine is too busy for this benchmark" >&2; exit 1; }
+echo "quiet rounds: $quiet of $round (other processes used at most ${QUIET_CPU} s of CPU in each window)"
+echo "received Mpps, median of $quiet quiet rounds: before $(mpps before), default $(mpps default)," \
     "--iface $(mpps iface)"
 echo "ratio to before, median of the per-round ratios [range]:" \
     "default $(median <"$WORK/ratio-default") [$(range ratio-default)]," \
