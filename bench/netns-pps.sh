@@ -12,16 +12,19 @@
 # the application reads a datagram) over a WINDOW (2 s) of each phase.
 #
 # Flood and sink run for the whole benchmark; the receiving namespace is
-# switched between three states while traffic flows, so the states are
+# switched between its states while traffic flows, so the states are
 # measured alternately under the same background load (the machine is
 # shared), the order rotating each round. A round counts only when, in
-# each of its three windows, other processes used at most QUIET_CPU (0.2)
+# each of its windows, other processes used at most QUIET_CPU (0.2)
 # seconds of CPU (/proc/stat user+nice+system minus the sink's, the flood's
 # and ksoftirqd's own time); rounds go on until ROUNDS (9) are quiet, at
 # most MAX_ROUNDS (8 x ROUNDS):
 #   before   nothing applied in the namespace
 #   default  `nettune apply --profile pps --netns NS`
 #   iface    `nettune apply --profile pps --netns NS --iface VETH`
+#   untouched  (only with HOST_WIDE=1) the host's values as they were
+#            before this script, nothing applied: what the plan's advice
+#            as a whole (host command + apply) is compared with
 # (each rolled back with `nettune rollback` before the next state). Each
 # phase waits SETTLE (0.5 s) after the switch before its window.
 # Before the rounds, the host-wide values the plan names (its host_command:
@@ -31,7 +34,8 @@
 # plan then leaves RFS out).
 #
 # Reported: the median received Mpps of each state, the median [range] of
-# the per-round ratios default/before and iface/before, the load average.
+# the per-round ratios default/before and iface/before (and, with
+# HOST_WIDE=1, default/untouched), the load average.
 #
 # Needs root (namespaces, sysctls), python3. Everything it creates has a
 # unique name and is removed on exit. Traffic stays between this script's
@@ -48,8 +52,11 @@ QUEUES=${QUEUES:-1}
 SENDER_CPU=${SENDER_CPU:-0}
 RECEIVER_CPU=${RECEIVER_CPU:-1}
 HOST_WIDE=${HOST_WIDE:-1}
+STATES=(before default iface)
+[ "$HOST_WIDE" = 1 ] && STATES+=(untouched)
+N=${#STATES[@]}
 # Long enough for every phase (switches take well under a second each).
-DURATION=$(awk -v r="$MAX_ROUNDS" -v w="$WINDOW" -v s="$SETTLE" 'BEGIN { printf "%d", r * 3 * (w + s + 2) + 10 }')
+DURATION=$(awk -v r="$MAX_ROUNDS" -v n="$N" -v w="$WINDOW" -v s="$SETTLE" 'BEGIN { printf "%d", r * n * (w + s + 2) + 10 }')
 LIMIT=$((DURATION + 30)) # hard bound on any one process, seconds
 
 cd "$(dirname "$0")/.."
@@ -139,11 +146,27 @@ read_count() {
 
 now() { date +%s.%N; }
 
+# host_values plan|original: the host-wide values as the plan names them,
+# or as they were before this script.
+host_values() {
+    local file="$WORK/set-sysctls"
+    [ "$1" = plan ] || file="$SAVED"
+    [ -s "$file" ] || return 0
+    while IFS='=' read -r path value; do
+        printf '%s\n' "$value" >"$path"
+    done <"$file"
+}
+
 # switch FROM TO: roll back FROM's apply, make TO's.
 switch() {
-    [ "$1" = before ] || "$NETTUNE" rollback --state-dir "$STATE" >/dev/null
+    case "$1" in
+    before) ;;
+    untouched) host_values plan ;;
+    *) "$NETTUNE" rollback --state-dir "$STATE" >/dev/null ;;
+    esac
     case "$2" in
     before) ;;
+    untouched) host_values original ;;
     default) "$NETTUNE" apply --profile pps --netns "$NS_RX" --state-dir "$STATE" >"$WORK/apply.out"
         [ -s "$WORK/apply-shown" ] || { sed 's/^/  | /' "$WORK/apply.out"; echo shown >"$WORK/apply-shown"; } ;;
     iface) "$NETTUNE" apply --profile pps --netns "$NS_RX" --iface "$VETH_RX" --state-dir "$STATE" \
@@ -157,7 +180,7 @@ median() {
 
 echo "nettune apply --profile pps --netns: $(nproc) CPUs, $(uname -r), veth with $QUEUES queue(s)," \
     "$FLOWS flows of 32-byte UDP, sender on CPU $SENDER_CPU, receiver on CPU $RECEIVER_CPU," \
-    "$ROUNDS rounds x 3 states, ${WINDOW} s windows; load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+    "$ROUNDS quiet rounds of each state, ${WINDOW} s windows; load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 if [ "$HOST_WIDE" = 1 ]; then
     echo "host-wide values set on the host for the whole run (restored on exit): ${HOST_COMMAND:-none}"
 else
@@ -203,15 +226,14 @@ ours() {
 }
 HZ=$(getconf CLK_TCK)
 
-STATES=(before default iface)
 current=before
 quiet=0 round=0
 while [ "$quiet" -lt "$ROUNDS" ] && [ "$round" -lt "$MAX_ROUNDS" ]; do
     round=$((round + 1))
     line="round $round:" noisy=0
     declare -A got=()
-    for k in 0 1 2; do
-        s=${STATES[$(((round + k) % 3))]}
+    for k in $(seq 0 $((N - 1))); do
+        s=${STATES[$(((round + k) % N))]}
         t=$(now)
         switch "$current" "$s"
         current=$s
@@ -226,7 +248,7 @@ while [ "$quiet" -lt "$ROUNDS" ] && [ "$round" -lt "$MAX_ROUNDS" ]; do
         got[$s]=$pps
         line="$line $s $pps (other CPU ${foreign} s, switch ${took} s)"
     done
-    host_unchanged
+    [ "$current" = untouched ] || host_unchanged
     if [ "$noisy" = 1 ]; then
         echo "$line: noisy, not counted"
         continue
@@ -236,6 +258,9 @@ while [ "$quiet" -lt "$ROUNDS" ] && [ "$round" -lt "$MAX_ROUNDS" ]; do
     for s in "${STATES[@]}"; do echo "${got[$s]}" >>"$WORK/$s"; done
     awk -v b="${got[before]}" -v d="${got[default]}" 'BEGIN { printf "%.4f\n", d / b }' >>"$WORK/ratio-default"
     awk -v b="${got[before]}" -v i="${got[iface]}" 'BEGIN { printf "%.4f\n", i / b }' >>"$WORK/ratio-iface"
+    if [ "$HOST_WIDE" = 1 ]; then
+        awk -v u="${got[untouched]}" -v d="${got[default]}" 'BEGIN { printf "%.4f\n", d / u }' >>"$WORK/ratio-all"
+    fi
 done
 switch "$current" before
 kill -TERM "$FLOOD" "$SINK" 2>/dev/null || true
@@ -250,3 +275,7 @@ echo "received Mpps, median of $quiet quiet rounds: before $(mpps before), defau
 echo "ratio to before, median of the per-round ratios [range]:" \
     "default $(median <"$WORK/ratio-default") [$(range ratio-default)]," \
     "--iface $(median <"$WORK/ratio-iface") [$(range ratio-iface)]"
+if [ "$HOST_WIDE" = 1 ]; then
+    echo "untouched (host values as they were, nothing applied): $(mpps untouched) Mpps;" \
+        "host command + apply (default) / untouched: $(median <"$WORK/ratio-all") [$(range ratio-all)]"
+fi
