@@ -140,9 +140,6 @@ fn host_wide_text(o: &mut String, plan: &Plan) {
     if let Some(command) = &plan.host_command {
         let _ = writeln!(o, "  {command}");
     }
-    if let Some(warning) = &plan.irqbalance {
-        let _ = writeln!(o, "\nwarning: {}", warning.note);
-    }
     let _ = writeln!(
         o,
         "  (or `nettune apply --profile {}` there, without --netns, which also tunes the host's own interfaces)",
