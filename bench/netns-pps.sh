@@ -35,7 +35,8 @@
 #
 # Reported: the median received Mpps of each state, the median [range] of
 # the per-round ratios default/before and iface/before (and, with
-# HOST_WIDE=1, default/untouched), the load average.
+# HOST_WIDE=1, default/untouched), the load average; for the quiet rounds,
+# and for all rounds (labelled noisy) so a busy machine still gives figures.
 #
 # Needs root (namespaces, sysctls), python3. Everything it creates has a
 # unique name and is removed on exit. Traffic stays between this script's
@@ -178,6 +179,16 @@ median() {
     sort -g | awk '{v[NR]=$1} END {if (NR==0) print "0"; else if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'
 }
 
+# ratios PREFIX: append this round's ratios (got[]) to the PREFIX ratio files.
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.4f\n", a / b }'; }
+ratios() {
+    ratio "${got[default]}" "${got[before]}" >>"$WORK/$1ratio-default"
+    ratio "${got[iface]}" "${got[before]}" >>"$WORK/$1ratio-iface"
+    if [ "$HOST_WIDE" = 1 ]; then
+        ratio "${got[default]}" "${got[untouched]}" >>"$WORK/$1ratio-all"
+    fi
+}
+
 echo "nettune apply --profile pps --netns: $(nproc) CPUs, $(uname -r), veth with $QUEUES queue(s)," \
     "$FLOWS flows of 32-byte UDP, sender on CPU $SENDER_CPU, receiver on CPU $RECEIVER_CPU," \
     "$ROUNDS quiet rounds of each state, ${WINDOW} s windows; load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -249,6 +260,9 @@ while [ "$quiet" -lt "$ROUNDS" ] && [ "$round" -lt "$MAX_ROUNDS" ]; do
         line="$line $s $pps (other CPU ${foreign} s, switch ${took} s)"
     done
     [ "$current" = untouched ] || host_unchanged
+    # Every round, quiet or not, for the figures under load.
+    for s in "${STATES[@]}"; do echo "${got[$s]}" >>"$WORK/all-$s"; done
+    ratios all-
     if [ "$noisy" = 1 ]; then
         echo "$line: noisy, not counted"
         continue
@@ -256,11 +270,7 @@ while [ "$quiet" -lt "$ROUNDS" ] && [ "$round" -lt "$MAX_ROUNDS" ]; do
     quiet=$((quiet + 1))
     echo "$line: quiet"
     for s in "${STATES[@]}"; do echo "${got[$s]}" >>"$WORK/$s"; done
-    awk -v b="${got[before]}" -v d="${got[default]}" 'BEGIN { printf "%.4f\n", d / b }' >>"$WORK/ratio-default"
-    awk -v b="${got[before]}" -v i="${got[iface]}" 'BEGIN { printf "%.4f\n", i / b }' >>"$WORK/ratio-iface"
-    if [ "$HOST_WIDE" = 1 ]; then
-        awk -v u="${got[untouched]}" -v d="${got[default]}" 'BEGIN { printf "%.4f\n", d / u }' >>"$WORK/ratio-all"
-    fi
+    ratios ""
 done
 switch "$current" before
 kill -TERM "$FLOOD" "$SINK" 2>/dev/null || true
@@ -268,14 +278,20 @@ wait "$FLOOD" "$SINK" 2>/dev/null || true
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 mpps() { median <"$WORK/$1" | awk '{ printf "%.3f", $1 / 1e6 }'; }
 range() { sort -g "$WORK/$1" | awk 'NR==1 {lo=$1} {hi=$1} END {printf "%s-%s", lo, hi}'; }
+# summary PREFIX WHAT: the medians of the rounds recorded under PREFIX.
+summary() {
+    echo "received Mpps, median of $2: before $(mpps "$1before"), default $(mpps "$1default")," \
+        "--iface $(mpps "$1iface")"
+    echo "ratio to before, median of the per-round ratios [range]:" \
+        "default $(median <"$WORK/$1ratio-default") [$(range "$1ratio-default")]," \
+        "--iface $(median <"$WORK/$1ratio-iface") [$(range "$1ratio-iface")]"
+    if [ "$HOST_WIDE" = 1 ]; then
+        echo "untouched (host values as they were, nothing applied): $(mpps "$1untouched") Mpps;" \
+            "host command + apply (default) / untouched: $(median <"$WORK/$1ratio-all") [$(range "$1ratio-all")]"
+    fi
+}
+echo "all $round rounds, quiet or not (under the machine's other load; noisy):"
+summary all- "all $round rounds"
 [ "$quiet" -gt 0 ] || { echo "no quiet round in $round: the machine is too busy for this benchmark" >&2; exit 1; }
 echo "quiet rounds: $quiet of $round (other processes used at most ${QUIET_CPU} s of CPU in each window)"
-echo "received Mpps, median of $quiet quiet rounds: before $(mpps before), default $(mpps default)," \
-    "--iface $(mpps iface)"
-echo "ratio to before, median of the per-round ratios [range]:" \
-    "default $(median <"$WORK/ratio-default") [$(range ratio-default)]," \
-    "--iface $(median <"$WORK/ratio-iface") [$(range ratio-iface)]"
-if [ "$HOST_WIDE" = 1 ]; then
-    echo "untouched (host values as they were, nothing applied): $(mpps untouched) Mpps;" \
-        "host command + apply (default) / untouched: $(median <"$WORK/ratio-all") [$(range ratio-all)]"
-fi
+summary "" "$quiet quiet rounds"
