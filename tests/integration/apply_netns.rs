@@ -332,16 +332,9 @@ fn apply_without_iface_tunes_the_namespaces_veths_and_names_what_the_host_must_s
     let state = tempfile::tempdir().expect("state dir");
     let state_dir = state.path().to_str().expect("path");
     let host_before = root_ns_sysctls();
-    let v = run_json(&[
-        "apply",
-        "--profile",
-        "pps",
-        "--netns",
-        &ns.name,
-        "--state-dir",
-        state_dir,
-        "--json",
-    ]);
+    let mut args = apply_args("pps", &ns.name, state_dir);
+    args.push("--json");
+    let v = run_json(&args);
     assert_eq!(v["applied"], true, "{v:#}");
     let changed: Vec<&str> = v["state"]["changes"]
         .as_array()
@@ -389,15 +382,7 @@ fn apply_without_iface_tunes_the_namespaces_veths_and_names_what_the_host_must_s
     let (code, out, err) = run(&["rollback", "--state-dir", state_dir]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("rolled back"), "{out}");
-    let (code, out, err) = run(&[
-        "apply",
-        "--profile",
-        "pps",
-        "--netns",
-        &ns.name,
-        "--state-dir",
-        state_dir,
-    ]);
+    let (code, out, err) = run(&apply_args("pps", &ns.name, state_dir));
     assert_eq!(code, 0, "{err}");
     assert_eq!(out.matches("not applied, host-wide").count(), 1, "{out}");
     assert!(out.contains(command), "{out}");

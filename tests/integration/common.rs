@@ -31,6 +31,20 @@ pub fn run_json(args: &[&str]) -> serde_json::Value {
         .unwrap_or_else(|e| panic!("bad JSON from {args:?}: {e}\n{stdout}"))
 }
 
+/// The arguments of `nettune apply --profile PROFILE --netns NS
+/// --state-dir DIR`; more can be appended.
+pub fn apply_args<'a>(profile: &'a str, netns: &'a str, state_dir: &'a str) -> Vec<&'a str> {
+    vec![
+        "apply",
+        "--profile",
+        profile,
+        "--netns",
+        netns,
+        "--state-dir",
+        state_dir,
+    ]
+}
+
 pub fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/hosts")

@@ -10,7 +10,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::common::{fixture, fixture_copy, run, skip_unless_root, unique, Netns};
+use crate::common::{apply_args, fixture, fixture_copy, run, skip_unless_root, unique, Netns};
 
 const HOSTS: [&str; 4] = [
     "two-socket-smt-8q",
@@ -374,15 +374,8 @@ fn in_a_namespace_every_fix_is_what_plan_writes_without_further_flags() {
 
     // Applying the profile the findings name clears them.
     let state = tempfile::tempdir().expect("state dir");
-    let (code, _, err) = run(&[
-        "apply",
-        "--profile",
-        "pps",
-        "--netns",
-        &ns.name,
-        "--state-dir",
-        state.path().to_str().expect("path"),
-    ]);
+    let state_dir = state.path().to_str().expect("path");
+    let (code, _, err) = run(&apply_args("pps", &ns.name, state_dir));
     assert_eq!(code, 0, "{err}");
     let after = doctor_at(&place, &[]);
     assert!(after.iter().all(|f| f["id"] != "rps.off"), "{after:#?}");
