@@ -16,13 +16,15 @@
 # rates move with it (the ratios less, since runs are interleaved).
 #
 # Needs root. Environment: DURATION (5), REPEAT (5), RECEIVER_CPU (1),
-# SEARCH_MAX (4, the longest search runs, seconds).
+# SEARCH_MAX (4, the longest search runs, seconds), PARTS (overhead,search:
+# which parts to run).
 set -euo pipefail
 
 DURATION=${DURATION:-5}
 REPEAT=${REPEAT:-5}
 RECEIVER_CPU=${RECEIVER_CPU:-1}
 SEARCH_MAX=${SEARCH_MAX:-4}
+PARTS=${PARTS:-overhead,search}
 
 cd "$(dirname "$0")/.."
 cargo build --release --quiet
@@ -41,6 +43,7 @@ load() { cut -d' ' -f1-3 /proc/loadavg; }
 "$NT" testbed up --name "$TB" --queues 2 >/dev/null
 echo "machine: $(nproc) CPUs, $(uname -r)"
 
+if [[ ,$PARTS, == *,overhead,* ]]; then
 echo "== (1) overhead: 3 configs x 2 benches x $REPEAT repeats x ${DURATION}s"
 echo "load before: $(load)"
 "$NT" experiment run --testbed "$TB" --configs current,pps,latency \
@@ -56,7 +59,9 @@ print(f"wall {t['wall_s']:.1f} s, benches' own warm-up and duration {t['bench_s'
       f"overhead {t['overhead_s']:.2f} s = {t['overhead_percent']:.2f}% "
       f"(applying and rolling back {t['tuning_s']:.2f} s), {len(r['runs'])} runs")
 PY
+fi
 
+[[ ,$PARTS, == *,search,* ]] || exit 0
 echo "== (2) search: udp-flood --flows 16, sink pinned to CPU $RECEIVER_CPU"
 echo "load before: $(load)"
 set +e

@@ -679,3 +679,26 @@ fn queues_already_alone_on_planned_cpus_keep_them() {
     let moved: BTreeMap<u32, u32> = irq_cpus(&host, &http).into_iter().collect();
     assert_eq!(moved, BTreeMap::from([(0, 8), (1, 9)]));
 }
+
+/// Busy polling takes the queue's packets up the stack on the polling
+/// application's CPU; RPS would hand them to another CPU's backlog. The
+/// latency profile (which turns busy polling on) turns RPS off where pps
+/// spreads it.
+#[test]
+fn latency_turns_rps_off_where_it_busy_polls() {
+    let mut host = host("vm-2cpu-virtio");
+    let eth0 = host
+        .interfaces
+        .iter_mut()
+        .find(|i| i.name == "eth0")
+        .expect("eth0");
+    eth0.rx_queues[0].rps_cpus = Some(vec![0, 1]);
+    let pps = plan_with(&host, Profile::Pps, |_| {});
+    assert!(changes_ending(&pps, "eth0/queues/rx-0/rps_cpus").is_empty());
+    let latency = plan_with(&host, Profile::Latency, |_| {});
+    assert_eq!(sysctl_to(&latency, "net.core.busy_poll"), Some("50"));
+    let rps = changes_ending(&latency, "eth0/queues/rx-0/rps_cpus");
+    assert_eq!(rps.len(), 1, "{:?}", latency.changes);
+    assert_eq!(rps[0].to, "0");
+    assert!(rps[0].reason.contains("busy polling"), "{}", rps[0].reason);
+}

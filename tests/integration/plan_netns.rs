@@ -342,3 +342,35 @@ fn cpu_settings_inside_a_namespace_are_host_wide() {
     );
     assert!(latency.changes.iter().all(|c| c.target != Target::HaltPoll));
 }
+
+/// In a namespace too, latency's busy polling and RPS exclude each other:
+/// a veth's RPS goes off (pps spreads it), and no RFS flow count is
+/// planned for a virtual interface without RPS.
+#[test]
+fn latency_turns_a_veths_rps_off() {
+    let mut host = namespace(Some("32768"));
+    for iface in host.interfaces.iter_mut().filter(|i| i.name == "veth0") {
+        for q in &mut iface.rx_queues {
+            q.rps_cpus = Some(vec![0, 1]);
+        }
+    }
+    let latency = plan_of(&host, Profile::Latency);
+    for queue in 0..4 {
+        let rps = format!("/sys/class/net/veth0/queues/rx-{queue}/rps_cpus");
+        assert_eq!(
+            change_to(&latency, &rps),
+            Some("0"),
+            "{:?}",
+            targets(&latency)
+        );
+    }
+    assert!(
+        targets(&latency)
+            .iter()
+            .all(|t| !t.ends_with("rps_flow_cnt")),
+        "{:?}",
+        targets(&latency)
+    );
+    let pps = plan_of(&host, Profile::Pps);
+    assert!(change_to(&pps, "/sys/class/net/veth0/queues/rx-0/rps_cpus").is_none());
+}
