@@ -13,7 +13,7 @@ use crate::doctor::targets::{cpu_node, eligible_cpus, rps_cpus};
 use crate::doctor::{Context, Finding, Severity};
 use crate::host::{Host, Interface};
 use crate::plan::target::{RxFile, Target, TxFile};
-use crate::plan::Profile;
+use crate::plan::{Change, Profile};
 
 /// A NIC with this many RX-carrying queue IRQs is multi-queue: placement
 /// only matters when there is more than one queue to place.
@@ -514,12 +514,14 @@ fn off_node<'a>(
     (indices, cpus.into_iter().collect())
 }
 
-/// RPS masks from the plan: the NIC node's CPUs, or off where the queues
-/// cover the network CPUs.
+/// RPS masks from the plan: the NIC node's CPUs, or off (where the queues
+/// cover the network CPUs, or where the profile busy-polls), with the
+/// plan's reason.
 fn rps_fix(host: &Host, iface: &Interface, node: u32, planned: &Planned) -> String {
-    let mut masks: Vec<&str> = planned
+    let rps: Vec<&Change> = planned
         .changes
         .iter()
+        .copied()
         .filter(|c| {
             matches!(
                 c.target,
@@ -529,14 +531,17 @@ fn rps_fix(host: &Host, iface: &Interface, node: u32, planned: &Planned) -> Stri
                 }
             )
         })
-        .map(|c| c.to.as_str())
         .collect();
+    let mut masks: Vec<&str> = rps.iter().map(|c| c.to.as_str()).collect();
     masks.dedup();
     match masks[..] {
-        ["0"] => format!(
-            "Turn RPS off (rps_cpus 0 on every RX queue): {} RX queues cover the network CPUs.",
-            iface.rx_queues.len()
-        ),
+        ["0"] => {
+            let why = rps
+                .first()
+                .map(|c| c.reason.strip_prefix("RPS off: ").unwrap_or(&c.reason))
+                .unwrap_or_default();
+            format!("Turn RPS off (rps_cpus 0 on every RX queue): {why}.")
+        }
         [mask] => {
             let cpus = parse_mask(mask)
                 .map(|c| format_list(&c))
