@@ -22,13 +22,14 @@
 # shown with every round. Traffic stays in this script's namespaces; only
 # processes it started are killed; applied NAPI values are rolled back.
 # Env: SECS (per run, default 5), ROUNDS (default 5), RATE (default 5000),
-# PIN (yes|no).
+# PIN (yes|no), QUEUES (veth queues each way, default 2).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${SECS:-5}
 rounds=${ROUNDS:-5}
 rate=${RATE:-5000}
 pin=${PIN:-yes}
+queues=${QUEUES:-2}
 size=14
 
 command -v sockperf >/dev/null || { apt-get update; apt-get install -y sockperf; }
@@ -58,11 +59,11 @@ ip netns add "$nss"
 ip netns add "$nsc"
 mac_s=02:00:00:7a:00:02
 mac_c=02:00:00:7a:00:01
-# Two queues each way, one per CPU: `apply --profile latency` then sets no
-# RPS (RPS would hand each packet to another CPU's backlog, which a busy
-# poller cannot reach).
-ip link add "$vc" netns "$nsc" address "$mac_c" numrxqueues 2 numtxqueues 2 type veth \
-    peer name "$vs" netns "$nss" address "$mac_s" numrxqueues 2 numtxqueues 2
+# Two queues each way by default, one per CPU. `apply --profile latency`
+# turns RPS off with any number (RPS would hand each packet to another
+# CPU's backlog, which a busy poller cannot reach): QUEUES=1 shows it.
+ip link add "$vc" netns "$nsc" address "$mac_c" numrxqueues "$queues" numtxqueues "$queues" type veth \
+    peer name "$vs" netns "$nss" address "$mac_s" numrxqueues "$queues" numtxqueues "$queues"
 ip -n "$nsc" addr add 10.122.0.1/24 dev "$vc"
 ip -n "$nss" addr add 10.122.0.2/24 dev "$vs"
 for ns in "$nss" "$nsc"; do ip -n "$ns" link set lo up; done
@@ -171,7 +172,7 @@ median() { tr ' ' '\n' | grep . | sort -g | awk '{ a[NR] = $1 } END { print a[in
 
 declare -A runs
 echo "machine: $(nproc) CPUs, $(uname -r), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
-echo "veth pair (2 queues each way) with GRO on, TSO off between two namespaces; $placement; TCP, $size-byte request and reply"
+echo "veth pair ($queues queue(s) each way) with GRO on, TSO off between two namespaces; $placement; TCP, $size-byte request and reply"
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg); $secs s per run, $rounds rounds alternating, median shown"
 for r in $(seq "$rounds"); do
     for v in off busy napi prefer; do runs[rr_$v]+="$(rr_one "$v");"; done
