@@ -166,8 +166,14 @@ pub fn run(args: MonitorArgs) -> anyhow::Result<Status> {
             Feed::live(selection, args.netns.clone(), Duration::from_secs_f64(secs))
         }
     };
-    let stop = super::signals::stop_on_signals()?;
     let view = choose_view(&args);
+    let stop = if view == View::Tui {
+        // SIGHUP too (the terminal was closed), and a second signal gives
+        // the terminal back before it ends the process.
+        super::signals::stop_on_signals_for_view(tui::exit_restored)?
+    } else {
+        super::signals::stop_on_signals()?
+    };
     if view == View::Tui {
         // An interactive view is watched, not a check: quitting it is a
         // success whatever it showed.

@@ -11,7 +11,7 @@ use super::ui::{MIN_HEIGHT, MIN_WIDTH};
 /// The keys, as the help lists them.
 pub const KEYS: &[(&str, &str)] = &[
     ("q, Ctrl-C", "quit (the terminal is restored)"),
-    ("p, space", "pause the display (sampling goes on)"),
+    ("p, space", "pause (live: sampling goes on; a replay waits)"),
     ("Tab, Shift-Tab", "next / previous pane"),
     ("s, S", "next / previous sort column of the pane's table"),
     ("/", "filter: CPUs (3, 0-7, cpu12) or an interface name"),
@@ -39,6 +39,9 @@ pub fn lines(theme: &Theme) -> Vec<Line<'static>> {
         "  Bars: usr | sys / irq ! soft # (one glyph each without colour).".to_string(),
         "  Interrupts: a row per NIC queue vector, a column per CPU; one lit column \
          means every queue interrupts the same CPU."
+            .to_string(),
+        "  Queues: a sort puts the busiest interface first and orders the queues \
+         under each interface's total."
             .to_string(),
         "  Drops: the layer losing the most packets is marked << losing.".to_string(),
         "  - is a value that could not be computed this interval.".to_string(),

@@ -4,8 +4,8 @@
 //! | key | does |
 //! |---|---|
 //! | `q`, `Ctrl-C` | quit (the terminal is restored) |
-//! | `p`, space | pause / resume the display (sampling goes on) |
-//! | `s` / `S` | next / previous sort column of the focused table |
+//! | `p`, space | pause / resume the display (live sampling goes on; a replay waits and resumes where it was) |
+//! | `s` / `S` | next / previous sort column of the focused table (queues: busiest interface first, queues within each) |
 //! | `/` | filter: a CPU list (`3`, `0-7`, `cpu12`) or part of an interface name; Enter keeps it, Esc restores the one before, an empty filter clears |
 //! | `Tab` / `Shift-Tab` | next / previous pane |
 //! | arrows, `j`/`k`, PgUp/PgDn, Home/End | scroll the focused pane |

@@ -15,8 +15,10 @@
 //!   [`ladder`] (drops from the NIC up to TCP, the losing layer marked) and
 //!   [`findings`]. Drawn into any ratatui backend: the tests use
 //!   `TestBackend` and read the cells a person would see.
-//! - [`term`]: the terminal itself (raw mode, alternate screen), restored by
-//!   a guard's `Drop`, by a panic hook, and on SIGTERM (the run's `Stop`).
+//! - [`term`]: the terminal itself (raw mode, alternate screen), restored
+//!   exactly once by a guard's `Drop`, by a panic hook, on SIGTERM, SIGINT
+//!   or SIGHUP (the run's `Stop`), and by [`exit_restored`] when a second
+//!   signal ends the process while the view closes.
 //!
 //! Colour carries no information of its own: the hot CPU also says `!`,
 //! the losing layer says `<< losing`, and with `NO_COLOR` set ([`Theme`])
@@ -37,7 +39,7 @@ pub mod ui;
 
 pub use app::{App, Filter, Pane};
 pub use keys::{handle, Action};
-pub use term::{run, TuiEnd, TuiOptions};
+pub use term::{exit_restored, run, TuiEnd, TuiOptions};
 pub use theme::Theme;
 pub use ui::{draw, MIN_HEIGHT, MIN_WIDTH};
 

@@ -1,9 +1,12 @@
 //! The packet table: per interface a total row (its link counters), then
 //! one row per queue index with RX and TX packets and bytes per second
 //! from the per-queue counters (netdev netlink qstats, or the driver's
-//! statistics), and the drops the queue counted. Sorting orders the
-//! queues within their interface: the busiest queue of a skewed RSS
-//! spread comes to the top.
+//! statistics), and the drops the queue counted. Sorting by a column
+//! orders the interfaces by their total in it, busiest first, and the
+//! queues within each interface: the busiest NIC comes to the top with
+//! its busiest queue (of a skewed RSS spread) first under its total, and
+//! a queue row never leaves its interface (queue 3 alone says nothing).
+//! By queue, the interfaces keep the kernel's order.
 
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -145,15 +148,23 @@ fn interface_rows(iface: &InterfaceRates, sort: Sort) -> Vec<QueueRow> {
     out
 }
 
-/// The table's rows: the interfaces the filter lets through.
+/// The table's rows: the interfaces the filter lets through, each its
+/// total then its queues; by a column other than the queue, the busiest
+/// interface first (a stable sort: ties keep the kernel's order).
 pub fn rows(frame: &Frame, app: &App) -> Vec<QueueRow> {
-    frame
+    let sort = app.queue_sort;
+    let mut blocks: Vec<Vec<QueueRow>> = frame
         .rates
         .interfaces
         .iter()
         .filter(|i| app.filter.iface(&i.name))
-        .flat_map(|i| interface_rows(i, app.queue_sort))
-        .collect()
+        .map(|i| interface_rows(i, sort))
+        .collect();
+    if sort != Sort::Queue {
+        let total = |block: &Vec<QueueRow>| block.first().map_or(-1.0, |r| sort.key(r));
+        blocks.sort_by(|a, b| total(b).total_cmp(&total(a)));
+    }
+    blocks.into_iter().flatten().collect()
 }
 
 const IFACE: usize = 12;

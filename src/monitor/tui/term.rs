@@ -2,15 +2,24 @@
 //! sends each interval's [`Frame`] over a channel; this thread draws the
 //! latest and reads keys.
 //!
-//! The terminal is always given back: raw mode and the alternate screen
-//! are left by [`Guard`]'s `Drop` (a normal quit, an error, SIGTERM,
-//! which triggers the run's `Stop`), and by a panic hook that runs before
-//! the panic message is printed, so the message lands on the normal screen.
+//! The terminal is always given back, exactly once, whoever comes first:
+//! raw mode and the alternate screen are left by [`Guard`]'s `Drop` (a
+//! normal quit, an error, the first SIGTERM, SIGINT or SIGHUP, which
+//! trigger the run's `Stop`), by a panic hook that runs before the panic
+//! message is printed, so the message lands on the normal screen, and by
+//! [`exit_restored`], which a second signal calls from its handler while
+//! the view is still closing (it restores with async-signal-safe calls
+//! only, then ends the process).
+//!
+//! A replay stops advancing while the view is paused (the sampler thread
+//! waits), so resuming goes on from the interval on screen; a live feed
+//! keeps sampling, and the newest interval shows on resume.
 
-use std::io;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::io::{self, IsTerminal};
+use std::os::fd::IntoRawFd;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
-use std::sync::Once;
+use std::sync::{Arc, Once, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -59,6 +68,8 @@ const REPLAY_PACE: (f64, f64) = (0.2, 5.0);
 /// How long to wait for the sampler thread after the view closed (it sees
 /// the stop within a tenth of a second unless stuck in a read).
 const JOIN_WAIT: Duration = Duration::from_secs(2);
+/// How often a paused replay looks whether the pause ended.
+const PAUSE_POLL: Duration = Duration::from_millis(50);
 
 /// Show `feed` in the terminal until `q`, Ctrl-C or `stop` (SIGTERM).
 /// An error of the feed (its namespace was deleted) ends the view and is
@@ -66,13 +77,15 @@ const JOIN_WAIT: Duration = Duration::from_secs(2);
 pub fn run(feed: Feed, stop: &Stop, options: TuiOptions) -> anyhow::Result<TuiEnd> {
     let (tx, rx) = mpsc::channel();
     let sampler_stop = stop.clone();
+    let paused = Arc::new(AtomicBool::new(false));
+    let sampler_paused = Arc::clone(&paused);
     let sampler = std::thread::Builder::new()
         .name("nettune-sampler".to_string())
-        .spawn(move || sample(feed, &sampler_stop, &tx))
+        .spawn(move || sample(feed, &sampler_stop, &sampler_paused, &tx))
         .map_err(|e| anyhow::anyhow!("cannot start the sampling thread: {e}"))?;
     let result = match Guard::enter() {
         Ok(guard) => {
-            let result = show(&rx, stop, &options);
+            let result = show(&rx, stop, &paused, &options);
             drop(guard);
             result
         }
@@ -86,8 +99,8 @@ pub fn run(feed: Feed, stop: &Stop, options: TuiOptions) -> anyhow::Result<TuiEn
 }
 
 /// The sampler thread: frames from `feed` until it ends or `stop`; a
-/// replay at its recorded pace.
-fn sample(mut feed: Feed, stop: &Stop, tx: &Sender<Msg>) {
+/// replay at its recorded pace, standing still while `paused`.
+fn sample(mut feed: Feed, stop: &Stop, paused: &AtomicBool, tx: &Sender<Msg>) {
     let replay = feed.recorded_len().is_some();
     let result = run_feed(&mut feed, stop, None, &mut |frame: &Frame| {
         tx.send(Msg::Frame(Box::new(frame.clone())))
@@ -95,11 +108,42 @@ fn sample(mut feed: Feed, stop: &Stop, tx: &Sender<Msg>) {
         if replay {
             let (lo, hi) = REPLAY_PACE;
             let pace = Duration::from_secs_f64(frame.rates.interval_secs.clamp(lo, hi));
-            stop.sleep_until(Instant::now() + pace);
+            wait_unpaused(pace, paused, stop);
         }
         Ok(())
     });
+    if replay {
+        // "Recording ended" is news of the replay going on: not while paused.
+        wait_unpaused(Duration::ZERO, paused, stop);
+    }
     let _ = tx.send(Msg::End(result));
+}
+
+/// Wait until `pace` of time not `paused` has passed (time spent paused
+/// does not count, so a resumed replay keeps the rest of its interval), or
+/// until `stop`; true when stopped.
+fn wait_unpaused(pace: Duration, paused: &AtomicBool, stop: &Stop) -> bool {
+    let mut left = pace;
+    let mut last = Instant::now();
+    loop {
+        if stop.is_set() {
+            return true;
+        }
+        let now = Instant::now();
+        let is_paused = paused.load(Ordering::SeqCst);
+        if !is_paused {
+            left = left.saturating_sub(now - last);
+            if left.is_zero() {
+                return false;
+            }
+        }
+        last = now;
+        std::thread::sleep(if is_paused {
+            PAUSE_POLL
+        } else {
+            left.min(PAUSE_POLL)
+        });
+    }
 }
 
 fn join_bounded(handle: JoinHandle<()>, limit: Duration) {
@@ -119,7 +163,12 @@ fn join_bounded(handle: JoinHandle<()>, limit: Duration) {
 const PANIC_ENV: &str = "NETTUNE_TEST_TUI_PANIC";
 
 /// The drawing loop.
-fn show(rx: &Receiver<Msg>, stop: &Stop, options: &TuiOptions) -> anyhow::Result<TuiEnd> {
+fn show(
+    rx: &Receiver<Msg>,
+    stop: &Stop,
+    paused: &AtomicBool,
+    options: &TuiOptions,
+) -> anyhow::Result<TuiEnd> {
     let mut terminal = Terminal::new(CrosstermBackend::new(io::stdout()))?;
     terminal.clear()?;
     let mut app = App::new(options.source.clone());
@@ -150,7 +199,7 @@ fn show(rx: &Receiver<Msg>, stop: &Stop, options: &TuiOptions) -> anyhow::Result
                 }
             }
         }
-        if !ACTIVE.load(Ordering::SeqCst) {
+        if STATE.load(Ordering::SeqCst) != TAKEN {
             // A panic hook gave the terminal back: draw no more.
             anyhow::bail!("the terminal view stopped after a panic");
         }
@@ -164,11 +213,16 @@ fn show(rx: &Receiver<Msg>, stop: &Stop, options: &TuiOptions) -> anyhow::Result
         }
         if event::poll(TICK)? {
             match event::read()? {
-                Event::Key(key) => match handle(&mut app, key) {
-                    Action::Quit => break,
-                    Action::Redraw => dirty = true,
-                    Action::None => {}
-                },
+                Event::Key(key) => {
+                    let action = handle(&mut app, key);
+                    // The replay stands still while the view is paused.
+                    paused.store(app.paused, Ordering::SeqCst);
+                    match action {
+                        Action::Quit => break,
+                        Action::Redraw => dirty = true,
+                        Action::None => {}
+                    }
+                }
                 Event::Resize(..) => {
                     terminal.autoresize()?;
                     dirty = true;
@@ -182,9 +236,22 @@ fn show(rx: &Receiver<Msg>, stop: &Stop, options: &TuiOptions) -> anyhow::Result
     })
 }
 
-/// Whether the terminal is in raw mode on the alternate screen (so that
-/// restoring happens once, whoever does it first).
-static ACTIVE: AtomicBool = AtomicBool::new(false);
+/// Who has the terminal: [`FREE`] (as the view found it), [`TAKEN`] (raw
+/// mode and the alternate screen may be on), [`RESTORING`] (one path is
+/// giving it back; the others leave it alone).
+static STATE: AtomicU8 = AtomicU8::new(FREE);
+const FREE: u8 = 0;
+const TAKEN: u8 = 1;
+const RESTORING: u8 = 2;
+/// The exit status a signal asked for while another path was restoring
+/// (0: none): that path ends the process once the terminal is back.
+static EXIT_AFTER_RESTORE: AtomicI32 = AtomicI32::new(0);
+/// The terminal's modes before raw mode, and a descriptor of it (crossterm
+/// keeps its own copy behind a lock, which a signal handler cannot take).
+static SAVED_MODES: OnceLock<(libc::c_int, libc::termios)> = OnceLock::new();
+/// What leaves the alternate screen and shows the cursor (crossterm's
+/// `LeaveAlternateScreen` and `cursor::Show`).
+const LEAVE: &[u8] = b"\x1b[?1049l\x1b[?25h";
 
 /// Raw mode and the alternate screen while it lives.
 struct Guard;
@@ -192,10 +259,11 @@ struct Guard;
 impl Guard {
     fn enter() -> io::Result<Guard> {
         install_panic_hook();
-        terminal::enable_raw_mode()?;
-        ACTIVE.store(true, Ordering::SeqCst);
-        // From here on Drop restores, also when the next step fails.
+        save_modes();
+        STATE.store(TAKEN, Ordering::SeqCst);
+        // From here on Drop restores, also when a step fails.
         let guard = Guard;
+        terminal::enable_raw_mode()?;
         execute!(io::stdout(), terminal::EnterAlternateScreen, cursor::Hide)?;
         Ok(guard)
     }
@@ -207,11 +275,94 @@ impl Drop for Guard {
     }
 }
 
-/// Leave the alternate screen and raw mode, show the cursor; once.
+/// Note the terminal's modes for [`exit_restored`], on the descriptor
+/// crossterm changes (stdin when it is a terminal, else /dev/tty).
+fn save_modes() {
+    if SAVED_MODES.get().is_some() {
+        return;
+    }
+    let fd = if io::stdin().is_terminal() {
+        libc::STDIN_FILENO
+    } else {
+        match std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open("/dev/tty")
+        {
+            // Kept open for the process's life: the handler needs it.
+            Ok(tty) => tty.into_raw_fd(),
+            Err(_) => return,
+        }
+    };
+    // SAFETY: termios is plain data, and tcgetattr fills it or fails.
+    let mut modes: libc::termios = unsafe { std::mem::zeroed() };
+    // SAFETY: fd is open and modes is a valid termios to write to.
+    if unsafe { libc::tcgetattr(fd, &mut modes) } == 0 {
+        let _ = SAVED_MODES.set((fd, modes));
+    }
+}
+
+/// Leave the alternate screen and raw mode, show the cursor: whoever comes
+/// first, once. A signal that asked to end the process meanwhile is
+/// obeyed once the terminal is back.
 fn restore() {
-    if ACTIVE.swap(false, Ordering::SeqCst) {
-        let _ = execute!(io::stdout(), terminal::LeaveAlternateScreen, cursor::Show);
-        let _ = terminal::disable_raw_mode();
+    if STATE
+        .compare_exchange(TAKEN, RESTORING, Ordering::SeqCst, Ordering::SeqCst)
+        .is_err()
+    {
+        return;
+    }
+    let _ = execute!(io::stdout(), terminal::LeaveAlternateScreen, cursor::Show);
+    let _ = terminal::disable_raw_mode();
+    STATE.store(FREE, Ordering::SeqCst);
+    let code = EXIT_AFTER_RESTORE.load(Ordering::SeqCst);
+    if code != 0 {
+        // SAFETY: _exit has no preconditions; the terminal is back.
+        unsafe { libc::_exit(code) };
+    }
+}
+
+/// End the process with `code`, giving the terminal back first if the
+/// view has it; for a second Ctrl-C, SIGTERM or SIGHUP while the view is
+/// closing (`crate::cli::signals`). Async-signal-safe: atomics, `write`,
+/// `tcsetattr` and `_exit` only. When another path is already restoring
+/// the terminal (perhaps the thread this handler interrupted), it returns
+/// and that path ends the process when done, so the terminal is restored
+/// exactly once and never left half-done.
+pub fn exit_restored(code: i32) {
+    match STATE.compare_exchange(TAKEN, RESTORING, Ordering::SeqCst, Ordering::SeqCst) {
+        Ok(_) => {
+            restore_in_handler();
+            // SAFETY: _exit is async-signal-safe; the terminal is back.
+            unsafe { libc::_exit(code) };
+        }
+        Err(RESTORING) => {
+            EXIT_AFTER_RESTORE.store(code, Ordering::SeqCst);
+            // The restoring path may have finished before it could see the
+            // request: then the terminal is back and this ends it.
+            if STATE.load(Ordering::SeqCst) == FREE {
+                // SAFETY: as above.
+                unsafe { libc::_exit(code) };
+            }
+        }
+        // FREE: the terminal is as the view found it.
+        // SAFETY: as above.
+        Err(_) => unsafe { libc::_exit(code) },
+    }
+}
+
+/// [`restore`] with async-signal-safe calls: the escape sequences written
+/// straight to stdout, the saved modes set back.
+fn restore_in_handler() {
+    // SAFETY: write and tcsetattr are async-signal-safe; LEAVE is a valid
+    // buffer of its length; the saved descriptor stays open (stdin, or a
+    // /dev/tty kept for the process's life) and the modes are a termios
+    // that tcgetattr filled.
+    unsafe {
+        libc::write(libc::STDOUT_FILENO, LEAVE.as_ptr().cast(), LEAVE.len());
+        if let Some((fd, modes)) = SAVED_MODES.get() {
+            libc::tcsetattr(*fd, libc::TCSANOW, modes);
+        }
     }
 }
 

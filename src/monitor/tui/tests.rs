@@ -362,3 +362,56 @@ fn a_128_cpu_host_scrolls_and_folds() {
     assert!(row.contains("Queues"), "{row}");
     assert!(screen(&buf).contains("(each cell 2 CPUs)"));
 }
+
+#[test]
+fn a_queue_sort_puts_the_busiest_interface_first_and_keeps_queues_under_it() {
+    let mut frame = frames_of(&fixture("two-socket-smt-8q")).remove(0);
+    // A second, quieter NIC listed before eth0: half of eth0's receive.
+    let mut quiet = frame.rates.interfaces[0].clone();
+    assert_eq!(quiet.name, "eth0");
+    quiet.name = "bond0".to_string();
+    let half = |v: &mut Option<f64>| *v = v.map(|x| x / 2.0);
+    half(&mut quiet.rx_packets_per_sec);
+    for q in &mut quiet.queues {
+        half(&mut q.packets_per_sec);
+    }
+    frame.rates.interfaces.insert(0, quiet);
+    let mut app = app_with(frame);
+    let order = |app: &App| -> Vec<(String, Option<u32>)> {
+        let frame = app.frame.as_ref().expect("frame");
+        super::queues::rows(frame, app)
+            .into_iter()
+            .map(|r| (r.iface, r.queue))
+            .collect()
+    };
+    // By queue: the kernel's order of interfaces, queues by index.
+    let rows = order(&app);
+    assert_eq!(rows[0], ("bond0".to_string(), None));
+    assert_eq!(rows[1], ("bond0".to_string(), Some(0)));
+    // By rx pkt/s: eth0 (busier) first, each interface's queues under its
+    // total, busiest first.
+    app.focus = Pane::Queues;
+    press(&mut app, KeyCode::Char('s'));
+    let rows = order(&app);
+    let first_bond = rows.iter().position(|r| r.0 == "bond0").expect("bond0");
+    assert_eq!(rows[0], ("eth0".to_string(), None));
+    assert!(rows[..first_bond].iter().all(|r| r.0 == "eth0"), "{rows:?}");
+    assert!(
+        rows[first_bond..].iter().all(|r| r.0 == "bond0"),
+        "{rows:?}"
+    );
+    assert_eq!(rows[first_bond].1, None, "the total heads its queues");
+    let frame = app.frame.as_ref().expect("frame");
+    let table = super::queues::rows(frame, &app);
+    let rx: Vec<f64> = table[1..first_bond]
+        .iter()
+        .map(|r| r.rx_packets.unwrap_or(-1.0))
+        .collect();
+    assert!(rx.windows(2).all(|w| w[0] >= w[1]), "{rx:?}");
+    // The help says so, also at 80x24.
+    press(&mut app, KeyCode::Char('?'));
+    let text = screen(&render(&app, Theme::plain(), 80, 24));
+    assert!(text.contains("busiest interface first"), "{text}");
+    assert!(text.contains("a replay waits"), "{text}");
+    assert!(text.contains("<< losing"), "{text}");
+}
