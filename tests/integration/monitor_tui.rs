@@ -2,9 +2,10 @@
 //! interactive bash, the test types the command, reads the screen with
 //! `capture-pane` and presses keys; after the view ends, the shell's prompt
 //! must be back, the alternate screen gone and `stty -a` show the
-//! terminal's cooked modes (icanon, echo, isig, opost), whether it ended
-//! by `q`, Ctrl-C, SIGTERM or a panic. Each test has its own tmux server
-//! (`-L`), killed on drop, also when the test fails.
+//! terminal's cooked modes (icanon, echo, isig, opost) and the cursor be
+//! visible, whether it ended by `q`, Ctrl-C, SIGTERM, SIGHUP, a second
+//! signal while the view was closing, or a panic. Each test has its own
+//! tmux server (`-L`), killed on drop, also when the test fails.
 
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -81,6 +82,12 @@ impl Tmux {
         self.ok(&["capture-pane", "-p", "-t", "main"])
     }
 
+    fn cursor_visible(&self) -> bool {
+        self.ok(&["display-message", "-p", "-t", "main", "#{cursor_flag}"])
+            .trim()
+            == "1"
+    }
+
     fn alternate_screen(&self) -> bool {
         self.ok(&["display-message", "-p", "-t", "main", "#{alternate_on}"])
             .trim()
@@ -141,6 +148,7 @@ impl Tmux {
                 .is_some_and(|l| l.trim() == PROMPT)
         });
         assert!(!self.alternate_screen(), "still on the alternate screen");
+        assert!(self.cursor_visible(), "the cursor is still hidden");
         assert!(
             !screen.contains("Drops/s, NIC to socket"),
             "the view was left on the normal screen:\n{screen}"
@@ -172,6 +180,12 @@ impl Drop for Tmux {
     fn drop(&mut self) {
         let _ = self.run(&["kill-server"]);
     }
+}
+
+/// Send `signal` to `pid`, a nettune the test started in its own terminal.
+fn send_signal(pid: i32, signal: i32) {
+    // SAFETY: kill has no memory preconditions.
+    assert_eq!(unsafe { libc::kill(pid, signal) }, 0, "kill {pid}");
 }
 
 fn command(args: &str) -> String {
@@ -349,4 +363,107 @@ fn a_namespace_deleted_under_the_view_closes_it_with_the_error() {
         "{screen}"
     );
     tmux.assert_restored(2);
+}
+
+/// A second signal while the view is closing (SIGTERM twice, as from an
+/// impatient service manager, or SIGTERM then SIGINT) ends the process at
+/// once, with the terminal given back first. The debug build's test hook
+/// holds the closing view for seconds, so the second signal surely lands
+/// while the view still has the terminal (it closes within a tenth of a
+/// second otherwise, as on a terminal slow to take the last frame).
+fn second_signal_while_closing(tag: &str, second: i32) {
+    let tmux = Tmux::start(tag, 100, 30);
+    let fixture = fixture("vm-2cpu-virtio").display().to_string();
+    tmux.type_line(&format!(
+        "NETTUNE_TEST_TUI_SLOW_CLOSE_MS=8000 {}",
+        command(&format!("--root {fixture}"))
+    ));
+    tmux.wait_for("the panes", panes_shown);
+    let pid = tmux.foreground_pid();
+    send_signal(pid, libc::SIGTERM);
+    // Longer than the 100 ms within which a signal counts as a copy of the
+    // first (timeout(1) sends two): this one is a second request.
+    std::thread::sleep(Duration::from_millis(600));
+    assert!(
+        tmux.alternate_screen(),
+        "the view should still be closing:\n{}",
+        tmux.screen()
+    );
+    send_signal(pid, second);
+    // 128 + the signal: ended by the second signal, not by the view
+    // closing on its own 8 s later (that exits 0).
+    tmux.assert_restored(128 + second);
+}
+
+#[test]
+fn sigterm_twice_gives_the_terminal_back() {
+    second_signal_while_closing("term2", libc::SIGTERM);
+}
+
+#[test]
+fn sigterm_then_sigint_gives_the_terminal_back() {
+    second_signal_while_closing("termint", libc::SIGINT);
+}
+
+#[test]
+fn sighup_closes_the_view_and_gives_the_terminal_back() {
+    let tmux = Tmux::start("hup", 100, 30);
+    tmux.type_line(&command("--interval 0.3"));
+    tmux.wait_for("the panes", |s| panes_shown(s) && s.contains(" ms  "));
+    send_signal(tmux.foreground_pid(), libc::SIGHUP);
+    tmux.assert_restored(0);
+}
+
+/// The title bar's clock (HH:MM:SS), which names the interval on screen:
+/// the fixture's samples are one second apart.
+fn clock(screen: &str) -> String {
+    let title = screen.lines().next().unwrap_or_default();
+    let rest = title
+        .trim_start()
+        .strip_prefix("nettune monitor")
+        .unwrap_or_else(|| panic!("no title bar:\n{screen}"));
+    rest.split_whitespace()
+        .next()
+        .filter(|c| c.len() == 8 && c.as_bytes()[2] == b':')
+        .unwrap_or_else(|| panic!("no clock in the title bar:\n{screen}"))
+        .to_string()
+}
+
+#[test]
+fn pause_holds_a_replay_and_resume_goes_on_from_there() {
+    let tmux = Tmux::start("pause", 100, 30);
+    let fixture = fixture("vm-2cpu-virtio").display().to_string();
+    // Three intervals, one second apart (TZ=UTC): 01:26:41, :42, :43.
+    tmux.type_line(&command(&format!("--root {fixture}")));
+    tmux.wait_for("the panes", panes_shown);
+    tmux.keys(&["p"]);
+    let screen = tmux.wait_for("the pause", |s| s.contains("PAUSED"));
+    let held = clock(&screen);
+    assert!(
+        held != "01:26:43",
+        "the replay reached its last interval before p was pressed:\n{screen}"
+    );
+    // Longer than the rest of the recording at its pace: unpaused, it
+    // would have ended by now.
+    std::thread::sleep(Duration::from_secs(4));
+    let screen = tmux.screen();
+    assert_eq!(clock(&screen), held, "the screen moved while paused");
+    assert!(
+        screen.contains("PAUSED (p resumes)"),
+        "the replay went on while paused:\n{screen}"
+    );
+    assert!(!screen.contains("recording ended"), "{screen}");
+    // Resume: the next interval, then the rest, to the end.
+    tmux.keys(&["p"]);
+    let next = format!("01:26:{}", held[6..].parse::<u32>().expect("seconds") + 1);
+    let screen = tmux.wait_for("the next interval", |s| {
+        !s.contains("PAUSED") && clock(s) != held
+    });
+    // The interval after the one held, not the newest: nothing skipped.
+    assert_eq!(clock(&screen), next, "resumed after {held}:\n{screen}");
+    tmux.wait_for("the end of the recording", |s| {
+        s.contains("recording ended after 3 interval(s)") && clock(s) == "01:26:43"
+    });
+    tmux.keys(&["q"]);
+    tmux.assert_restored(0);
 }

@@ -86,6 +86,8 @@ pub fn run(feed: Feed, stop: &Stop, options: TuiOptions) -> anyhow::Result<TuiEn
     let result = match Guard::enter() {
         Ok(guard) => {
             let result = show(&rx, stop, &paused, &options);
+            #[cfg(debug_assertions)]
+            slow_close_for_tests();
             drop(guard);
             result
         }
@@ -161,6 +163,23 @@ fn join_bounded(handle: JoinHandle<()>, limit: Duration) {
 /// panic gives the terminal back.
 #[cfg(debug_assertions)]
 const PANIC_ENV: &str = "NETTUNE_TEST_TUI_PANIC";
+
+/// Test hook (debug builds only): hold the view this many milliseconds
+/// after it closed and before the terminal is given back, as a terminal
+/// slow to take the last frame would, so that a test's second signal
+/// lands while the view is closing.
+#[cfg(debug_assertions)]
+const SLOW_CLOSE_ENV: &str = "NETTUNE_TEST_TUI_SLOW_CLOSE_MS";
+
+#[cfg(debug_assertions)]
+fn slow_close_for_tests() {
+    let ms = std::env::var(SLOW_CLOSE_ENV)
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok());
+    if let Some(ms) = ms {
+        std::thread::sleep(Duration::from_millis(ms.min(30_000)));
+    }
+}
 
 /// The drawing loop.
 fn show(
