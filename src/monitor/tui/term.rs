@@ -395,3 +395,38 @@ fn install_panic_hook() {
         }));
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_paused_replay_waits_until_resumed_or_stopped() {
+        let stop = Stop::new();
+        let paused = Arc::new(AtomicBool::new(false));
+        assert!(!wait_unpaused(Duration::ZERO, &paused, &stop));
+        // Paused: it waits past its pace, until resumed.
+        paused.store(true, Ordering::SeqCst);
+        let resumed = Arc::new(AtomicBool::new(false));
+        let waiter = {
+            let (paused, resumed, stop) = (Arc::clone(&paused), Arc::clone(&resumed), stop.clone());
+            std::thread::spawn(move || {
+                let stopped = wait_unpaused(Duration::from_millis(10), &paused, &stop);
+                (stopped, resumed.load(Ordering::SeqCst))
+            })
+        };
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(!waiter.is_finished(), "went on while paused");
+        resumed.store(true, Ordering::SeqCst);
+        paused.store(false, Ordering::SeqCst);
+        assert_eq!(waiter.join().expect("waiter"), (false, true));
+        // Paused, then stopped: it returns, saying so.
+        paused.store(true, Ordering::SeqCst);
+        let waiter = {
+            let (paused, stop) = (Arc::clone(&paused), stop.clone());
+            std::thread::spawn(move || wait_unpaused(Duration::from_secs(3600), &paused, &stop))
+        };
+        stop.trigger();
+        assert!(waiter.join().expect("waiter"));
+    }
+}
