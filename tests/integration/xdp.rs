@@ -52,6 +52,13 @@ impl Bg {
         assert_eq!(unsafe { libc::kill(self.pid(), signal) }, 0);
     }
 
+    /// Whether the process has ended.
+    fn exited(&mut self) -> bool {
+        self.child
+            .as_mut()
+            .is_some_and(|c| matches!(c.try_wait(), Ok(Some(_))))
+    }
+
     /// Wait at most `limit`: exit code, stdout, stderr.
     fn finish(&mut self, limit: Duration) -> (Option<i32>, String, String) {
         let child = self.child.take().expect("running");
@@ -141,13 +148,21 @@ fn any_xdp(ns: &Netns) -> bool {
 }
 
 /// Wait until `iface` has an XDP program: its `id N name M`.
-fn wait_attached(ns: &Netns, iface: &str) -> String {
+fn wait_attached(ns: &Netns, iface: &str, sink: &mut Bg) -> String {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         if let Some(p) = xdp_of(ns, iface) {
             return p;
         }
-        assert!(Instant::now() < deadline, "no XDP program on {iface}");
+        // A sink that ended without attaching says why on stderr.
+        if sink.exited() {
+            let (code, out, err) = sink.finish(Duration::from_secs(1));
+            panic!("the sink ended (exit {code:?}) before attaching to {iface}: {err}{out}");
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no XDP program on {iface} within 20 s"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -199,7 +214,7 @@ fn the_flow_is_counted_exactly_and_other_traffic_still_reaches_the_stack() {
 
     let args = sink_args(&b, "0", &rx, &["--duration", "5", "--json"]);
     let mut sink = Bg::spawn(state.path(), &strs(&args));
-    let program = wait_attached(&rx, &b);
+    let program = wait_attached(&rx, &b, &mut sink);
     assert!(program.contains("name nettune_xsk"), "{program}");
     // Recorded before it was attached; marked complete just after.
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -300,7 +315,7 @@ fn a_killed_sink_leaves_its_program_to_doctor_and_rollback_removes_only_it() {
     let sink_args = |mode: &str| sink_args(&b, "0", &rx, &["--duration", "60", "--xdp-mode", mode]);
     let args = sink_args("native");
     let mut first = Bg::spawn(state.path(), &strs(&args));
-    let program = wait_attached(&rx, &b);
+    let program = wait_attached(&rx, &b, &mut first);
     first.signal(libc::SIGKILL);
     let _ = first.finish(Duration::from_secs(10));
     assert_eq!(xdp_of(&rx, &b).as_deref(), Some(program.as_str()));
@@ -351,7 +366,7 @@ fn a_killed_sink_leaves_its_program_to_doctor_and_rollback_removes_only_it() {
 
     // And a killed run's program alone is removed by rollback.
     let mut third = Bg::spawn(state.path(), &strs(&args));
-    wait_attached(&rx, &b);
+    wait_attached(&rx, &b, &mut third);
     third.signal(libc::SIGKILL);
     let _ = third.finish(Duration::from_secs(10));
     let (code, out, err) = run(state.path(), &["rollback"]);
@@ -380,7 +395,7 @@ fn a_running_sink_shows_in_inspect_and_generic_mode_in_doctor_and_sigterm_remove
         &["--duration", "60", "--xdp-mode", "generic", "--json"],
     );
     let mut sink = Bg::spawn(state.path(), &strs(&args));
-    wait_attached(&rx, &b);
+    wait_attached(&rx, &b, &mut sink);
     let (code, out, err) = run(state.path(), &["inspect", "--netns", &rx.name]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("xdp    generic nettune_xsk (id "), "{out}");
