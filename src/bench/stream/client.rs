@@ -78,6 +78,7 @@ pub fn run(
         warmup: config.warmup,
         duration: Some(config.duration),
     };
+    let lowat = pump::rcvlowat(config.size, config.pace);
     let tasks: Vec<(&TcpStream, &LiveCounter)> = opened.streams.iter().zip(&live).collect();
     let started = Instant::now();
     let done = harness::run(
@@ -101,7 +102,7 @@ pub fn run(
                         stopped_at.set(Some(at));
                         at.elapsed() > DRAIN
                     };
-                    pump::receive(stream, config.size, &give_up, live).map(Moved::Received)
+                    pump::receive(stream, config.size, lowat, &give_up, live).map(Moved::Received)
                 }
             };
             moved.with_context(|| format!("stream {i}"))

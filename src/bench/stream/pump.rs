@@ -273,11 +273,36 @@ impl Received {
     }
 }
 
+/// How much a receiver lets queue before the kernel wakes it (SO_RCVLOWAT),
+/// at most. Every wake-up is paid by the CPU that delivers the segments,
+/// which on loopback and veth is the sender's: in softirq on its way out,
+/// the sender's CPU runs the receiving socket's TCP and wakes the reader
+/// (an inter-processor interrupt on another CPU). Woken per ~64 KiB
+/// segment, one veth stream spent about half of the sending CPU in softirq
+/// and ran at ~0.72x of iperf3; waking per 128 KiB it outran iperf3
+/// (docs/benchmarks.md, "A quiet run").
+pub const RCVLOWAT: usize = 128 * 1024;
+
+/// The wake-up mark for a receiver reading `size` bytes at a time from a
+/// sender paced at `pace` bits per second: [`RCVLOWAT`], never more than one
+/// read, nor more than a millisecond of a paced stream (so a slow stream's
+/// bytes are counted when they arrive, not up to [`POLL`] later).
+pub fn rcvlowat(size: usize, pace: Option<u64>) -> usize {
+    let per_ms = pace.map_or(usize::MAX, |bits| {
+        usize::try_from(bits / 8 / 1000).unwrap_or(usize::MAX)
+    });
+    RCVLOWAT.min(size).min(per_ms).max(1)
+}
+
 /// Read `size` bytes at a time until the sender's FIN, or until
-/// `give_up()`. A reset connection is an error.
+/// `give_up()`. After the first bytes (so the first-byte time is exact),
+/// the kernel wakes the reader only once `lowat` bytes are queued (or the
+/// FIN, or [`POLL`] passed: a read returns what it has then). A reset
+/// connection is an error.
 pub fn receive(
     stream: &TcpStream,
     size: usize,
+    lowat: usize,
     give_up: &dyn Fn() -> bool,
     live: &LiveCounter,
 ) -> anyhow::Result<Received> {
@@ -298,6 +323,12 @@ pub fn receive(
             }
             Ok(n) => {
                 let now = Instant::now();
+                if got.first.is_none() && lowat > 1 {
+                    // Only an optimisation: a kernel that refuses it
+                    // (before Linux 4.18 TCP ignores the wake-up part)
+                    // just wakes the reader more often.
+                    let _ = super::sock::set_rcvlowat(stream.as_fd(), lowat);
+                }
                 got.first.get_or_insert(now);
                 got.last = Some(now);
                 got.bytes += n as u64;
@@ -350,7 +381,7 @@ mod tests {
         let stop = AtomicBool::new(false);
         let (tx_live, rx_live) = (LiveCounter::default(), LiveCounter::default());
         std::thread::scope(|s| {
-            let receiving = s.spawn(|| receive(&rx, 128 * 1024, &|| false, &rx_live));
+            let receiving = s.spawn(|| receive(&rx, 128 * 1024, RCVLOWAT, &|| false, &rx_live));
             let sending =
                 s.spawn(|| send(&tx, &source, &|| stop.load(Ordering::Relaxed), &tx_live));
             std::thread::sleep(Duration::from_millis(200));
@@ -374,5 +405,49 @@ mod tests {
                 assert_eq!(zc.copied, zc.completed, "{zc:?}");
             }
         }
+    }
+
+    #[test]
+    fn the_wake_up_mark_is_at_most_one_read_and_a_millisecond_of_a_paced_stream() {
+        assert_eq!(rcvlowat(1 << 20, None), RCVLOWAT);
+        assert_eq!(rcvlowat(4096, None), 4096);
+        assert_eq!(rcvlowat(1 << 20, Some(1_000_000_000)), 125_000);
+        assert_eq!(rcvlowat(1 << 20, Some(8)), 1);
+    }
+
+    #[test]
+    fn a_trickle_below_the_wake_up_mark_is_counted_before_the_fin() {
+        use std::io::Write;
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let mut tx = TcpStream::connect(listener.local_addr().expect("addr")).expect("connect");
+        let (rx, _) = listener.accept().expect("accept");
+        let live = LiveCounter::default();
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let receiving = s.spawn(|| {
+                receive(
+                    &rx,
+                    1 << 20,
+                    RCVLOWAT,
+                    &|| stop.load(Ordering::Relaxed),
+                    &live,
+                )
+            });
+            tx.write_all(b"x").expect("first byte");
+            std::thread::sleep(Duration::from_millis(50));
+            tx.write_all(&[0u8; 1000]).expect("a trickle");
+            // Far less than RCVLOWAT, and no FIN: the read timeout hands
+            // the bytes over.
+            let until = Instant::now() + Duration::from_secs(5);
+            while live.read().1 < 1001 && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            let seen = live.read().1;
+            stop.store(true, Ordering::Relaxed);
+            let got = receiving.join().expect("receiver").expect("receive");
+            assert_eq!(seen, 1001);
+            assert_eq!(got.bytes, 1001);
+            assert!(!got.eof);
+        });
     }
 }

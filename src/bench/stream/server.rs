@@ -803,7 +803,10 @@ impl Run<'_> {
         let end = || self.end.load(Ordering::Relaxed);
         match self.source {
             Some(source) => pump::send(stream, source, &end, live).map(Moved::Sent),
-            None => pump::receive(stream, self.params.size, &end, live).map(Moved::Received),
+            None => {
+                let lowat = pump::rcvlowat(self.params.size, self.params.pace);
+                pump::receive(stream, self.params.size, lowat, &end, live).map(Moved::Received)
+            }
         }
     }
 }

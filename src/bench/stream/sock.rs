@@ -164,6 +164,27 @@ pub fn set_pacing(fd: BorrowedFd<'_>, bits_per_second: u64) -> anyhow::Result<()
     Ok(())
 }
 
+/// SO_RCVLOWAT: the kernel wakes a blocked reader once `bytes` are queued
+/// (or at the FIN, an error, or the read timeout), not per segment
+/// (Linux 4.18 for the wake-up; socket(7)).
+pub fn set_rcvlowat(fd: BorrowedFd<'_>, bytes: usize) -> anyhow::Result<()> {
+    let value = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+    // SAFETY: an int value of the size passed.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVLOWAT,
+            (&value as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error()).context("cannot set SO_RCVLOWAT");
+    }
+    Ok(())
+}
+
 /// SO_ZEROCOPY, which MSG_ZEROCOPY sends need (Linux 4.14).
 pub fn enable_zerocopy(fd: BorrowedFd<'_>) -> anyhow::Result<()> {
     let one: libc::c_int = 1;
