@@ -78,7 +78,7 @@ pub fn run(
         warmup: config.warmup,
         duration: Some(config.duration),
     };
-    let lowat = pump::rcvlowat(config.size, config.pace);
+    let lowat = pump::rcvlowat(config.streams, config.size, config.pace);
     let tasks: Vec<(&TcpStream, &LiveCounter)> = opened.streams.iter().zip(&live).collect();
     let started = Instant::now();
     let done = harness::run(

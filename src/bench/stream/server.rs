@@ -804,7 +804,7 @@ impl Run<'_> {
         match self.source {
             Some(source) => pump::send(stream, source, &end, live).map(Moved::Sent),
             None => {
-                let lowat = pump::rcvlowat(self.params.size, self.params.pace);
+                let lowat = pump::rcvlowat(self.params.streams, self.params.size, self.params.pace);
                 pump::receive(stream, self.params.size, lowat, &end, live).map(Moved::Received)
             }
         }
