@@ -193,50 +193,61 @@ fn rps(
     local: &[u32],
     known_node: bool,
 ) {
-    let group = iface.name.as_str();
     let n_rx = iface.rx_queues.len();
-    let covered = n_rx >= cpus.len();
     let rps_cpus: &[u32] = if local.is_empty() { cpus } else { local };
     let whence = if known_node && !local.is_empty() {
         "the NIC's node"
     } else {
         "the network CPUs"
     };
-    let table = flow_table(host);
+    let (to, reason) = if n_rx >= cpus.len() {
+        (
+            "0".to_string(),
+            format!("RPS off: {n_rx} RX queues cover the {} network CPUs, RPS would only add a cross-CPU hop (Redpanda rpk tune)", cpus.len()),
+        )
+    } else {
+        (
+            format_mask(rps_cpus),
+            format!(
+                "RPS: {n_rx} RX queue(s) for {} network CPUs; spread over {whence}'s CPUs {} (scaling.rst)",
+                cpus.len(),
+                format_list(rps_cpus)
+            ),
+        )
+    };
+    rps_every_queue(d, iface, &to, &reason, Some(flow_table(host)));
+}
+
+/// rps_cpus of every RX queue to `to` for `reason` (said skipped where the
+/// kernel has no RPS), then each queue's RFS flow count from `flows`, the
+/// socket flow table, when given.
+fn rps_every_queue(
+    d: &mut Draft,
+    iface: &Interface,
+    to: &str,
+    reason: &str,
+    flows: Option<FlowTable>,
+) {
+    let group = iface.name.as_str();
     for q in &iface.rx_queues {
-        let file = |file: RxFile| Target::rx(group, q.index, file);
+        let target = Target::rx(group, q.index, RxFile::RpsCpus);
         match &q.rps_cpus {
-            Some(current) => {
-                let (to, reason) = if covered {
-                    (
-                        "0".to_string(),
-                        format!("RPS off: {n_rx} RX queues cover the {} network CPUs, RPS would only add a cross-CPU hop (Redpanda rpk tune)", cpus.len()),
-                    )
-                } else {
-                    (
-                        format_mask(rps_cpus),
-                        format!(
-                            "RPS: {n_rx} RX queue(s) for {} network CPUs; spread over {whence}'s CPUs {} (scaling.rst)",
-                            cpus.len(),
-                            format_list(rps_cpus)
-                        ),
-                    )
-                };
-                d.want(
-                    group,
-                    file(RxFile::RpsCpus),
-                    &format_mask(current),
-                    to,
-                    reason,
-                );
-            }
+            Some(current) => d.want(
+                group,
+                target,
+                &format_mask(current),
+                to.to_string(),
+                reason.to_string(),
+            ),
             None => d.skip(
                 group,
-                &file(RxFile::RpsCpus),
+                &target,
                 "no rps_cpus: the kernel is built without RPS",
             ),
         }
-        flow_count(d, iface, q, table);
+        if let Some(table) = flows {
+            flow_count(d, iface, q, table);
+        }
     }
 }
 
@@ -265,24 +276,17 @@ fn virtual_queues(d: &mut Draft, host: &Host, iface: &Interface, opts: &PlanOpti
         _ => return,
     }
     let kind = iface.driver.as_deref().unwrap_or("a virtual interface");
-    let table = flow_table(host);
-    for q in &iface.rx_queues {
-        let target = Target::rx(group, q.index, RxFile::RpsCpus);
-        match &q.rps_cpus {
-            Some(current) => d.want(
-                group,
-                target,
-                &format_mask(current),
-                format_mask(cpus),
-                format!(
-                    "RPS: {kind} has no hardware queue or interrupt, so without RPS its packets are processed on the CPU that sent them; spread over the network CPUs {} (scaling.rst)",
-                    format_list(cpus)
-                ),
-            ),
-            None => d.skip(group, &target, "no rps_cpus: the kernel is built without RPS"),
-        }
-        flow_count(d, iface, q, table);
-    }
+    let reason = format!(
+        "RPS: {kind} has no hardware queue or interrupt, so without RPS its packets are processed on the CPU that sent them; spread over the network CPUs {} (scaling.rst)",
+        format_list(cpus)
+    );
+    rps_every_queue(
+        d,
+        iface,
+        &format_mask(cpus),
+        &reason,
+        Some(flow_table(host)),
+    );
 }
 
 /// The latency profile turns busy polling on (busy_read, busy_poll): the
@@ -295,24 +299,14 @@ fn virtual_queues(d: &mut Draft, host: &Host, iface: &Interface, opts: &PlanOpti
 /// whose IRQ is on the application's CPU without RPS; a virtual interface
 /// has no hardware to steer, so there they would do nothing.
 fn rps_off_for_busy_polling(d: &mut Draft, host: &Host, iface: &Interface) {
-    let group = iface.name.as_str();
-    let table = flow_table(host);
-    for q in &iface.rx_queues {
-        let target = Target::rx(group, q.index, RxFile::RpsCpus);
-        match &q.rps_cpus {
-            Some(current) => d.want(
-                group,
-                target,
-                &format_mask(current),
-                "0".to_string(),
-                "RPS off: with busy polling the application's CPU takes the queue's packets up the stack itself; RPS would hand them to another CPU's backlog, out of the poller's reach (napi.rst \"Busy polling\", scaling.rst)".to_string(),
-            ),
-            None => d.skip(group, &target, "no rps_cpus: the kernel is built without RPS"),
-        }
-        if iface.physical {
-            flow_count(d, iface, q, table);
-        }
-    }
+    let flows = iface.physical.then(|| flow_table(host));
+    rps_every_queue(
+        d,
+        iface,
+        "0",
+        "RPS off: with busy polling the application's CPU takes the queue's packets up the stack itself; RPS would hand them to another CPU's backlog, out of the poller's reach (napi.rst \"Busy polling\", scaling.rst)",
+        flows,
+    );
 }
 
 /// RFS: the queue's share of the socket flow table, where there is one.
