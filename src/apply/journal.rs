@@ -605,7 +605,7 @@ fn rfc3339(secs: u64) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -617,7 +617,7 @@ mod tests {
         assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
     }
 
-    fn journal(id: u32) -> Journal {
+    pub(crate) fn journal(id: u32) -> Journal {
         Journal {
             schema_version: JOURNAL_VERSION,
             id,

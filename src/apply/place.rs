@@ -211,14 +211,14 @@ pub fn reach(journal: &Journal, state: &StateDir) -> anyhow::Result<Reach> {
                 return Ok(Reach::Inside);
             }
             anyhow::bail!(
-                "state {} was applied in {place}, and this nettune runs in {}: run `{}` inside \
+                "state {} was applied in {place}, and this nettune runs {}: run `{}` inside \
                  that namespace (`nsenter --net=/proc/PID/ns/net` with the PID of a process in \
                  it); if it is gone, drop the state with `{}`; nothing was restored",
                 journal.id,
                 if now == Place::Host {
-                    "the host's".to_string()
+                    "on the host".to_string()
                 } else {
-                    now.to_string()
+                    format!("in {now}")
                 },
                 state.command(&format!("rollback {}", journal.id)),
                 state.command(&format!("rollback --forget {} --force", journal.id))
@@ -314,6 +314,47 @@ pub fn not_undoable(journal: &Journal) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn named(name: &str, inode: Option<u64>, cookie: Option<u64>) -> Place {
+        Place::Named {
+            name: name.to_string(),
+            inode,
+            cookie,
+        }
+    }
+
+    #[test]
+    fn namespaces_are_the_same_place_by_identity_not_by_name() {
+        let host = Place::Host;
+        let unnamed = Place::Unnamed {
+            inode: 7,
+            cookie: Some(70),
+        };
+        // A state of a namespace without a name is never the host's.
+        assert!(!host.same(&unnamed));
+        assert!(host.same(&Place::Host));
+        // The cookie decides when both have one: an inode the kernel gave
+        // again to a new namespace is another place.
+        assert!(named("blue", Some(7), Some(70)).same(&unnamed));
+        assert!(!named("blue", Some(7), Some(71)).same(&unnamed));
+        // Else the inode, else the name (journals of format 1).
+        assert!(named("blue", Some(7), None).same(&named("red", Some(7), Some(1))));
+        assert!(!named("blue", Some(7), None).same(&named("blue", Some(8), None)));
+        assert!(named("blue", None, None).same(&named("blue", Some(8), None)));
+        assert!(!named("blue", None, None).same(&named("red", None, None)));
+        assert!(!Place::Tree("/t".into()).same(&host));
+        // What a journal records comes back as the same place.
+        for place in [host, unnamed, named("blue", Some(7), Some(70))] {
+            let (netns, netns_inode, netns_cookie) = place.netns_fields();
+            let journal = Journal {
+                netns,
+                netns_inode,
+                netns_cookie,
+                ..crate::apply::journal::tests::journal(1)
+            };
+            assert_eq!(Place::of(&journal), place);
+        }
+    }
 
     #[test]
     fn a_tree_that_is_the_live_root_is_refused() {

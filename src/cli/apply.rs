@@ -37,8 +37,10 @@ pub struct ApplyArgs {
     /// again within seconds unless told to leave them alone).
     #[arg(long)]
     pub allow_irqbalance: bool,
-    /// Where journals go. Default: $NETTUNE_STATE_DIR, else /var/lib/nettune
-    /// (DIR/var/lib/nettune with --root DIR).
+    /// Where journals go: a directory itself (not a link), root's and
+    /// writable by root only when run as root; made with mode 0700.
+    /// Default: $NETTUNE_STATE_DIR (an absolute path), else
+    /// /var/lib/nettune (DIR/var/lib/nettune with --root DIR).
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
     /// Print what was applied as JSON (the state's journal); with
@@ -50,7 +52,9 @@ pub struct ApplyArgs {
 #[derive(Debug, clap::Args)]
 pub struct RollbackArgs {
     /// The state to restore (see `nettune history`). Default: the last one
-    /// applied that can still be undone.
+    /// applied that can still be undone. A state is restored where it was
+    /// applied: its named network namespace is entered; one without a name
+    /// is restored from inside it only, and the host's from the host only.
     pub id: Option<u32>,
     /// Drop state ID without restoring anything: for a state that can no
     /// longer be undone (its network namespace is gone, the host rebooted).
@@ -226,7 +230,12 @@ pub fn run_apply(args: ApplyArgs) -> anyhow::Result<Status> {
     let _lock = state.lock()?;
     let backend = Backend::new(host::open_root(root_dir.as_deref())?);
     let applied = apply::apply(&state, &backend, &request)?;
-    let place = args.tune.place();
+    // Where it was applied, also when nettune was started inside a
+    // namespace without --netns.
+    let place = match &here {
+        apply::Place::Tree(_) => args.tune.place(),
+        found => found.to_string(),
+    };
     let host_wide = host_wide_note(&plan);
     let text = match &applied {
         Applied::Nothing => format!(

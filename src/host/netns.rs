@@ -186,13 +186,7 @@ impl std::fmt::Display for Current {
 /// `ip netns exec`, `nsenter`), this is where it reads and writes.
 pub fn current() -> anyhow::Result<Current> {
     let here = nsfs_id(THREAD_NS)?;
-    let host = nsfs_id(HOST_NS).map_err(|e| {
-        anyhow::anyhow!(
-            "cannot tell which network namespace this is: {}; run as root",
-            crate::error::message(&e)
-        )
-    })?;
-    if here == host {
+    if in_host(here)? {
         return Ok(Current::Host);
     }
     let id = Identity {
@@ -218,6 +212,27 @@ pub fn inode_of(name: &str) -> Option<u64> {
     std::fs::metadata(Path::new(NETNS_DIR).join(name))
         .ok()
         .map(|m| m.ino())
+}
+
+/// A sysctl the kernel registers in its initial network namespace only
+/// (`net_core_table`, net/core/sysctl_net_core.c): /proc/sys shows it to a
+/// thread there and to no other.
+const INITIAL_ONLY: &str = "/proc/sys/net/core/netdev_max_backlog";
+
+/// Whether namespace `here` (device, inode) is the host's: PID 1's, or
+/// where PID 1 cannot be inspected (a sandbox that hides it even from
+/// root), the kernel's initial one.
+fn in_host(here: (u64, u64)) -> anyhow::Result<bool> {
+    if let Ok(host) = nsfs_id(HOST_NS) {
+        return Ok(here == host);
+    }
+    if !Path::new("/proc/sys/net/core").is_dir() {
+        anyhow::bail!(
+            "cannot tell which network namespace this is: {HOST_NS} cannot be read and \
+             /proc/sys/net/core is missing; run as root with /proc mounted"
+        );
+    }
+    Ok(Path::new(INITIAL_ONLY).exists())
 }
 
 /// The device and inode of a namespace file.
