@@ -5,7 +5,10 @@
 //! Format: docs/apply.md.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::Write as _;
+use std::io::{ErrorKind, Read as _, Write as _};
+use std::os::unix::fs::{
+    DirBuilderExt as _, FileTypeExt as _, MetadataExt as _, OpenOptionsExt as _,
+};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -20,8 +23,11 @@ use crate::plan::{PlanOptions, Profile, Target};
 /// meaning or is removed. Version 2 added the namespace's identity, the
 /// boot id, IRQ names and forgotten states; version 1 journals are read
 /// with those empty. Version 3: states that are not a profile (`steer`,
-/// an XDP program), whose `profile` and `options` are absent.
-pub const JOURNAL_VERSION: u32 = 3;
+/// an XDP program), whose `profile` and `options` are absent. Version 4:
+/// the namespace is recorded however nettune was started (`ip netns exec`,
+/// `nsenter`), one without a name by identity alone (`netns` null,
+/// `netns_inode` set), which an older nettune would take for the host.
+pub const JOURNAL_VERSION: u32 = 4;
 /// The oldest format this nettune still reads.
 const OLDEST_VERSION: u32 = 1;
 
@@ -119,11 +125,19 @@ pub struct Journal {
     pub xdp: Option<XdpRecord>,
     /// The `--root` tree, absolute; `None` for the live host.
     pub root: Option<String>,
+    /// The network namespace it was applied in, by name; `None` for the
+    /// host, and for a namespace without a name (then `netns_inode` is
+    /// set).
     pub netns: Option<String>,
     /// The namespace's identity (its nsfs inode) when applied: a namespace
-    /// created again under the same name is another one.
+    /// created again under the same name is another one. `None` for the
+    /// host.
     #[serde(default)]
     pub netns_inode: Option<u64>,
+    /// The namespace's cookie (`SO_NETNS_COOKIE`), which unlike the inode
+    /// is never given to another namespace within a boot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub netns_cookie: Option<u64>,
     /// The boot the state was applied in (live and namespace states).
     #[serde(default)]
     pub boot_id: Option<String>,
@@ -255,32 +269,97 @@ impl StateDir {
         format!("nettune {args}{}", self.flags)
     }
 
-    /// Create the directory and hold its lock: one apply or rollback at a time.
-    pub fn lock(&self) -> anyhow::Result<Flock<File>> {
-        if !self.dir.is_dir() {
-            fs::create_dir_all(&self.dir).with_context(|| {
-                format!(
-                    "cannot create the state directory {}; give another with --state-dir",
-                    self.dir.display()
-                )
-            })?;
-            if let Some(parent) = self.dir.parent() {
-                sync_dir(parent)?;
+    /// Refuse a state directory that others could change behind nettune's
+    /// back: a symbolic link (nettune would write where it points, `/etc`),
+    /// or, when running as root, one not owned by root or writable by group
+    /// or others (whoever can write there decides what a rollback writes as
+    /// root). A missing directory passes: [`StateDir::lock`] creates it.
+    pub fn check(&self) -> anyhow::Result<()> {
+        let dir = self.dir.display();
+        let meta = match fs::symlink_metadata(&self.dir) {
+            Ok(meta) => meta,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(()),
+            Err(e) => {
+                return Err(e).with_context(|| format!("cannot read the state directory '{dir}'"))
+            }
+        };
+        if meta.file_type().is_symlink() {
+            let to =
+                fs::read_link(&self.dir).map_or_else(|_| "?".into(), |t| t.display().to_string());
+            anyhow::bail!(
+                "the state directory '{dir}' is a symbolic link (to '{to}'): nettune keeps its \
+                 journals only in a directory itself, never where a link points; give the \
+                 directory meant with --state-dir; nothing was changed"
+            );
+        }
+        if !meta.is_dir() {
+            anyhow::bail!(
+                "the state directory '{dir}' is not a directory ({}); give another with \
+                 --state-dir; nothing was changed",
+                kind(&meta.file_type())
+            );
+        }
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            if meta.uid() != 0 {
+                anyhow::bail!(
+                    "the state directory '{dir}' belongs to user {}, not root: its owner could \
+                     change what a rollback writes as root; `chown root '{dir}'` if it is to be \
+                     trusted, or give another with --state-dir; nothing was changed",
+                    meta.uid()
+                );
+            }
+            if meta.mode() & 0o022 != 0 {
+                anyhow::bail!(
+                    "the state directory '{dir}' can be written by group or others (mode {:04o}): \
+                     they could change what a rollback writes as root; `chmod go-w '{dir}'`, or \
+                     give another with --state-dir; nothing was changed",
+                    meta.mode() & 0o7777
+                );
             }
         }
+        Ok(())
+    }
+
+    /// Check the directory, create it (mode 0700) if missing, and hold its
+    /// lock: one apply or rollback at a time.
+    pub fn lock(&self) -> anyhow::Result<Flock<File>> {
+        self.check()?;
+        if !self.dir.exists() {
+            self.create()?;
+        }
         let path = self.dir.join(".lock");
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .with_context(|| format!("cannot open {}", path.display()))?;
+        let file = open_lock(&path)?;
         Flock::lock(file, FlockArg::LockExclusiveNonblock).map_err(|(_, e)| {
             anyhow::anyhow!(
                 "another nettune apply or rollback holds {} ({e}); wait for it to finish",
                 path.display()
             )
         })
+    }
+
+    /// Create the directory, readable by its owner only (journals tell
+    /// what a host was tuned to), and make its entry durable.
+    fn create(&self) -> anyhow::Result<()> {
+        let cannot = || {
+            format!(
+                "cannot create the state directory {}; give another with --state-dir",
+                self.dir.display()
+            )
+        };
+        if let Some(parent) = self.dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+            fs::create_dir_all(parent).with_context(cannot)?;
+        }
+        match fs::DirBuilder::new().mode(0o700).create(&self.dir) {
+            Ok(()) => {}
+            // Made meanwhile by another nettune: checked like any other.
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => return self.check(),
+            Err(e) => return Err(e).with_context(cannot),
+        }
+        match self.dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+            Some(parent) => sync_dir(parent),
+            None => Ok(()),
+        }
     }
 
     fn file_of(&self, id: u32) -> PathBuf {
@@ -332,21 +411,135 @@ impl StateDir {
     }
 
     /// Write a journal durably: a temporary file, fsync, rename over the
-    /// state's file, fsync the directory.
+    /// state's file, fsync the directory. A failure (a full disk) removes
+    /// the temporary file again: the state's file is as it was.
     pub fn save(&self, journal: &Journal) -> anyhow::Result<()> {
         let path = self.file_of(journal.id);
         let tmp = self.dir.join(format!(".state-{:04}.json.tmp", journal.id));
         let mut text = serde_json::to_string_pretty(journal)?;
         text.push('\n');
         let write = || -> std::io::Result<()> {
-            let mut file = File::create(&tmp)?;
+            // One left by a killed save goes first: the new one is created
+            // afresh, never opened through whatever was there.
+            match fs::remove_file(&tmp) {
+                Err(e) if e.kind() != ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
+            let mut file = OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o644)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+                .open(&tmp)?;
             file.write_all(text.as_bytes())?;
             file.sync_all()?;
             fs::rename(&tmp, &path)
         };
-        write().with_context(|| format!("cannot write the journal {}", path.display()))?;
+        if let Err(e) = write() {
+            let _ = fs::remove_file(&tmp);
+            return Err(e).with_context(|| format!("cannot write the journal {}", path.display()));
+        }
         sync_dir(&self.dir)
     }
+}
+
+/// Open (or create) the lock file without ever blocking or following a
+/// link: opening a FIFO waits for a writer for ever, and a link would
+/// create and lock a file elsewhere.
+fn open_lock(path: &Path) -> anyhow::Result<File> {
+    let not_regular = |what: &str| {
+        anyhow::anyhow!(
+            "the lock file '{}' is {what}, not a regular file: remove it (nettune creates it \
+             again) or give another --state-dir; nothing was changed",
+            path.display()
+        )
+    };
+    match fs::symlink_metadata(path) {
+        Ok(meta) if !meta.file_type().is_file() => {
+            return Err(not_regular(kind(&meta.file_type())))
+        }
+        Ok(_) => {}
+        Err(e) if e.kind() == ErrorKind::NotFound => {}
+        Err(e) => return Err(e).with_context(|| format!("cannot open {}", path.display())),
+    }
+    // Checked again on what was opened: it may have changed meanwhile.
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => not_regular("a symbolic link"),
+            _ => anyhow::anyhow!("cannot open {}: {e}", path.display()),
+        })?;
+    let meta = file
+        .metadata()
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    if !meta.file_type().is_file() {
+        return Err(not_regular(kind(&meta.file_type())));
+    }
+    Ok(file)
+}
+
+/// What a file is, for a message.
+fn kind(t: &fs::FileType) -> &'static str {
+    if t.is_symlink() {
+        "a symbolic link"
+    } else if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_file() {
+        "a regular file"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// The most a journal file may hold: one that changes every queue of a
+/// large host is a few hundred KB.
+const MAX_JOURNAL_BYTES: u64 = 16 << 20;
+
+/// A journal file's text: a regular file (never a link, a FIFO that would
+/// block, a device that never ends), of a bounded size.
+fn read_text(path: &Path) -> Result<String, String> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => "not a nettune journal: a symbolic link".to_string(),
+            _ => format!("cannot read it: {e}"),
+        })?;
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("cannot read it: {e}"))?;
+    if !meta.is_file() {
+        return Err(format!(
+            "not a nettune journal: {}",
+            kind(&meta.file_type())
+        ));
+    }
+    if meta.len() > MAX_JOURNAL_BYTES {
+        return Err(format!(
+            "not a nettune journal: {} bytes, more than a journal holds ({MAX_JOURNAL_BYTES})",
+            meta.len()
+        ));
+    }
+    let mut text = String::new();
+    file.take(MAX_JOURNAL_BYTES)
+        .read_to_string(&mut text)
+        .map_err(|e| format!("cannot read it: {e}"))?;
+    Ok(text)
 }
 
 /// Read one journal, checking its format version before anything else: a
@@ -357,7 +550,7 @@ fn read_journal(path: &Path) -> Result<Journal, String> {
     struct Version {
         schema_version: Option<u32>,
     }
-    let text = fs::read_to_string(path).map_err(|e| format!("cannot read it: {e}"))?;
+    let text = read_text(path)?;
     let version = serde_json::from_str::<Version>(&text)
         .map_err(|e| format!("not a nettune journal: {e}"))?
         .schema_version
@@ -412,7 +605,7 @@ fn rfc3339(secs: u64) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -424,7 +617,7 @@ mod tests {
         assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
     }
 
-    fn journal(id: u32) -> Journal {
+    pub(crate) fn journal(id: u32) -> Journal {
         Journal {
             schema_version: JOURNAL_VERSION,
             id,
@@ -436,6 +629,7 @@ mod tests {
             root: None,
             netns: None,
             netns_inode: None,
+            netns_cookie: None,
             boot_id: None,
             status: StateStatus::Applying,
             changes: vec![Entry {

@@ -26,6 +26,7 @@ pub use drift::{drift, Drift};
 pub use journal::{
     Entry, Journal, Listing, Outcome, StateDir, StateStatus, Unreadable, DEFAULT_STATE_DIR,
 };
+pub use place::Place;
 pub use records::{SteerRecord, XdpRecord};
 pub use steer_target::NO_RULE;
 pub use target::{Backend, WriteError};
@@ -47,7 +48,9 @@ pub struct Request<'a> {
     pub purpose: Purpose,
     /// The `--root` tree (absolute), or `None` for the live host.
     pub root: Option<&'a Path>,
-    /// The network namespace the caller has entered, by name.
+    /// The network namespace the caller has entered, by name; `None`: the
+    /// namespace this thread is in, whichever it is (the journal records
+    /// it, found by identity).
     pub netns: Option<&'a str>,
     /// Also write the files that make the settings survive a reboot.
     pub persist: bool,
@@ -80,13 +83,13 @@ const KILL_AFTER_ENV: &str = "NETTUNE_TEST_KILL_AFTER";
 /// Apply `req.plan` through `backend`, journaled in `state` (whose lock the
 /// caller holds).
 pub fn apply(state: &StateDir, backend: &Backend, req: &Request) -> anyhow::Result<Applied> {
-    refuse_irq_changes_under_irqbalance(req)?;
-    refuse_after_an_interrupted_apply(state, req)?;
+    let here = Place::here(req.root, req.netns)?;
+    refuse(state, req, &here)?;
     let changes = originals(backend, req.changes)?;
     if changes.is_empty() {
         return Ok(Applied::Nothing);
     }
-    let mut journal = new_journal(state, req.root, req.netns, changes)?;
+    let mut journal = new_journal(state, req.root, &here, changes)?;
     match &req.purpose {
         Purpose::Profile(options) => {
             journal.profile = Some(options.profile);
@@ -110,13 +113,30 @@ pub fn apply(state: &StateDir, backend: &Backend, req: &Request) -> anyhow::Resu
     Ok(Applied::Done(journal))
 }
 
+/// What `apply` refuses before it changes anything (also checked by a
+/// caller before it takes the state directory's lock, so that a refusal
+/// leaves the directory as it was): IRQ affinity under irqbalance,
+/// `--persist` in a network namespace, a place whose last apply was
+/// interrupted.
+pub fn refuse(state: &StateDir, req: &Request, here: &Place) -> anyhow::Result<()> {
+    refuse_irq_changes_under_irqbalance(req)?;
+    if req.persist && here.is_namespace() {
+        anyhow::bail!(
+            "--persist cannot be used in a network namespace (this nettune runs in {here}): a \
+             namespace does not survive a reboot; nothing was changed"
+        );
+    }
+    refuse_after_an_interrupted_apply(state, here)
+}
+
 /// A journal of `changes` for the place given, status applying, not saved.
 fn new_journal(
     state: &StateDir,
     root: Option<&Path>,
-    netns: Option<&str>,
+    here: &Place,
     changes: Vec<Entry>,
 ) -> anyhow::Result<Journal> {
+    let (netns, netns_inode, netns_cookie) = here.netns_fields();
     Ok(Journal {
         schema_version: journal::JOURNAL_VERSION,
         id: state.next_id()?,
@@ -126,8 +146,9 @@ fn new_journal(
         steer: None,
         xdp: None,
         root: root.map(|r| r.display().to_string()),
-        netns: netns.map(str::to_string),
-        netns_inode: netns.and_then(place::netns_inode),
+        netns,
+        netns_inode,
+        netns_cookie,
         boot_id: if root.is_none() {
             place::boot_id()
         } else {
@@ -174,7 +195,7 @@ pub fn record_xdp(
         outcome: Outcome::Pending,
         irq_name: None,
     };
-    let mut journal = new_journal(state, None, netns, vec![entry])?;
+    let mut journal = new_journal(state, None, &Place::here(None, netns)?, vec![entry])?;
     journal.xdp = Some(record);
     state.save(&journal)?;
     Ok(journal)
@@ -221,16 +242,13 @@ fn refuse_irq_changes_under_irqbalance(req: &Request) -> anyhow::Result<()> {
 
 /// A killed apply of the same place must be rolled back first: its
 /// journal holds the only record of the originals it may have changed.
-fn refuse_after_an_interrupted_apply(state: &StateDir, req: &Request) -> anyhow::Result<()> {
+fn refuse_after_an_interrupted_apply(state: &StateDir, here: &Place) -> anyhow::Result<()> {
     let listing = state.list()?;
-    let here = |j: &Journal| {
-        j.root.as_deref() == req.root.and_then(Path::to_str) && j.netns.as_deref() == req.netns
-    };
-    if let Some(open) =
-        listing.journals.iter().rev().find(|j| {
-            j.status == StateStatus::Applying && here(j) && place::not_undoable(j).is_none()
-        })
-    {
+    if let Some(open) = listing.journals.iter().rev().find(|j| {
+        j.status == StateStatus::Applying
+            && Place::of(j).same(here)
+            && place::not_undoable(j).is_none()
+    }) {
         anyhow::bail!(
             "state {} ({}, {}) was interrupted before it finished; run `{}` first; \
              nothing was changed",
@@ -535,16 +553,16 @@ pub fn undo(state: &StateDir, backend: &Backend, mut journal: Journal) -> anyhow
     Ok(journal)
 }
 
-/// Drop state `id` without restoring anything: for a state that can no
-/// longer be undone (its namespace is gone, the host rebooted). A state
-/// that can still be undone is forgotten only with `force`.
-pub fn forget(
+/// The state `id` that `rollback --forget` would drop without restoring
+/// anything: one that can no longer be undone (its namespace is gone, the
+/// host rebooted); one that can still be undone only with `force`.
+pub fn forgettable(
     state: &StateDir,
     listing: &Listing,
     id: u32,
     force: bool,
 ) -> anyhow::Result<Journal> {
-    let mut journal = listing
+    let journal = listing
         .journals
         .iter()
         .find(|j| j.id == id)
@@ -570,6 +588,12 @@ pub fn forget(
             journal.change_count()
         );
     }
+    Ok(journal)
+}
+
+/// Drop a state [`forgettable`] returned: marked forgotten, nothing
+/// restored.
+pub fn forget(state: &StateDir, mut journal: Journal) -> anyhow::Result<Journal> {
     journal.status = StateStatus::Forgotten;
     journal.forgotten_at = Some(journal::now_utc());
     state.save(&journal)?;

@@ -37,8 +37,10 @@ pub struct ApplyArgs {
     /// again within seconds unless told to leave them alone).
     #[arg(long)]
     pub allow_irqbalance: bool,
-    /// Where journals go. Default: $NETTUNE_STATE_DIR, else /var/lib/nettune
-    /// (DIR/var/lib/nettune with --root DIR).
+    /// Where journals go: a directory itself (not a link), root's and
+    /// writable by root only when run as root; made with mode 0700.
+    /// Default: $NETTUNE_STATE_DIR (an absolute path), else
+    /// /var/lib/nettune (DIR/var/lib/nettune with --root DIR).
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
     /// Print what was applied as JSON (the state's journal); with
@@ -50,7 +52,9 @@ pub struct ApplyArgs {
 #[derive(Debug, clap::Args)]
 pub struct RollbackArgs {
     /// The state to restore (see `nettune history`). Default: the last one
-    /// applied that can still be undone.
+    /// applied that can still be undone. A state is restored where it was
+    /// applied: its named network namespace is entered; one without a name
+    /// is restored from inside it only, and the host's from the host only.
     pub id: Option<u32>,
     /// Drop state ID without restoring anything: for a state that can no
     /// longer be undone (its network namespace is gone, the host rebooted).
@@ -92,12 +96,38 @@ pub struct HistoryArgs {
 /// The state directory: `--state-dir`, else `$NETTUNE_STATE_DIR`, else the
 /// default (inside the tree with `--root`). Hints in messages repeat the
 /// options needed to find it again: `--root`, and `--state-dir` when the
-/// user chose it (by flag or by the environment).
-pub fn state_dir(given: Option<&Path>, root: Option<&Path>) -> StateDir {
+/// user chose it (by flag or by the environment). An empty value is an
+/// error, never the default in disguise; so is a relative one in the
+/// environment, which is set once and read from whatever directory a
+/// command runs in. A relative `--state-dir` is taken from the working
+/// directory and shown absolute, so that hints work from anywhere.
+pub fn state_dir(given: Option<&Path>, root: Option<&Path>) -> anyhow::Result<StateDir> {
     let (dir, chosen) = if let Some(dir) = given {
-        (dir.to_path_buf(), true)
-    } else if let Some(dir) = std::env::var_os(STATE_DIR_ENV).filter(|d| !d.is_empty()) {
-        (PathBuf::from(dir), true)
+        if dir.as_os_str().is_empty() {
+            anyhow::bail!(
+                "--state-dir '' names no directory: give a directory, or leave --state-dir out \
+                 for the default ({DEFAULT_STATE_DIR})"
+            );
+        }
+        let dir =
+            std::path::absolute(dir).with_context(|| format!("--state-dir '{}'", dir.display()))?;
+        (dir, true)
+    } else if let Some(dir) = std::env::var_os(STATE_DIR_ENV) {
+        let dir = PathBuf::from(dir);
+        if dir.as_os_str().is_empty() {
+            anyhow::bail!(
+                "{STATE_DIR_ENV} is set but empty: set it to an absolute directory, or unset it \
+                 for the default ({DEFAULT_STATE_DIR})"
+            );
+        }
+        if !dir.is_absolute() {
+            anyhow::bail!(
+                "{STATE_DIR_ENV} '{}' is a relative path: commands run from other directories \
+                 would keep their states elsewhere; set it to an absolute directory",
+                dir.display()
+            );
+        }
+        (dir, true)
     } else {
         let dir = match root {
             Some(root) => root.join(DEFAULT_STATE_DIR.trim_start_matches('/')),
@@ -118,7 +148,7 @@ pub fn state_dir(given: Option<&Path>, root: Option<&Path>) -> StateDir {
             shell_word(&dir.display().to_string())
         ));
     }
-    StateDir::new(dir).with_flags(flags)
+    Ok(StateDir::new(dir).with_flags(flags))
 }
 
 fn shell_word(text: &str) -> String {
@@ -176,10 +206,14 @@ pub fn run_apply(args: ApplyArgs) -> anyhow::Result<Status> {
     };
     require_root_for_live(root_dir.as_deref(), "apply")?;
     // Bad input is reported before the state directory is created.
+    let state = state_dir(args.state_dir.as_deref(), root_dir.as_deref())?;
+    state.check()?;
+    if root_dir.is_none() && args.tune.target.netns.is_none() {
+        // Started inside a namespace (ip netns exec, nsenter): read and
+        // write that namespace's /sys, as --netns does.
+        host::netns::own_sysfs()?;
+    }
     let (opts, plan, host) = crate::cli::plan::resolve_with_host(&args.tune)?;
-    let state = state_dir(args.state_dir.as_deref(), root_dir.as_deref());
-    let _lock = state.lock()?;
-    let backend = Backend::new(host::open_root(root_dir.as_deref())?);
     let request = Request {
         changes: &plan.changes,
         purpose: apply::Purpose::Profile(opts.clone()),
@@ -190,8 +224,18 @@ pub fn run_apply(args: ApplyArgs) -> anyhow::Result<Status> {
         allow_irqbalance: args.allow_irqbalance,
         experiment: None,
     };
+    // Refusals come before the lock, which creates the state directory.
+    let here = apply::Place::here(request.root, request.netns)?;
+    apply::refuse(&state, &request, &here)?;
+    let _lock = state.lock()?;
+    let backend = Backend::new(host::open_root(root_dir.as_deref())?);
     let applied = apply::apply(&state, &backend, &request)?;
-    let place = args.tune.place();
+    // Where it was applied, also when nettune was started inside a
+    // namespace without --netns.
+    let place = match &here {
+        apply::Place::Tree(_) => args.tune.place(),
+        found => found.to_string(),
+    };
     let host_wide = host_wide_note(&plan);
     let text = match &applied {
         Applied::Nothing => format!(
@@ -285,7 +329,8 @@ fn refusals(journal: &Journal) -> String {
 }
 
 pub fn run_rollback(args: RollbackArgs) -> anyhow::Result<Status> {
-    let state = state_dir(args.state_dir.as_deref(), args.root.as_deref());
+    let state = state_dir(args.state_dir.as_deref(), args.root.as_deref())?;
+    state.check()?;
     if !state.path().is_dir() {
         anyhow::bail!(
             "no applied states: {} does not exist (give --root or --state-dir as given to apply, \
@@ -293,7 +338,60 @@ pub fn run_rollback(args: RollbackArgs) -> anyhow::Result<Status> {
             state.path().display()
         );
     }
+    // Decided once without the lock, so that a refusal leaves the state
+    // directory as it was (the lock file included), and again under it,
+    // as another nettune may have changed the states meanwhile.
+    rollback_decision(&state, &args)?;
     let _lock = state.lock()?;
+    match rollback_decision(&state, &args)? {
+        Decision::Forget(journal) => {
+            let journal = apply::forget(&state, journal)?;
+            crate::output::print(&forgotten(&journal))?;
+        }
+        Decision::Undo {
+            journal,
+            root_dir,
+            reach,
+        } => {
+            match reach {
+                place::Reach::Here => {}
+                place::Reach::Enter {
+                    name,
+                    inode,
+                    cookie,
+                } => host::netns::enter_checked(&name, inode, cookie)?,
+                place::Reach::Inside => host::netns::own_sysfs()?,
+            }
+            let backend = Backend::new(host::open_root(root_dir.as_deref())?);
+            let journal = apply::undo(&state, &backend, journal)?;
+            crate::output::print(&format!(
+                "rolled back state {} ({}, {} change(s)) on {}{}\n",
+                journal.id,
+                journal.what(),
+                journal.change_count(),
+                place::Place::of(&journal),
+                if journal.persist.is_empty() {
+                    ""
+                } else {
+                    "; removed the persisted files"
+                }
+            ))?;
+        }
+    }
+    Ok(Status::Clean)
+}
+
+/// What a rollback will do, every refusal checked, nothing changed yet.
+enum Decision {
+    Forget(Journal),
+    Undo {
+        journal: Journal,
+        root_dir: Option<PathBuf>,
+        reach: place::Reach,
+    },
+}
+
+fn rollback_decision(state: &StateDir, args: &RollbackArgs) -> anyhow::Result<Decision> {
     let listing = state.list()?;
     if args.forget {
         let id = args.id.ok_or_else(|| {
@@ -302,30 +400,22 @@ pub fn run_rollback(args: RollbackArgs) -> anyhow::Result<Status> {
                 state.command("history")
             )
         })?;
-        let journal = apply::forget(&state, &listing, id, args.force)?;
-        crate::output::print(&forgotten(&journal))?;
-        return Ok(Status::Clean);
+        return Ok(Decision::Forget(apply::forgettable(
+            state, &listing, id, args.force,
+        )?));
     }
-    let journal = apply::choose(&listing, args.id, &state)?;
+    let journal = apply::choose(&listing, args.id, state)?;
     let root_dir = rollback_tree(&journal, args.root.as_deref())?;
     require_root_for_live(root_dir.as_deref(), "rollback")?;
-    if let Some(ns) = &journal.netns {
-        host::netns::enter(ns)?;
-    }
-    let backend = Backend::new(host::open_root(root_dir.as_deref())?);
-    let journal = apply::undo(&state, &backend, journal)?;
-    crate::output::print(&format!(
-        "rolled back state {} ({}, {} change(s)){}\n",
-        journal.id,
-        journal.what(),
-        journal.change_count(),
-        if journal.persist.is_empty() {
-            ""
-        } else {
-            "; removed the persisted files"
-        }
-    ))?;
-    Ok(Status::Clean)
+    let reach = match root_dir {
+        Some(_) => place::Reach::Here,
+        None => place::reach(&journal, state)?,
+    };
+    Ok(Decision::Undo {
+        journal,
+        root_dir,
+        reach,
+    })
 }
 
 /// The tree a rollback writes: `--root` (a tree that moved), or the one in
@@ -364,18 +454,22 @@ fn forgotten(journal: &Journal) -> String {
 }
 
 pub fn run_history(args: HistoryArgs) -> anyhow::Result<Status> {
-    let state = state_dir(args.state_dir.as_deref(), args.root.as_deref());
+    let state = state_dir(args.state_dir.as_deref(), args.root.as_deref())?;
     let listing = state.list()?;
     // Drift is read where the states are: the tree, this namespace, or the
     // host.
     if let Some(ns) = &args.netns {
         host::netns::enter(ns)?;
     }
+    let here = match &args.root {
+        Some(_) => None,
+        None => Some(place::Place::here_or_named(None, args.netns.as_deref())),
+    };
     let backend = Backend::new(host::open_root(args.root.as_deref())?);
     let rows: Vec<Row> = listing
         .journals
         .iter()
-        .map(|j| Row::of(j, &backend, &args))
+        .map(|j| Row::of(j, &backend, here.as_ref()))
         .collect();
     if args.json {
         let mut values: Vec<serde_json::Value> = rows.iter().map(Row::json).collect();
@@ -412,17 +506,19 @@ struct Row<'a> {
 }
 
 impl<'a> Row<'a> {
-    fn of(journal: &'a Journal, backend: &Backend, args: &HistoryArgs) -> Row<'a> {
+    /// `here`: where this process reads values (`None`: a `--root` tree).
+    fn of(journal: &'a Journal, backend: &Backend, here: Option<&place::Place>) -> Row<'a> {
         let not_undoable = place::not_undoable(journal);
-        let here = match (&journal.root, &journal.netns) {
-            (Some(_), _) => args.root.is_some(),
-            (None, Some(ns)) => args.netns.as_deref() == Some(ns),
-            (None, None) => args.root.is_none() && args.netns.is_none(),
+        let place = place::Place::of(journal);
+        let here = match (&place, here) {
+            (place::Place::Tree(_), here) => here.is_none(),
+            (_, Some(here)) => place.same(here),
+            (_, None) => false,
         };
         let checked = here && journal.status == StateStatus::Complete && not_undoable.is_none();
         Row {
             journal,
-            place: place_text(journal),
+            place: place.to_string(),
             not_undoable,
             drift: checked.then(|| apply::drift(journal, backend)),
         }
@@ -441,19 +537,12 @@ impl<'a> Row<'a> {
             "rolled_back": j.status == StateStatus::RolledBack,
             "root": j.root,
             "netns": j.netns,
+            "netns_inode": j.netns_inode,
             "place": self.place,
             "undoable": self.not_undoable.is_none(),
             "not_undoable_because": self.not_undoable,
             "drift": self.drift,
         })
-    }
-}
-
-fn place_text(j: &Journal) -> String {
-    match (&j.root, &j.netns) {
-        (Some(root), _) => format!("tree {root}"),
-        (None, Some(ns)) => format!("network namespace {ns}"),
-        (None, None) => "this host".to_string(),
     }
 }
 

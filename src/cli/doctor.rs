@@ -2,7 +2,7 @@
 //! sample the counters, judge, print.
 
 use std::io::{self, IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use clap::Args;
@@ -143,7 +143,9 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<Status> {
 /// namespace, or the tree) and still in place, with what drifted since.
 /// Best effort: without a readable state directory there are none.
 fn applied_states(args: &DoctorArgs) -> Vec<AppliedState> {
-    let state = crate::cli::apply::state_dir(None, args.root.as_deref());
+    let Ok(state) = crate::cli::apply::state_dir(None, args.root.as_deref()) else {
+        return Vec::new();
+    };
     let Ok(listing) = state.list() else {
         return Vec::new();
     };
@@ -152,6 +154,12 @@ fn applied_states(args: &DoctorArgs) -> Vec<AppliedState> {
         .as_deref()
         .and_then(|r| std::fs::canonicalize(r).ok())
         .map(|r| r.display().to_string());
+    if args.root.is_some() && tree.is_none() {
+        return Vec::new();
+    }
+    // This process is where doctor reads (the namespace entered, or the
+    // one it was started in).
+    let here = place::Place::here_or_named(tree.as_deref().map(Path::new), args.netns.as_deref());
     let Ok(root) = open_root(args.root.as_deref()) else {
         return Vec::new();
     };
@@ -166,7 +174,7 @@ fn applied_states(args: &DoctorArgs) -> Vec<AppliedState> {
                 || (j.xdp.is_some() && j.status == StateStatus::Applying);
             live && place::not_undoable(j).is_none()
         })
-        .filter(|j| j.root == tree && j.netns == args.netns)
+        .filter(|j| place::Place::of(j).same(&here))
         .map(|j| {
             let netns = j
                 .netns

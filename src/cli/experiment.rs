@@ -241,7 +241,7 @@ impl Place {
     /// Resolve `args`: make or check the testbed, then enter the namespace
     /// to tune (this must come before any thread starts).
     pub fn enter(args: &WhereArgs) -> anyhow::Result<Place> {
-        let state = state_dir(args.state_dir.as_deref(), None);
+        let state = state_dir(args.state_dir.as_deref(), None)?;
         let server_pin = CpuList::of(&args.server_pin);
         let mut place = match &args.testbed {
             Some(name) => {

@@ -62,6 +62,10 @@ pub fn run(args: SteerArgs) -> anyhow::Result<Status> {
     };
     if !args.dry_run {
         crate::cli::apply::require_root_for_live(root_dir.as_deref(), "steer")?;
+        if root_dir.is_none() && args.netns.is_none() {
+            // Started inside a namespace: its own /sys, as --netns gives.
+            host::netns::own_sysfs()?;
+        }
     }
     let selection = Selection {
         all: true,
@@ -88,7 +92,7 @@ pub fn run(args: SteerArgs) -> anyhow::Result<Status> {
         crate::output::print(&text)?;
         return Ok(Status::Clean);
     }
-    let state = crate::cli::apply::state_dir(args.state_dir.as_deref(), root_dir.as_deref());
+    let state = crate::cli::apply::state_dir(args.state_dir.as_deref(), root_dir.as_deref())?;
     let _lock = state.lock()?;
     let backend = Backend::new(host::open_root(root_dir.as_deref())?);
     let applied = apply::apply(

@@ -196,14 +196,16 @@ impl Tuner {
             .flatten()
     }
 
-    /// The places whose unfinished states block an experiment: this one,
-    /// and the host when host-wide values may change.
-    fn places(&self) -> Vec<Option<&str>> {
-        let mut places = vec![self.netns.as_deref()];
+    /// The places whose unfinished states block an experiment: this one
+    /// (the namespace this process tunes, however it got there), and the
+    /// host when host-wide values may change.
+    fn places(&self) -> anyhow::Result<Vec<apply::Place>> {
+        let here = apply::Place::here(None, self.netns.as_deref())?;
+        let mut places = vec![here];
         if self.scope.allow_host && self.netns.is_some() {
-            places.push(None);
+            places.push(apply::Place::Host);
         }
-        places
+        Ok(places)
     }
 
     /// Refuse to start while a state of a place it would tune is
@@ -211,10 +213,10 @@ impl Tuner {
     /// killed), or an apply that was interrupted.
     pub fn refuse_unfinished(&self) -> anyhow::Result<()> {
         let listing = self.state.list()?;
-        let places = self.places();
+        let places = self.places()?;
         let open = listing.journals.iter().rev().find(|j| {
-            j.root.is_none()
-                && places.contains(&j.netns.as_deref())
+            let place = apply::Place::of(j);
+            places.iter().any(|p| p.same(&place))
                 && apply::place::not_undoable(j).is_none()
                 && (j.status == StateStatus::Applying
                     || (j.status == StateStatus::Complete && j.experiment.is_some()))
@@ -228,7 +230,7 @@ impl Tuner {
                 "state {} on {} was applied {by} and never finished or rolled back (was it \
                  killed?); restore it with `{}`, then start again; nothing was changed",
                 j.id,
-                crate::plan::render::place(None, j.netns.as_deref()),
+                apply::Place::of(j),
                 self.state.command(&format!("rollback {}", j.id))
             );
         }

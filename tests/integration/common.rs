@@ -45,6 +45,11 @@ pub fn apply_args<'a>(profile: &'a str, netns: &'a str, state_dir: &'a str) -> V
     ]
 }
 
+/// A path as an argument.
+pub fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
 pub fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/hosts")

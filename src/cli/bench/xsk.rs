@@ -234,7 +234,7 @@ pub fn sink(args: &super::SinkArgs, stop: &Stop) -> anyhow::Result<Status> {
     let pin = super::CpuList::of(&args.pin);
     let (cpu, placement) = reader_cpu(&pin, &iface, queue, config.netns.as_deref());
     config.pin = cpu;
-    let state = crate::cli::apply::state_dir(x.state_dir.as_deref(), None);
+    let state = crate::cli::apply::state_dir(x.state_dir.as_deref(), None)?;
     let loaded = xsk::load(config)?;
     let program = loaded.program().clone();
     let record = XdpRecord {
