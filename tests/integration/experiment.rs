@@ -621,6 +621,70 @@ fn a_plan_for_another_host_is_refused_before_anything_changes() {
     assert_eq!(tuned_parts(&bed.server_ns), before);
 }
 
+/// A saved plan config passes the gate of `apply --plan`: made for this
+/// very namespace, it still may change only what a profile could (a
+/// change of vm.swappiness to the value it has is refused), before
+/// anything runs or changes.
+#[test]
+fn a_plan_config_may_change_only_what_a_profile_could() {
+    if skip_unless_root("a_plan_config_may_change_only_what_a_profile_could") {
+        return;
+    }
+    let bed = Bed::up();
+    let before = tuned_parts(&bed.server_ns);
+    let work = tempfile::tempdir().expect("tempdir");
+    let mut plan = run_json(&[
+        "plan",
+        "--profile",
+        "pps",
+        "--netns",
+        &bed.server_ns,
+        "--json",
+    ]);
+    let swappiness = std::fs::read_to_string("/proc/sys/vm/swappiness").expect("swappiness");
+    let swappiness = swappiness.trim();
+    plan["changes"]
+        .as_array_mut()
+        .expect("changes")
+        .push(serde_json::json!({
+            "target": "/proc/sys/vm/swappiness", "from": swappiness, "to": swappiness,
+            "reason": "edited", "group": "kernel",
+        }));
+    let file = work.path().join("plan.json");
+    std::fs::write(&file, plan.to_string()).expect("write");
+    let out = work.path().join("exp");
+    let state = work.path().join("state");
+    let configs = format!("current,{}", file.display());
+    let (code, _, stderr) = split(
+        experiment_run(
+            &[
+                "--testbed",
+                &bed.name,
+                "--configs",
+                &configs,
+                "--bench",
+                "udp-flood",
+                "--duration",
+                "1s",
+            ],
+            &out,
+            &state,
+        )
+        .output()
+        .expect("experiment"),
+    );
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("/proc/sys/vm/swappiness: no nettune profile changes this sysctl")
+            && stderr.contains("nothing was changed"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(!out.exists());
+    assert!(journals(&state.display().to_string()).is_empty());
+    assert_eq!(tuned_parts(&bed.server_ns), before);
+}
+
 /// A plan saved on one tree and refused on another (another place) or
 /// after a value it changes moved; applied where it was made.
 #[test]
