@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 
 use super::journal::{Entry, Journal, Outcome, PersistFile};
+use crate::base::text::{excerpt, sh_comment, sh_comment_line, sh_quoted, sh_word};
 use crate::plan::render::command;
 use crate::plan::Change;
 
@@ -116,10 +117,10 @@ pub fn write(journal: &Journal, base: &Path) -> anyhow::Result<()> {
     let header = format!(
         "{MARK} (state {}, {}); `nettune rollback {}` removes it.\n",
         journal.id,
-        journal.what(),
+        sh_comment(&journal.what()),
         journal.id
     );
-    write_file(base, SYSCTL_FILE, &sysctl_file(journal, &header))?;
+    write_file(base, SYSCTL_FILE, &sysctl_file(journal, &header)?)?;
     write_file(base, SCRIPT, &device_script(journal, &header))?;
     let unit = format!(
         "{MARK}\n[Unit]\nDescription=nettune: per-device network settings ({SCRIPT})\nAfter=network-pre.target\nBefore=network.target\n\n[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart=/bin/sh {SCRIPT}\n\n[Install]\nWantedBy=multi-user.target\n"
@@ -141,7 +142,9 @@ fn previous(journal: &Journal, path: &str) -> Option<String> {
 }
 
 /// The sysctl.d file: earlier nettune states' lines stay, this state's win.
-fn sysctl_file(journal: &Journal, header: &str) -> String {
+/// A value is one line of `KEY = VALUE`: one holding a line break (which
+/// apply refuses long before) is refused here too, never written.
+fn sysctl_file(journal: &Journal, header: &str) -> anyhow::Result<String> {
     let mut lines: Vec<(String, String)> = previous(journal, SYSCTL_FILE)
         .filter(|text| text.starts_with(MARK))
         .map(|text| {
@@ -156,6 +159,12 @@ fn sysctl_file(journal: &Journal, header: &str) -> String {
         let Some(name) = e.target.sysctl_name() else {
             continue;
         };
+        if e.to.chars().any(char::is_control) {
+            anyhow::bail!(
+                "cannot persist {name} = {}: a sysctl.d line holds no control character",
+                excerpt(&e.to)
+            );
+        }
         match lines.iter_mut().find(|(k, _)| k == name) {
             Some(line) => line.1 = e.to.clone(),
             None => lines.push((name.to_string(), e.to.clone())),
@@ -165,7 +174,7 @@ fn sysctl_file(journal: &Journal, header: &str) -> String {
     for (k, v) in &lines {
         text.push_str(&format!("{k} = {v}\n"));
     }
-    text
+    Ok(text)
 }
 
 /// The boot script: earlier states' commands first, then this state's
@@ -182,11 +191,13 @@ fn device_script(journal: &Journal, header: &str) -> String {
         Some(ns) => format!(" (network namespace {ns})"),
         None => String::new(),
     };
-    script.push_str(&format!(
-        "\n# state {}, {}{place}\n",
+    script.push('\n');
+    script.push_str(&sh_comment_line(&format!(
+        "state {}, {}{place}",
         journal.id,
         journal.what()
-    ));
+    )));
+    script.push('\n');
     for e in changed(journal)
         .into_iter()
         .filter(|e| e.target.sysctl_name().is_none())
@@ -204,17 +215,16 @@ fn device_script(journal: &Journal, header: &str) -> String {
         });
         if cmd.starts_with('#') {
             // Nothing in sh can make it (a NAPI setting): say so at boot.
-            script.push_str(&format!(
-                "{cmd}\necho 'nettune: {} is not set at boot; run nettune apply --profile {} again' >&2\n",
+            let say = format!(
+                "nettune: {} is not set at boot; run nettune apply --profile {} again",
                 e.target,
                 journal.profile.map_or("?", |p| p.name())
-            ));
+            );
+            script.push_str(&format!("{cmd}\necho {} >&2\n", sh_word(&say)));
             continue;
         }
-        script.push_str(&format!(
-            "{cmd} || echo 'nettune: could not set {}' >&2\n",
-            e.target
-        ));
+        let say = format!("nettune: could not set {}", e.target);
+        script.push_str(&format!("{cmd} || echo {} >&2\n", sh_word(&say)));
     }
     script
 }
@@ -233,11 +243,13 @@ irq_named() {
 
 /// The script lines that set the affinity of the IRQ named `name`.
 fn irq_by_name(name: &str, cpus: &str) -> String {
-    let quoted = format!("'{}'", name.replace('\'', r"'\''"));
+    let say = format!("nettune: could not set the affinity of IRQ {name}");
     format!(
-        "irq=$(irq_named {quoted}) && echo {cpus} > /proc/irq/$irq/smp_affinity_list \
-         || echo 'nettune: could not set the affinity of IRQ {}' >&2\n",
-        name.replace('\'', "")
+        "irq=$(irq_named {}) && echo {} > /proc/irq/$irq/smp_affinity_list \
+         || echo {} >&2\n",
+        sh_quoted(name),
+        sh_word(cpus),
+        sh_word(&say)
     )
 }
 
@@ -311,4 +323,24 @@ pub fn undo(journal: &Journal, base: &Path) -> anyhow::Result<()> {
         let _ = fs::remove_dir(real(base, dir));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// IRQ names come from /proc/interrupts (of a tree, too): the name and
+    /// the CPU list stay words whatever they hold.
+    #[test]
+    fn an_irq_line_keeps_the_name_and_cpus_words() {
+        let line = irq_by_name("eth0-TxRx-0'$(x)", "0-3;reboot");
+        assert_eq!(
+            line,
+            "irq=$(irq_named 'eth0-TxRx-0'\\''$(x)') && echo '0-3;reboot' > \
+             /proc/irq/$irq/smp_affinity_list || echo 'nettune: could not set the affinity \
+             of IRQ eth0-TxRx-0'\\''$(x)' >&2\n"
+        );
+        let script = format!("{IRQ_NAMED}{line}");
+        assert_eq!(crate::base::text::bash_parses(&script), Ok(()));
+    }
 }

@@ -12,7 +12,6 @@ use crate::base::driver::netdev::parse_napi_value;
 use crate::base::driver::setting::current_text;
 use crate::base::driver::DriverSetting;
 use crate::base::driver::{Ethtool, EthtoolSet, Netlink, Qdisc, QdiscSet, QdiscSpec, SetError};
-use crate::base::units::parse_rate;
 use crate::base::{Probe, Root};
 use crate::nic::live::{LiveEthtool, LiveNetlink};
 use crate::nic::recorded::{DriverFile, Recorded, RecordedWriter};
@@ -134,7 +133,7 @@ impl Backend {
                     .map_err(|e| classify_driver(target, &e))
             }
             Target::RootQdisc { iface } => {
-                let spec = parse_qdisc(value).map_err(WriteError::Failed)?;
+                let spec = QdiscSpec::parse(value).map_err(WriteError::Failed)?;
                 self.qdisc_set()
                     .replace_root(iface, &spec)
                     .map_err(|e| classify_qdisc(&spec.kind, &e))
@@ -209,27 +208,6 @@ impl Backend {
     }
 }
 
-/// `fq` or `fq maxrate 8gbit` (the `to` of a qdisc change).
-fn parse_qdisc(text: &str) -> Result<QdiscSpec, String> {
-    let words: Vec<&str> = text.split_whitespace().collect();
-    match words[..] {
-        [kind] => Ok(QdiscSpec {
-            kind: kind.to_string(),
-            maxrate_bytes: None,
-        }),
-        [kind, "maxrate", rate] => {
-            let bits = parse_rate(rate).map_err(|e| format!("{e:#}"))?;
-            let bytes = u32::try_from(bits / 8)
-                .map_err(|_| format!("maxrate '{rate}' is above fq's 32-bit limit"))?;
-            Ok(QdiscSpec {
-                kind: kind.to_string(),
-                maxrate_bytes: Some(bytes),
-            })
-        }
-        _ => Err(format!("'{text}' is not a qdisc nettune installs")),
-    }
-}
-
 fn classify_file(path: &str, errno: Option<i32>, message: &str) -> WriteError {
     let errno = errno.unwrap_or(0);
     if path.starts_with("/proc/irq/") && matches!(errno, libc::EIO | libc::EPERM) {
@@ -295,14 +273,16 @@ mod tests {
     #[test]
     fn qdisc_text_becomes_a_spec() {
         assert_eq!(
-            parse_qdisc("fq maxrate 8gbit"),
+            QdiscSpec::parse("fq maxrate 8gbit"),
             Ok(QdiscSpec {
                 kind: "fq".to_string(),
                 maxrate_bytes: Some(1_000_000_000)
             })
         );
-        assert!(parse_qdisc("fq maxrate 100gbit").is_err());
-        assert!(parse_qdisc("fq limit 3").is_err());
+        assert!(QdiscSpec::parse("fq maxrate 100gbit").is_err());
+        assert!(QdiscSpec::parse("fq limit 3").is_err());
+        assert!(QdiscSpec::parse("fq; rm -rf /").is_err());
+        assert!(QdiscSpec::parse("fq\nx").is_err());
     }
 
     #[test]

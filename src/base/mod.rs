@@ -11,6 +11,7 @@ pub mod driver;
 pub mod probe;
 pub mod random;
 pub mod root;
+pub mod text;
 pub mod units;
 
 pub use probe::{Missing, Probe};

@@ -8,6 +8,7 @@ use serde_json::json;
 
 use crate::apply::journal::{Journal, Outcome, StateDir, StateStatus, DEFAULT_STATE_DIR};
 use crate::apply::{self, place, Applied, Backend, Request};
+use crate::base::text::sh_word;
 use crate::cli::plan::{chosen_format, print, resolve, Format, TuneArgs};
 use crate::error::Status;
 use crate::host;
@@ -137,29 +138,15 @@ pub fn state_dir(given: Option<&Path>, root: Option<&Path>) -> anyhow::Result<St
     };
     let mut flags = String::new();
     if let Some(root) = root {
-        flags.push_str(&format!(
-            " --root {}",
-            shell_word(&root.display().to_string())
-        ));
+        flags.push_str(&format!(" --root {}", sh_word(&root.display().to_string())));
     }
     if chosen {
         flags.push_str(&format!(
             " --state-dir {}",
-            shell_word(&dir.display().to_string())
+            sh_word(&dir.display().to_string())
         ));
     }
     Ok(StateDir::new(dir).with_flags(flags))
-}
-
-fn shell_word(text: &str) -> String {
-    if text
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || "_./,:=+-".contains(c))
-    {
-        text.to_string()
-    } else {
-        format!("'{}'", text.replace('\'', r"'\''"))
-    }
 }
 
 pub(crate) fn require_root_for_live(root: Option<&Path>, verb: &str) -> anyhow::Result<()> {

@@ -7,6 +7,7 @@ use crate::apply::Backend;
 use crate::base::cpuset::parse_list;
 use crate::error::Status;
 use crate::host::{self, Host, Selection};
+use crate::plan::admit::{Limits, Scope};
 use crate::plan::saved::{self, MadeFor};
 
 use super::HostArgs;
@@ -31,8 +32,10 @@ pub struct TuneArgs {
     pub profile: Option<Profile>,
     /// A saved plan instead of a profile (`nettune plan --json > FILE`,
     /// `nettune experiment search --out FILE`): refused when it was made
-    /// for another host or namespace, or when a value it changes no longer
-    /// holds what it held when the plan was made.
+    /// for another host or namespace, when a value it changes no longer
+    /// holds what it held when the plan was made, or when it changes what
+    /// no profile could (another sysctl, a value of the wrong kind; with
+    /// --netns anything the namespace does not own: docs/apply.md).
     #[arg(long = "plan", value_name = "FILE", conflicts_with_all = ["profile", "cpus", "bandwidth", "rtt", "pace", "streams", "ifaces"])]
     pub plan_file: Option<PathBuf>,
     /// An interface to tune; repeat for several. Default: every physical
@@ -237,8 +240,13 @@ fn saved_plan(
     tune: &TuneArgs,
     file: &std::path::Path,
 ) -> anyhow::Result<(PlanOptions, Plan, Host)> {
-    let plan = saved::load(file)?;
+    let mut plan = saved::load(file)?;
     let host = tune.read_host()?;
+    let name = format!("'{}'", file.display());
+    // Admitted before any of its targets is read: only what a profile
+    // could change, and in a namespace only what the namespace owns.
+    let scope = Scope::of(&host);
+    saved::admit(&mut plan, &name, &|_| scope.clone(), &Limits::of(&host))?;
     let root = host::open_root(tune.target.root.as_deref())?;
     let here = MadeFor::of(
         &root,
@@ -246,9 +254,7 @@ fn saved_plan(
         tune.target.netns.as_deref(),
     );
     let backend = Backend::new(root);
-    saved::check(&plan, &format!("'{}'", file.display()), &here, &|t| {
-        backend.read(t)
-    })?;
+    saved::check(&plan, &name, &here, &|t| backend.read(t))?;
     Ok((saved::options(&plan), plan, host))
 }
 

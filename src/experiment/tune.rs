@@ -20,6 +20,7 @@ use super::search::{self, Dimension, Space};
 use crate::apply::{self, Applied, Backend, Journal, StateDir, StateStatus};
 use crate::base::Root;
 use crate::host::Host;
+use crate::plan::admit::{Limits, Scope as Reach};
 use crate::plan::saved::{self, MadeFor};
 use crate::plan::{Plan, PlanOptions, Target};
 
@@ -289,10 +290,24 @@ impl Tuner {
                 Ok(Some((plan, opts.clone())))
             }
             Tuning::Plan { file, plan } => {
-                saved::check(plan, &format!("'{file}'"), &self.made_for(), &|t| {
-                    self.read(t)
-                })?;
-                Ok(Some(((**plan).clone(), saved::options(plan))))
+                let name = format!("'{file}'");
+                let mut plan = (**plan).clone();
+                // The gate of `apply --plan`; the host-wide values this
+                // experiment changes from the host's namespace (only with
+                // --allow-host: see apply_plan) are admitted as the host's.
+                let host = self.host()?;
+                let here = Reach::of(&host);
+                let scope_of = |t: &Target| {
+                    if self.netns.is_some() && search::host_only(t) {
+                        Reach::Host
+                    } else {
+                        here.clone()
+                    }
+                };
+                saved::admit(&mut plan, &name, &scope_of, &Limits::of(&host))?;
+                saved::check(&plan, &name, &self.made_for(), &|t| self.read(t))?;
+                let opts = saved::options(&plan);
+                Ok(Some((plan, opts)))
             }
             Tuning::Settings(settings) => {
                 let host = self.host()?;

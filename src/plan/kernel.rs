@@ -2,8 +2,9 @@
 //! Inside a network namespace, what the namespace cannot set (sysctls of
 //! the host's namespace only, read-only mirrors of the host's, CPU
 //! settings) is named as host-wide, with the command for the host
-//! ([`crate::host::ROOT_NAMESPACE_SYSCTLS`], [`crate::host::READ_ONLY_IN_NETNS`]).
+//! ([`super::admit::sysctl_reach`]).
 
+use super::admit::sysctl_reach;
 use super::values::{
     buffer_tier, BUSY_POLL_US, GOVERNOR, HALT_POLL_NS, HTTP_LISTEN_BACKLOG, PPS_NETDEV_BUDGET,
     PPS_NETDEV_MAX_BACKLOG, PPS_RMEM_DEFAULT, PPS_RMEM_MAX, PPS_UDP_RMEM_MIN, RFS_ENTRIES,
@@ -11,7 +12,7 @@ use super::values::{
 };
 use super::{Draft, PlanOptions, Profile, Target, KERNEL_GROUP};
 use crate::base::units::{format_bytes, format_rate, format_time};
-use crate::host::{Host, Interface, READ_ONLY_IN_NETNS, ROOT_NAMESPACE_SYSCTLS};
+use crate::host::{Host, Interface};
 use crate::plan::compare::same_value;
 
 /// Default round trip for buffer sizes: fasterdata.es.net's first tier,
@@ -211,26 +212,13 @@ pub(super) fn plan_kernel(
 }
 
 /// Why this namespace cannot set sysctl `name`, if it cannot (outside a
-/// network namespace every sysctl is in reach).
+/// network namespace every sysctl is in reach). The same reach a saved
+/// plan's changes are admitted by ([`super::admit::sysctl_reach`]).
 fn out_of_reach(host: &Host, name: &str) -> Option<String> {
     if !host.in_netns() {
         return None;
     }
-    let ns = host.netns_text();
-    if READ_ONLY_IN_NETNS.contains(&name) {
-        return Some(format!(
-            "read-only inside {ns} (it mirrors the host's value)"
-        ));
-    }
-    if ROOT_NAMESPACE_SYSCTLS.contains(&name) {
-        return Some(format!(
-            "{ns} has no such setting: it exists in the host's network namespace only"
-        ));
-    }
-    if !name.starts_with("net.") {
-        return Some(format!("not per network namespace: {ns} cannot change it"));
-    }
-    None
+    sysctl_reach(name).map(|reach| reach.why(&host.netns_text()))
 }
 
 /// The text `want` asks for given the current one; `Ok(None)` when the

@@ -10,6 +10,7 @@
 //! `napi:IFACE:rx-N:KEY` (a setting of the NAPI serving RX queue N). Profiles and the reason
 //! for every value: docs/profiles.md.
 
+pub mod admit;
 pub mod compare;
 mod cpus;
 mod driver;

@@ -6,7 +6,8 @@ use std::fmt::Write as _;
 
 use super::{Change, HostWide, Plan, Skipped, Target, KERNEL_GROUP};
 use crate::base::cpuset::format_list;
-use crate::base::driver::DriverSetting;
+use crate::base::driver::{DriverSetting, QdiscSpec};
+use crate::base::text::{sh_comment_line as comment_line, sh_word};
 
 /// Where the plan was computed, for headers: "this host",
 /// "network namespace blue", "capture ./web1".
@@ -176,53 +177,56 @@ pub fn json(plan: &Plan) -> serde_json::Result<String> {
     Ok(serde_json::to_string_pretty(plan)? + "\n")
 }
 
-/// Quote a value for sh when it holds anything but plain characters.
-fn quote(value: &str) -> String {
-    let plain = !value.is_empty()
-        && value
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "_.,:/-=+".contains(c));
-    if plain {
-        value.to_string()
-    } else {
-        format!("'{}'", value.replace('\'', r"'\''"))
-    }
-}
-
 /// The shell command that makes one change.
 pub fn command(change: &Change) -> String {
     set_command(&change.target, &change.to)
 }
 
 /// The shell command that sets `target` to `to`.
+///
+/// Every text in it is one shell word ([`sh_word`]): an interface named
+/// `a;$(x)` or a value holding `; rm` stays a word; a command that cannot
+/// be written is a comment line.
 pub fn set_command(target: &Target, to: &str) -> String {
     if let Some(name) = target.sysctl_name() {
-        return format!("sysctl -w {name}={}", quote(to));
+        return format!("sysctl -w {}", sysctl_word(name, to));
     }
     if let Some(path) = target.path() {
-        return format!("echo {} > {}", quote(to), quote(&path));
+        return format!("echo {} > {}", sh_word(to), sh_word(&path));
     }
     match target {
         Target::Driver { iface, key } => match DriverSetting::parse(key, to) {
             Ok(setting) => setting.ethtool_command(iface),
-            Err(e) => format!("# {target}: {e}"),
+            Err(e) => comment_line(&format!("{target}: {e}")),
         },
-        Target::RootQdisc { iface } => {
-            format!("tc qdisc replace dev {iface} root {to}")
-        }
+        Target::RootQdisc { iface } => match QdiscSpec::parse(to) {
+            Ok(_) => {
+                let words: Vec<_> = to.split(' ').map(sh_word).collect();
+                format!(
+                    "tc qdisc replace dev {} root {}",
+                    sh_word(iface),
+                    words.join(" ")
+                )
+            }
+            Err(e) => comment_line(&format!("{target}: {e}")),
+        },
         // No shell tool sets a NAPI by queue: napi-set takes the NAPI id,
         // which the script cannot know ahead of time.
-        Target::Napi { iface, queue, key } => format!(
-            "# {target}: no shell command sets a NAPI by queue; by hand: ynl --family netdev \
-             --do napi-set --json '{{\"id\": ID, \"{key}\": {}}}' with ID the NAPI of {iface} \
-             rx queue {queue} (ynl --family netdev --dump queue-get), or nettune apply",
-            to
-        ),
+        Target::Napi { iface, queue, key } => comment_line(&format!(
+            "{target}: no shell command sets a NAPI by queue; by hand: ynl --family netdev \
+             --do napi-set --json '{{\"id\": ID, \"{key}\": {to}}}' with ID the NAPI of {iface} \
+             rx queue {queue} (ynl --family netdev --dump queue-get), or nettune apply"
+        )),
         Target::RssIndirection { .. } | Target::NtupleRule { .. } | Target::XdpProgram { .. } => {
             super::steer::command(target, to)
         }
-        _ => format!("# {target}: no command known"),
+        _ => comment_line(&format!("{target}: no command known")),
     }
+}
+
+/// `NAME=VALUE` for `sysctl -w`, each part a shell word.
+fn sysctl_word(name: &str, to: &str) -> String {
+    format!("{}={}", sh_word(name), sh_word(to))
 }
 
 /// One command line that sets every host-wide value on the host: the
@@ -230,7 +234,7 @@ pub fn set_command(target: &Target, to: &str) -> String {
 pub fn host_command(values: &[HostWide]) -> Option<String> {
     let sysctls: Vec<String> = values
         .iter()
-        .filter_map(|v| Some(format!("{}={}", v.target.sysctl_name()?, quote(&v.to))))
+        .filter_map(|v| Some(sysctl_word(v.target.sysctl_name()?, &v.to)))
         .collect();
     let mut parts = Vec::new();
     if !sysctls.is_empty() {
@@ -245,55 +249,54 @@ pub fn host_command(values: &[HostWide]) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join(" && "))
 }
 
-/// A shell script with the same effect as the plan, for review.
+/// A shell script with the same effect as the plan, for review. Every
+/// text from the plan is in a comment kept on its line or in a shell word
+/// (see [`set_command`]): a saved plan can hold anything.
 pub fn shell(plan: &Plan, place: &str, netns: Option<&str>) -> String {
-    let mut out = String::new();
-    let o = &mut out;
-    let _ = writeln!(o, "#!/bin/sh");
-    let _ = writeln!(
-        o,
-        "# nettune plan --profile {}: {} change(s), computed on {place}.",
-        plan.profile.name(),
-        plan.changes.len()
-    );
-    let _ = writeln!(
-        o,
-        "# For review: `nettune apply` makes the same changes with a journal and `nettune rollback`; this script keeps no undo."
-    );
+    let mut lines = vec![
+        "#!/bin/sh".to_string(),
+        comment_line(&format!(
+            "nettune plan --profile {}: {} change(s), computed on {place}.",
+            plan.profile.name(),
+            plan.changes.len()
+        )),
+        comment_line("For review: `nettune apply` makes the same changes with a journal and `nettune rollback`; this script keeps no undo."),
+    ];
     if let Some(ns) = netns {
-        let _ = writeln!(
-            o,
-            "# Run it inside the namespace: ip netns exec {ns} sh THIS_FILE"
-        );
+        lines.push(comment_line(&format!(
+            "Run it inside the namespace: ip netns exec {} sh THIS_FILE",
+            sh_word(ns)
+        )));
     }
     if let Some(warning) = &plan.irqbalance {
-        let _ = writeln!(o, "# WARNING: {}", warning.note);
+        lines.push(comment_line(&format!("WARNING: {}", warning.note)));
     }
-    let _ = writeln!(o, "set -e");
+    lines.push("set -e".to_string());
     for group in groups(plan) {
         let changes: Vec<&Change> = plan.changes.iter().filter(|c| c.group == group).collect();
         if changes.is_empty() {
             continue;
         }
-        let _ = writeln!(o, "\n# {group}");
+        lines.push(String::new());
+        lines.push(comment_line(&group));
         for change in changes {
-            let _ = writeln!(
-                o,
-                "# {} (was {}){}",
+            lines.push(comment_line(&format!(
+                "{} (was {}){}",
                 change.reason,
                 shown(&change.from),
                 irqbalance_mark(plan, change)
-            );
-            let _ = writeln!(o, "{}", command(change));
+            )));
+            lines.push(command(change));
         }
     }
     if let Some(command) = &plan.host_command {
-        let _ = writeln!(
-            o,
-            "\n# host-wide: a network namespace cannot set these; run on the host itself:\n# {command}"
-        );
+        lines.push(String::new());
+        lines.push(comment_line(
+            "host-wide: a network namespace cannot set these; run on the host itself:",
+        ));
+        lines.push(comment_line(command));
     }
-    out
+    lines.join("\n") + "\n"
 }
 
 #[cfg(test)]
@@ -332,7 +335,6 @@ mod tests {
             command(&change("qdisc:eth0:root", "fq maxrate 8gbit", "eth0")),
             "tc qdisc replace dev eth0 root fq maxrate 8gbit"
         );
-        assert_eq!(quote("it's"), r"'it'\''s'");
         let napi = command(&change("napi:eth0:rx-0:defer-hard-irqs", "100", "eth0"));
         assert!(
             napi.starts_with("# napi:eth0:rx-0:defer-hard-irqs"),
@@ -355,5 +357,56 @@ mod tests {
             name("/proc/irq/74/smp_affinity_list"),
             "/proc/irq/74/smp_affinity_list"
         );
+    }
+
+    /// Every text a plan carries (a reason with a line break, an
+    /// interface named `a;$(x)`, a sysctl named like code, a value with a
+    /// command after it) stays a comment or one shell word: the script
+    /// parses and runs no text as a command.
+    #[test]
+    fn a_script_keeps_every_text_a_word_or_a_comment() {
+        let iface = "a;$(x)";
+        let mut changes = vec![
+            change("qdisc:a;$(x):root", "fq maxrate 8gbit", iface),
+            change("qdisc:a;$(x):root", "fq; rm -rf /", iface),
+            change("/sys/class/net/a;$(x)/queues/rx-0/rps_cpus", "3", iface),
+            change("ethtool:a;$(x):rings.rx", "4096", iface),
+            change("napi:a;$(x):rx-0:defer-hard-irqs", "2\nrm -rf /", iface),
+            change("/proc/sys/net/core/$(x)", "1", "kernel\nrm -rf /"),
+        ];
+        changes[0].reason = "pacing\ntouch /tmp/nt/INJECTED".to_string();
+        let plan = Plan {
+            profile: super::super::Profile::Custom,
+            cpus: vec![0, 1],
+            interfaces: vec![iface.to_string()],
+            changes,
+            skipped: Vec::new(),
+            irqbalance: Some(super::super::irqbalance::IrqbalanceWarning {
+                pids: vec![1],
+                irqs: vec![74],
+                note: "runs\nrm -rf /".to_string(),
+            }),
+            made_for: None,
+            host_wide: Vec::new(),
+            host_command: Some("sysctl -w a=1\nrm -rf /".to_string()),
+        };
+        let script = shell(&plan, "network namespace x\nrm -rf /", Some("x\nrm -rf /"));
+        assert_eq!(crate::base::text::bash_parses(&script), Ok(()), "{script}");
+        for line in script.lines() {
+            if line.contains("INJECTED") || line.contains("rm -rf") {
+                assert!(line.starts_with('#'), "as code: {line}\n{script}");
+            }
+        }
+        for expected in [
+            "tc qdisc replace dev 'a;$(x)' root fq maxrate 8gbit",
+            "echo 3 > '/sys/class/net/a;$(x)/queues/rx-0/rps_cpus'",
+            "ethtool -G 'a;$(x)' rx 4096",
+            "sysctl -w 'net.core.$(x)'=1",
+        ] {
+            assert!(
+                script.lines().any(|l| l == expected),
+                "no {expected}:\n{script}"
+            );
+        }
     }
 }

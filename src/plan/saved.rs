@@ -14,8 +14,10 @@ use std::path::Path;
 use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 
+use super::admit::{admit_all, admit_value, Limits, Scope};
 use super::compare::same_value;
 use super::{Plan, Target};
+use crate::base::text::excerpt;
 use crate::base::Root;
 
 /// Where a plan was made.
@@ -118,6 +120,96 @@ pub fn load(path: &Path) -> anyhow::Result<Plan> {
     Ok(plan)
 }
 
+/// The longest free text a saved plan may carry in one field (a reason, a
+/// value it found): what nettune writes is a line or two.
+const MAX_TEXT_BYTES: usize = 4096;
+
+/// Admit a saved plan before anything is read, journaled or written: every
+/// change passes [`admit`](super::admit) in the scope `scope_of` gives its
+/// target (its value parsed as its kind within `limits`, its target one a
+/// profile could produce, and in a network namespace one the namespace
+/// owns); every text it carries is one line of sane length; its host-wide
+/// command is made again from its values, never taken from the file.
+/// `name` names the plan in errors.
+pub fn admit(
+    plan: &mut Plan,
+    name: &str,
+    scope_of: &dyn Fn(&Target) -> Scope,
+    limits: &Limits,
+) -> anyhow::Result<()> {
+    let refused = |why: String| {
+        anyhow::anyhow!(
+            "plan {name} is refused: {why}; a plan file holds what `nettune plan --json` or \
+             `nettune experiment search --out` wrote (docs/apply.md); nothing was changed"
+        )
+    };
+    texts(plan).map_err(refused)?;
+    if let Some(cpu) = plan.cpus.iter().find(|&&c| c >= limits.cpus) {
+        return Err(refused(format!(
+            "its network CPUs name CPU {cpu}, beyond this host's CPUs (0-{})",
+            limits.cpus.saturating_sub(1)
+        )));
+    }
+    admit_all(&plan.changes, scope_of, limits).map_err(refused)?;
+    for h in &plan.host_wide {
+        admit_value(&h.target, &h.to, limits)
+            .and_then(|()| super::admit::admit(&h.target, &Scope::Host))
+            .map_err(|r| refused(format!("host-wide value {r}")))?;
+    }
+    plan.host_command = super::render::host_command(&plan.host_wide);
+    Ok(())
+}
+
+/// Every free text of `plan`: one line (no control character), at most
+/// [`MAX_TEXT_BYTES`].
+fn texts(plan: &Plan) -> Result<(), String> {
+    let mut fields: Vec<(&str, &str)> = Vec::new();
+    for c in &plan.changes {
+        fields.extend([
+            ("from", c.from.as_str()),
+            ("reason", &c.reason),
+            ("group", &c.group),
+        ]);
+    }
+    for s in &plan.skipped {
+        fields.extend([("reason", s.reason.as_str()), ("group", &s.group)]);
+    }
+    for h in &plan.host_wide {
+        fields.push(("reason", &h.reason));
+        fields.extend(h.from.as_deref().map(|f| ("from", f)));
+    }
+    fields.extend(plan.interfaces.iter().map(|i| ("interface", i.as_str())));
+    fields.extend(
+        plan.irqbalance
+            .iter()
+            .map(|w| ("irqbalance note", w.note.as_str())),
+    );
+    if let Some(m) = &plan.made_for {
+        let place = [&m.machine_id, &m.hostname, &m.netns, &m.root];
+        fields.extend(
+            place
+                .into_iter()
+                .flatten()
+                .map(|t| ("made_for", t.as_str())),
+        );
+    }
+    for (field, text) in fields {
+        if text.len() > MAX_TEXT_BYTES {
+            return Err(format!(
+                "a {field} of {} bytes is longer than any nettune writes ({MAX_TEXT_BYTES} at most)",
+                text.len()
+            ));
+        }
+        if text.chars().any(char::is_control) {
+            return Err(format!(
+                "the {field} {} holds a control character (a newline?): nettune writes none",
+                excerpt(text)
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Check a saved plan against the place it is about to be applied to:
 /// refused when made for another place, or when a value it would change no
 /// longer holds what it held when the plan was made (a change whose target
@@ -149,10 +241,10 @@ pub fn check(
             continue;
         }
         moved.push(format!(
-            "{} is '{}', the plan was made when it was '{}'",
+            "{} is {}, the plan was made when it was {}",
             change.target,
-            now.trim(),
-            change.from
+            excerpt(now.trim()),
+            excerpt(&change.from)
         ));
     }
     if !moved.is_empty() {

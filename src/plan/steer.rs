@@ -351,35 +351,41 @@ fn ethtool_rule(rule: &NtupleRule) -> String {
 /// The `ethtool` command with the effect of a steering change (for
 /// `--format sh` and the dry-run's notes).
 pub fn command(target: &Target, to: &str) -> String {
+    let word = |iface: &str| crate::base::text::sh_word(iface).into_owned();
+    let comment = |text: String| crate::base::text::sh_comment_line(&text);
     match target {
         Target::RssIndirection { iface } => {
             let Ok(table) = flow::parse_table(to) else {
-                return format!("# {}: not a table", target);
+                return comment(format!("{target}: not a table"));
             };
             let rings = table.iter().max().map_or(0, |m| m + 1);
             if table == flow::default_table(table.len() as u32, rings) {
-                return format!("ethtool -X {iface} default");
+                return format!("ethtool -X {} default", word(iface));
             }
             let weights: Vec<u32> = (0..rings).map(|q| u32::from(table.contains(&q))).collect();
             if flow::weighted_table(table.len() as u32, &weights).as_ref() == Some(&table) {
                 let words: Vec<String> = weights.iter().map(ToString::to_string).collect();
-                return format!("ethtool -X {iface} weight {}", words.join(" "));
+                return format!("ethtool -X {} weight {}", word(iface), words.join(" "));
             }
-            format!("# {}: no ethtool -X command writes this table", target)
+            comment(format!("{target}: no ethtool -X command writes this table"))
         }
         Target::NtupleRule { iface, location } => {
             if to == crate::apply::NO_RULE {
-                return format!("ethtool -N {iface} delete {location}");
+                return format!("ethtool -N {} delete {location}", word(iface));
             }
             match NtupleRule::parse_value(*location, to) {
-                Ok(rule) => format!("ethtool -N {iface} {} loc {location}", ethtool_rule(&rule)),
-                Err(e) => format!("# {}: {e}", target),
+                Ok(rule) => format!(
+                    "ethtool -N {} {} loc {location}",
+                    word(iface),
+                    ethtool_rule(&rule)
+                ),
+                Err(e) => comment(format!("{target}: {e}")),
             }
         }
-        Target::XdpProgram { iface, id } => {
-            format!("# XDP program {id} on {iface}: attached by nettune bench udp-sink --xdp")
-        }
-        other => format!("# {other}: not a steering change"),
+        Target::XdpProgram { iface, id } => comment(format!(
+            "XDP program {id} on {iface}: attached by nettune bench udp-sink --xdp"
+        )),
+        other => comment(format!("{other}: not a steering change")),
     }
 }
 

@@ -262,7 +262,7 @@ impl fmt::Display for Target {
 
 /// A text that names no target nettune knows.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("'{0}' is not a setting nettune writes (a kernel path under /proc/sys, /proc/irq, /sys/class/net/IFACE/queues or cpufreq, or ethtool:IFACE:KEY, qdisc:IFACE:root, napi:IFACE:rx-N:KEY, rss:IFACE:indirection, ntuple:IFACE:LOC, xdp:IFACE:ID)")]
+#[error("{} is not a setting nettune writes (a kernel path under /proc/sys, /proc/irq, /sys/class/net/IFACE/queues or cpufreq, or ethtool:IFACE:KEY, qdisc:IFACE:root, napi:IFACE:rx-N:KEY, rss:IFACE:indirection, ntuple:IFACE:LOC, xdp:IFACE:ID)", crate::base::text::excerpt(.0))]
 pub struct UnknownTarget(pub String);
 
 /// An interface name as the kernel allows it: 1-15 bytes, no `/`, `:` or
@@ -287,10 +287,16 @@ impl FromStr for Target {
 
 fn parse(text: &str) -> Option<Target> {
     if let Some(rest) = text.strip_prefix("/proc/sys/") {
+        // Sysctl names hold no white space or control characters (those
+        // of interfaces, net.ipv4.conf.IFACE.*, no white space either).
         let ok = !rest.is_empty()
-            && rest
-                .split('/')
-                .all(|part| !part.is_empty() && part != "." && part != ".." && !part.contains('.'));
+            && rest.split('/').all(|part| {
+                !part.is_empty()
+                    && part != "."
+                    && part != ".."
+                    && !part.contains('.')
+                    && !part.chars().any(|c| c.is_whitespace() || c.is_control())
+            });
         return ok.then(|| Target::Sysctl(rest.replace('/', ".")));
     }
     if let Some(rest) = text.strip_prefix("/proc/irq/") {
@@ -458,6 +464,8 @@ mod tests {
             "/etc/passwd",
             "/proc/sys/",
             "/proc/sys/net/../../etc",
+            "/proc/sys/net/core/rmem_max\nx",
+            "/proc/sys/net/core/rmem max",
             "/proc/irq/x/smp_affinity_list",
             "/proc/irq/5/smp_affinity",
             "/sys/class/net/eth0/queues/rx-0/rps_other",
@@ -476,7 +484,9 @@ mod tests {
             "xdp:eth0:",
         ] {
             let err = bad.parse::<Target>().expect_err(bad);
-            assert!(err.to_string().contains(&format!("'{bad}'")), "{err}");
+            let shown = crate::base::text::excerpt(bad);
+            assert!(err.to_string().contains(&shown), "{err}");
+            assert_eq!(err.to_string().lines().count(), 1, "{err}");
         }
     }
 

@@ -571,27 +571,18 @@ fn bad_input_is_one_clear_error_with_exit_2_and_nothing_changed() {
     }
 }
 
-#[test]
-fn a_plan_for_another_host_is_refused_before_anything_changes() {
-    if skip_unless_root("a_plan_for_another_host_is_refused_before_anything_changes") {
-        return;
-    }
-    let bed = Bed::up();
+/// `experiment run --configs current,PLAN` on the testbed with `plan` as
+/// the plan file: refused with exit 2 and one line holding `says`, before
+/// anything runs or changes (no report, no journal, the server side's
+/// tuned parts as they were).
+fn assert_plan_config_refused(bed: &Bed, plan: &Value, says: &[&str]) {
     let before = tuned_parts(&bed.server_ns);
     let work = tempfile::tempdir().expect("tempdir");
-    let plan = work.path().join("plan.json");
-    let text = serde_json::json!({
-        "profile": "custom", "cpus": [0], "interfaces": ["tb-server"],
-        "changes": [{"target": "/sys/class/net/tb-server/queues/rx-0/rps_cpus",
-                     "from": "0", "to": "1", "reason": "test", "group": "tb-server"}],
-        "skipped": [],
-        "made_for": {"machine_id": "00000000000000000000000000000000",
-                     "hostname": "elsewhere", "netns": bed.server_ns, "root": null}
-    });
-    std::fs::write(&plan, text.to_string()).expect("write");
+    let file = work.path().join("plan.json");
+    std::fs::write(&file, plan.to_string()).expect("write");
     let out = work.path().join("exp");
     let state = work.path().join("state");
-    let configs = format!("current,{}", plan.display());
+    let configs = format!("current,{}", file.display());
     let (code, _, stderr) = split(
         experiment_run(
             &[
@@ -611,14 +602,61 @@ fn a_plan_for_another_host_is_refused_before_anything_changes() {
         .expect("experiment"),
     );
     assert_eq!(code, 2, "{stderr}");
-    assert!(
-        stderr.contains("host elsewhere") && stderr.contains("nothing was changed"),
-        "{stderr}"
-    );
+    for w in says.iter().chain(&["nothing was changed"]) {
+        assert!(stderr.contains(w), "no '{w}' in: {stderr}");
+    }
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
     assert!(!out.exists());
     assert!(journals(&state.display().to_string()).is_empty());
     assert_eq!(tuned_parts(&bed.server_ns), before);
+}
+
+#[test]
+fn a_plan_for_another_host_is_refused_before_anything_changes() {
+    if skip_unless_root("a_plan_for_another_host_is_refused_before_anything_changes") {
+        return;
+    }
+    let bed = Bed::up();
+    let plan = serde_json::json!({
+        "profile": "custom", "cpus": [0], "interfaces": ["tb-server"],
+        "changes": [{"target": "/sys/class/net/tb-server/queues/rx-0/rps_cpus",
+                     "from": "0", "to": "1", "reason": "test", "group": "tb-server"}],
+        "skipped": [],
+        "made_for": {"machine_id": "00000000000000000000000000000000",
+                     "hostname": "elsewhere", "netns": bed.server_ns, "root": null}
+    });
+    assert_plan_config_refused(&bed, &plan, &["host elsewhere"]);
+}
+
+/// A saved plan config passes the gate of `apply --plan`: made for this
+/// very namespace, it still may change only what a profile could (a
+/// change of vm.swappiness to the value it has is refused), before
+/// anything runs or changes.
+#[test]
+fn a_plan_config_may_change_only_what_a_profile_could() {
+    if skip_unless_root("a_plan_config_may_change_only_what_a_profile_could") {
+        return;
+    }
+    let bed = Bed::up();
+    let mut plan = run_json(&[
+        "plan",
+        "--profile",
+        "pps",
+        "--netns",
+        &bed.server_ns,
+        "--json",
+    ]);
+    let swappiness = std::fs::read_to_string("/proc/sys/vm/swappiness").expect("swappiness");
+    let swappiness = swappiness.trim();
+    plan["changes"]
+        .as_array_mut()
+        .expect("changes")
+        .push(serde_json::json!({
+            "target": "/proc/sys/vm/swappiness", "from": swappiness, "to": swappiness,
+            "reason": "edited", "group": "kernel",
+        }));
+    let says = "/proc/sys/vm/swappiness: no nettune profile changes this sysctl";
+    assert_plan_config_refused(&bed, &plan, &[says]);
 }
 
 /// A plan saved on one tree and refused on another (another place) or

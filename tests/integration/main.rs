@@ -27,6 +27,7 @@ mod nic;
 mod nic_set;
 mod partial_hosts;
 mod plan;
+mod plan_file;
 mod plan_netns;
 mod plan_props;
 mod product_text;

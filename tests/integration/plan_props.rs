@@ -243,6 +243,15 @@ proptest! {
         prop_assert_eq!(&p, &plan(&host, &opts).expect("again"), "not deterministic");
         prop_assert_eq!(&p.cpus, &network);
 
+        // Every change passes the gate of a saved plan on this host (up to
+        // 256 CPUs, 128 queues): a plan nettune writes is always admitted.
+        let scope = nettune::plan::admit::Scope::of(&host);
+        let limits = nettune::plan::admit::Limits::of(&host);
+        for c in &p.changes {
+            let admitted = nettune::plan::admit::admit_change(c, &scope, &limits);
+            prop_assert!(admitted.is_ok(), "{:?}", admitted);
+        }
+
         // No CPU outside the network CPUs, in any CPU-valued change.
         for c in &p.changes {
             let text = c.target.to_string();

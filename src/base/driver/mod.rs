@@ -77,6 +77,43 @@ pub struct QdiscSpec {
     pub maxrate_bytes: Option<u32>,
 }
 
+impl QdiscSpec {
+    /// `fq` or `fq maxrate 8gbit`: the `to` of a root qdisc change.
+    pub fn parse(text: &str) -> Result<QdiscSpec, String> {
+        // A kind as the kernel names them (IFNAMSIZ, so at most 15).
+        let kind_name = |k: &str| {
+            (1..16).contains(&k.len())
+                && k.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        };
+        // Longer than any such text: not parsed (nor echoed whole).
+        let words: Vec<&str> = if text.len() <= 64 {
+            text.split(' ').collect()
+        } else {
+            Vec::new()
+        };
+        match words[..] {
+            [kind] if kind_name(kind) => Ok(QdiscSpec {
+                kind: kind.to_string(),
+                maxrate_bytes: None,
+            }),
+            [kind, "maxrate", rate] if kind_name(kind) => {
+                let bits = crate::base::units::parse_rate(rate).map_err(|e| format!("{e:#}"))?;
+                let bytes = u32::try_from(bits / 8)
+                    .map_err(|_| format!("maxrate '{rate}' is above fq's 32-bit limit"))?;
+                Ok(QdiscSpec {
+                    kind: kind.to_string(),
+                    maxrate_bytes: Some(bytes),
+                })
+            }
+            _ => Err(format!(
+                "{} is not a qdisc nettune installs (KIND, or KIND maxrate RATE)",
+                crate::base::text::excerpt(text)
+            )),
+        }
+    }
+}
+
 /// A refused or failed change: the errno (kept so that callers can tell
 /// "the kernel will not do this" from a failure) and the kernel's words.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

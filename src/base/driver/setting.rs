@@ -232,8 +232,11 @@ impl DriverSetting {
     }
 
     /// The `ethtool` command that makes this setting (for `--format sh`).
+    /// The interface is one shell word (quoted when it needs it); keys
+    /// and values are plain by construction.
     pub fn ethtool_command(&self, iface: &str) -> String {
         let value = self.value_text();
+        let iface = crate::base::text::sh_word(iface);
         match self {
             DriverSetting::RingRx(_) => format!("ethtool -G {iface} rx {value}"),
             DriverSetting::RingTx(_) => format!("ethtool -G {iface} tx {value}"),
