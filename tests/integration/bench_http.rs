@@ -358,6 +358,28 @@ fn malformed_and_oversized_requests_are_refused_and_closed(engine: &str) {
     assert!(answer.starts_with("HTTP/1.1 431 "), "{answer}");
 }
 
+/// Requests whose lines end in a bare LF (as `printf 'GET / HTTP/1.1\nHost:
+/// x\n\n' | nc` sends) are answered at once, as nginx answers them, not left
+/// waiting for the idle timeout; the connection stays open for the next.
+fn bare_lf_requests_are_answered_at_once(engine: &str) {
+    let server = Server::start(engine, &["--threads", "1"]);
+    let mut stream = TcpStream::connect(&server.addr).expect("connect");
+    stream
+        .write_all(b"GET / HTTP/1.1\nHost: x\n\n")
+        .expect("write");
+    // read_responses waits 5 s at most: far below the 60 s idle timeout.
+    assert_eq!(read_responses(&mut stream, 1)[0].status, 404);
+    stream
+        .write_all(b"GET /plaintext HTTP/1.1\nHost: x\n\n")
+        .expect("write");
+    let answer = &read_responses(&mut stream, 1)[0];
+    assert_eq!(
+        (answer.status, answer.body.as_str()),
+        (200, "Hello, World!")
+    );
+    server.stop();
+}
+
 fn idle_connections_are_closed_after_the_idle_timeout(engine: &str) {
     let server = Server::start(engine, &["--threads", "1", "--idle-timeout", "1"]);
     let mut idle = TcpStream::connect(&server.addr).expect("connect");
@@ -710,6 +732,7 @@ each_engine!(
     loopback_open_loop_holds_the_rate_and_corrects_upwards,
     sixteen_pipelined_requests_get_sixteen_answers_in_order,
     malformed_and_oversized_requests_are_refused_and_closed,
+    bare_lf_requests_are_answered_at_once,
     idle_connections_are_closed_after_the_idle_timeout,
     date_header_changes_after_a_second,
     cbpf_steers_each_connection_to_the_listener_of_its_cpu,
