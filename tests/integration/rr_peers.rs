@@ -173,9 +173,18 @@ fn peer(to: SocketAddr) -> UdpSocket {
 fn ask(socket: &UdpSocket, datagram: &[u8]) -> Vec<u8> {
     socket.send(datagram).expect("send");
     let mut buf = vec![0u8; 70_000];
-    let n = socket.recv(&mut buf).expect("an answer within 2 s");
-    buf.truncate(n);
-    buf
+    loop {
+        match socket.recv(&mut buf) {
+            // A timed wait reports an interruption as EINTR (the io_uring
+            // check's task work can interrupt this thread): wait again.
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            got => {
+                let n = got.expect("an answer within 2 s");
+                buf.truncate(n);
+                return buf;
+            }
+        }
+    }
 }
 
 /// The exact datagrams of the reported crash (a hello asking 64 MiB
