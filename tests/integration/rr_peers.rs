@@ -8,22 +8,21 @@
 //! Traffic stays on loopback. Every process is bounded in time and killed
 //! by its PID on overrun or drop.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::os::unix::process::CommandExt;
-use std::process::{Child, ChildStdout, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::common::{finish_bounded, nettune};
+use crate::common::{finish_bounded, nettune, ServerChild};
 
 const LIMIT: Duration = Duration::from_secs(30);
 
 /// An rr-server that ends at its `--duration`, killed on drop otherwise.
 struct Server {
-    child: Option<Child>,
-    stdout: Option<BufReader<ChildStdout>>,
+    child: ServerChild,
     addr: SocketAddr,
 }
 
@@ -42,7 +41,6 @@ impl Server {
             "--duration",
             duration,
         ])
-        .stdout(Stdio::piped())
         .stderr(Stdio::null());
         if let Some(n) = rlimit_nofile {
             // SAFETY: setrlimit is async-signal-safe; nothing else runs
@@ -60,60 +58,37 @@ impl Server {
                 });
             }
         }
-        let mut child = cmd.spawn().expect("spawn rr-server");
-        let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        let mut line = String::new();
-        stdout.read_line(&mut line).expect("the address line");
-        let addr = line
-            .trim()
-            .parse()
-            .unwrap_or_else(|e| panic!("first line is not an address: {line:?}: {e}"));
-        Server {
-            child: Some(child),
-            stdout: Some(stdout),
-            addr,
-        }
+        let child = ServerChild::spawn(&mut cmd);
+        let addr = child.addr.parse().expect("an address");
+        Server { child, addr }
     }
 
     /// Wait for the end at its --duration: exit code and JSON report.
-    fn finish(mut self) -> (Option<i32>, Value) {
-        let child = self.child.take().expect("running");
-        let mut rest = String::new();
-        self.stdout
-            .take()
-            .expect("stdout")
-            .read_to_string(&mut rest)
-            .expect("read the report");
-        let (code, _, _) = finish_bounded(child, LIMIT);
-        let report = serde_json::from_str(&rest).unwrap_or(Value::Null);
-        (code, report)
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        if let Some(child) = self.child.as_mut() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
+    fn finish(self) -> (Option<i32>, Value) {
+        let (code, rest) = self.child.finish(LIMIT);
+        (code, serde_json::from_str(&rest).unwrap_or(Value::Null))
     }
 }
 
 /// `bench rr` against `to` for half a second: exit code, JSON, stderr.
 fn rr(to: SocketAddr, args: &[&str]) -> (Option<i32>, Value, String) {
-    let to = to.to_string();
+    rr_at(&["--to", &to.to_string()], args)
+}
+
+/// `bench rr` with `target` (`--to ADDR` or `--remote ADDR`) for half a
+/// second: exit code, JSON, stderr.
+fn rr_at(target: &[&str], args: &[&str]) -> (Option<i32>, Value, String) {
     let child = nettune()
         .args([
             "bench",
             "rr",
             "--json",
-            "--to",
-            &to,
             "--warmup",
             "0",
             "--duration",
             "0.5",
         ])
+        .args(target)
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -349,40 +324,17 @@ fn rr_says_when_the_server_predates_the_address_check() {
 /// than the requests to the client that proved its address.
 #[test]
 fn remote_udp_rr_with_larger_replies_goes_through_serve() {
-    let mut daemon = nettune()
-        .args(["serve", "--bind", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn serve");
-    let mut stdout = BufReader::new(daemon.stdout.take().expect("stdout"));
-    let mut addr = String::new();
-    stdout.read_line(&mut addr).expect("the address line");
-    let child = nettune()
-        .args([
-            "bench",
-            "rr",
-            "--json",
-            "--remote",
-            addr.trim(),
-            "--proto",
-            "udp",
-            "--size",
-            "1,2000",
-            "--warmup",
-            "0",
-            "--duration",
-            "0.5",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn rr");
-    let (code, stdout_text, stderr) = finish_bounded(child, LIMIT);
-    let _ = daemon.kill();
-    let _ = daemon.wait();
+    let daemon = ServerChild::spawn(
+        nettune()
+            .args(["serve", "--bind", "127.0.0.1:0"])
+            .stderr(Stdio::null()),
+    );
+    let (code, report, stderr) = rr_at(
+        &["--remote", &daemon.addr],
+        &["--proto", "udp", "--size", "1,2000"],
+    );
+    drop(daemon);
     assert_eq!(code, Some(0), "{stderr}");
-    let report: Value = serde_json::from_str(&stdout_text).expect("json");
     assert!(u(&report, "/transactions") > 0, "{report:#}");
     assert_eq!(u(&report, "/bad_replies"), 0, "{report:#}");
     assert!(

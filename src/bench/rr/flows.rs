@@ -277,8 +277,10 @@ impl UdpFlows {
 mod tests {
     use super::*;
 
-    fn key() -> CookieKey {
-        CookieKey::random().expect("random")
+    /// Flows with a fresh key, the default rules, and a source address.
+    fn fresh(peer: &str) -> (UdpFlows, Rules, SocketAddr) {
+        let key = CookieKey::random().expect("random");
+        (UdpFlows::new(key), Rules::default(), addr(peer))
     }
 
     fn addr(text: &str) -> SocketAddr {
@@ -287,9 +289,7 @@ mod tests {
 
     #[test]
     fn the_reported_crash_datagrams_get_nothing_large() {
-        let mut flows = UdpFlows::new(key());
-        let rules = Rules::default();
-        let peer = addr("192.0.2.1:4000");
+        let (mut flows, rules, peer) = fresh("192.0.2.1:4000");
         let mut first = b"nettrr01".to_vec();
         first.extend_from_slice(&16u32.to_be_bytes());
         first.extend_from_slice(&67_108_864u32.to_be_bytes());
@@ -308,9 +308,7 @@ mod tests {
 
     #[test]
     fn an_unproven_flow_gets_no_more_than_it_sent() {
-        let mut flows = UdpFlows::new(key());
-        let rules = Rules::default();
-        let peer = addr("192.0.2.1:4000");
+        let (mut flows, rules, peer) = fresh("192.0.2.1:4000");
         let hello = Hello {
             request: 1,
             reply: 65_507,
@@ -337,9 +335,7 @@ mod tests {
 
     #[test]
     fn a_cookie_proves_the_address_and_opens_full_replies() {
-        let mut flows = UdpFlows::new(key());
-        let rules = Rules::default();
-        let peer = addr("[2001:db8::1]:5000");
+        let (mut flows, rules, peer) = fresh("[2001:db8::1]:5000");
         let hello = Hello {
             request: 1,
             reply: 1000,
@@ -381,8 +377,7 @@ mod tests {
 
     #[test]
     fn limits_foreign_sources_and_server_stages_get_nothing() {
-        let mut flows = UdpFlows::new(key());
-        let peer = addr("192.0.2.1:4000");
+        let (mut flows, _, peer) = fresh("192.0.2.1:4000");
         let rules = Rules {
             peer: Some(addr("192.0.2.9:1").ip()),
             ..Rules::default()
@@ -417,9 +412,7 @@ mod tests {
 
     #[test]
     fn a_full_table_drops_unproven_flows_first() {
-        let mut flows = UdpFlows::new(key());
-        let rules = Rules::default();
-        let proven = addr("198.51.100.1:9");
+        let (mut flows, rules, proven) = fresh("198.51.100.1:9");
         let hello = Hello {
             request: 1,
             reply: 2,
@@ -437,9 +430,7 @@ mod tests {
 
     #[test]
     fn any_bytes_get_a_bounded_answer() {
-        let mut flows = UdpFlows::new(key());
-        let rules = Rules::default();
-        let peer = addr("192.0.2.1:4000");
+        let (mut flows, rules, peer) = fresh("192.0.2.1:4000");
         let hello = Hello {
             request: 1,
             reply: 65_507,
