@@ -23,6 +23,11 @@ impl Interest {
         write: false,
         edge: false,
     };
+    pub const WRITE: Interest = Interest {
+        read: false,
+        write: true,
+        edge: false,
+    };
     pub const READ_WRITE: Interest = Interest {
         read: true,
         write: true,

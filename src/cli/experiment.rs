@@ -425,6 +425,13 @@ impl Progress for Lines {
 fn run_matrix(args: RunArgs) -> anyhow::Result<Status> {
     // Bad input is refused before anything is made or changed.
     let configs: Vec<_> = input::split_configs(&args.configs);
+    if configs.is_empty() {
+        anyhow::bail!(
+            "--configs '{}' names no config: give one or more, comma separated (current, a \
+             profile, a plan file); nothing was changed",
+            args.configs.join(",")
+        );
+    }
     let mut parsed = Vec::new();
     for text in &configs {
         if parsed

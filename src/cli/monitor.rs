@@ -138,8 +138,22 @@ fn source_label(args: &MonitorArgs) -> String {
     }
 }
 
+/// What clap cannot check: its `requires` is waived when the required
+/// flag conflicts with one given (`--prometheus` with `--once`), so
+/// `--bind` without `--prometheus` would pass silently.
+fn check(args: &MonitorArgs) -> anyhow::Result<()> {
+    if let (Some(bind), false) = (args.bind, args.prometheus) {
+        anyhow::bail!(
+            "--bind '{bind}' is where --prometheus listens, and --prometheus is not given: add \
+             --prometheus to serve the counters, or drop --bind"
+        );
+    }
+    Ok(())
+}
+
 /// Run `nettune monitor`.
 pub fn run(args: MonitorArgs) -> anyhow::Result<Status> {
+    check(&args)?;
     if args.prometheus {
         return super::monitor_prom::run(args);
     }
@@ -301,6 +315,19 @@ mod tests {
             assert!(err.contains("--count 10"), "{bad}: {err}");
         }
         assert!(parse(&["--once", "--count", "2"]).is_err());
+        for without in [
+            &["--once", "--bind", "127.0.0.1:0"][..],
+            &["--json", "--count", "1", "--bind", "127.0.0.1:0"],
+        ] {
+            let args = parse(without).expect("clap lets it through");
+            let err = check(&args).expect_err("--bind without --prometheus");
+            assert!(
+                err.to_string().contains("--prometheus is not given"),
+                "{err}"
+            );
+        }
+        let with = parse(&["--prometheus", "--bind", "127.0.0.1:0"]).expect("prometheus");
+        assert!(check(&with).is_ok());
         assert!(parse(&["--root", "/tmp/x", "--netns", "a"]).is_err());
     }
 }

@@ -9,13 +9,12 @@
 //! overruns. Runs are 1 s each after a 0.2 s warm-up: the tests check that
 //! the figures are there and consistent, never how fast this machine is.
 
-use std::io::{BufRead, BufReader, Read};
-use std::process::{Child, ChildStdout, Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::{nettune, sh, skip_unless_root, unique, Netns};
+use crate::common::{nettune, sh, skip_unless_root, unique, Netns, ServerChild};
 
 /// The longest any one nettune process may run here.
 const LIMIT: Duration = Duration::from_secs(20);
@@ -42,11 +41,7 @@ fn finish(child: Child, limit: Duration) -> (Option<i32>, String, String) {
 }
 
 /// A running rr-server, stopped by SIGINT (or killed on drop) by its PID.
-struct Server {
-    child: Option<Child>,
-    stdout: Option<BufReader<ChildStdout>>,
-    addr: String,
-}
+struct Server(ServerChild);
 
 impl Server {
     fn start(engine: &str, ns: Option<&Netns>, args: &[&str]) -> Server {
@@ -64,24 +59,7 @@ impl Server {
             args,
         ]
         .concat();
-        let mut child = command(ns, &all)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn rr-server");
-        let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        let mut addr = String::new();
-        stdout.read_line(&mut addr).expect("read the address line");
-        let addr = addr.trim().to_string();
-        assert!(
-            addr.parse::<std::net::SocketAddr>().is_ok(),
-            "first line is not an address: {addr:?}"
-        );
-        Server {
-            child: Some(child),
-            stdout: Some(stdout),
-            addr,
-        }
+        Server(ServerChild::spawn(command(ns, &all).stderr(Stdio::null())))
     }
 
     fn port(&self) -> &str {
@@ -89,30 +67,19 @@ impl Server {
     }
 
     /// Ctrl-C, then the JSON report.
-    fn stop(mut self) -> Value {
-        let mut child = self.child.take().expect("running");
-        let pid = i32::try_from(child.id()).expect("pid");
+    fn stop(self) -> Value {
         // SAFETY: signalling a child we started, by its PID.
-        assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
-        let mut rest = String::new();
-        self.stdout
-            .take()
-            .expect("stdout")
-            .read_to_string(&mut rest)
-            .expect("read the report");
-        child.stdout = None;
-        let (code, _, _) = finish(child, LIMIT);
+        assert_eq!(unsafe { libc::kill(self.0.pid(), libc::SIGINT) }, 0);
+        let (code, rest) = self.0.finish(LIMIT);
         assert_eq!(code, Some(0), "rr-server exit: {rest}");
         serde_json::from_str(&rest).unwrap_or_else(|e| panic!("{e}: {rest}"))
     }
 }
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        if let Some(child) = self.child.as_mut() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
+impl std::ops::Deref for Server {
+    type Target = ServerChild;
+    fn deref(&self) -> &ServerChild {
+        &self.0
     }
 }
 

@@ -11,13 +11,14 @@
 //! the pacing test checks the rate against a pace far below what any
 //! machine reaches.
 
-use std::io::{BufRead, BufReader, Read};
-use std::process::{Child, ChildStdout, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::{finish_bounded, ip, measuring, nettune, skip_unless_root, unique, Netns};
+use crate::common::{
+    finish_bounded, ip, measuring, nettune, skip_unless_root, unique, Netns, ServerChild,
+};
 
 const LIMIT: Duration = Duration::from_secs(30);
 
@@ -38,11 +39,7 @@ fn command(ns: Option<&Netns>, args: &[&str]) -> Command {
 }
 
 /// A one-off stream-server (exits after one test), killed on drop.
-struct Server {
-    child: Option<Child>,
-    stdout: Option<BufReader<ChildStdout>>,
-    addr: String,
-}
+struct Server(ServerChild);
 
 impl Server {
     fn start(ns: Option<&Netns>, bind: &str, args: &[&str]) -> Server {
@@ -60,47 +57,21 @@ impl Server {
             args,
         ]
         .concat();
-        let mut child = command(ns, &all)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn stream-server");
-        let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        let mut addr = String::new();
-        stdout.read_line(&mut addr).expect("read the address line");
-        let addr = addr.trim().to_string();
-        assert!(
-            addr.parse::<std::net::SocketAddr>().is_ok(),
-            "first line is not an address: {addr:?}"
-        );
-        Server {
-            child: Some(child),
-            stdout: Some(stdout),
-            addr,
-        }
+        Server(ServerChild::spawn(command(ns, &all).stderr(Stdio::null())))
     }
 
     /// The JSON report it prints when its one test is over.
-    fn report(mut self) -> (Option<i32>, Value) {
-        let child = self.child.take().expect("running");
-        let mut rest = String::new();
-        self.stdout
-            .take()
-            .expect("stdout")
-            .read_to_string(&mut rest)
-            .expect("read the report");
-        let (code, _, _) = finish_bounded(child, LIMIT);
+    fn report(self) -> (Option<i32>, Value) {
+        let (code, rest) = self.0.finish(LIMIT);
         let report = serde_json::from_str(&rest).unwrap_or_else(|e| panic!("{e}: {rest}"));
         (code, report)
     }
 }
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        if let Some(child) = self.child.as_mut() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
+impl std::ops::Deref for Server {
+    type Target = ServerChild;
+    fn deref(&self) -> &ServerChild {
+        &self.0
     }
 }
 

@@ -448,3 +448,62 @@ pub fn veth_pair(tx: &Netns, rx: &Netns, net: u8, queues: Option<u32>) -> (Strin
     ]);
     (a, b)
 }
+
+/// A server child whose first stdout line is its bound address (as every
+/// `bench *-server` and `serve` prints it), killed by its PID on drop.
+pub struct ServerChild {
+    child: Option<std::process::Child>,
+    stdout: Option<std::io::BufReader<std::process::ChildStdout>>,
+    pub addr: String,
+}
+
+impl ServerChild {
+    /// Spawn `cmd` with stdout piped and read the address line.
+    pub fn spawn(cmd: &mut Command) -> ServerChild {
+        use std::io::BufRead;
+        let mut child = cmd
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn a server");
+        let mut stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+        let mut addr = String::new();
+        stdout.read_line(&mut addr).expect("read the address line");
+        let addr = addr.trim().to_string();
+        if addr.parse::<std::net::SocketAddr>().is_err() {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("first line is not an address: {addr:?}");
+        }
+        ServerChild {
+            child: Some(child),
+            stdout: Some(stdout),
+            addr,
+        }
+    }
+
+    pub fn pid(&self) -> i32 {
+        i32::try_from(self.child.as_ref().expect("running").id()).expect("pid")
+    }
+
+    /// Wait for its end (at most `limit`): exit code and the rest of stdout.
+    pub fn finish(mut self, limit: std::time::Duration) -> (Option<i32>, String) {
+        use std::io::Read;
+        let child = self.child.take().expect("running");
+        let mut rest = String::new();
+        self.stdout
+            .take()
+            .expect("stdout")
+            .read_to_string(&mut rest)
+            .expect("read the rest of stdout");
+        (finish_bounded(child, limit).0, rest)
+    }
+}
+
+impl Drop for ServerChild {
+    fn drop(&mut self) {
+        if let Some(child) = self.child.as_mut() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}

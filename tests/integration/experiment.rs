@@ -571,6 +571,36 @@ fn bad_input_is_one_clear_error_with_exit_2_and_nothing_changed() {
     }
 }
 
+/// An empty or blank config list (or bench line) is a one-line error with
+/// exit 2, before anything is made or applied: no report directory, no
+/// journal.
+#[test]
+fn an_empty_config_or_bench_list_is_refused_with_nothing_applied() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let (out, state) = (work.path().join("exp"), work.path().join("state"));
+    for (configs, bench, says) in [
+        ("", "rr --proto tcp", "--configs '' names no config"),
+        (" ", "rr --proto tcp", "names no config"),
+        (",", "rr --proto tcp", "names no config"),
+        ("current", "", "--bench ''"),
+        ("current", "  ", "--bench '  '"),
+    ] {
+        let child = experiment_run(
+            &["--configs", configs, "--bench", bench, "--repeat", "1"],
+            &out,
+            &state,
+        )
+        .spawn()
+        .expect("spawn");
+        let (code, stdout, stderr) = crate::common::finish_bounded(child, Duration::from_secs(20));
+        assert_eq!(code, Some(2), "{configs:?} {bench:?}: {stderr}{stdout}");
+        assert!(stderr.contains(says), "{configs:?} {bench:?}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+        assert!(!out.exists(), "{configs:?} made the report directory");
+        assert!(!state.exists(), "{configs:?} touched the state directory");
+    }
+}
+
 /// `experiment run --configs current,PLAN` on the testbed with `plan` as
 /// the plan file: refused with exit 2 and one line holding `says`, before
 /// anything runs or changes (no report, no journal, the server side's

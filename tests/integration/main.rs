@@ -31,6 +31,7 @@ mod plan_file;
 mod plan_netns;
 mod plan_props;
 mod product_text;
+mod rr_peers;
 mod serve;
 mod state_dir;
 mod steer;

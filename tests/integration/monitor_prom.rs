@@ -786,6 +786,31 @@ fn at_most_5000_series_on_a_256_cpu_128_queue_host() {
     }
 }
 
+/// `--bind` is the exporter's address: with a one-shot or JSON view and no
+/// `--prometheus` it is a usage error naming the missing flag, before any
+/// frame is shown, not a flag silently ignored.
+#[test]
+fn bind_without_prometheus_is_refused_with_any_view() {
+    for args in [
+        &["--once", "--bind", "127.0.0.1:0"][..],
+        &["--json", "--count", "1", "--bind", "127.0.0.1:0"],
+        &["--text", "--once", "--bind", "127.0.0.1:0"],
+    ] {
+        let child = nettune()
+            .arg("monitor")
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        let (code, out, err) = finish_bounded(child, Duration::from_secs(20));
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(err.contains("--prometheus is not given"), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(out.is_empty(), "{args:?} showed a frame: {out}");
+    }
+}
+
 #[test]
 fn bad_input_is_one_line_and_exit_2() {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");

@@ -24,7 +24,7 @@ mod load;
 pub mod output;
 mod response;
 pub mod server;
-pub(crate) mod session;
+pub mod session;
 mod uring_loop;
 pub mod url;
 mod worker;

@@ -268,14 +268,20 @@ pub fn parse_head(buf: &[u8]) -> Parsed<'_> {
     }
 }
 
-/// Index just past the first `\r\n\r\n`.
+/// Index just past the blank line that ends the head. Lines end in LF,
+/// with or without a CR before it (RFC 9112 2.2 lets a recipient take a
+/// bare LF as a line end, as nginx does); blank lines before the request
+/// line are skipped.
 fn find_head_end(buf: &[u8]) -> Option<usize> {
-    let mut from = 0;
+    let start = buf.iter().position(|&b| b != b'\r' && b != b'\n')?;
+    let mut line_start = start;
+    let mut from = start;
     while let Some(i) = buf[from..].iter().position(|&b| b == b'\n') {
         let at = from + i;
-        if at >= 3 && &buf[at - 3..=at] == b"\r\n\r\n" {
+        if matches!(&buf[line_start..at], b"" | b"\r") {
             return Some(at + 1);
         }
+        line_start = at + 1;
         from = at + 1;
     }
     None
@@ -285,9 +291,12 @@ fn find_head_end(buf: &[u8]) -> Option<usize> {
 fn head_fields(head: &[u8]) -> Option<Head<'_>> {
     // Clients may send blank lines before a request (RFC 9112 2.2).
     let start = head.iter().position(|&b| b != b'\r' && b != b'\n')?;
-    // Each line with its CRLF; the blank line that ends the head is left out.
-    let mut lines = head[start..head.len() - 2].split_inclusive(|&b| b == b'\n');
-    let request_line = strip_cr(lines.next()?)?;
+    // Each line with its line end, up to the blank line that ends the head.
+    let mut lines = head[start..]
+        .split_inclusive(|&b| b == b'\n')
+        .map(strip_cr)
+        .take_while(|line| line.is_none_or(|l| !l.is_empty()));
+    let request_line = lines.next()??;
     let mut parts = request_line.split(|&b| b == b' ');
     let method = parts.next()?;
     let target = parts.next()?;
@@ -307,7 +316,7 @@ fn head_fields(head: &[u8]) -> Option<Head<'_>> {
     let mut body_len: Option<u64> = None;
     let mut host = false;
     for line in lines {
-        let line = strip_cr(line)?;
+        let line = line?;
         let colon = line.iter().position(|&b| b == b':')?;
         let (name, value) = (&line[..colon], trim(&line[colon + 1..]));
         if name.is_empty() || !name.iter().all(|&b| is_token(b)) {
@@ -373,9 +382,11 @@ fn route(path: &[u8]) -> Answer {
     }
 }
 
-/// A line without its CRLF; `None` for a bare CR or LF.
+/// A line without its line end (CRLF or a bare LF); `None` for a line
+/// with a bare CR (RFC 9112 2.2: invalid), or without a line end.
 fn strip_cr(line: &[u8]) -> Option<&[u8]> {
-    let line = line.strip_suffix(b"\r\n")?;
+    let line = line.strip_suffix(b"\n")?;
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
     if line.contains(&b'\r') {
         return None;
     }
@@ -484,6 +495,33 @@ mod tests {
                 "{bad:?}: {out}"
             );
             assert!(out.contains("Connection: close\r\n"));
+        }
+    }
+
+    #[test]
+    fn bare_lf_line_ends_are_accepted_bare_cr_refused() {
+        // RFC 9112 2.2: a bare LF may end a line (nginx takes it too).
+        let (served, out) = serve_all(b"GET /plaintext HTTP/1.1\nHost: x\n\n");
+        assert_eq!((served.responses, served.close), (1, false));
+        assert!(out.starts_with("HTTP/1.1 200 OK\r\n"), "{out}");
+        assert!(out.ends_with("Hello, World!"), "{out}");
+        let mixed = b"\nGET /json HTTP/1.1\r\nHost: x\n\r\nGET /json HTTP/1.1\nHost: x\r\n\n";
+        let (served, _) = serve_all(mixed);
+        assert_eq!((served.responses, served.consumed), (2, mixed.len()));
+        assert_eq!(
+            parse_request(b"GET / HTTP/1.1\nHost: x\n"),
+            None,
+            "incomplete"
+        );
+        for bad in [
+            &b"GET / HTTP/1.1\rHost: x\n\n"[..],
+            b"GET / HTTP/1.1\nHost: x\r\r\n\n",
+        ] {
+            assert_eq!(
+                parse_request(bad).map(|r| r.answer),
+                Some(Answer::BadRequest),
+                "{bad:?}"
+            );
         }
     }
 

@@ -13,10 +13,10 @@ use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
 use super::conn::{self, would_block};
-use super::engine::{self, Instances, ThreadResult};
+use super::engine::{self, Instances, ThreadResult, UdpFlow};
 use super::measure::{Interval, RrControl};
 use super::output;
-use super::wire::{Hello, HELLO_LEN};
+use super::wire::{self, Datagram, Hello, Stage, CHECK_LEN, COOKIE_LEN, HELLO_LEN};
 use super::{ClientConfig, Proto};
 use crate::base::Root;
 use crate::bench::busy_poll::BusyPollReport;
@@ -35,6 +35,9 @@ use crate::host::CpuTime;
 const HELLO_TIMEOUT: Duration = Duration::from_secs(1);
 /// UDP hellos unanswered after this are sent again (until the timeout).
 const HELLO_RESEND: Duration = Duration::from_millis(100);
+/// How long a server silent to the address check has to answer a plain
+/// hello (then it is one from before the check).
+const OLD_SERVER_PROBE: Duration = Duration::from_millis(300);
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ThreadReport {
@@ -141,7 +144,8 @@ pub fn run(
     let instances = config.instances as usize;
     let threads = config.threads_used();
     conn::ensure_descriptors(instances as u64 + 64)?;
-    let per_thread = netns::within(config.netns.as_deref(), || open_instances(config, threads))?;
+    let (per_thread, old_server) =
+        netns::within(config.netns.as_deref(), || open_instances(config, threads))?;
     // The hello's reply came in already: its NAPI says whether there is
     // anything to busy-poll.
     let napi_ids = config.busy.is_on().then(|| napi_ids(&per_thread));
@@ -151,6 +155,14 @@ pub fn run(
         header.push_str(&format!("; {}", config.busy.describe(epoll_params)));
     }
     observer.ready(None, &header);
+    if old_server {
+        observer.warning(&format!(
+            "--to '{}': this rr-server predates the UDP address check (it answered only the \
+             plain hello), so it sends any source replies larger than its requests; the run goes \
+             on with the plain hello: upgrade nettune there",
+            config.to
+        ));
+    }
     if napi_ids.as_ref().is_some_and(Vec::is_empty) {
         observer.warning(crate::bench::busy_poll::NO_NAPI_WARNING);
     }
@@ -212,8 +224,9 @@ struct Measured {
 }
 
 /// Open every instance and greet the server on each, then deal them out:
-/// instance i to thread i mod `threads`.
-fn open_instances(args: &ClientConfig, threads: usize) -> anyhow::Result<Vec<Instances>> {
+/// instance i to thread i mod `threads`. Also whether the server is one
+/// from before the UDP address check.
+fn open_instances(args: &ClientConfig, threads: usize) -> anyhow::Result<(Vec<Instances>, bool)> {
     let count = args.instances as usize;
     let hello = Hello {
         request: args.size.request as u32,
@@ -233,10 +246,8 @@ fn open_instances(args: &ClientConfig, threads: usize) -> anyhow::Result<Vec<Ins
             for stream in &mut streams {
                 await_tcp_echo(stream, &hello, args.to)?;
             }
-            Ok(deal(streams, threads)
-                .into_iter()
-                .map(Instances::Tcp)
-                .collect())
+            let dealt = deal(streams, threads).into_iter().map(Instances::Tcp);
+            Ok((dealt.collect(), false))
         }
         Proto::Udp => {
             let flows = (0..count)
@@ -246,11 +257,26 @@ fn open_instances(args: &ClientConfig, threads: usize) -> anyhow::Result<Vec<Ins
                     Ok(flow)
                 })
                 .collect::<anyhow::Result<Vec<_>>>()?;
-            udp_handshake(&flows, &hello, args.to)?;
-            Ok(deal(flows, threads)
+            // Replies larger than requests need a proven address.
+            let check = hello.reply > hello.request;
+            let mut greeted = udp_handshake(&flows, &hello, args.to, check)?;
+            let old_server = check && greeted.is_none();
+            if greeted.is_none() {
+                greeted = udp_handshake(&flows, &hello, args.to, false)?;
+            }
+            let hellos = greeted.ok_or_else(|| {
+                not_rr_server(
+                    args.to,
+                    "the UDP hello went unanswered after the address check",
+                )
+            })?;
+            let flows: Vec<UdpFlow> = flows
                 .into_iter()
-                .map(Instances::Udp)
-                .collect())
+                .zip(hellos)
+                .map(|(socket, hello)| UdpFlow { socket, hello })
+                .collect();
+            let dealt = deal(flows, threads).into_iter().map(Instances::Udp);
+            Ok((dealt.collect(), old_server))
         }
     }
 }
@@ -266,7 +292,7 @@ fn napi_ids(per_thread: &[Instances]) -> Vec<u32> {
                 .collect::<Vec<_>>(),
             Instances::Udp(flows) => flows
                 .iter()
-                .map(|s| crate::bench::busy_poll::incoming_napi_id(s.as_fd()))
+                .map(|f| crate::bench::busy_poll::incoming_napi_id(f.socket.as_fd()))
                 .collect(),
         })
         .flatten()
@@ -311,67 +337,78 @@ fn await_tcp_echo(stream: &mut TcpStream, hello: &Hello, to: SocketAddr) -> anyh
     }
 }
 
-/// Send the hello on every flow and wait for each echo, resending to the
-/// silent ones every 100 ms, for at most 1 s.
-fn udp_handshake(flows: &[UdpSocket], hello: &Hello, to: SocketAddr) -> anyhow::Result<()> {
-    let bytes = hello.encode();
+/// A flow's progress through its greeting.
+#[derive(Clone, PartialEq)]
+enum Greeting {
+    /// Sending this (a plain hello, an address check asking for a cookie,
+    /// or one proving with it).
+    Sending(Vec<u8>),
+    /// Answered: what to send again if the server forgets the flow.
+    Done(Vec<u8>),
+}
+
+/// Send the hello on every flow and wait for each answer, resending to the
+/// silent ones every 100 ms, for at most 1 s. `check`: prove each flow's
+/// address first (the cookie exchange of [`wire`]), for replies larger
+/// than requests. Returns what each flow sends to greet again; `None` when
+/// the server answered no address check but a plain hello: a server from
+/// before the check.
+fn udp_handshake(
+    flows: &[UdpSocket],
+    hello: &Hello,
+    to: SocketAddr,
+    check: bool,
+) -> anyhow::Result<Option<Vec<Vec<u8>>>> {
+    let first = if check {
+        hello.encode_check(Stage::Client, &[0; COOKIE_LEN]).to_vec()
+    } else {
+        hello.encode().to_vec()
+    };
     let mut poll = Epoll::new(flows.len().min(1024)).context("epoll")?;
-    let mut answered = vec![false; flows.len()];
+    let mut state = vec![Greeting::Sending(first); flows.len()];
     let mut left = flows.len();
     for (i, flow) in flows.iter().enumerate() {
         poll.add(flow.as_raw_fd(), i as u64, Interest::READ)
             .context("epoll_ctl(udp flow)")?;
     }
-    let refused = |e: &std::io::Error| {
-        anyhow::anyhow!(
-            "--to '{to}': UDP port unreachable ({e}): nothing listens there; \
-             start `nettune bench rr-server --bind {to}` first"
-        )
-    };
     let start = Instant::now();
-    let mut buf = [0u8; HELLO_LEN + 1];
+    let mut buf = [0u8; CHECK_LEN + 1];
+    let mut any_answer = false;
     while left > 0 {
         let round = Instant::now();
-        for (flow, _) in flows.iter().zip(&answered).filter(|(_, a)| !**a) {
-            match flow.send(&bytes) {
-                Ok(_) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
-                    return Err(refused(&e))
-                }
-                Err(e) if would_block(&e) => {}
-                Err(e) => return Err(e).with_context(|| format!("--to '{to}': UDP send")),
+        for (flow, greeting) in flows.iter().zip(&state) {
+            if let Greeting::Sending(bytes) = greeting {
+                send_hello(flow, bytes, to)?;
             }
         }
         while left > 0 && round.elapsed() < HELLO_RESEND {
             let wait = HELLO_RESEND.saturating_sub(round.elapsed());
             for event in poll.wait(Some(wait)).context("epoll_wait")? {
                 let i = event.token as usize;
-                loop {
-                    match flows[i].recv(&mut buf) {
-                        Ok(n) if Hello::decode(&buf[..n]) == Some(*hello) => {
-                            if !answered[i] {
-                                answered[i] = true;
-                                left -= 1;
-                            }
-                        }
-                        Ok(_) => {
-                            return Err(not_rr_server(
-                                to,
-                                "the answer to the UDP hello is not an rr hello",
-                            ))
-                        }
-                        Err(e) if would_block(&e) => break,
-                        Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
-                            return Err(refused(&e))
-                        }
-                        Err(e) => {
-                            return Err(e).with_context(|| format!("--to '{to}': UDP receive"))
-                        }
+                let (Some(flow), Some(greeting)) = (flows.get(i), state.get_mut(i)) else {
+                    continue;
+                };
+                while let Some(n) = recv_hello(flow, &mut buf, to)? {
+                    any_answer = true;
+                    let next = greeted(greeting, &buf[..n], hello, check)
+                        .ok_or_else(|| answer_not_rr(to, &buf[..n], hello))?;
+                    // Later answers (to resent hellos) change nothing.
+                    if matches!(greeting, Greeting::Done(_)) {
+                        continue;
+                    }
+                    *greeting = next;
+                    match greeting {
+                        Greeting::Done(_) => left -= 1,
+                        // A cookie: prove at once.
+                        Greeting::Sending(bytes) => send_hello(flow, bytes, to)?,
                     }
                 }
             }
         }
         if left > 0 && start.elapsed() >= HELLO_TIMEOUT {
+            if check && !any_answer && answers_plain_hello(&flows[0], hello, to)? {
+                return Ok(None);
+            }
             anyhow::bail!(
                 "--to '{to}': no answer to the UDP hello within 1 s on {left} of {} flows; \
                  is `nettune bench rr-server` running there, and is UDP let through?",
@@ -379,7 +416,103 @@ fn udp_handshake(flows: &[UdpSocket], hello: &Hello, to: SocketAddr) -> anyhow::
             );
         }
     }
-    Ok(())
+    Ok(Some(
+        state
+            .into_iter()
+            .map(|g| match g {
+                Greeting::Sending(bytes) | Greeting::Done(bytes) => bytes,
+            })
+            .collect(),
+    ))
+}
+
+/// Where a flow's greeting stands after the server's `answer`; `None`
+/// when the answer is not one an rr-server gives.
+fn greeted(now: &Greeting, answer: &[u8], hello: &Hello, check: bool) -> Option<Greeting> {
+    let sent = match now {
+        Greeting::Sending(bytes) | Greeting::Done(bytes) => bytes,
+    };
+    match wire::parse_datagram(answer) {
+        Datagram::Hello(echo) if !check && echo == *hello => Some(Greeting::Done(sent.clone())),
+        Datagram::Check {
+            hello: echo,
+            stage,
+            cookie,
+        } if check && echo == *hello => {
+            let proof = hello.encode_check(Stage::Client, &cookie).to_vec();
+            match stage {
+                Stage::Cookie => Some(Greeting::Sending(proof)),
+                // The answer to this flow's proof (an answer to an earlier
+                // one carries the same cookie).
+                Stage::Proven if proof == *sent => Some(Greeting::Done(proof)),
+                Stage::Proven | Stage::Client => Some(now.clone()),
+            }
+        }
+        _ => None,
+    }
+}
+
+fn answer_not_rr(to: SocketAddr, answer: &[u8], hello: &Hello) -> anyhow::Error {
+    if let Datagram::Hello(echo) = wire::parse_datagram(answer) {
+        if echo.request == hello.request && echo.reply < hello.reply {
+            return anyhow::anyhow!(
+                "--to '{to}': the rr-server cuts UDP replies to {} bytes for this flow (its \
+                 address is not proven); upgrade nettune here, or use --proto tcp",
+                echo.reply
+            );
+        }
+    }
+    not_rr_server(to, "the answer to the UDP hello is not an rr hello")
+}
+
+fn refused(to: SocketAddr, e: &std::io::Error) -> anyhow::Error {
+    anyhow::anyhow!(
+        "--to '{to}': UDP port unreachable ({e}): nothing listens there; \
+         start `nettune bench rr-server --bind {to}` first"
+    )
+}
+
+fn send_hello(flow: &UdpSocket, bytes: &[u8], to: SocketAddr) -> anyhow::Result<()> {
+    match flow.send(bytes) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => Err(refused(to, &e)),
+        Err(e) if would_block(&e) => Ok(()),
+        Err(e) => Err(e).with_context(|| format!("--to '{to}': UDP send")),
+    }
+}
+
+/// The next datagram queued on `flow` (its length), or `None`.
+fn recv_hello(flow: &UdpSocket, buf: &mut [u8], to: SocketAddr) -> anyhow::Result<Option<usize>> {
+    match flow.recv(buf) {
+        Ok(n) => Ok(Some(n)),
+        Err(e) if would_block(&e) => Ok(None),
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => Err(refused(to, &e)),
+        Err(e) => Err(e).with_context(|| format!("--to '{to}': UDP receive")),
+    }
+}
+
+/// Whether the server answers a plain hello on `flow` (within
+/// [`OLD_SERVER_PROBE`]) with its echo: it knows no address check.
+fn answers_plain_hello(flow: &UdpSocket, hello: &Hello, to: SocketAddr) -> anyhow::Result<bool> {
+    let start = Instant::now();
+    let mut buf = [0u8; CHECK_LEN + 1];
+    let mut poll = Epoll::new(1).context("epoll")?;
+    poll.add(flow.as_raw_fd(), 0, Interest::READ)
+        .context("epoll_ctl(udp flow)")?;
+    while start.elapsed() < OLD_SERVER_PROBE {
+        send_hello(flow, &hello.encode(), to)?;
+        let round = Instant::now();
+        while round.elapsed() < HELLO_RESEND {
+            poll.wait(Some(HELLO_RESEND.saturating_sub(round.elapsed())))
+                .context("epoll_wait")?;
+            while let Some(n) = recv_hello(flow, &mut buf, to)? {
+                if wire::parse_datagram(&buf[..n]) == Datagram::Hello(*hello) {
+                    return Ok(true);
+                }
+            }
+        }
+    }
+    Ok(false)
 }
 
 fn build_report(
@@ -490,7 +623,7 @@ mod tests {
             reply: 1,
         };
         let started = Instant::now();
-        let err = udp_handshake(&[flow], &hello, to).expect_err("no echo");
+        let err = udp_handshake(&[flow], &hello, to, false).expect_err("no echo");
         assert!(started.elapsed() < Duration::from_secs(3));
         assert!(
             err.to_string().contains("no answer to the UDP hello"),

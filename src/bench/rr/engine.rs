@@ -12,7 +12,7 @@ use anyhow::Context;
 
 use super::conn::would_block;
 use super::measure::thread_cpu;
-use super::wire::{self, Hello, HELLO_LEN};
+use super::wire::{self, Datagram, Hello, Stage, CHECK_LEN};
 use super::Sizes;
 use crate::bench::busy_poll::BusyPoll;
 use crate::bench::event::{Epoll, Interest, Ready};
@@ -33,7 +33,14 @@ const LONE_WAIT: Duration = Duration::from_millis(50);
 /// A thread's instances, already through the hello.
 pub enum Instances {
     Tcp(Vec<TcpStream>),
-    Udp(Vec<UdpSocket>),
+    Udp(Vec<UdpFlow>),
+}
+
+/// A UDP instance's socket and the greeting it sends again when the server
+/// seems to have forgotten it (a plain hello, or its address-check proof).
+pub struct UdpFlow {
+    pub socket: UdpSocket,
+    pub hello: Vec<u8>,
 }
 
 impl Instances {
@@ -111,8 +118,8 @@ pub fn run(
             let mut all = TcpLoop::new(streams, plan.sizes, &poll)?;
             drive(&mut poll, phase, live, &mut counts, &mut all, per)?
         }
-        Instances::Udp(sockets) => {
-            let mut all = UdpLoop::new(sockets, plan, &poll)?;
+        Instances::Udp(flows) => {
+            let mut all = UdpLoop::new(flows, plan, &poll)?;
             drive(&mut poll, phase, live, &mut counts, &mut all, per)?
         }
     };
@@ -363,6 +370,8 @@ impl Transactions for TcpLoop {
 /// A UDP flow's transaction in progress.
 struct UdpInstance {
     socket: UdpSocket,
+    /// Sent again after a second timeout of the same request.
+    hello: Vec<u8>,
     seq: u32,
     /// When the current request was first sent (latency counts from here).
     started: Instant,
@@ -421,7 +430,7 @@ struct UdpLoop {
     instances: Vec<UdpInstance>,
     sizes: Sizes,
     width: usize,
-    hello: [u8; HELLO_LEN],
+    hello: Hello,
     request: Vec<u8>,
     scratch: Vec<u8>,
     timer: ResendTimer,
@@ -432,9 +441,9 @@ struct UdpLoop {
 }
 
 impl UdpLoop {
-    fn new(sockets: Vec<UdpSocket>, plan: &Plan, poll: &Epoll) -> anyhow::Result<UdpLoop> {
+    fn new(flows: Vec<UdpFlow>, plan: &Plan, poll: &Epoll) -> anyhow::Result<UdpLoop> {
         let now = Instant::now();
-        let blocking = sockets.len() == 1;
+        let blocking = flows.len() == 1;
         // Blocking: look at the timer whenever the read returns (its
         // timeout is the resend floor, so a resend is at most that late).
         let scan_every = if blocking {
@@ -442,8 +451,8 @@ impl UdpLoop {
         } else {
             (plan.resend_after / 4).min(Duration::from_millis(1))
         };
-        let mut instances = Vec::with_capacity(sockets.len());
-        for (i, socket) in sockets.into_iter().enumerate() {
+        let mut instances = Vec::with_capacity(flows.len());
+        for (i, UdpFlow { socket, hello }) in flows.into_iter().enumerate() {
             if blocking {
                 socket.set_nonblocking(false).context("O_NONBLOCK")?;
                 socket
@@ -454,6 +463,7 @@ impl UdpLoop {
                 .context("epoll_ctl(udp flow)")?;
             instances.push(UdpInstance {
                 socket,
+                hello,
                 seq: 0,
                 started: now,
                 last_sent: now,
@@ -470,11 +480,10 @@ impl UdpLoop {
             hello: Hello {
                 request: sizes.request as u32,
                 reply: sizes.reply as u32,
-            }
-            .encode(),
+            },
             request: vec![0; sizes.request],
             // One byte more than a reply, to see an oversized one.
-            scratch: vec![0; sizes.reply.max(HELLO_LEN) + 1],
+            scratch: vec![0; sizes.reply.max(CHECK_LEN) + 1],
             timer: ResendTimer::new(plan.resend_after),
             scan_every,
             next_scan: now + scan_every,
@@ -525,12 +534,25 @@ impl Transactions for UdpLoop {
                     return;
                 }
             };
-            let datagram = &self.scratch[..n];
-            if n != self.sizes.reply {
-                // The echo of a resent hello is expected; anything else is not.
-                if Hello::decode(datagram).is_none() {
-                    counts.bad_replies += 1;
+            let datagram = &self.scratch[..n.min(self.scratch.len())];
+            // Replies are zeros after at most 4 sequence bytes: never a
+            // hello's magic. Answers to resent hellos are expected.
+            match wire::parse_datagram(datagram) {
+                Datagram::Other => {}
+                Datagram::Check {
+                    hello,
+                    stage: Stage::Cookie,
+                    cookie,
+                } if hello == self.hello => {
+                    // A restarted server (a new secret): prove again.
+                    inst.hello = hello.encode_check(Stage::Client, &cookie).to_vec();
+                    let _ = inst.socket.send(&inst.hello);
+                    continue;
                 }
+                _ => continue,
+            }
+            if n != self.sizes.reply {
+                counts.bad_replies += 1;
                 continue;
             }
             if !wire::carries(datagram, inst.seq, self.width) {
@@ -565,7 +587,7 @@ impl Transactions for UdpLoop {
                 // A second timeout of the same request: the server may
                 // have forgotten the flow (restarted); say hello again.
                 if inst.resent {
-                    let _ = inst.socket.send(&self.hello);
+                    let _ = inst.socket.send(&inst.hello);
                 }
                 inst.resent = true;
                 inst.resend_after = (inst.resend_after * 2).min(MAX_RESEND_AFTER);

@@ -24,11 +24,12 @@ use crate::bench::within;
 pub mod client;
 mod conn;
 mod engine;
+pub mod flows;
 mod measure;
 pub mod output;
 pub mod server;
 mod uring_server;
-mod wire;
+pub mod wire;
 
 pub use client::{run as run_client, RrReport};
 pub use measure::Interval;

@@ -161,12 +161,28 @@ pub fn server_text(r: &ServerReport) -> String {
             None => String::new(),
         }
     );
-    if t.udp_unknown + t.udp_send_errors + t.tcp_bad_hellos > 0 {
-        let _ = writeln!(
-            out,
-            "rr-server: {} datagrams from unknown flows, {} UDP send errors, {} bad TCP hellos",
-            t.udp_unknown, t.udp_send_errors, t.tcp_bad_hellos
-        );
+    let odd: Vec<String> = [
+        (t.udp_unknown, "datagrams from unknown flows"),
+        (t.udp_send_errors, "UDP send errors"),
+        (t.tcp_bad_hellos, "bad TCP hellos"),
+        (
+            t.tcp_hello_timeouts,
+            "connections closed without a hello in 10 s",
+        ),
+        (t.accept_errors, "accepts failed for want of descriptors"),
+        (t.udp_bad_hellos, "bad UDP hellos"),
+        (
+            t.udp_capped,
+            "UDP replies cut to an unproven request's size",
+        ),
+        (t.foreign, "from other addresses"),
+    ]
+    .iter()
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, what)| format!("{n} {what}"))
+    .collect();
+    if !odd.is_empty() {
+        let _ = writeln!(out, "rr-server: {}", odd.join(", "));
     }
     if r.per_thread.len() > 1 {
         for th in &r.per_thread {

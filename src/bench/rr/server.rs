@@ -2,7 +2,6 @@
 //! SO_REUSEPORT TCP listener and UDP socket on the same port, so the kernel
 //! spreads connections and flows over the threads by hash.
 
-use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::os::fd::{AsFd, AsRawFd};
@@ -12,7 +11,8 @@ use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
 use super::conn::{self, would_block};
-use super::wire::{Hello, HELLO_LEN};
+use super::flows::{Event, Rules, UdpFlows};
+use super::wire::{CookieKey, TcpSession, MAX_UDP_SIZE};
 use super::{Engine, ServerConfig};
 use crate::base::Root;
 use crate::bench::busy_poll::{BusyPoll, BusyPollReport};
@@ -33,14 +33,15 @@ const IDLE_WAIT: Duration = Duration::from_millis(50);
 /// Work per readiness before going back to epoll, so one busy socket
 /// cannot starve the others.
 const BUDGET: usize = 64;
-/// Flows remembered per thread; when full the table starts over (a client
-/// resends its hello on a second timeout, so a forgotten flow recovers).
-const MAX_FLOWS: usize = 65_536;
-/// A UDP flow idle this long (up to twice) is forgotten, so a thread whose
-/// earlier clients are gone serves the next lone client the fast way.
-const FLOW_IDLE: Duration = Duration::from_secs(2);
 /// Bytes read or written per system call.
 const CHUNK: usize = 64 * 1024;
+/// A connection that has not sent its whole hello this long after it was
+/// accepted is closed: silent connections cannot pile up.
+pub(super) const HELLO_DEADLINE: Duration = Duration::from_secs(10);
+/// How long a thread stops accepting after accept failed for want of
+/// descriptors or memory, so that it serves the connections it has
+/// instead of spinning on a listener it cannot empty.
+pub(super) const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
 /// A thread serving a single client with blocking reads looks at its other
 /// sockets and the phase after a read has waited this long (the socket's
 /// timeout): a second client waits this long at most.
@@ -55,13 +56,32 @@ pub struct ThreadReport {
     pub tcp_transactions: u64,
     /// Connections closed for a bad hello.
     pub tcp_bad_hellos: u64,
+    /// Connections closed for not sending their hello in time.
+    #[serde(default)]
+    pub tcp_hello_timeouts: u64,
+    /// Connections the kernel had queued that could not be taken (out of
+    /// descriptors or memory; accepting pauses briefly).
+    #[serde(default)]
+    pub accept_errors: u64,
     pub udp_flows: u64,
     pub udp_transactions: u64,
     /// Requests dropped on purpose (`drop_every`).
     pub udp_dropped: u64,
     /// Datagrams from a source that never sent a hello (or was forgotten).
     pub udp_unknown: u64,
-    /// Replies the kernel would not take (socket buffer full).
+    /// Hellos and address checks refused: malformed, or asking for more
+    /// than a datagram carries or the server sends.
+    #[serde(default)]
+    pub udp_bad_hellos: u64,
+    /// Address checks answered with a cookie.
+    #[serde(default)]
+    pub udp_cookies: u64,
+    /// Replies cut to the length of their request: the flow asked for
+    /// larger replies without proving its address.
+    #[serde(default)]
+    pub udp_capped: u64,
+    /// Replies the kernel would not take (socket buffer full), or that found
+    /// the io_uring engine's replies in flight at their bound.
     pub udp_send_errors: u64,
     /// Connections closed and datagrams ignored because they came from an
     /// address other than the one peer served.
@@ -74,12 +94,33 @@ impl ThreadReport {
         self.tcp_connections += o.tcp_connections;
         self.tcp_transactions += o.tcp_transactions;
         self.tcp_bad_hellos += o.tcp_bad_hellos;
+        self.tcp_hello_timeouts += o.tcp_hello_timeouts;
+        self.accept_errors += o.accept_errors;
         self.udp_flows += o.udp_flows;
         self.udp_transactions += o.udp_transactions;
         self.udp_dropped += o.udp_dropped;
         self.udp_unknown += o.udp_unknown;
+        self.udp_bad_hellos += o.udp_bad_hellos;
+        self.udp_cookies += o.udp_cookies;
+        self.udp_capped += o.udp_capped;
         self.udp_send_errors += o.udp_send_errors;
         self.foreign += o.foreign;
+    }
+
+    /// Count what a datagram was.
+    pub(super) fn count(&mut self, event: Event) {
+        match event {
+            Event::Foreign => self.foreign += 1,
+            Event::BadHello => self.udp_bad_hellos += 1,
+            Event::Registered { new } => self.udp_flows += u64::from(new),
+            Event::Cookie => self.udp_cookies += 1,
+            Event::Unknown => self.udp_unknown += 1,
+            Event::Dropped => self.udp_dropped += 1,
+            Event::Answered { capped } => {
+                self.udp_transactions += 1;
+                self.udp_capped += u64::from(capped);
+            }
+        }
     }
 }
 
@@ -134,6 +175,8 @@ pub struct RrServer {
     pinning: Pinning,
     /// This kernel has EPIOCSPARAMS: epoll instances busy-poll too.
     epoll_params: bool,
+    /// The secret of this process's UDP address-check cookies.
+    key: CookieKey,
 }
 
 /// Check the config and bind every thread's sockets (inside its
@@ -157,7 +200,9 @@ pub fn open(config: ServerConfig) -> anyhow::Result<RrServer> {
         busy.apply_socket(s.listener.as_fd())?;
         busy.apply_socket(s.udp.as_fd())?;
     }
+    let key = CookieKey::random().context("cannot draw the address-check secret")?;
     Ok(RrServer {
+        key,
         // io_uring has no epoll instance to take the parameters; its
         // sockets still get the socket options.
         epoll_params: busy.is_on()
@@ -207,8 +252,13 @@ impl RrServer {
             observer.warning(warning);
         }
         let drop_every = self.config.drop_every;
-        let (peer, max_reply) = (self.config.peer, self.config.max_reply);
+        let rules = Rules {
+            peer: self.config.peer,
+            max_reply: self.config.max_reply,
+            drop_every,
+        };
         let busy = self.config.busy;
+        let key = &self.key;
         let pinning = &self.pinning;
         let engine = self.engine;
         let done = harness::run(
@@ -221,10 +271,9 @@ impl RrServer {
                 let plan = Plan {
                     thread: i,
                     cpu: pinning.cpu_for(i),
-                    drop_every,
-                    peer,
-                    max_reply,
+                    rules,
                     busy,
+                    key: key.clone(),
                 };
                 if engine == Engine::IoUring {
                     super::uring_server::serve(sockets, &plan, phase)
@@ -294,42 +343,22 @@ fn open_on(bind: SocketAddr, threads: usize) -> anyhow::Result<(SocketAddr, Vec<
 pub(super) struct Plan {
     pub(super) thread: usize,
     pub(super) cpu: Option<u32>,
-    pub(super) drop_every: Option<u64>,
-    /// Serve this address only.
-    pub(super) peer: Option<std::net::IpAddr>,
-    /// Refuse hellos asking for larger replies.
-    pub(super) max_reply: Option<u32>,
+    pub(super) rules: Rules,
     pub(super) busy: BusyPoll,
-}
-
-impl Plan {
-    pub(super) fn foreign(&self, addr: SocketAddr) -> bool {
-        self.peer.is_some_and(|p| p != addr.ip())
-    }
-
-    fn reply_allowed(&self, hello: &Hello) -> bool {
-        self.max_reply.is_none_or(|max| hello.reply <= max)
-    }
-}
-
-/// A UDP flow: its reply size, and the epoch it was last heard from.
-struct Flow {
-    reply: u32,
-    seen: u64,
+    pub(super) key: CookieKey,
 }
 
 /// A TCP connection's progress.
 pub(super) struct Conn {
     pub(super) stream: TcpStream,
-    /// The sizes, once the hello is complete.
-    hello: Option<Hello>,
-    hello_buf: [u8; HELLO_LEN],
-    hello_got: usize,
-    /// Bytes of the current (incomplete) request received so far.
-    in_request: u64,
-    /// Reply bytes due but not yet written.
+    session: TcpSession,
+    /// When it was accepted (the hello is due within [`HELLO_DEADLINE`]).
+    opened: Instant,
+    /// Reply bytes due but not yet written (a count: never a buffer).
     pub(super) owed: u64,
-    /// Registered for EPOLLOUT (a reply did not fit the send buffer).
+    /// Waiting for EPOLLOUT (a reply did not fit the send buffer); no
+    /// request is read meanwhile, so a peer that sends without reading
+    /// meets TCP's flow control instead of growing what it is owed.
     writing: bool,
 }
 
@@ -337,13 +366,16 @@ impl Conn {
     pub(super) fn new(stream: TcpStream) -> Conn {
         Conn {
             stream,
-            hello: None,
-            hello_buf: [0; HELLO_LEN],
-            hello_got: 0,
-            in_request: 0,
+            session: TcpSession::default(),
+            opened: Instant::now(),
             owed: 0,
             writing: false,
         }
+    }
+
+    /// Still without its hello past the deadline.
+    pub(super) fn hello_overdue(&self, now: Instant) -> bool {
+        self.session.hello().is_none() && now.duration_since(self.opened) >= HELLO_DEADLINE
     }
 }
 
@@ -364,6 +396,10 @@ struct Worker<'a> {
     buf: Vec<u8>,
     zeros: Vec<u8>,
     report: ThreadReport,
+    /// Accepting stopped (the listener out of the epoll set) until then.
+    accept_paused: Option<Instant>,
+    /// The next look for connections past their hello deadline.
+    next_deadline_sweep: Instant,
 }
 
 fn serve(sockets: Sockets, plan: &Plan, phase: &Phase) -> anyhow::Result<ThreadReport> {
@@ -372,14 +408,16 @@ fn serve(sockets: Sockets, plan: &Plan, phase: &Phase) -> anyhow::Result<ThreadR
         poll: Epoll::new(256).context("cannot create an epoll instance")?,
         conns: Vec::new(),
         free: Vec::new(),
-        udp: UdpFlows::new(),
-        buf: vec![0; CHUNK.max(super::wire::MAX_UDP_SIZE + 1)],
-        zeros: vec![0; CHUNK.max(super::wire::MAX_UDP_SIZE)],
+        udp: UdpFlows::new(plan.key.clone()),
+        buf: vec![0; CHUNK.max(MAX_UDP_SIZE + 1)],
+        zeros: vec![0; CHUNK.max(MAX_UDP_SIZE)],
         report: ThreadReport {
             thread: plan.thread,
             cpu: plan.cpu,
             ..ThreadReport::default()
         },
+        accept_paused: None,
+        next_deadline_sweep: Instant::now() + HELLO_DEADLINE,
     };
     plan.busy.apply_epoll(w.poll.as_fd())?;
     // Only blocking reads of a lone flow wait (at most this long).
@@ -395,6 +433,7 @@ fn serve(sockets: Sockets, plan: &Plan, phase: &Phase) -> anyhow::Result<ThreadR
         .context("epoll_ctl(udp)")?;
     while !phase.stopped() {
         w.udp.forget_idle();
+        w.housekeeping(&sockets.listener)?;
         w.serve_alone(&sockets.udp)?;
         let ready = w.poll.wait(Some(IDLE_WAIT)).context("epoll_wait")?;
         for event in ready {
@@ -408,102 +447,43 @@ fn serve(sockets: Sockets, plan: &Plan, phase: &Phase) -> anyhow::Result<ThreadR
     Ok(w.report)
 }
 
-/// What a datagram asks for.
-pub(super) enum UdpAnswer {
-    /// A hello: echo it back unchanged.
-    Echo,
-    /// A request: a reply of `len` bytes starting with the request's first
-    /// `width` bytes (its sequence number), zeros after.
-    Reply { len: usize, width: usize },
-    /// A foreign or unknown source, or dropped on purpose: no answer.
-    Nothing,
-}
-
-/// A thread's UDP flows: who said hello, with which reply size.
-pub(super) struct UdpFlows {
-    flows: HashMap<SocketAddr, Flow>,
-    /// Advances every [`FLOW_IDLE`]; a flow not seen in the last one or two
-    /// is forgotten (its client is gone, or resends its hello).
-    epoch: u64,
-    next_sweep: Instant,
-    /// UDP requests received, answered or not (for `--drop-every`).
-    requests: u64,
-}
-
-impl UdpFlows {
-    pub(super) fn new() -> UdpFlows {
-        UdpFlows {
-            flows: HashMap::new(),
-            epoch: 0,
-            next_sweep: Instant::now() + FLOW_IDLE,
-            requests: 0,
-        }
-    }
-
-    pub(super) fn len(&self) -> usize {
-        self.flows.len()
-    }
-
-    pub(super) fn forget_idle(&mut self) {
-        let now = Instant::now();
-        if now < self.next_sweep {
-            return;
-        }
-        self.next_sweep = now + FLOW_IDLE;
-        self.epoch += 1;
-        let recent = self.epoch - 1;
-        self.flows.retain(|_, flow| flow.seen >= recent);
-    }
-
-    /// Hellos (within `plan`'s reply limit) register a flow and are echoed;
-    /// requests from known flows get a reply carrying their sequence bytes;
-    /// sources `plan` does not serve get nothing.
-    pub(super) fn on_datagram(
-        &mut self,
-        plan: &Plan,
-        datagram: &[u8],
-        peer: SocketAddr,
-        report: &mut ThreadReport,
-    ) -> UdpAnswer {
-        if plan.foreign(peer) {
-            report.foreign += 1;
-            return UdpAnswer::Nothing;
-        }
-        if let Some(hello) = Hello::decode(datagram).filter(|h| plan.reply_allowed(h)) {
-            if self.flows.len() >= MAX_FLOWS && !self.flows.contains_key(&peer) {
-                self.flows.clear();
-            }
-            let flow = Flow {
-                reply: hello.reply,
-                seen: self.epoch,
-            };
-            if self.flows.insert(peer, flow).is_none() {
-                report.udp_flows += 1;
-            }
-            return UdpAnswer::Echo;
-        }
-        let Some(flow) = self.flows.get_mut(&peer) else {
-            report.udp_unknown += 1;
-            return UdpAnswer::Nothing;
-        };
-        flow.seen = self.epoch;
-        let reply = flow.reply as usize;
-        self.requests += 1;
-        if let Some(every) = plan.drop_every {
-            if self.requests % every == 0 {
-                report.udp_dropped += 1;
-                return UdpAnswer::Nothing;
-            }
-        }
-        report.udp_transactions += 1;
-        UdpAnswer::Reply {
-            len: reply,
-            width: datagram.len().min(reply).min(4),
-        }
-    }
+/// Whether accept failed for want of a resource (descriptors, memory):
+/// wait and try again, rather than end the thread.
+pub(super) fn accept_starved(errno: Option<i32>) -> bool {
+    matches!(
+        errno,
+        Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)
+    )
 }
 
 impl Worker<'_> {
+    /// Resume accepting after a pause; close connections past their hello
+    /// deadline (once a second at most).
+    fn housekeeping(&mut self, listener: &TcpListener) -> anyhow::Result<()> {
+        let now = Instant::now();
+        if self.accept_paused.is_some_and(|until| now >= until) {
+            self.accept_paused = None;
+            self.poll
+                .add(listener.as_raw_fd(), LISTENER, Interest::READ)
+                .context("epoll_ctl(listener)")?;
+        }
+        if now < self.next_deadline_sweep {
+            return Ok(());
+        }
+        self.next_deadline_sweep = now + Duration::from_secs(1);
+        for slot in 0..self.conns.len() {
+            if self.conns[slot]
+                .as_ref()
+                .is_some_and(|c| c.hello_overdue(now))
+            {
+                self.conns[slot] = None;
+                self.free.push(slot);
+                self.report.tcp_hello_timeouts += 1;
+            }
+        }
+        Ok(())
+    }
+
     /// With a single client on this thread (one connection and no UDP
     /// flow, or one flow and no connection), serve it with blocking reads:
     /// one system call fewer per transaction than epoll_wait + read, as
@@ -511,12 +491,12 @@ impl Worker<'_> {
     /// socket's timeout) returns; then the loop looks at everything else.
     fn serve_alone(&mut self, udp: &UdpSocket) -> anyhow::Result<()> {
         let live = self.conns.len() - self.free.len();
-        if live == 1 && self.udp.len() == 0 {
+        if live == 1 && self.udp.count() == 0 {
             let Some(slot) = self.conns.iter().position(Option::is_some) else {
                 return Ok(());
             };
             self.serve_conn_alone(slot);
-        } else if live == 0 && self.udp.len() == 1 {
+        } else if live == 0 && self.udp.count() == 1 {
             udp.set_nonblocking(false).context("O_NONBLOCK")?;
             let served = self.answer_udp(udp, true);
             udp.set_nonblocking(true).context("O_NONBLOCK")?;
@@ -530,9 +510,12 @@ impl Worker<'_> {
         let Some(Some(conn)) = self.conns.get_mut(slot) else {
             return;
         };
+        // Writes time out too: a client that stops reading must not hold
+        // the thread in a blocking write.
         if conn.writing
             || conn.stream.set_nonblocking(false).is_err()
             || conn.stream.set_read_timeout(Some(ALONE_SLICE)).is_err()
+            || conn.stream.set_write_timeout(Some(ALONE_SLICE)).is_err()
         {
             return;
         }
@@ -542,8 +525,12 @@ impl Worker<'_> {
         let slice = Instant::now();
         let mut rounds = 0u32;
         let after = loop {
-            let mut after =
-                read_requests(conn, &mut self.buf, &mut self.report, self.plan.max_reply);
+            let mut after = read_requests(
+                conn,
+                &mut self.buf,
+                &mut self.report,
+                self.plan.rules.max_reply,
+            );
             if let After::Keep = after {
                 after = write_replies(conn, &self.zeros, &self.poll, token);
             }
@@ -567,7 +554,7 @@ impl Worker<'_> {
     fn accept(&mut self, listener: &TcpListener) -> anyhow::Result<()> {
         for _ in 0..BUDGET {
             let stream = match listener.accept() {
-                Ok((_, addr)) if self.plan.foreign(addr) => {
+                Ok((_, addr)) if self.plan.rules.foreign(addr) => {
                     self.report.foreign += 1;
                     continue;
                 }
@@ -575,21 +562,38 @@ impl Worker<'_> {
                 Err(e) if would_block(&e) => return Ok(()),
                 // The client gave up before we accepted: nothing to do.
                 Err(e) if e.kind() == io::ErrorKind::ConnectionAborted => continue,
-                Err(e) => {
-                    return Err(e)
-                        .context("accept failed (out of file descriptors? raise `ulimit -n`)")
+                Err(e) if accept_starved(e.raw_os_error()) => {
+                    // Out of descriptors (many connections held open) or
+                    // memory: serve what is open, try again shortly.
+                    self.report.accept_errors += 1;
+                    self.poll
+                        .delete(listener.as_raw_fd())
+                        .context("epoll_ctl(listener)")?;
+                    self.accept_paused = Some(Instant::now() + ACCEPT_PAUSE);
+                    return Ok(());
                 }
+                Err(e) => return Err(e).context("accept failed"),
             };
-            stream.set_nonblocking(true).context("O_NONBLOCK")?;
-            stream.set_nodelay(true).context("TCP_NODELAY")?;
-            self.plan.busy.apply_socket(stream.as_fd())?;
+            // A connection that cannot be set up is dropped; the thread
+            // goes on serving the others.
+            let ready = stream.set_nonblocking(true).is_ok()
+                && stream.set_nodelay(true).is_ok()
+                && self.plan.busy.apply_socket(stream.as_fd()).is_ok();
+            if !ready {
+                continue;
+            }
             let slot = self.free.pop().unwrap_or_else(|| {
                 self.conns.push(None);
                 self.conns.len() - 1
             });
-            self.poll
+            if self
+                .poll
                 .add(stream.as_raw_fd(), FIRST_CONN + slot as u64, Interest::READ)
-                .context("epoll_ctl(connection)")?;
+                .is_err()
+            {
+                self.free.push(slot);
+                continue;
+            }
             self.conns[slot] = Some(Conn::new(stream));
             self.report.tcp_connections += 1;
         }
@@ -597,13 +601,21 @@ impl Worker<'_> {
     }
 
     fn on_conn(&mut self, token: u64, event: Ready) {
-        let slot = (token - FIRST_CONN) as usize;
+        let Some(slot) = token.checked_sub(FIRST_CONN).map(|s| s as usize) else {
+            return;
+        };
         let Some(Some(conn)) = self.conns.get_mut(slot) else {
             return;
         };
         let mut after = After::Keep;
-        if event.readable || event.hangup {
-            after = read_requests(conn, &mut self.buf, &mut self.report, self.plan.max_reply);
+        // While a reply waits for room, requests wait in the kernel.
+        if !conn.writing && (event.readable || event.hangup) {
+            after = read_requests(
+                conn,
+                &mut self.buf,
+                &mut self.report,
+                self.plan.rules.max_reply,
+            );
         }
         if !matches!(after, After::Close) {
             after = write_replies(conn, &self.zeros, &self.poll, token);
@@ -615,8 +627,7 @@ impl Worker<'_> {
         }
     }
 
-    /// Answer queued datagrams: hellos register a flow and are echoed;
-    /// requests from known flows get a reply carrying their sequence bytes.
+    /// Answer queued datagrams ([`UdpFlows::on_datagram`] says how).
     /// `alone`: the socket blocks and this is the thread's only flow; stop
     /// when another flow appears.
     fn answer_udp(&mut self, socket: &UdpSocket, alone: bool) -> anyhow::Result<()> {
@@ -624,7 +635,7 @@ impl Worker<'_> {
         let budget = if alone { usize::MAX } else { BUDGET };
         let slice = Instant::now();
         for round in 0..budget {
-            if alone && self.udp.len() != 1 {
+            if alone && self.udp.count() != 1 {
                 // A second client: back to epoll.
                 return Ok(());
             }
@@ -635,34 +646,34 @@ impl Worker<'_> {
             let (n, peer) = match socket.recv_from(&mut self.buf) {
                 Ok(got) => got,
                 Err(e) if would_block(&e) => return Ok(()),
+                // An ICMP error queued by an earlier send: not this
+                // socket's failure.
+                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => continue,
                 Err(e) => return Err(e).context("UDP recvfrom failed"),
             };
-            match self
-                .udp
-                .on_datagram(self.plan, &self.buf[..n], peer, &mut self.report)
-            {
-                UdpAnswer::Echo => self.send_udp(socket, n, peer, true),
-                UdpAnswer::Reply { len, width } => {
-                    self.zeros[..width].copy_from_slice(&self.buf[..width]);
-                    self.send_udp(socket, len, peer, false);
-                    self.zeros[..width].fill(0);
-                }
-                UdpAnswer::Nothing => {}
+            let datagram = self.buf.get(..n).unwrap_or(&[]);
+            let outcome = self.udp.on_datagram(&self.plan.rules, datagram, peer);
+            self.report.count(outcome.event);
+            if let Some(send) = outcome.answer {
+                self.send_udp(socket, &send, peer);
             }
         }
         Ok(())
     }
 
-    /// Send `len` bytes of the receive buffer (a hello echo) or of the
-    /// reply buffer to `peer`; a full socket buffer drops it (the client
-    /// resends), anything else is counted the same way.
-    fn send_udp(&mut self, socket: &UdpSocket, len: usize, peer: SocketAddr, echo: bool) {
-        let data = if echo {
-            &self.buf[..len]
-        } else {
-            &self.zeros[..len]
+    /// Answer an answer: its head over the start of the zero buffer, then
+    /// zeros (the head is wiped after). A full socket buffer drops it (the
+    /// client resends), anything else is counted the same way.
+    fn send_udp(&mut self, socket: &UdpSocket, send: &super::flows::Answer, peer: SocketAddr) {
+        let head = send.head();
+        let fits = head.len() <= send.total_len() && send.total_len() <= self.zeros.len();
+        let sent = fits && {
+            self.zeros[..head.len()].copy_from_slice(head);
+            let sent = socket.send_to(&self.zeros[..send.total_len()], peer);
+            self.zeros[..head.len()].fill(0);
+            sent.is_ok()
         };
-        if socket.send_to(data, peer).is_err() {
+        if !sent {
             self.report.udp_send_errors += 1;
         }
     }
@@ -677,65 +688,52 @@ fn read_requests(
     report: &mut ThreadReport,
     max_reply: Option<u32>,
 ) -> After {
-    let n = match conn.stream.read(&mut buf[..CHUNK]) {
+    let chunk = buf.len().min(CHUNK);
+    let n = match conn.stream.read(&mut buf[..chunk]) {
         Ok(0) => return After::Close,
         Ok(n) => n,
         Err(e) if would_block(&e) => return After::Idle,
         Err(_) => return After::Close,
     };
-    take_requests(conn, &buf[..n], report, max_reply)
+    take_requests(conn, &buf[..n.min(chunk)], report, max_reply)
 }
 
-/// Account `data` the connection received: the hello first (echoed with
-/// one write; refused past `max_reply`), then requests, each complete one
-/// owing a reply.
+/// Account `data` the connection received ([`TcpSession::take`]): echo the
+/// hello when it completes (one write; refused past `max_reply`), and owe a
+/// reply per complete request.
 pub(super) fn take_requests(
     conn: &mut Conn,
     data: &[u8],
     report: &mut ThreadReport,
     max_reply: Option<u32>,
 ) -> After {
-    let mut data = data;
-    let hello = match conn.hello {
-        Some(hello) => hello,
-        None => {
-            let take = data.len().min(HELLO_LEN - conn.hello_got);
-            conn.hello_buf[conn.hello_got..conn.hello_got + take].copy_from_slice(&data[..take]);
-            conn.hello_got += take;
-            data = &data[take..];
-            if conn.hello_got < HELLO_LEN {
-                return After::Keep;
-            }
-            let Some(hello) =
-                Hello::decode(&conn.hello_buf).filter(|h| max_reply.is_none_or(|m| h.reply <= m))
-            else {
-                report.tcp_bad_hellos += 1;
-                return After::Close;
-            };
-            // 16 bytes into an empty send buffer: one write takes them.
-            if conn.stream.write(&conn.hello_buf).ok() != Some(HELLO_LEN) {
-                return After::Close;
-            }
-            conn.hello = Some(hello);
-            hello
-        }
+    let Ok(took) = conn.session.take(data, max_reply) else {
+        report.tcp_bad_hellos += 1;
+        return After::Close;
     };
-    let request = u64::from(hello.request);
-    conn.in_request += data.len() as u64;
-    let complete = conn.in_request / request;
-    conn.in_request %= request;
-    conn.owed += complete * u64::from(hello.reply);
-    report.tcp_transactions += complete;
+    if let Some(echo) = took.echo {
+        // 16 bytes into an empty send buffer: one write takes them.
+        if conn.stream.write(&echo).ok() != Some(echo.len()) {
+            return After::Close;
+        }
+    }
+    let Some(hello) = conn.session.hello() else {
+        return After::Keep;
+    };
+    let owed = took.requests.saturating_mul(u64::from(hello.reply));
+    conn.owed = conn.owed.saturating_add(owed);
+    report.tcp_transactions = report.tcp_transactions.saturating_add(took.requests);
     After::Keep
 }
 
-/// Write owed reply bytes until done or the send buffer is full; watch for
-/// EPOLLOUT only while something is left.
+/// Write owed reply bytes until done or the send buffer is full; while
+/// something is left, wait for EPOLLOUT only (requests wait meanwhile).
 fn write_replies(conn: &mut Conn, zeros: &[u8], poll: &Epoll, token: u64) -> After {
     while conn.owed > 0 {
         let len = conn.owed.min(zeros.len() as u64) as usize;
         match conn.stream.write(&zeros[..len]) {
-            Ok(n) => conn.owed -= n as u64,
+            Ok(0) => return After::Close,
+            Ok(n) => conn.owed = conn.owed.saturating_sub(n as u64),
             Err(e) if would_block(&e) => break,
             Err(_) => return After::Close,
         }
@@ -743,7 +741,7 @@ fn write_replies(conn: &mut Conn, zeros: &[u8], poll: &Epoll, token: u64) -> Aft
     let want_write = conn.owed > 0;
     if want_write != conn.writing {
         let interest = if want_write {
-            Interest::READ_WRITE
+            Interest::WRITE
         } else {
             Interest::READ
         };
@@ -760,6 +758,7 @@ fn write_replies(conn: &mut Conn, zeros: &[u8], poll: &Epoll, token: u64) -> Aft
 
 #[cfg(test)]
 mod tests {
+    use super::super::wire::{Hello, HELLO_LEN};
     use super::*;
     use std::net::TcpListener;
 
@@ -792,7 +791,7 @@ mod tests {
             read_requests(&mut conn, &mut buf, &mut report, None),
             After::Keep
         ));
-        assert_eq!(conn.hello, None);
+        assert_eq!(conn.session.hello(), None);
         let mut rest = hello[10..].to_vec();
         rest.extend_from_slice(&[0; 7]);
         client.write_all(&rest).expect("write");
@@ -800,9 +799,12 @@ mod tests {
             read_requests(&mut conn, &mut buf, &mut report, None),
             After::Keep
         ));
-        assert_eq!(conn.hello.map(|h| (h.request, h.reply)), Some((3, 5)));
         assert_eq!(
-            (report.tcp_transactions, conn.owed, conn.in_request),
+            conn.session.hello().map(|h| (h.request, h.reply)),
+            Some((3, 5))
+        );
+        assert_eq!(
+            (report.tcp_transactions, conn.owed, conn.session.pending()),
             (2, 10, 1)
         );
         let mut echo = [0u8; HELLO_LEN];
@@ -812,9 +814,49 @@ mod tests {
         client.write_all(&[0; 2]).expect("write");
         read_requests(&mut conn, &mut buf, &mut report, None);
         assert_eq!(
-            (report.tcp_transactions, conn.owed, conn.in_request),
+            (report.tcp_transactions, conn.owed, conn.session.pending()),
             (3, 15, 0)
         );
+    }
+
+    #[test]
+    fn a_connection_without_its_hello_is_overdue_after_the_deadline() {
+        let (mut client, mut conn) = pair();
+        let later = conn.opened + HELLO_DEADLINE;
+        assert!(!conn.hello_overdue(conn.opened));
+        assert!(conn.hello_overdue(later));
+        client
+            .write_all(
+                &Hello {
+                    request: 1,
+                    reply: 1,
+                }
+                .encode(),
+            )
+            .expect("write");
+        let mut buf = vec![0u8; CHUNK];
+        read_requests(&mut conn, &mut buf, &mut ThreadReport::default(), None);
+        assert!(!conn.hello_overdue(later), "greeted in time");
+    }
+
+    #[test]
+    fn owed_bytes_saturate_instead_of_overflowing() {
+        let (mut client, mut conn) = pair();
+        let mut report = ThreadReport::default();
+        let hello = Hello {
+            request: 1,
+            reply: 64 << 20,
+        };
+        client.write_all(&hello.encode()).expect("write");
+        let mut buf = vec![0u8; CHUNK];
+        read_requests(&mut conn, &mut buf, &mut report, None);
+        // 64 KiB of 1-byte requests owe 4 TiB; a peer that never reads can
+        // come near the top of the count, never past it.
+        take_requests(&mut conn, &[0; 65_536], &mut report, None);
+        assert_eq!(conn.owed, 65_536 << 26);
+        conn.owed = u64::MAX - 10;
+        take_requests(&mut conn, &[0; 65_536], &mut report, None);
+        assert_eq!(conn.owed, u64::MAX);
     }
 
     #[test]

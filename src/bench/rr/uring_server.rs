@@ -3,13 +3,17 @@
 //! completions.
 //!
 //! - TCP: one multishot accept; one multishot recv per connection into a
-//!   provided-buffer ring. Replies are zeros: each batch of owed bytes goes
-//!   out as one send of the thread's zero buffer with MSG_WAITALL (the
-//!   kernel finishes a short send itself) and IOSQE_CQE_SKIP_SUCCESS (no
-//!   completion unless it fails), so a transaction costs one completion.
+//!   provided-buffer ring. Replies are zeros: owed bytes go out as sends of
+//!   the thread's zero buffer (64 KiB each at most) with MSG_WAITALL (the
+//!   kernel finishes a short send itself). At most [`SENDS_IN_FLIGHT`]
+//!   sends per connection are in flight, each completion letting the next
+//!   go: a peer that asks for more than it reads holds a bounded number of
+//!   requests in the kernel, never one per reply it is owed.
 //! - UDP: one multishot recvmsg on the thread's socket (the source address
 //!   comes in each buffer); replies are sendmsg requests whose header,
-//!   address and sequence bytes live in a slot until their completion.
+//!   address and head bytes live in a slot until their completion; at most
+//!   [`UDP_IN_FLIGHT`] slots, past which a reply is dropped (counted) as a
+//!   full socket buffer would drop it.
 //!
 //! Every wake-up's requests are submitted by the io_uring_enter that waits
 //! for the next completions. At the end every request is cancelled before
@@ -17,12 +21,16 @@
 
 use std::net::{SocketAddr, TcpStream};
 use std::os::fd::{AsFd, AsRawFd, FromRawFd};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
-use super::server::{take_requests, After, Conn, Plan, Sockets, ThreadReport, UdpAnswer, UdpFlows};
+use super::flows::{Answer, UdpFlows};
+use super::server::{
+    accept_starved, take_requests, After, Conn, Plan, Sockets, ThreadReport, ACCEPT_PAUSE,
+};
+use super::wire::{CHECK_LEN, MAX_UDP_SIZE};
 use crate::bench::harness::Phase;
 use crate::bench::uring::{self, token, BufRing};
 
@@ -36,8 +44,12 @@ const UDP_BUFFERS: u16 = 128;
 const OUT_HEADER: usize = 16;
 const NAME_LEN: usize = std::mem::size_of::<libc::sockaddr_in6>();
 const UDP_BUFFER: usize = OUT_HEADER + NAME_LEN + 65_536;
-/// Zeros sent per TCP send request, at most.
+/// Zeros sent per TCP send request, at most (also the longest UDP reply).
 const ZEROS: usize = 64 * 1024;
+/// TCP sends in flight per connection, at most (1 MiB of zeros).
+const SENDS_IN_FLIGHT: u32 = 16;
+/// UDP replies in flight per thread, at most.
+const UDP_IN_FLIGHT: usize = 4096;
 /// How long a wait lasts before the stop flag is looked at again.
 const IDLE_WAIT: Duration = Duration::from_millis(50);
 
@@ -53,6 +65,8 @@ struct Slot {
     generation: u32,
     conn: Option<Conn>,
     receiving: bool,
+    /// Sends in flight (at most [`SENDS_IN_FLIGHT`]).
+    sending: u32,
     /// Closing: dropped once its receive has ended.
     dead: bool,
 }
@@ -63,8 +77,8 @@ struct Reply {
     msg: libc::msghdr,
     iov: [libc::iovec; 2],
     addr: libc::sockaddr_storage,
-    /// The echoed hello, or the request's sequence bytes.
-    head: [u8; 16],
+    /// The echoed hello or address check, or the request's sequence bytes.
+    head: [u8; CHECK_LEN],
 }
 
 struct Worker<'a> {
@@ -87,6 +101,10 @@ struct Worker<'a> {
     /// source address in each buffer.
     udp_msg: Box<libc::msghdr>,
     accepting: bool,
+    /// Accept failed for want of descriptors or memory: not re-armed
+    /// before then.
+    accept_paused: Option<Instant>,
+    next_deadline_sweep: Instant,
     udp_receiving: bool,
     report: ThreadReport,
 }
@@ -118,9 +136,11 @@ pub(super) fn serve(sockets: Sockets, plan: &Plan, phase: &Phase) -> anyhow::Res
         zeros: vec![0; ZEROS],
         slots: Vec::new(),
         free: Vec::new(),
-        udp: UdpFlows::new(),
+        udp: UdpFlows::new(plan.key.clone()),
         udp_msg,
         accepting: false,
+        accept_paused: None,
+        next_deadline_sweep: Instant::now() + Duration::from_secs(1),
         udp_receiving: false,
         report: ThreadReport {
             thread: plan.thread,
@@ -147,7 +167,11 @@ impl Worker<'_> {
     fn run(&mut self, sockets: &Sockets, phase: &Phase) -> anyhow::Result<()> {
         let mut completions: Vec<(u64, i32, u32)> = Vec::with_capacity(ENTRIES as usize * 4);
         while !phase.stopped() {
-            if !self.accepting {
+            let paused = self
+                .accept_paused
+                .is_some_and(|until| Instant::now() < until);
+            if !self.accepting && !paused {
+                self.accept_paused = None;
                 let entry = opcode::AcceptMulti::new(types::Fd(sockets.listener.as_raw_fd()))
                     .flags(libc::SOCK_CLOEXEC)
                     .build()
@@ -177,7 +201,7 @@ impl Worker<'_> {
                 match token::kind(user_data) {
                     ACCEPT => self.on_accept(res, flags)?,
                     TCP_RECV => self.on_tcp_recv(user_data, res, flags)?,
-                    TCP_SEND => self.on_tcp_send_failed(user_data)?,
+                    TCP_SEND => self.on_tcp_sent(user_data, res)?,
                     UDP_RECV => self.on_udp_recv(sockets, res, flags)?,
                     UDP_SEND => self.on_udp_sent(user_data, res),
                     _ => {}
@@ -186,6 +210,24 @@ impl Worker<'_> {
             self.tcp_buffers.publish();
             self.udp_buffers.publish();
             self.udp.forget_idle();
+            self.close_overdue()?;
+        }
+        Ok(())
+    }
+
+    /// Close connections past their hello deadline (once a second at most).
+    fn close_overdue(&mut self) -> anyhow::Result<()> {
+        let now = Instant::now();
+        if now < self.next_deadline_sweep {
+            return Ok(());
+        }
+        self.next_deadline_sweep = now + Duration::from_secs(1);
+        for index in 0..self.slots.len() {
+            let slot = &self.slots[index];
+            if !slot.dead && slot.conn.as_ref().is_some_and(|c| c.hello_overdue(now)) {
+                self.report.tcp_hello_timeouts += 1;
+                self.close(index)?;
+            }
         }
         Ok(())
     }
@@ -208,31 +250,44 @@ impl Worker<'_> {
         if res < 0 {
             return match -res {
                 libc::ECONNABORTED | libc::ECANCELED | libc::EINTR => Ok(()),
-                errno => Err(std::io::Error::from_raw_os_error(errno))
-                    .context("accept failed (out of file descriptors? raise `ulimit -n`)"),
+                errno if accept_starved(Some(errno)) => {
+                    // Serve what is open; accept again shortly.
+                    self.report.accept_errors += 1;
+                    self.accept_paused = Some(Instant::now() + ACCEPT_PAUSE);
+                    Ok(())
+                }
+                errno => Err(std::io::Error::from_raw_os_error(errno)).context("accept failed"),
             };
         }
         // SAFETY: a successful accept completion carries a new descriptor
         // that nothing else owns.
         let stream = unsafe { TcpStream::from_raw_fd(res) };
         // A multishot accept carries no address: ask the socket.
-        if stream.peer_addr().is_ok_and(|addr| self.plan.foreign(addr)) {
+        if stream
+            .peer_addr()
+            .is_ok_and(|addr| self.plan.rules.foreign(addr))
+        {
             self.report.foreign += 1;
             return Ok(());
         }
-        stream.set_nodelay(true).context("TCP_NODELAY")?;
-        self.plan.busy.apply_socket(stream.as_fd())?;
+        // A connection that cannot be set up is dropped, not the thread.
+        if stream.set_nodelay(true).is_err() || self.plan.busy.apply_socket(stream.as_fd()).is_err()
+        {
+            return Ok(());
+        }
         let index = self.free.pop().unwrap_or_else(|| {
             self.slots.push(Slot {
                 generation: 0,
                 conn: None,
                 receiving: false,
+                sending: 0,
                 dead: false,
             });
             self.slots.len() - 1
         });
         let slot = &mut self.slots[index];
         slot.conn = Some(Conn::new(stream));
+        slot.sending = 0;
         slot.dead = false;
         self.report.tcp_connections += 1;
         self.arm_tcp_recv(index)
@@ -269,7 +324,7 @@ impl Worker<'_> {
             let slot = &mut self.slots[index];
             if let (Some(conn), false, true) = (slot.conn.as_mut(), slot.dead, res > 0) {
                 let data = self.tcp_buffers.get(id, res as usize);
-                after = take_requests(conn, data, &mut self.report, self.plan.max_reply);
+                after = take_requests(conn, data, &mut self.report, self.plan.rules.max_reply);
             }
             self.tcp_buffers.recycle(id);
         }
@@ -287,38 +342,58 @@ impl Worker<'_> {
         Ok(())
     }
 
-    /// Send the replies owed: zeros, up to the buffer's size per request.
+    /// Answer the replies owed: zeros, up to the buffer's size per request,
+    /// while fewer than [`SENDS_IN_FLIGHT`] are in flight (the rest stays
+    /// owed until a send completes).
     fn send_owed(&mut self, index: usize) -> anyhow::Result<()> {
         let token = self.token(TCP_SEND, index);
-        let Some(conn) = self.slots[index].conn.as_mut() else {
-            return Ok(());
-        };
-        let fd = conn.stream.as_raw_fd();
-        let mut owed = std::mem::take(&mut conn.owed);
-        while owed > 0 {
-            let len = owed.min(ZEROS as u64) as u32;
-            owed -= u64::from(len);
-            let entry = opcode::Send::new(types::Fd(fd), self.zeros.as_ptr(), len)
+        let zeros = self.zeros.as_ptr();
+        loop {
+            let slot = &mut self.slots[index];
+            let Some(conn) = slot.conn.as_mut() else {
+                return Ok(());
+            };
+            if slot.dead || conn.owed == 0 || slot.sending >= SENDS_IN_FLIGHT {
+                return Ok(());
+            }
+            let len = conn.owed.min(ZEROS as u64) as u32;
+            conn.owed -= u64::from(len);
+            slot.sending += 1;
+            let entry = opcode::Send::new(types::Fd(conn.stream.as_raw_fd()), zeros, len)
                 .flags(libc::MSG_WAITALL | libc::MSG_NOSIGNAL)
                 .build()
-                .flags(squeue::Flags::SKIP_SUCCESS)
                 .user_data(token);
             self.push(&entry)?;
         }
-        Ok(())
     }
 
-    /// A send that did not go out whole: the connection is broken.
-    fn on_tcp_send_failed(&mut self, user_data: u64) -> anyhow::Result<()> {
-        match self.live(user_data) {
-            Some(index) => self.close(index),
-            None => Ok(()),
+    /// A send completed: send more of what is owed, or close the
+    /// connection if it failed.
+    fn on_tcp_sent(&mut self, user_data: u64, res: i32) -> anyhow::Result<()> {
+        let Some(index) = self.live(user_data) else {
+            return Ok(());
+        };
+        let slot = &mut self.slots[index];
+        slot.sending = slot.sending.saturating_sub(1);
+        if res <= 0 {
+            return self.close(index);
         }
+        self.send_owed(index)
     }
 
     /// Close now if no receive is armed, else cancel it and close on its
     /// last completion.
     fn close(&mut self, index: usize) -> anyhow::Result<()> {
+        if self.slots[index].sending > 0 {
+            // Sends to a peer that does not read would wait as long as it
+            // keeps the connection: end them with it.
+            let target = self.token(TCP_SEND, index);
+            let entry = opcode::AsyncCancel2::new(types::CancelBuilder::user_data(target).all())
+                .build()
+                .user_data(CANCEL);
+            self.slots[index].sending = 0;
+            self.push(&entry)?;
+        }
         let slot = &mut self.slots[index];
         if slot.receiving {
             if !slot.dead {
@@ -350,55 +425,40 @@ impl Worker<'_> {
         };
         let answer = {
             let bytes = self.udp_buffers.get(id, res.max(0) as usize);
-            match types::RecvMsgOut::parse(bytes, &self.udp_msg) {
-                Ok(out) => {
+            types::RecvMsgOut::parse(bytes, &self.udp_msg)
+                .ok()
+                .and_then(|out| {
                     let name = out.name_data();
-                    match peer_of(name) {
-                        Some(peer) => {
-                            let data = out.payload_data();
-                            let answer =
-                                self.udp
-                                    .on_datagram(self.plan, data, peer, &mut self.report);
-                            let head_len = match answer {
-                                UdpAnswer::Echo => data.len().min(16),
-                                UdpAnswer::Reply { width, .. } => width,
-                                UdpAnswer::Nothing => 0,
-                            };
-                            let mut head = [0u8; 16];
-                            head[..head_len].copy_from_slice(&data[..head_len]);
-                            Some((answer, name_copy(name), head, head_len))
-                        }
-                        None => None,
-                    }
-                }
-                Err(()) => None,
-            }
+                    let peer = peer_of(name)?;
+                    let outcome = self
+                        .udp
+                        .on_datagram(&self.plan.rules, out.payload_data(), peer);
+                    self.report.count(outcome.event);
+                    Some((outcome.answer?, name_copy(name)))
+                })
         };
         self.udp_buffers.recycle(id);
-        if let Some((answer, (addr, addr_len), head, head_len)) = answer {
-            let total = match answer {
-                UdpAnswer::Echo => head_len,
-                UdpAnswer::Reply { len, .. } => len,
-                UdpAnswer::Nothing => return Ok(()),
-            };
-            self.send_reply(sockets, addr, addr_len, head, head_len, total)?;
+        if let Some((send, (addr, addr_len))) = answer {
+            self.send_reply(sockets, addr, addr_len, &send)?;
         }
         Ok(())
     }
 
-    /// sendmsg `total` bytes to `addr`: `head_len` bytes of `head`, then
-    /// zeros.
+    /// sendmsg `send` to `addr`: its head, then zeros. Past
+    /// [`UDP_IN_FLIGHT`] replies in flight it is dropped and counted.
     fn send_reply(
         &mut self,
         sockets: &Sockets,
         addr: libc::sockaddr_storage,
         addr_len: libc::socklen_t,
-        head: [u8; 16],
-        head_len: usize,
-        total: usize,
+        send: &Answer,
     ) -> anyhow::Result<()> {
         let index = match self.free_replies.pop() {
             Some(index) => index,
+            None if self.replies.len() >= UDP_IN_FLIGHT => {
+                self.report.udp_send_errors += 1;
+                return Ok(());
+            }
             None => {
                 self.replies.push(Box::new(Reply {
                     // SAFETY: plain C structs; all-zero is valid.
@@ -409,27 +469,33 @@ impl Worker<'_> {
                     }; 2],
                     // SAFETY: as above.
                     addr: unsafe { std::mem::zeroed() },
-                    head: [0; 16],
+                    head: [0; CHECK_LEN],
                 }));
                 self.replies.len() - 1
             }
         };
+        let head = send.head();
+        // The zero buffer must cover the rest: never past it, whatever the
+        // answer says (flows bound it by MAX_UDP_SIZE already).
+        let total = send.total_len().min(MAX_UDP_SIZE);
+        let tail = total.saturating_sub(head.len()).min(self.zeros.len());
         let zeros = self.zeros.as_ptr();
         let reply = &mut *self.replies[index];
         reply.addr = addr;
-        reply.head = head;
+        reply.head = [0; CHECK_LEN];
+        reply.head[..head.len()].copy_from_slice(head);
         reply.iov[0] = libc::iovec {
             iov_base: reply.head.as_mut_ptr().cast(),
-            iov_len: head_len,
+            iov_len: head.len(),
         };
         reply.iov[1] = libc::iovec {
             iov_base: zeros.cast_mut().cast(),
-            iov_len: total.saturating_sub(head_len),
+            iov_len: tail,
         };
         reply.msg.msg_name = std::ptr::addr_of_mut!(reply.addr).cast();
         reply.msg.msg_namelen = addr_len;
         reply.msg.msg_iov = reply.iov.as_mut_ptr();
-        reply.msg.msg_iovlen = if total > head_len { 2 } else { 1 };
+        reply.msg.msg_iovlen = if tail > 0 { 2 } else { 1 };
         let entry = opcode::SendMsg::new(types::Fd(sockets.udp.as_raw_fd()), &reply.msg)
             .build()
             .user_data(UDP_SEND | index as u64);
