@@ -30,7 +30,9 @@ struct Ran {
 }
 
 /// Run nettune with `args`, killed past [`HANG`], limited to
-/// [`ADDRESS_SPACE`]; its exit code, stderr and peak RSS (from wait4).
+/// [`ADDRESS_SPACE`]; its exit code, output and peak RSS (from wait4).
+// The child is reaped by wait4 (which gives its rusage), not `wait()`.
+#[allow(clippy::zombie_processes)]
 fn run_watched(args: &[&str]) -> Ran {
     let mut command = nettune();
     command
