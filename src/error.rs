@@ -56,6 +56,11 @@ pub enum KernelError {
     },
     #[error("{path} is malformed: {msg}")]
     Parse { path: PathBuf, msg: String },
+    /// Not a file the kernel could have written (a FIFO, a device, past
+    /// its kind's size limit), so not read at all: a tree holding one is
+    /// not a kernel tree, and a command fails on it (exit 2).
+    #[error("{why}")]
+    Refused { path: PathBuf, why: String },
 }
 
 /// A parser's complaint about kernel text, before the path is known.

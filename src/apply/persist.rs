@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 
 use super::journal::{Entry, Journal, Outcome, PersistFile};
+use crate::base::fsio::{self, FileError};
 use crate::base::text::{excerpt, sh_comment, sh_comment_line, sh_quoted, sh_word};
 use crate::plan::render::command;
 use crate::plan::Change;
@@ -64,12 +65,17 @@ pub fn prepare(journal: &mut Journal, base: &Path) -> anyhow::Result<()> {
                 .ok()
                 .map(|t| t.display().to_string())
         } else {
-            match fs::read_to_string(&real_path) {
+            // The journal keeps what was there to put it back; nettune
+            // writes these files (a few hundred lines on the largest
+            // hosts): one far larger is not one to keep.
+            match fsio::read_text_bounded(&real_path, 16 << 20, "a file nettune writes") {
                 Ok(text) => Some(text),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-                Err(e) => {
-                    return Err(e).with_context(|| format!("cannot read {}", real_path.display()))
+                Err(e) if e.not_found() => None,
+                Err(FileError::Io { source, .. }) => {
+                    return Err(source)
+                        .with_context(|| format!("cannot read {}", real_path.display()))
                 }
+                Err(refused) => return Err(refused.into()),
             }
         };
         journal.persist.push(PersistFile {
@@ -266,8 +272,15 @@ fn write_file(base: &Path, path: &str, text: &str) -> anyhow::Result<()> {
             .map(|n| n.to_string_lossy())
             .unwrap_or_default()
     ));
+    // A new file each time: whatever stood at the temporary name (a FIFO
+    // whose open would wait forever, a link out of the tree) is replaced,
+    // never opened.
+    let _ = fs::remove_file(&tmp);
     let write = || -> std::io::Result<()> {
-        let mut file = fs::File::create(&tmp)?;
+        let mut file = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)?;
         file.write_all(text.as_bytes())?;
         file.sync_all()?;
         fs::rename(&tmp, &p)?;

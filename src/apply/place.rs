@@ -256,9 +256,10 @@ pub fn check_tree(dir: &Path, verb: &str) -> anyhow::Result<()> {
 
 /// This boot's id (`/proc/sys/kernel/random/boot_id`).
 pub fn boot_id() -> Option<String> {
-    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+    crate::base::Root::live()
+        .read_value("/proc/sys/kernel/random/boot_id")
         .ok()
-        .map(|s| s.trim().to_string())
+        .flatten()
 }
 
 /// Whether two journals changed the same place: the same tree, or the same

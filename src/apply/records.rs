@@ -46,7 +46,9 @@ impl XdpRecord {
 
 /// The start time of process `pid` (field 22 of /proc/PID/stat).
 pub fn process_start(pid: u32) -> Option<u64> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let text = crate::base::Root::live()
+        .read(&format!("/proc/{pid}/stat"))
+        .ok()?;
     // The command name (field 2) may hold spaces: count after its ')'.
     let rest = &text[text.rfind(')')? + 1..];
     rest.split_whitespace().nth(19)?.parse().ok()

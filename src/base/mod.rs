@@ -1,13 +1,15 @@
 //! The shared vocabulary every stage speaks, with no dependency on any of
 //! them: the [`Root`] every kernel file is read and written through,
-//! [`Probe`] (a value or why there is none), CPU sets, units, and the
-//! driver answers ([`driver`]). `host`, `nic`, `doctor`, `plan`, `apply`
+//! [`Probe`] (a value or why there is none), CPU sets, units, the
+//! driver answers ([`driver`]), and bounded reads of files nettune does
+//! not control ([`fsio`]). `host`, `nic`, `doctor`, `plan`, `apply`
 //! and `bench` depend on `base`; `base` depends on nothing of nettune but
 //! `error`.
 
 pub mod counter;
 pub mod cpuset;
 pub mod driver;
+pub mod fsio;
 pub mod probe;
 pub mod random;
 pub mod root;

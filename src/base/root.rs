@@ -8,6 +8,14 @@
 //!
 //! A `Root` can also record which paths were touched; `nettune capture` uses
 //! that to copy exactly the files nettune reads, no more.
+//!
+//! A tree may come from anywhere (captures are meant to be shared), so
+//! every read is bounded by the kind of file ([`Kind`]) and what is not a
+//! regular file (a FIFO, a device) is refused without blocking
+//! ([`fsio`](super::fsio)). A refused file makes the whole tree suspect:
+//! [`Root::refusal`] keeps the first, so that a command that reads the
+//! host part by part (a missing file only leaves its part empty) still
+//! fails on it.
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -15,7 +23,58 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+use super::fsio::{self, FileError};
 use crate::error::{KernelError, ParseError};
+
+/// The kinds of kernel file nettune reads, by how large the kernel makes
+/// them. A file in a tree past its kind's limit is not one the kernel
+/// wrote (a 1 GB `proc/interrupts`), and reading it would cost its size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// One value: a sysfs attribute, a sysctl, an IRQ's affinity, a
+    /// process's `comm` or `stat`.
+    Value,
+    /// A table that grows with the host (CPUs, IRQs, sockets):
+    /// `/proc/interrupts`, `/proc/stat`, `/proc/net/*`.
+    Table,
+}
+
+impl Kind {
+    /// The kind of `kernel_path`: anything under /proc that is not known
+    /// to be one value is a table (the larger limit).
+    pub fn of(kernel_path: &str) -> Kind {
+        let pid = kernel_path
+            .strip_prefix("/proc/")
+            .and_then(|rest| rest.split_once('/'))
+            .is_some_and(|(first, _)| first.bytes().all(|b| b.is_ascii_digit()));
+        let value = ["/sys/", "/proc/sys/", "/proc/irq/"]
+            .iter()
+            .any(|prefix| kernel_path.starts_with(prefix));
+        if value || pid {
+            Kind::Value
+        } else {
+            Kind::Table
+        }
+    }
+
+    /// The most bytes a file of this kind may hold.
+    pub fn limit(self) -> u64 {
+        match self {
+            // sysfs fills at most one page per attribute
+            // (Documentation/filesystems/sysfs.rst), 64 KiB on kernels with
+            // the largest pages (arm64, ppc64); sysctls are shorter still
+            // (a CPU mask for 8,192 CPUs is 2.3 KB).
+            Kind::Value => 64 << 10,
+            // /proc/interrupts is the largest: 11 bytes per online CPU on
+            // every IRQ's line; 4,096 CPUs (the largest single-image hosts)
+            // and 1,000 IRQ lines make 45 MB. Other tables are far smaller.
+            Kind::Table => 64 << 20,
+        }
+    }
+}
+
+/// How a refused file is named in errors: what it is not.
+const KERNEL_FILE: &str = "a kernel file";
 
 /// How a recorded path was used; decides how `capture` copies it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -32,6 +91,8 @@ pub enum Access {
 pub struct Root {
     base: PathBuf,
     recorded: Option<Mutex<BTreeSet<(String, Access)>>>,
+    /// The first file refused (its path as shown, and why).
+    refused: Mutex<Option<(PathBuf, String)>>,
 }
 
 impl Root {
@@ -40,6 +101,7 @@ impl Root {
         Root {
             base: PathBuf::from("/"),
             recorded: None,
+            refused: Mutex::new(None),
         }
     }
 
@@ -63,6 +125,7 @@ impl Root {
         Ok(Root {
             base: dir.to_path_buf(),
             recorded: None,
+            refused: Mutex::new(None),
         })
     }
 
@@ -71,6 +134,7 @@ impl Root {
         Root {
             base: PathBuf::from("/"),
             recorded: Some(Mutex::new(BTreeSet::new())),
+            refused: Mutex::new(None),
         }
     }
 
@@ -120,11 +184,57 @@ impl Root {
 
     /// Read a kernel file that must exist.
     pub fn read(&self, kernel_path: &str) -> Result<String, KernelError> {
+        let bytes = self.read_bytes(kernel_path)?;
+        fsio::text(&self.real_path(kernel_path), bytes)
+            .map_err(|e| self.kernel_error(kernel_path, e))
+    }
+
+    /// A kernel file's bytes as they are (what `capture` copies), bounded
+    /// by its [`Kind`]; a FIFO or a device is refused without blocking.
+    pub fn read_bytes(&self, kernel_path: &str) -> Result<Vec<u8>, KernelError> {
         self.record(kernel_path, Access::File);
-        fs::read_to_string(self.real_path(kernel_path)).map_err(|source| KernelError::Read {
-            path: self.shown(kernel_path),
-            source,
-        })
+        self.read_unrecorded(kernel_path)
+    }
+
+    fn read_unrecorded(&self, kernel_path: &str) -> Result<Vec<u8>, KernelError> {
+        let path = self.real_path(kernel_path);
+        let limit = Kind::of(kernel_path).limit();
+        // The live /proc and /sys hold only regular files: no look before
+        // the open there (the monitor reads them many times a second).
+        let read = if self.is_live() {
+            fsio::read_unlooked(&path, limit, KERNEL_FILE)
+        } else {
+            fsio::read_bounded(&path, limit, KERNEL_FILE)
+        };
+        read.map_err(|e| self.kernel_error(kernel_path, e))
+    }
+
+    /// A read's error as a `KernelError`; a refusal is also kept for
+    /// [`Root::refusal`].
+    fn kernel_error(&self, kernel_path: &str, e: FileError) -> KernelError {
+        let path = self.shown(kernel_path);
+        if let FileError::Io { source, .. } = e {
+            return KernelError::Read { path, source };
+        }
+        let why = if self.is_live() {
+            e.to_string()
+        } else {
+            format!("{e}; capture the host again with `nettune capture`")
+        };
+        if let Ok(mut first) = self.refused.lock() {
+            first.get_or_insert_with(|| (path.clone(), why.clone()));
+        }
+        KernelError::Refused { path, why }
+    }
+
+    /// The first file this root refused to read (a FIFO, a device, larger
+    /// than its kind's limit), as an error: a tree holding one is not a
+    /// kernel tree, even where reading went on without it.
+    pub fn refusal(&self) -> Result<(), KernelError> {
+        match self.refused.lock().ok().and_then(|first| first.clone()) {
+            Some((path, why)) => Err(KernelError::Refused { path, why }),
+            None => Ok(()),
+        }
     }
 
     /// Read a kernel file that a kernel or machine may legitimately lack or
@@ -226,22 +336,22 @@ impl Root {
     /// or onto a mounted procfs or sysfs is refused: a tree never changes
     /// the live kernel.
     pub fn write(&self, kernel_path: &str, value: &str) -> Result<(), KernelError> {
-        let write = || -> io::Result<()> {
-            let real = self.real_path(kernel_path);
-            if !self.is_live() {
-                ensure_inside(&self.base, &real)?;
-            }
-            let mut file = fs::OpenOptions::new()
-                .write(true)
-                .truncate(true)
-                .open(real)?;
-            file.write_all(value.as_bytes())
-        };
-        write().map_err(|source| KernelError::Write {
+        let real = self.real_path(kernel_path);
+        let failed = |source| KernelError::Write {
             path: self.shown(kernel_path),
             value: value.to_string(),
             source,
-        })
+        };
+        if !self.is_live() {
+            ensure_inside(&self.base, &real).map_err(failed)?;
+        }
+        // A FIFO or a device in a tree is refused, never waited on.
+        let mut file =
+            fsio::open_for_write(&real, !self.is_live(), KERNEL_FILE).map_err(|e| match e {
+                FileError::Io { source, .. } => failed(source),
+                refused => self.kernel_error(kernel_path, refused),
+            })?;
+        file.write_all(value.as_bytes()).map_err(failed)
     }
 
     /// PIDs of running processes whose `comm` is `name`. Only the matching
@@ -263,9 +373,10 @@ impl Root {
                 continue;
             };
             let comm_path = format!("/proc/{pid}/comm");
-            // A process can exit between listing and reading: not an error.
-            if let Ok(comm) = fs::read_to_string(self.real_path(&comm_path)) {
-                if comm.trim() == name {
+            // A process can exit between listing and reading: not an error
+            // (a refused file is kept for `refusal`).
+            if let Ok(comm) = self.read_unrecorded(&comm_path) {
+                if comm.trim_ascii() == name.as_bytes() {
                     self.record(&comm_path, Access::File);
                     pids.push(pid);
                 }
@@ -394,6 +505,84 @@ mod tests {
         assert!(ensure_inside(dir.path(), &live.join("somaxconn")).is_err());
         assert_eq!(fs_magic(Path::new("/proc")), Some(PROC_SUPER_MAGIC));
         assert_eq!(fs_magic(Path::new("/sys")), Some(SYSFS_MAGIC));
+    }
+
+    #[test]
+    fn kernel_files_are_bounded_by_kind() {
+        assert_eq!(Kind::of("/proc/interrupts"), Kind::Table);
+        assert_eq!(Kind::of("/proc/net/softnet_stat"), Kind::Table);
+        assert_eq!(Kind::of("/proc/sys/net/core/rmem_max"), Kind::Value);
+        assert_eq!(Kind::of("/proc/irq/24/smp_affinity_list"), Kind::Value);
+        assert_eq!(Kind::of("/proc/812/comm"), Kind::Value);
+        assert_eq!(
+            Kind::of("/sys/class/net/eth0/queues/rx-0/rps_cpus"),
+            Kind::Value
+        );
+        let dir = tempfile::tempdir().expect("tempdir");
+        let core = dir.path().join("proc/sys/net/core");
+        fs::create_dir_all(&core).expect("mkdir");
+        let big = fs::File::create(core.join("rmem_max")).expect("create");
+        big.set_len(Kind::Value.limit() + 1).expect("sparse");
+        // A table may be that large.
+        let table = fs::File::create(dir.path().join("proc/interrupts")).expect("create");
+        table.set_len(Kind::Value.limit() + 1).expect("sparse");
+        let root = Root::at(dir.path()).expect("root");
+        assert!(root.refusal().is_ok());
+        let err = root
+            .read_value("/proc/sys/net/core/rmem_max")
+            .expect_err("past a value's limit");
+        assert!(
+            err.to_string().starts_with(&format!(
+                "'{}' is larger than 64 KiB: not a kernel file; capture the host again",
+                core.join("rmem_max").display()
+            )),
+            "{err}"
+        );
+        assert_eq!(
+            root.read("/proc/interrupts").expect("a table").len() as u64,
+            Kind::Value.limit() + 1
+        );
+        // The refusal stays, for whoever read on without it.
+        let kept = root.refusal().expect_err("kept");
+        assert_eq!(kept.to_string(), err.to_string());
+    }
+
+    /// Runs `f` on a thread and fails the test if it does not end soon: a
+    /// regression blocks on a FIFO forever.
+    fn bounded<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(f());
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(20))
+            .expect("blocked on a FIFO")
+    }
+
+    #[test]
+    fn a_fifo_is_refused_for_reading_and_writing_without_blocking() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let core = dir.path().join("proc/sys/net/core");
+        fs::create_dir_all(&core).expect("mkdir");
+        let fifo = core.join("rmem_max");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600))
+            .expect("mkfifo");
+        let base = dir.path().to_path_buf();
+        let (read, write) = bounded(move || {
+            let root = Root::at(&base).expect("root");
+            let read = root.read_value("/proc/sys/net/core/rmem_max").map(|_| ());
+            let write = root.write("/proc/sys/net/core/rmem_max", "4096\n");
+            (read, write)
+        });
+        for err in [read.expect_err("read"), write.expect_err("write")] {
+            assert!(matches!(err, KernelError::Refused { .. }), "{err:?}");
+            assert!(
+                err.to_string().starts_with(&format!(
+                    "'{}' is a FIFO, not a regular file",
+                    fifo.display()
+                )),
+                "{err}"
+            );
+        }
     }
 
     #[test]

@@ -59,9 +59,11 @@ fn setup_error(e: &io::Error) -> String {
                 .to_string()
         }
         Some(libc::EPERM) | Some(libc::EACCES) => {
-            let disabled = std::fs::read_to_string("/proc/sys/kernel/io_uring_disabled")
+            let disabled = crate::base::Root::live()
+                .read_value("/proc/sys/kernel/io_uring_disabled")
                 .ok()
-                .and_then(|v| v.trim().parse::<u32>().ok())
+                .flatten()
+                .and_then(|v| v.parse::<u32>().ok())
                 .unwrap_or(0);
             if disabled > 0 {
                 format!(

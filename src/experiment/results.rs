@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::sample::{Drops, Usage};
 use super::stats::{Comparison, Summary};
 use super::tune::Changed;
+use crate::base::fsio::{self, FileError};
 use crate::bench::cpu::CpuRow;
 use crate::bench::latency::LatencySummary;
 
@@ -186,8 +187,15 @@ impl Results {
         } else {
             path.to_path_buf()
         };
-        let text = std::fs::read_to_string(&file)
-            .with_context(|| format!("cannot read experiment results {}", file.display()))?;
+        let text =
+            fsio::read_text_bounded(&file, fsio::RECORD_LIMIT, "an experiment's results.json")
+                .map_err(|e| match e {
+                    FileError::Io { source, .. } => anyhow::anyhow!(
+                        "cannot read experiment results {}: {source}",
+                        file.display()
+                    ),
+                    refused => anyhow::anyhow!("{refused}"),
+                })?;
         #[derive(Deserialize)]
         struct Version {
             schema_version: u32,

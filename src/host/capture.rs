@@ -150,7 +150,8 @@ fn replicate(dest: &Path, kernel_path: &str, access: Access) -> io::Result<bool>
     }
     // Kernel files refuse reads for many reasons (write-only, EINVAL for
     // `speed` of a down link): the live reader saw them as absent too.
-    match fs::read(&real) {
+    // Read as the Root reads them: bounded by kind, only regular files.
+    match Root::live().read_bytes(&real.to_string_lossy()) {
         Ok(bytes) => {
             if let Some(parent) = target.parent() {
                 fs::create_dir_all(parent)?;

@@ -175,6 +175,11 @@ impl SourceIssue {
                 IssueKind::Unreadable,
                 source.to_string(),
             ),
+            Some(KernelError::Refused { path, why }) => (
+                path.display().to_string(),
+                IssueKind::Unreadable,
+                why.clone(),
+            ),
             None => (
                 String::new(),
                 IssueKind::Unreadable,

@@ -207,6 +207,9 @@ pub fn read_host(src: &Inputs, selection: &Selection) -> anyhow::Result<Host> {
         sources: Vec::new(),
         host_sysctls: BTreeMap::new(),
     };
+    // A FIFO, a device or an oversized file is no kernel file: a tree that
+    // holds one is not what the kernel wrote, whatever else it holds.
+    root.refusal()?;
     let mut issues = g.issues;
     issues.sort_by(|a, b| (&a.section, &a.path).cmp(&(&b.section, &b.path)));
     issues.dedup();

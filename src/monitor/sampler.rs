@@ -146,6 +146,9 @@ impl Sampler {
             }
         };
         let links = self.read_links(src, &mut missing)?;
+        // A snapshot holding a FIFO or an oversized file is not one the
+        // kernel wrote: the replay stops there.
+        root.refusal()?;
         let key = Structure {
             interfaces: links.iter().map(|l| (l.name.clone(), l.ifindex)).collect(),
             irqs: irqs

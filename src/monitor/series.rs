@@ -19,13 +19,13 @@
 //! settings, so it reads the settings where the capture recorded them.
 
 use std::fs;
-use std::io;
 use std::path::{Component, Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 
+use crate::base::fsio::{self, FileError};
 use crate::base::Root;
 use crate::bench::stop::Stop;
 use crate::host::capture::{copy_recorded, prepare_destination, write_info, CaptureSummary};
@@ -85,14 +85,19 @@ impl Series {
         // The same checks and messages as every --root.
         Root::at(dir)?;
         let path = dir.join(SERIES_FILE);
-        let text = match fs::read_to_string(&path) {
+        let text = match fsio::read_text_bounded(&path, fsio::RECORD_LIMIT, "a nettune series") {
             Ok(text) => text,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => anyhow::bail!(
+            Err(e) if e.not_found() => anyhow::bail!(
                 "'{}' holds one snapshot (it has no {SERIES_FILE}); monitor needs a series of \
                  two or more: record one with `nettune capture --samples 10 --interval 1 NEWDIR`",
                 dir.display()
             ),
-            Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+            Err(FileError::Io { source, .. }) => {
+                return Err(source).with_context(|| format!("cannot read {}", path.display()))
+            }
+            Err(refused) => {
+                anyhow::bail!("{refused}; record it again with `nettune capture --samples`")
+            }
         };
         let file: SeriesFile = serde_json::from_str(&text).map_err(|e| {
             anyhow::anyhow!(

@@ -4,7 +4,6 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
@@ -19,6 +18,7 @@ use crate::base::driver::{
     DriverSettings, Ethtool, EthtoolSet, NapiKey, NapiSet, Netdev, NetdevState, Netlink, Qdisc,
     QdiscSet, QdiscSpec, QueueStats, SetError, SteeringSet,
 };
+use crate::base::fsio::{self, FileError};
 use crate::base::{Probe, Root};
 
 /// Bumped when a field changes meaning or is removed.
@@ -26,6 +26,9 @@ pub const DRIVER_FILE_VERSION: u32 = 1;
 
 /// Where the driver file lives inside a captured tree.
 pub const DRIVER_FILE: &str = "nettune/driver.json";
+
+/// What a driver file is, in errors about one that is not.
+const DRIVER_FILE_KIND: &str = "a nettune driver file";
 
 /// The contents of `nettune/driver.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -55,10 +58,15 @@ impl DriverFile {
             return Ok(None);
         }
         let path = root.base().join(DRIVER_FILE);
-        let text = match fs::read_to_string(&path) {
+        let text = match fsio::read_text_bounded(&path, fsio::RECORD_LIMIT, DRIVER_FILE_KIND) {
             Ok(text) => text,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+            Err(e) if e.not_found() => return Ok(None),
+            Err(FileError::Io { source, .. }) => {
+                return Err(source).with_context(|| format!("cannot read {}", path.display()))
+            }
+            Err(refused) => {
+                anyhow::bail!("{refused}; capture the host again with `nettune capture`")
+            }
         };
         DriverFile::parse(&text, &path).map(Some)
     }
@@ -274,15 +282,16 @@ impl RecordedWriter {
         let failed = |e: &dyn std::fmt::Display| {
             SetError::with_detail(libc::EIO, &format!("{}: {e}", self.path.display()))
         };
-        let text = match fs::read_to_string(&self.path) {
+        let text = match fsio::read_text_bounded(&self.path, fsio::RECORD_LIMIT, DRIVER_FILE_KIND) {
             Ok(text) => text,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            Err(e) if e.not_found() => {
                 return Err(SetError::with_detail(
                     libc::ENODEV,
                     &format!("no driver data: {} does not exist", self.path.display()),
                 ))
             }
-            Err(e) => return Err(failed(&e)),
+            Err(FileError::Io { source, .. }) => return Err(failed(&source)),
+            Err(refused) => return Err(SetError::with_detail(libc::EIO, &refused.to_string())),
         };
         let mut file: Value = serde_json::from_str(&text).map_err(|e| failed(&e))?;
         let Some(entry) = file

@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use super::admit::{admit_all, admit_value, Limits, Scope};
 use super::compare::same_value;
 use super::{Plan, Target};
+use crate::base::fsio::{self, FileError};
 use crate::base::text::excerpt;
 use crate::base::Root;
 
@@ -37,10 +38,13 @@ pub struct MadeFor {
 impl MadeFor {
     /// The identity of the place `root` (and `netns`) shows.
     pub fn of(root: &Root, tree: Option<&Path>, netns: Option<&str>) -> MadeFor {
-        let machine_id = std::fs::read_to_string(root.base().join("etc/machine-id"))
-            .ok()
-            .map(|s| s.trim().to_string())
-            .filter(|s| !s.is_empty());
+        // 32 hex digits (machine-id(5)); a tree's may be anything, and
+        // without one the host is named by its hostname.
+        let machine_id =
+            fsio::read_text_bounded(&root.base().join("etc/machine-id"), 4096, "a machine id")
+                .ok()
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty());
         let hostname = root
             .read_value("/proc/sys/kernel/hostname")
             .ok()
@@ -101,8 +105,16 @@ pub fn options(plan: &Plan) -> super::PlanOptions {
 
 /// Read a saved plan: `plan --json` output or `experiment search --out`.
 pub fn load(path: &Path) -> anyhow::Result<Plan> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("--plan '{}': cannot read it", path.display()))?;
+    let text =
+        fsio::read_text_bounded(path, fsio::RECORD_LIMIT, "a saved plan").map_err(|e| match e {
+            FileError::Io { source, .. } => {
+                anyhow::anyhow!("--plan '{}': cannot read it: {source}", path.display())
+            }
+            refused => anyhow::anyhow!(
+                "--plan {refused}; save one with `nettune plan --json` or \
+                 `nettune experiment search --out FILE`"
+            ),
+        })?;
     let plan: Plan = serde_json::from_str(&text).map_err(|e| {
         anyhow::anyhow!(
             "--plan '{}' is not a nettune plan ({e}); save one with `nettune plan --json` or \

@@ -8,8 +8,14 @@ use std::path::Path;
 
 use anyhow::Context;
 
+use crate::base::fsio::{self, FileError};
+
 /// The fewest bytes a token may have.
 pub const MIN_LEN: usize = 16;
+
+/// A token is a few dozen bytes; a file far larger is not one (and is
+/// never read whole).
+const FILE_LIMIT: u64 = 64 << 10;
 
 const MAKE_ONE: &str = "make one with `umask 077; head -c 32 /dev/urandom | base64 > FILE`";
 
@@ -68,7 +74,10 @@ pub fn load(path: &Path) -> anyhow::Result<Token> {
             meta.uid()
         );
     }
-    let text = std::fs::read(path).with_context(|| format!("--token-file '{shown}'"))?;
+    let text = fsio::read_bounded(path, FILE_LIMIT, "a token file").map_err(|e| match e {
+        FileError::Io { source, .. } => anyhow::anyhow!("--token-file '{shown}': {source}"),
+        refused => anyhow::anyhow!("--token-file {refused}; {MAKE_ONE}"),
+    })?;
     let end = text
         .iter()
         .rposition(|b| !b.is_ascii_whitespace())

@@ -7,6 +7,7 @@ mod common;
 mod apply;
 mod apply_netns;
 mod apply_safety;
+mod bad_files;
 mod bad_input;
 mod bench_fast;
 mod bench_http;
