@@ -32,6 +32,8 @@ mod plan_netns;
 mod plan_props;
 mod product_text;
 mod serve;
+mod serve_guard;
+mod serve_tls;
 mod state_dir;
 mod steer;
 mod xdp;

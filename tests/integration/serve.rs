@@ -21,7 +21,7 @@ use crate::common::{finish_bounded, measuring, nettune, run};
 const LIMIT: Duration = Duration::from_secs(40);
 
 /// A token file of mode `mode` in `dir`.
-fn token_file(dir: &Path, name: &str, secret: &str, mode: u32) -> PathBuf {
+pub fn token_file(dir: &Path, name: &str, secret: &str, mode: u32) -> PathBuf {
     let path = dir.join(name);
     std::fs::write(&path, format!("{secret}\n")).expect("write the token");
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).expect("chmod");
@@ -29,14 +29,14 @@ fn token_file(dir: &Path, name: &str, secret: &str, mode: u32) -> PathBuf {
 }
 
 /// A running daemon: its address, its log file, killed by PID on drop.
-struct Daemon {
+pub struct Daemon {
     child: Option<Child>,
-    addr: String,
-    log: PathBuf,
+    pub addr: String,
+    pub log: PathBuf,
 }
 
 impl Daemon {
-    fn start(dir: &Path, token: Option<&Path>, extra: &[&str]) -> Daemon {
+    pub fn start(dir: &Path, token: Option<&Path>, extra: &[&str]) -> Daemon {
         let log = dir.join(format!("serve-{}.log", crate::common::unique("d")));
         let mut cmd = nettune();
         cmd.args(["serve", "--bind", "127.0.0.1:0"]);
@@ -65,16 +65,16 @@ impl Daemon {
         }
     }
 
-    fn pid(&self) -> i32 {
+    pub fn pid(&self) -> i32 {
         i32::try_from(self.child.as_ref().expect("running").id()).expect("pid")
     }
 
-    fn log(&self) -> String {
+    pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
     /// Wait until the log holds `text` (up to 15 s); the log.
-    fn wait_log(&self, text: &str) -> String {
+    pub fn wait_log(&self, text: &str) -> String {
         let until = Instant::now() + Duration::from_secs(15);
         loop {
             let log = self.log();
@@ -90,7 +90,7 @@ impl Daemon {
     }
 
     /// Threads of the daemon process now.
-    fn threads(&self) -> usize {
+    pub fn threads(&self) -> usize {
         std::fs::read_dir(format!("/proc/{}/task", self.pid()))
             .map(|d| d.count())
             .unwrap_or(0)
@@ -110,12 +110,12 @@ impl Daemon {
         }
     }
 
-    fn signal(&self, signal: i32) {
+    pub fn signal(&self, signal: i32) {
         // SAFETY: signalling the daemon we started, by its PID.
         assert_eq!(unsafe { libc::kill(self.pid(), signal) }, 0);
     }
 
-    fn wait(mut self) -> Option<i32> {
+    pub fn wait(mut self) -> Option<i32> {
         let child = self.child.take().expect("running");
         finish_bounded(child, LIMIT).0
     }
@@ -131,7 +131,7 @@ impl Drop for Daemon {
 }
 
 /// A bench client with `--remote` against `daemon`, JSON on stdout.
-fn client_command(daemon: &Daemon, token: Option<&Path>, args: &[&str]) -> Command {
+pub fn client_command(daemon: &Daemon, token: Option<&Path>, args: &[&str]) -> Command {
     let mut cmd = nettune();
     cmd.args(["bench"])
         .args(args)
@@ -143,7 +143,7 @@ fn client_command(daemon: &Daemon, token: Option<&Path>, args: &[&str]) -> Comma
     cmd
 }
 
-fn client(
+pub fn client(
     daemon: &Daemon,
     token: Option<&Path>,
     args: &[&str],
@@ -162,7 +162,7 @@ fn f(v: &Value, path: &str) -> f64 {
 }
 
 /// Each bench's load and what its server side's report must show.
-const BENCHES: [(&str, &[&str], &str); 4] = [
+pub const BENCHES: [(&str, &[&str], &str); 4] = [
     (
         "rr-server",
         &["rr", "--proto", "udp", "--duration", "1", "--warmup", "0.2"],
