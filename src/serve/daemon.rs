@@ -51,7 +51,7 @@ const MESSAGE_WAIT: Duration = Duration::from_secs(5);
 /// After a server side's time is up, how long the daemon waits for the
 /// client's `finish` before it closes the connection.
 const FINISH_WAIT: Duration = Duration::from_secs(10);
-/// How often the log sums up the connections closed at once.
+/// How often the log sums up the connections closed at once or evicted.
 const SUMMARY_EVERY: Duration = Duration::from_secs(10);
 /// On `finish`, how long the server side goes on reading what is still
 /// queued before it stops (datagrams in the socket buffer).
@@ -259,14 +259,14 @@ impl Daemon {
         };
         std::thread::scope(|scope| {
             let mut sessions = Vec::new();
-            // Connections closed at once, per source, summed up in the log
-            // now and then rather than a line each (a flood would flood
-            // the log too).
-            let mut closed: HashMap<Source, u64> = HashMap::new();
+            // Connections closed at once (per source) and evicted, summed
+            // up in the log now and then rather than a line each (a flood
+            // would flood the log too).
+            let mut tally = Tally::default();
             let mut summed = Instant::now();
             while !stop.is_set() {
-                if !closed.is_empty() && summed.elapsed() >= SUMMARY_EVERY {
-                    summarize(&mut closed, &shared);
+                if summed.elapsed() >= SUMMARY_EVERY {
+                    tally.log(&shared);
                     summed = Instant::now();
                 }
                 flush(observer);
@@ -298,16 +298,13 @@ impl Daemon {
                     Ok((ticket, evicted)) => {
                         if let Some(old) = evicted {
                             shared.count(|c| c.evicted += 1);
-                            shared.log(format!(
-                                "{old}: its oldest connection in the handshake was closed to make \
-                                 room ({MAX_PENDING} in their handshake)"
-                            ));
+                            *tally.evicted.entry(Source::of(old)).or_insert(0) += 1;
                         }
                         ticket
                     }
                     Err(Refused::SourceFull(source)) => {
                         shared.count(|c| c.busy += 1);
-                        *closed.entry(source).or_insert(0) += 1;
+                        *tally.closed.entry(source).or_insert(0) += 1;
                         continue;
                     }
                     Err(Refused::NoDescriptor) => {
@@ -324,7 +321,7 @@ impl Daemon {
             for handle in sessions {
                 let _ = handle.join();
             }
-            summarize(&mut closed, &shared);
+            tally.log(&shared);
         });
         flush(observer);
         let mut report = shared.counts.into_inner().unwrap_or_default();
@@ -335,14 +332,30 @@ impl Daemon {
     }
 }
 
-/// Log, per source, how many connections were closed at once since the
-/// last summary.
-fn summarize(closed: &mut HashMap<Source, u64>, shared: &Shared<'_>) {
-    for (source, n) in closed.drain() {
-        shared.log(format!(
-            "{source}: {n} connection(s) closed at once: {MAX_PER_SOURCE} from there were in \
-             their handshake already"
-        ));
+/// Connections the accept loop closed since its last summary, by source.
+#[derive(Default)]
+struct Tally {
+    /// At once: the source had [`MAX_PER_SOURCE`] in their handshake.
+    closed: HashMap<Source, u64>,
+    /// In their handshake, the oldest, to make room for a new one.
+    evicted: HashMap<Source, u64>,
+}
+
+impl Tally {
+    /// One log line per source, then start again.
+    fn log(&mut self, shared: &Shared<'_>) {
+        for (source, n) in self.closed.drain() {
+            shared.log(format!(
+                "{source}: {n} connection(s) closed at once: {MAX_PER_SOURCE} from there were in \
+                 their handshake already"
+            ));
+        }
+        for (source, n) in self.evicted.drain() {
+            shared.log(format!(
+                "{source}: {n} connection(s) closed in their handshake to make room for newer \
+                 ones ({MAX_PENDING} in their handshake at once, the oldest go first)"
+            ));
+        }
     }
 }
 
@@ -815,4 +828,37 @@ fn send_report(conn: &Conn, peer: SocketAddr, remote: &RemoteReport, shared: &Sh
         id = remote.test,
         bench = remote.bench,
     ));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::base::tls::{PemFile, ServerFiles};
+
+    #[test]
+    fn beyond_loopback_clients_must_authenticate_with_a_token_or_a_certificate() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let key = rcgen::KeyPair::generate().expect("key");
+        let params = rcgen::CertificateParams::new(vec!["192.0.2.1".to_string()]).expect("p");
+        let cert = params.self_signed(&key).expect("cert");
+        std::fs::write(dir.path().join("c.pem"), cert.pem()).expect("write");
+        std::fs::write(dir.path().join("c.key"), key.serialize_pem()).expect("write");
+        let files = |client_ca: bool| ServerFiles {
+            cert: PemFile::new("--tls-cert", dir.path().join("c.pem")),
+            key: PemFile::new("--tls-key", dir.path().join("c.key")),
+            client_ca: client_ca.then(|| PemFile::new("--tls-client-ca", dir.path().join("c.pem"))),
+        };
+        let public: SocketAddr = "0.0.0.0:5299".parse().expect("addr");
+        let mut config = DaemonConfig::new(public, None);
+        assert!(config.validate().is_err());
+        // TLS alone encrypts but does not say who the client is.
+        config.tls = Some(ServerTls::load(&files(false)).expect("tls"));
+        assert_eq!(config.auth(), AuthKind::None);
+        assert!(config.validate().is_err());
+        config.tls = Some(ServerTls::load(&files(true)).expect("tls"));
+        assert_eq!(config.auth(), AuthKind::Certificate);
+        assert!(config.validate().is_ok());
+        config.token = Some(Token::new("0123456789abcdef").expect("token"));
+        assert_eq!(config.auth(), AuthKind::Token);
+    }
 }

@@ -352,3 +352,92 @@ pub fn explain(e: &rustls::Error) -> String {
         other => other.to_string(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A self-signed certificate for 127.0.0.1 and its key, as PEM files
+    /// in `dir`; the certificate is its own CA.
+    fn self_signed(dir: &std::path::Path) -> (PemFile, PemFile) {
+        let key = rcgen::KeyPair::generate().expect("key");
+        let mut params = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()]).expect("p");
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        let cert = params.self_signed(&key).expect("cert");
+        std::fs::write(dir.join("c.pem"), cert.pem()).expect("write");
+        std::fs::write(dir.join("c.key"), key.serialize_pem()).expect("write");
+        (
+            PemFile::new("--tls-cert", dir.join("c.pem")),
+            PemFile::new("--tls-key", dir.join("c.key")),
+        )
+    }
+
+    #[test]
+    fn files_load_into_configs_and_bad_ones_are_named_in_one_line() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (cert, key) = self_signed(dir.path());
+        let server = ServerTls::load(&ServerFiles {
+            cert: cert.clone(),
+            key: key.clone(),
+            client_ca: Some(PemFile::new("--tls-client-ca", &cert.path)),
+        })
+        .expect("server");
+        assert!(server.client_ca().is_some());
+        let client = ClientTls::load(&ClientFiles {
+            ca: PemFile::new("--tls-ca", &cert.path),
+            identity: Some((cert.clone(), key.clone())),
+            server_name: None,
+        })
+        .expect("client");
+        assert_eq!(
+            client.server_name("10.0.0.2".parse().expect("ip")),
+            ServerName::IpAddress(std::net::IpAddr::from([10, 0, 0, 2]).into())
+        );
+
+        // A key that is not the certificate's.
+        let (_, other_key) = {
+            let other = dir.path().join("other");
+            std::fs::create_dir(&other).expect("dir");
+            self_signed(&other)
+        };
+        let err = ServerTls::load(&ServerFiles {
+            cert: cert.clone(),
+            key: other_key,
+            client_ca: None,
+        })
+        .expect_err("mismatch")
+        .to_string();
+        assert!(
+            err.contains("is not the key of the certificate in --tls-cert"),
+            "{err}"
+        );
+        // The key file where the certificate belongs, and the reverse.
+        let swapped = PemFile::new("--tls-cert", &key.path);
+        let err = swapped.certificates().expect_err("no cert").to_string();
+        assert!(
+            err.starts_with("--tls-cert '") && err.contains("holds no certificate"),
+            "{err}"
+        );
+        let err = PemFile::new("--tls-key", &cert.path)
+            .private_key()
+            .expect_err("no key")
+            .to_string();
+        assert!(err.contains("holds no private key"), "{err}");
+        // Not a regular file, too large: refused without reading on.
+        let fifo = dir.path().join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).expect("fifo");
+        let err = PemFile::new("--tls-ca", &fifo)
+            .roots()
+            .expect_err("fifo")
+            .to_string();
+        assert!(err.contains("is not a regular file"), "{err}");
+        let big = dir.path().join("big.pem");
+        std::fs::write(&big, vec![b'x'; MAX_PEM_BYTES as usize + 1]).expect("write");
+        let err = PemFile::new("--tls-ca", &big)
+            .roots()
+            .expect_err("big")
+            .to_string();
+        assert!(err.contains("is larger than"), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+}
