@@ -94,13 +94,7 @@ pub fn read_exact_by(
         match stream.read(&mut buf[got..]) {
             Ok(0) => return Err(FrameError::Closed),
             Ok(n) => got += n,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock
-                        | io::ErrorKind::TimedOut
-                        | io::ErrorKind::Interrupted
-                ) => {}
+            Err(e) if crate::base::tls::conn::try_again(&e) => {}
             Err(e)
                 if matches!(
                     e.kind(),

@@ -28,6 +28,35 @@ pub fn token_file(dir: &Path, name: &str, secret: &str, mode: u32) -> PathBuf {
     path
 }
 
+/// A daemon on loopback with a token file of its own in `dir` (with
+/// `extra` options): the daemon and the token file.
+pub fn daemon_with_token(dir: &Path, extra: &[&str]) -> (Daemon, PathBuf) {
+    let token = token_file(dir, "token", "a-shared-secret-of-enough-bytes", 0o600);
+    (Daemon::start(dir, Some(&token), extra), token)
+}
+
+/// `bench rr` against a daemon that is not there, with `flags`: it must
+/// fail with exit 2 before connecting; its stderr.
+pub fn refused_before_connecting(flags: &[&str]) -> String {
+    let mut args = vec!["bench", "rr", "--proto", "tcp", "--remote", "127.0.0.1:9"];
+    args.extend_from_slice(flags);
+    let (code, _, stderr) = run(&args);
+    assert_eq!(code, 2, "{stderr}");
+    stderr
+}
+
+/// What the daemon at `addr` says, to its end, to a client that sends
+/// `preamble` and nothing more (within 5 s).
+pub fn plain_answer(addr: &str, preamble: &[u8]) -> String {
+    let mut conn = TcpStream::connect(addr).expect("connect");
+    conn.write_all(preamble).expect("preamble");
+    conn.set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    let mut answer = Vec::new();
+    let _ = conn.read_to_end(&mut answer);
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
 /// A running daemon: its address, its log file, killed by PID on drop.
 pub struct Daemon {
     child: Option<Child>,
@@ -347,14 +376,7 @@ fn garbage_slowloris_and_old_clients_are_dropped_while_others_are_served() {
     huge.write_all(b"NTsv\x00\x01\x00\x00\x7f\xff\xff\xff")
         .expect("huge");
     // An older client (protocol 0): told to upgrade.
-    let mut old = TcpStream::connect(&daemon.addr).expect("connect");
-    old.write_all(b"NTsv\x00\x00\x00\x00")
-        .expect("old preamble");
-    old.set_read_timeout(Some(Duration::from_secs(5)))
-        .expect("timeout");
-    let mut answer = Vec::new();
-    let _ = old.read_to_end(&mut answer);
-    let answer = String::from_utf8_lossy(&answer);
+    let answer = plain_answer(&daemon.addr, b"NTsv\x00\x00\x00\x00");
     assert!(
         answer.contains("\"kind\":\"upgrade\"") && answer.contains("upgrade nettune on the client"),
         "{answer}"

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::common::{finish_bounded, is_root, nettune, run, skipped};
-use crate::serve::{client, token_file, Daemon};
+use crate::serve::{client, daemon_with_token, refused_before_connecting, token_file, Daemon};
 
 /// A TCP connection to `to` from `source` (any port).
 fn connect_from(source: Ipv4Addr, to: SocketAddrV4) -> std::io::Result<TcpStream> {
@@ -135,13 +135,7 @@ fn clients_under_flood(
 #[test]
 fn five_hundred_silent_connections_from_one_address_never_lock_a_client_out() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let token = token_file(
-        dir.path(),
-        "token",
-        "a-shared-secret-of-enough-bytes",
-        0o600,
-    );
-    let daemon = Daemon::start(dir.path(), Some(&token), &[]);
+    let (daemon, token) = daemon_with_token(dir.path(), &[]);
     let stranger = [Ipv4Addr::new(127, 0, 0, 2)];
     let (served, _, _, failure) = clients_under_flood(&daemon, &token, &stranger, 500, 10);
     assert_eq!(served, 10, "first failure: {failure:?}\n{}", daemon.log());
@@ -160,13 +154,7 @@ fn five_hundred_silent_connections_from_one_address_never_lock_a_client_out() {
 #[test]
 fn silent_connections_from_many_addresses_are_bounded_and_the_oldest_make_room() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let token = token_file(
-        dir.path(),
-        "token",
-        "a-shared-secret-of-enough-bytes",
-        0o600,
-    );
-    let daemon = Daemon::start(dir.path(), Some(&token), &[]);
+    let (daemon, token) = daemon_with_token(dir.path(), &[]);
     let (idle_threads, idle_fds) = (daemon.threads(), fds(daemon.pid()));
     // 40 addresses, 8 connections each allowed: 320, five times the 64 the
     // daemon takes in their handshake at once.
@@ -227,17 +215,7 @@ fn a_token_file_owned_by_another_user_is_refused() {
         "{stderr}"
     );
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
-    let (code, _, stderr) = run(&[
-        "bench",
-        "rr",
-        "--proto",
-        "tcp",
-        "--remote",
-        "127.0.0.1:9",
-        "--token-file",
-        file,
-    ]);
-    assert_eq!(code, 2, "{stderr}");
+    let stderr = refused_before_connecting(&["--token-file", file]);
     assert!(stderr.contains("belongs to uid 65534"), "{stderr}");
     // Root's own file, and a FIFO in a token's place is refused at once.
     let fifo = dir.path().join("fifo");

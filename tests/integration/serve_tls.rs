@@ -19,7 +19,9 @@ use rcgen::{
 use serde_json::Value;
 
 use crate::common::{finish_bounded, measuring, nettune, run};
-use crate::serve::{client, token_file, Daemon, BENCHES};
+use crate::serve::{
+    client, daemon_with_token, plain_answer, refused_before_connecting, Daemon, BENCHES,
+};
 
 struct Ca {
     params: CertificateParams,
@@ -142,17 +144,7 @@ fn one_line_failure(daemon: &Daemon, token: Option<&Path>, args: &[String]) -> S
 fn benches_run_over_tls_end_to_end_and_plain_clients_are_refused() {
     let _serial = measuring();
     let pki = Pki::new();
-    let token = token_file(
-        pki.dir.path(),
-        "token",
-        "a-shared-secret-of-enough-bytes",
-        0o600,
-    );
-    let daemon = Daemon::start(
-        pki.dir.path(),
-        Some(&token),
-        &strs(&pki.daemon("daemon", &[])),
-    );
+    let (daemon, token) = daemon_with_token(pki.dir.path(), &strs(&pki.daemon("daemon", &[])));
     let tls = ["--tls-ca".to_string(), pki.arg("ca.pem")];
     // rr, udp-flood, http and stream (whose own control connection, to the
     // daemon's stream-server, carries the server's side of every stream:
@@ -193,13 +185,7 @@ fn benches_run_over_tls_end_to_end_and_plain_clients_are_refused() {
     );
     // So is a client of before TLS (its preamble's flags are zero): the
     // refusal comes in plain text, as every error did.
-    let mut old = std::net::TcpStream::connect(&daemon.addr).expect("connect");
-    old.write_all(b"NTsv\x00\x01\x00\x00").expect("preamble");
-    old.set_read_timeout(Some(Duration::from_secs(5)))
-        .expect("timeout");
-    let mut answer = Vec::new();
-    let _ = old.read_to_end(&mut answer);
-    let answer = String::from_utf8_lossy(&answer);
+    let answer = plain_answer(&daemon.addr, b"NTsv\x00\x01\x00\x00");
     assert!(
         answer.contains("\"type\":\"error\"") && answer.contains("speaks TLS only"),
         "{answer}"
@@ -209,18 +195,8 @@ fn benches_run_over_tls_end_to_end_and_plain_clients_are_refused() {
 #[test]
 fn a_daemon_certificate_from_another_ca_or_for_another_name_is_refused() {
     let pki = Pki::new();
-    let token = token_file(
-        pki.dir.path(),
-        "token",
-        "a-shared-secret-of-enough-bytes",
-        0o600,
-    );
     // The daemon's certificate comes from a CA the client does not trust.
-    let daemon = Daemon::start(
-        pki.dir.path(),
-        Some(&token),
-        &strs(&pki.daemon("impostor", &[])),
-    );
+    let (daemon, token) = daemon_with_token(pki.dir.path(), &strs(&pki.daemon("impostor", &[])));
     let tls = ["--tls-ca".to_string(), pki.arg("ca.pem")];
     let stderr = one_line_failure(&daemon, Some(&token), &rr_with(&tls));
     assert!(
@@ -403,17 +379,7 @@ fn certificate_files_that_do_not_load_stop_the_daemon_with_one_line() {
         assert!(stderr.contains(says), "{args:?}: {stderr}");
     }
     // A client's CA file is checked before it connects.
-    let (code, _, stderr) = run(&[
-        "bench",
-        "rr",
-        "--proto",
-        "tcp",
-        "--remote",
-        "127.0.0.1:9",
-        "--tls-ca",
-        garbage.to_str().expect("path"),
-    ]);
-    assert_eq!(code, 2, "{stderr}");
+    let stderr = refused_before_connecting(&["--tls-ca", garbage.to_str().expect("path")]);
     assert!(
         stderr.contains("--tls-ca") && stderr.contains("holds no certificate"),
         "{stderr}"
@@ -477,49 +443,21 @@ fn the_stream_control_connection_speaks_tls_when_the_server_does() {
 fn experiment_run_remote_speaks_tls_to_the_daemon() {
     let _serial = measuring();
     let pki = Pki::new();
-    let token = token_file(
-        pki.dir.path(),
-        "token",
-        "a-shared-secret-of-enough-bytes",
-        0o600,
-    );
-    let daemon = Daemon::start(
-        pki.dir.path(),
-        Some(&token),
-        &strs(&pki.daemon("daemon", &[])),
-    );
+    let (daemon, token) = daemon_with_token(pki.dir.path(), &strs(&pki.daemon("daemon", &[])));
     let out = pki.path("exp");
     let state = pki.path("state");
-    let child = nettune()
-        .args([
-            "experiment",
-            "run",
-            "--remote",
-            &daemon.addr,
-            "--token-file",
-        ])
-        .arg(&token)
-        .args(["--tls-ca", &pki.arg("ca.pem")])
-        .args([
-            "--configs",
-            "current",
-            "--bench",
-            "rr --proto tcp",
-            "--repeat",
-            "1",
-            "--duration",
-            "1s",
-            "--warmup",
-            "0",
-            "--out",
-        ])
-        .arg(&out)
-        .arg("--state-dir")
-        .arg(&state)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("experiment");
+    let token = token.display().to_string();
+    let ca = pki.arg("ca.pem");
+    let run_with = |tls: &[&str], out: &Path| {
+        let mut args = vec!["--remote", &daemon.addr, "--token-file", &token];
+        args.extend_from_slice(tls);
+        args.extend_from_slice(&["--configs", "current", "--bench", "rr --proto tcp"]);
+        args.extend_from_slice(&["--repeat", "1", "--duration", "1s", "--warmup", "0"]);
+        crate::experiment::experiment_run(&args, out, &state)
+            .spawn()
+            .expect("experiment")
+    };
+    let child = run_with(&["--tls-ca", &ca], &out);
     let (code, stdout, stderr) = finish_bounded(child, Duration::from_secs(60));
     assert_eq!(code, Some(0), "{stdout}\n{stderr}\n{}", daemon.log());
     let results: Value = serde_json::from_str(
@@ -535,24 +473,7 @@ fn experiment_run_remote_speaks_tls_to_the_daemon() {
         "{log}"
     );
     // Without --tls-ca the experiment stops at once, with the reason.
-    let child = nettune()
-        .args([
-            "experiment",
-            "run",
-            "--remote",
-            &daemon.addr,
-            "--token-file",
-        ])
-        .arg(&token)
-        .args(["--configs", "current", "--bench", "rr --proto tcp"])
-        .args(["--repeat", "1", "--duration", "1s", "--out"])
-        .arg(pki.path("exp2"))
-        .arg("--state-dir")
-        .arg(&state)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("experiment");
+    let child = run_with(&[], &pki.path("exp2"));
     let (code, _, stderr) = finish_bounded(child, Duration::from_secs(60));
     assert_ne!(code, Some(0), "{stderr}");
     assert!(stderr.contains("speaks TLS only"), "{stderr}");

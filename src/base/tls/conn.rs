@@ -274,13 +274,7 @@ fn handshake(
         match session.read_tls(&mut sock) {
             Ok(0) => return Err(HandshakeError::Closed.into()),
             Ok(_) => {}
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock
-                        | io::ErrorKind::TimedOut
-                        | io::ErrorKind::Interrupted
-                ) => {}
+            Err(e) if try_again(&e) => {}
             Err(e) => return Err(io_failure(e)),
         }
         if let Err(e) = session.process_new_packets() {
@@ -290,6 +284,15 @@ fn handshake(
     }
     flush(session, tcp).map_err(io_failure)?;
     Ok(())
+}
+
+/// A read that ended for its timeout (or a signal), not for the
+/// connection: try again, after looking at the deadline.
+pub fn try_again(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
+    )
 }
 
 fn io_failure(e: io::Error) -> Step {
