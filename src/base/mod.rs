@@ -1,9 +1,11 @@
 //! The shared vocabulary every stage speaks, with no dependency on any of
 //! them: the [`Root`] every kernel file is read and written through,
 //! [`Probe`] (a value or why there is none), CPU sets, units, the
-//! driver answers ([`driver`]), and bounded reads of files nettune does
-//! not control ([`fsio`]). `host`, `nic`, `doctor`, `plan`, `apply`
-//! and `bench` depend on `base`; `base` depends on nothing of nettune but
+//! driver answers ([`driver`]), bounded reads of files nettune does not
+//! control ([`fsio`]), text made safe for scripts and messages
+//! ([`text`]), files a user names ([`user_file`]) and TLS for control
+//! connections ([`tls`]). `host`, `nic`, `doctor`, `plan`, `apply` and
+//! `bench` depend on `base`; `base` depends on nothing of nettune but
 //! `error`.
 
 pub mod counter;
@@ -14,7 +16,9 @@ pub mod probe;
 pub mod random;
 pub mod root;
 pub mod text;
+pub mod tls;
 pub mod units;
+pub mod user_file;
 
 pub use probe::{Missing, Probe};
 pub use root::Root;

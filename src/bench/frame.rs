@@ -1,6 +1,7 @@
 //! Control messages between two nettune processes (a `bench stream` and
 //! its `stream-server`, a client and `nettune serve`): a 4-byte big-endian
-//! length, then that many bytes of JSON.
+//! length, then that many bytes of JSON, over a [`Conn`] (plain TCP or
+//! TLS).
 //!
 //! Reads are bounded in size and in time: a whole message must arrive
 //! before a deadline, not merely a byte now and then, so a peer that
@@ -8,13 +9,13 @@
 //! length above the reader's limit is refused before anything is read.
 
 use std::io::{self, Read, Write};
-use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use super::stop::POLL;
+pub use crate::base::tls::Conn;
 
 /// Why a message could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -29,12 +30,16 @@ pub enum FrameError {
     TooLarge(usize, usize),
     #[error("a malformed message: {0}")]
     Malformed(String),
+    /// TLS refused the peer or was refused by it (after the handshake, in
+    /// TLS 1.3 a client's certificate is judged at its first message).
+    #[error("TLS: {}", crate::base::tls::explain(.0))]
+    Tls(rustls::Error),
     #[error("{0}")]
     Io(#[from] io::Error),
 }
 
 /// Send one message.
-pub fn write<T: Serialize>(mut stream: &TcpStream, message: &T) -> anyhow::Result<()> {
+pub fn write<T: Serialize>(mut stream: &Conn, message: &T) -> anyhow::Result<()> {
     let body = serde_json::to_vec(message)?;
     let len = u32::try_from(body.len())
         .map_err(|_| anyhow::anyhow!("a control message of {} bytes is too large", body.len()))?;
@@ -42,13 +47,14 @@ pub fn write<T: Serialize>(mut stream: &TcpStream, message: &T) -> anyhow::Resul
     frame.extend_from_slice(&len.to_be_bytes());
     frame.extend_from_slice(&body);
     stream.write_all(&frame)?;
+    stream.flush()?;
     Ok(())
 }
 
 /// Read one message of at most `max` bytes, complete before `deadline`;
 /// `cancel` is looked at every [`POLL`] while waiting.
 pub fn read<T: DeserializeOwned>(
-    stream: &TcpStream,
+    stream: &Conn,
     max: usize,
     deadline: Instant,
     cancel: &dyn Fn() -> bool,
@@ -67,7 +73,7 @@ pub fn read<T: DeserializeOwned>(
 /// Fill `buf` before `deadline`, or fail. The socket's read timeout is
 /// left at [`POLL`] or less.
 pub fn read_exact_by(
-    mut stream: &TcpStream,
+    mut stream: &Conn,
     buf: &mut [u8],
     deadline: Instant,
     cancel: &dyn Fn() -> bool,
@@ -82,19 +88,27 @@ pub fn read_exact_by(
             return Err(FrameError::TimedOut);
         }
         // A zero timeout would mean "block forever".
-        stream.set_read_timeout(Some(left.min(POLL).max(Duration::from_millis(1))))?;
+        stream
+            .tcp()
+            .set_read_timeout(Some(left.min(POLL).max(Duration::from_millis(1))))?;
         match stream.read(&mut buf[got..]) {
             Ok(0) => return Err(FrameError::Closed),
             Ok(n) => got += n,
+            Err(e) if crate::base::tls::conn::try_again(&e) => {}
             Err(e)
                 if matches!(
                     e.kind(),
-                    io::ErrorKind::WouldBlock
-                        | io::ErrorKind::TimedOut
-                        | io::ErrorKind::Interrupted
-                ) => {}
-            Err(e) if e.kind() == io::ErrorKind::ConnectionReset => return Err(FrameError::Closed),
-            Err(e) => return Err(FrameError::Io(e)),
+                    io::ErrorKind::ConnectionReset | io::ErrorKind::UnexpectedEof
+                ) =>
+            {
+                return Err(FrameError::Closed)
+            }
+            Err(e) => {
+                return Err(match crate::base::tls::conn::tls_error(&e) {
+                    Some(tls) => FrameError::Tls(tls.clone()),
+                    None => FrameError::Io(e),
+                })
+            }
         }
     }
     Ok(())
@@ -103,13 +117,13 @@ pub fn read_exact_by(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::net::TcpListener;
+    use std::net::{TcpListener, TcpStream};
 
-    fn pair() -> (TcpStream, TcpStream) {
+    fn pair() -> (Conn, Conn) {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
         let client = TcpStream::connect(listener.local_addr().expect("addr")).expect("connect");
         let (server, _) = listener.accept().expect("accept");
-        (client, server)
+        (Conn::plain(client), Conn::plain(server))
     }
 
     #[test]
@@ -128,17 +142,18 @@ mod tests {
 
     #[test]
     fn a_trickle_times_out_and_garbage_is_malformed() {
-        let (mut a, b) = pair();
+        let (a, b) = pair();
         // Half a length prefix, then nothing: the deadline ends the read.
-        a.write_all(&[0, 0]).expect("write");
+        (&a).write_all(&[0, 0]).expect("write");
         let started = Instant::now();
         let err =
             read::<u32>(&b, 64, started + Duration::from_millis(200), &|| false).expect_err("slow");
         assert!(matches!(err, FrameError::TimedOut), "{err}");
         assert!(started.elapsed() < Duration::from_secs(2));
 
-        let (mut a, b) = pair();
-        a.write_all(&[0, 0, 0, 3, b'{', b'{', b'{']).expect("write");
+        let (a, b) = pair();
+        (&a).write_all(&[0, 0, 0, 3, b'{', b'{', b'{'])
+            .expect("write");
         let err = read::<u32>(&b, 64, Instant::now() + Duration::from_secs(2), &|| false)
             .expect_err("garbage");
         assert!(matches!(err, FrameError::Malformed(_)), "{err}");

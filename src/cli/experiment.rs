@@ -17,7 +17,7 @@ use super::bench::{pin_list, CpuList};
 use crate::apply::StateDir;
 use crate::bench::stop::Stop;
 use crate::error::{Failed, Status};
-use crate::experiment::bench::{Bench, Remote, Sides};
+use crate::experiment::bench::{Bench, Sides};
 use crate::experiment::results::{Results, Run, Settings};
 use crate::experiment::run::{self, Progress, Spec};
 use crate::experiment::sample::MonitorSampler;
@@ -99,9 +99,11 @@ pub struct WhereArgs {
     #[arg(long, value_name = "ADDR:PORT", value_parser = crate::bench::addr::parse_destination, conflicts_with_all = ["testbed", "server_addr"])]
     pub remote: Option<std::net::SocketAddr>,
     /// The daemon's shared secret (mode 0600); without it only a daemon on
-    /// loopback answers.
+    /// loopback (or one that takes client certificates) answers.
     #[arg(long, value_name = "FILE", requires = "remote")]
     pub token_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub tls: super::bench::TlsClientArgs,
     /// Pin the server side's threads, one per CPU of this list (udp-sink,
     /// rr-server, http-server); the search steers packets to these CPUs.
     #[arg(long, value_name = "CPUS", value_parser = pin_list)]
@@ -288,17 +290,12 @@ impl Place {
                     server_netns: args.netns.clone(),
                     server_pin,
                     client_netns: args.client_netns.clone(),
-                    remote: match args.remote {
-                        Some(daemon) => Some(Remote {
-                            daemon,
-                            token: args
-                                .token_file
-                                .as_deref()
-                                .map(crate::serve::token::load)
-                                .transpose()?,
-                        }),
-                        None => None,
-                    },
+                    remote: args
+                        .remote
+                        .map(|daemon| {
+                            super::bench::remote(daemon, args.token_file.as_deref(), &args.tls)
+                        })
+                        .transpose()?,
                 },
                 tuned_netns: args.netns.clone(),
                 testbed: None,

@@ -111,11 +111,7 @@ pub struct Sides {
 }
 
 /// A `nettune serve` daemon that starts the server sides.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Remote {
-    pub daemon: SocketAddr,
-    pub token: Option<crate::serve::Token>,
-}
+pub use crate::serve::Remote;
 
 /// Seconds a remote server side may live beyond the client's own time:
 /// connecting, the last packets, the report.
@@ -329,7 +325,7 @@ fn run_remote(
     };
     let begin = |seconds: f64| {
         crate::bench::netns::within(sides.client_netns.as_deref(), || {
-            crate::serve::start(remote.daemon, remote.token.as_ref(), &start(seconds))
+            remote.start(&start(seconds))
         })
     };
     let mut marker = Marker {

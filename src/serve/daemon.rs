@@ -8,41 +8,51 @@
 //! is stopped and joined, and when the process is killed they die with
 //! it. Nothing is a child process that could outlive the daemon.
 //!
-//! Cost of a stranger: one thread for at most [`HANDSHAKE_WAIT`], a bounded
-//! number of them at once ([`MAX_PENDING`]); a message is at most
-//! [`MAX_MESSAGE`] bytes and must arrive whole before its deadline.
+//! Cost of a stranger: one thread for at most [`HANDSHAKE_WAIT`], at most
+//! [`MAX_PER_SOURCE`] of them per source address and [`MAX_PENDING`] in
+//! all ([`super::admit`]); a message is at most [`MAX_MESSAGE`] bytes and
+//! must arrive whole before its deadline.
 
+use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::{AsFd, AsRawFd};
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
+use super::admit::{Admission, Refused, Source, Ticket};
+pub use super::admit::{MAX_PENDING, MAX_PER_SOURCE};
 use super::proto::{
     self, AuthKind, ErrorKind, FromClient, FromDaemon, Limits, RemoteReport, ServerSide, Start,
-    MAX_MESSAGE, NONCE_LEN, PREAMBLE_LEN,
+    FLAG_TLS, MAX_MESSAGE, NONCE_LEN, PREAMBLE_LEN,
 };
 use super::token::Token;
+use crate::base::tls::{HandshakeError, ServerTls};
 use crate::base::Root;
 use crate::bench::cpu::CpuUsage;
-use crate::bench::frame::{self, FrameError};
+use crate::bench::frame::{self, Conn, FrameError};
 use crate::bench::observe::{Observer, Quiet};
 use crate::bench::stop::{Stop, POLL};
 use crate::bench::{http, rr, stream, udp};
 use crate::host::stat;
 
-/// How long a new connection has for the preamble and authentication.
-pub const HANDSHAKE_WAIT: Duration = Duration::from_secs(5);
+/// How long a new connection has for the preamble, TLS and
+/// authentication: a few round trips, so seconds even across continents,
+/// while a silent connection frees its slot soon.
+pub const HANDSHAKE_WAIT: Duration = Duration::from_secs(3);
 /// How long an authenticated client has to send its request.
 const REQUEST_WAIT: Duration = Duration::from_secs(10);
+/// How long a message already begun (`finish`) may take to arrive whole,
+/// and a report to be sent.
+const MESSAGE_WAIT: Duration = Duration::from_secs(5);
 /// After a server side's time is up, how long the daemon waits for the
 /// client's `finish` before it closes the connection.
 const FINISH_WAIT: Duration = Duration::from_secs(10);
-/// Connections in their handshake at once; more are closed at once.
-pub const MAX_PENDING: usize = 64;
+/// How often the log sums up the connections closed at once or evicted.
+const SUMMARY_EVERY: Duration = Duration::from_secs(10);
 /// On `finish`, how long the server side goes on reading what is still
 /// queued before it stops (datagrams in the socket buffer).
 const LINGER: Duration = Duration::from_millis(250);
@@ -51,8 +61,12 @@ const LINGER: Duration = Duration::from_millis(250);
 #[derive(Debug, Clone)]
 pub struct DaemonConfig {
     pub bind: SocketAddr,
-    /// The shared secret; `None`: no authentication, loopback only.
+    /// The shared secret; `None` (and no client certificates): no
+    /// authentication, loopback only.
     pub token: Option<Token>,
+    /// TLS on every control connection (clients that do not ask for it
+    /// are refused); client certificates when it has a client CA.
+    pub tls: Option<ServerTls>,
     pub max_tests: u32,
     pub max_duration: Duration,
     pub max_rate: u64,
@@ -65,6 +79,7 @@ impl DaemonConfig {
         DaemonConfig {
             bind,
             token,
+            tls: None,
             max_tests: 8,
             max_duration: Duration::from_secs(300),
             max_rate: 10_000_000_000,
@@ -73,13 +88,14 @@ impl DaemonConfig {
         }
     }
 
-    /// Without a token the daemon may only listen on loopback.
+    /// Without a token or client certificates the daemon may only listen
+    /// on loopback.
     pub fn validate(&self) -> anyhow::Result<()> {
-        if self.token.is_none() && !self.bind.ip().is_loopback() {
+        if self.auth() == AuthKind::None && !self.bind.ip().is_loopback() {
             anyhow::bail!(
-                "--bind '{}': without --token-file, nettune serve listens on loopback only \
-                 (anyone who reaches it could start benches); give --token-file FILE (mode 0600) \
-                 or bind 127.0.0.1",
+                "--bind '{}': without --token-file (or --tls-client-ca), nettune serve listens on \
+                 loopback only (anyone who reaches it could start benches); give --token-file FILE \
+                 (mode 0600) or bind 127.0.0.1",
                 self.bind
             );
         }
@@ -90,6 +106,17 @@ impl DaemonConfig {
             anyhow::bail!("--max-duration: give 1 s to a day");
         }
         Ok(())
+    }
+
+    /// How clients prove who they are: the token if there is one (inside
+    /// TLS too), else their TLS certificate if one is required, else
+    /// nothing (loopback only).
+    pub fn auth(&self) -> AuthKind {
+        match (&self.token, &self.tls) {
+            (Some(_), _) => AuthKind::Token,
+            (None, Some(tls)) if tls.client_ca().is_some() => AuthKind::Certificate,
+            _ => AuthKind::None,
+        }
     }
 
     pub fn limits(&self) -> Limits {
@@ -114,8 +141,17 @@ pub struct DaemonReport {
     pub auth_failures: u64,
     /// Closed for a malformed, oversized, slow or foreign first message.
     pub dropped: u64,
-    /// Closed at once: too many handshakes in progress.
+    /// TLS handshakes that failed (a certificate refused, not TLS, too
+    /// slow).
+    #[serde(default)]
+    pub tls_failures: u64,
+    /// Closed at once: their source had as many handshakes in progress as
+    /// it may.
     pub busy: u64,
+    /// Closed in their handshake to make room for a newer connection (as
+    /// many handshakes in progress as the daemon takes).
+    #[serde(default)]
+    pub evicted: u64,
     pub tests_started: u64,
     /// Requests refused (out of bounds, `max_tests` reached, a server
     /// side that could not start).
@@ -156,7 +192,7 @@ struct Shared<'a> {
     stop: &'a Stop,
     log: Mutex<Vec<String>>,
     counts: Mutex<DaemonReport>,
-    pending: AtomicUsize,
+    admission: Admission,
     running: AtomicU32,
     next_test: AtomicU64,
 }
@@ -188,12 +224,13 @@ impl Daemon {
         observer.ready(
             Some(self.bound),
             &format!(
-                "serve: listening on {} ({}; at most {} tests at once, {} s each, {} threads, {} sent per test)",
+                "serve: listening on {} ({}{}; at most {} tests at once, {} s each, {} threads, {} sent per test)",
                 self.bound,
-                if self.config.token.is_some() {
-                    "clients authenticate with the token"
-                } else {
-                    "no token: loopback clients only"
+                if self.config.tls.is_some() { "TLS 1.3, " } else { "" },
+                match self.config.auth() {
+                    AuthKind::Token => "clients authenticate with the token",
+                    AuthKind::Certificate => "clients authenticate with their certificate",
+                    AuthKind::None => "no token: loopback clients only",
                 },
                 self.config.max_tests,
                 self.config.max_duration.as_secs_f64(),
@@ -206,7 +243,7 @@ impl Daemon {
             stop,
             log: Mutex::new(Vec::new()),
             counts: Mutex::new(DaemonReport::default()),
-            pending: AtomicUsize::new(0),
+            admission: Admission::default(),
             running: AtomicU32::new(0),
             next_test: AtomicU64::new(1),
         };
@@ -222,7 +259,16 @@ impl Daemon {
         };
         std::thread::scope(|scope| {
             let mut sessions = Vec::new();
+            // Connections closed at once (per source) and evicted, summed
+            // up in the log now and then rather than a line each (a flood
+            // would flood the log too).
+            let mut tally = Tally::default();
+            let mut summed = Instant::now();
             while !stop.is_set() {
+                if summed.elapsed() >= SUMMARY_EVERY {
+                    tally.log(&shared);
+                    summed = Instant::now();
+                }
                 flush(observer);
                 let (done, alive): (Vec<_>, Vec<_>) = sessions
                     .into_iter()
@@ -248,20 +294,34 @@ impl Daemon {
                     }
                 };
                 shared.count(|c| c.connections += 1);
-                if shared.pending.load(Ordering::SeqCst) >= MAX_PENDING {
-                    shared.count(|c| c.busy += 1);
-                    shared.log(format!(
-                        "{peer}: closed at once: {MAX_PENDING} connections are in their handshake already"
-                    ));
-                    continue;
-                }
-                shared.pending.fetch_add(1, Ordering::SeqCst);
+                let ticket = match shared.admission.admit(&conn, peer.ip()) {
+                    Ok((ticket, evicted)) => {
+                        if let Some(old) = evicted {
+                            shared.count(|c| c.evicted += 1);
+                            *tally.evicted.entry(Source::of(old)).or_insert(0) += 1;
+                        }
+                        ticket
+                    }
+                    Err(Refused::SourceFull(source)) => {
+                        shared.count(|c| c.busy += 1);
+                        *tally.closed.entry(source).or_insert(0) += 1;
+                        continue;
+                    }
+                    Err(Refused::NoDescriptor) => {
+                        shared.count(|c| c.busy += 1);
+                        shared.log(format!(
+                            "{peer}: closed at once: no file descriptor left (raise LimitNOFILE)"
+                        ));
+                        continue;
+                    }
+                };
                 let shared = &shared;
-                sessions.push(scope.spawn(move || session(conn, peer, shared)));
+                sessions.push(scope.spawn(move || session(conn, peer, ticket, shared)));
             }
             for handle in sessions {
                 let _ = handle.join();
             }
+            tally.log(&shared);
         });
         flush(observer);
         let mut report = shared.counts.into_inner().unwrap_or_default();
@@ -269,6 +329,33 @@ impl Daemon {
         report.bind = Some(self.bound);
         report.duration_s = started.elapsed().as_secs_f64();
         Ok(report)
+    }
+}
+
+/// Connections the accept loop closed since its last summary, by source.
+#[derive(Default)]
+struct Tally {
+    /// At once: the source had [`MAX_PER_SOURCE`] in their handshake.
+    closed: HashMap<Source, u64>,
+    /// In their handshake, the oldest, to make room for a new one.
+    evicted: HashMap<Source, u64>,
+}
+
+impl Tally {
+    /// One log line per source, then start again.
+    fn log(&mut self, shared: &Shared<'_>) {
+        for (source, n) in self.closed.drain() {
+            shared.log(format!(
+                "{source}: {n} connection(s) closed at once: {MAX_PER_SOURCE} from there were in \
+                 their handshake already"
+            ));
+        }
+        for (source, n) in self.evicted.drain() {
+            shared.log(format!(
+                "{source}: {n} connection(s) closed in their handshake to make room for newer \
+                 ones ({MAX_PENDING} in their handshake at once, the oldest go first)"
+            ));
+        }
     }
 }
 
@@ -283,26 +370,19 @@ fn wait_readable(fd: std::os::fd::BorrowedFd<'_>, timeout: Duration) -> bool {
     unsafe { libc::poll(&mut pfd, 1, timeout.as_millis() as libc::c_int) > 0 }
 }
 
-/// Decrements the handshakes-in-progress count when the handshake ends,
-/// however it ends.
-struct PendingGuard<'a>(&'a AtomicUsize);
-
-impl Drop for PendingGuard<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
 /// One control connection: handshake, request, the test, its report.
-fn session(conn: TcpStream, peer: SocketAddr, shared: &Shared<'_>) {
+/// The ticket (its place among the handshakes) is given up once the
+/// handshake ends.
+fn session(conn: TcpStream, peer: SocketAddr, ticket: Ticket<'_>, shared: &Shared<'_>) {
+    // Accepted sockets inherit O_NONBLOCK from the listener: block, with
+    // timeouts.
+    let _ = conn.set_nonblocking(false);
     let _ = conn.set_nodelay(true);
     let _ = conn.set_write_timeout(Some(HANDSHAKE_WAIT));
-    let greeted = {
-        let _pending = PendingGuard(&shared.pending);
-        greet(&conn, shared)
-    };
-    match greeted {
-        Ok(()) => {}
+    let greeted = greet(conn, shared);
+    drop(ticket);
+    let conn = match greeted {
+        Ok(conn) => conn,
         Err(Refusal::Auth) => {
             shared.count(|c| c.auth_failures += 1);
             shared.log(format!(
@@ -315,8 +395,14 @@ fn session(conn: TcpStream, peer: SocketAddr, shared: &Shared<'_>) {
             shared.log(format!("{peer}: dropped: {why}"));
             return;
         }
+        Err(Refusal::Tls(why)) => {
+            shared.count(|c| c.tls_failures += 1);
+            shared.log(format!("{peer}: {why}"));
+            return;
+        }
         Err(Refusal::Quiet) => return,
-    }
+    };
+    let _ = conn.tcp().set_write_timeout(Some(MESSAGE_WAIT));
     let cancel = || shared.stop.is_set();
     let start =
         match frame::read::<FromClient>(&conn, MAX_MESSAGE, Instant::now() + REQUEST_WAIT, &cancel)
@@ -335,6 +421,7 @@ fn session(conn: TcpStream, peer: SocketAddr, shared: &Shared<'_>) {
             }
         };
     test(&conn, peer, &start, shared);
+    conn.close();
 }
 
 enum Refusal {
@@ -342,6 +429,8 @@ enum Refusal {
     Auth,
     /// Garbage, too large, too slow, an old client: closed, logged.
     Dropped(String),
+    /// The TLS handshake failed: closed, logged.
+    Tls(String),
     /// The daemon is stopping.
     Quiet,
 }
@@ -354,18 +443,22 @@ impl From<FrameError> for Refusal {
                 "no complete message within {} s (slow or silent)",
                 HANDSHAKE_WAIT.as_secs()
             )),
+            FrameError::Tls(e) => {
+                Refusal::Tls(format!("TLS failed: {}", crate::base::tls::explain(&e)))
+            }
             other => Refusal::Dropped(other.to_string()),
         }
     }
 }
 
 /// Preamble, version, challenge, the client's MAC, welcome.
-fn greet(conn: &TcpStream, shared: &Shared<'_>) -> Result<(), Refusal> {
+fn greet(tcp: TcpStream, shared: &Shared<'_>) -> Result<Conn, Refusal> {
     let deadline = Instant::now() + HANDSHAKE_WAIT;
     let cancel = || shared.stop.is_set();
     let mut bytes = [0u8; PREAMBLE_LEN];
-    frame::read_exact_by(conn, &mut bytes, deadline, &cancel)?;
-    let version = proto::parse_preamble(&bytes).map_err(Refusal::Dropped)?;
+    let plain = Conn::plain(tcp);
+    frame::read_exact_by(&plain, &mut bytes, deadline, &cancel)?;
+    let (version, flags) = proto::parse_preamble(&bytes).map_err(Refusal::Dropped)?;
     if !(proto::MIN_VERSION..=proto::VERSION).contains(&version) {
         let message = if version < proto::MIN_VERSION {
             format!(
@@ -382,7 +475,7 @@ fn greet(conn: &TcpStream, shared: &Shared<'_>) -> Result<(), Refusal> {
             )
         };
         let _ = frame::write(
-            conn,
+            &plain,
             &FromDaemon::Error {
                 kind: ErrorKind::Upgrade,
                 message: message.clone(),
@@ -390,6 +483,33 @@ fn greet(conn: &TcpStream, shared: &Shared<'_>) -> Result<(), Refusal> {
         );
         return Err(Refusal::Dropped(message));
     }
+    let conn = match (flags & FLAG_TLS != 0, &shared.config.tls) {
+        (true, Some(tls)) => {
+            Conn::accept(plain.into_tcp(), tls, deadline, &cancel).map_err(|e| match e {
+                HandshakeError::Cancelled => Refusal::Quiet,
+                other => Refusal::Tls(other.to_string()),
+            })?
+        }
+        (false, None) => plain,
+        (wants, _) => {
+            // Said in plain text, where the client expects it either way.
+            let message = if wants {
+                "the client asks for TLS but this daemon has no certificate: drop --tls-ca on the \
+                 client, or start the daemon with --tls-cert and --tls-key"
+            } else {
+                "this daemon speaks TLS only: give the client --tls-ca FILE (the CA that signed the \
+                 daemon's certificate)"
+            };
+            let _ = frame::write(
+                &plain,
+                &FromDaemon::Error {
+                    kind: ErrorKind::Refused,
+                    message: message.to_string(),
+                },
+            );
+            return Err(Refusal::Tls(message.to_string()));
+        }
+    };
     let mut nonce = [0u8; NONCE_LEN];
     crate::base::random::fill(&mut nonce)
         .map_err(|e| Refusal::Dropped(format!("no random nonce: {e}")))?;
@@ -397,22 +517,18 @@ fn greet(conn: &TcpStream, shared: &Shared<'_>) -> Result<(), Refusal> {
     let challenge = FromDaemon::Challenge {
         version: proto::VERSION,
         nonce: proto::hex(&nonce),
-        auth: if token.is_some() {
-            AuthKind::Token
-        } else {
-            AuthKind::None
-        },
+        auth: shared.config.auth(),
     };
-    frame::write(conn, &challenge).map_err(|e| Refusal::Dropped(format!("{e:#}")))?;
-    let (client_nonce, mac) = match frame::read::<FromClient>(conn, MAX_MESSAGE, deadline, &cancel)?
-    {
-        FromClient::Auth { nonce, mac } => (nonce, mac),
-        _ => {
-            return Err(Refusal::Dropped(
-                "a message other than 'auth' in the handshake".to_string(),
-            ))
-        }
-    };
+    frame::write(&conn, &challenge).map_err(|e| Refusal::Dropped(format!("{e:#}")))?;
+    let (client_nonce, mac) =
+        match frame::read::<FromClient>(&conn, MAX_MESSAGE, deadline, &cancel)? {
+            FromClient::Auth { nonce, mac } => (nonce, mac),
+            _ => {
+                return Err(Refusal::Dropped(
+                    "a message other than 'auth' in the handshake".to_string(),
+                ))
+            }
+        };
     let client_nonce = proto::unhex(&client_nonce)
         .filter(|n| n.len() == NONCE_LEN)
         .ok_or_else(|| Refusal::Dropped("a malformed nonce".to_string()))?;
@@ -435,7 +551,8 @@ fn greet(conn: &TcpStream, shared: &Shared<'_>) -> Result<(), Refusal> {
         mac: daemon_mac,
         limits: shared.config.limits(),
     };
-    frame::write(conn, &welcome).map_err(|e| Refusal::Dropped(format!("{e:#}")))
+    frame::write(&conn, &welcome).map_err(|e| Refusal::Dropped(format!("{e:#}")))?;
+    Ok(conn)
 }
 
 /// A server side, bound and ready to run.
@@ -552,6 +669,7 @@ fn open_side(
             c.peer = Some(peer);
             c.max_test = seconds;
             c.max_rate = Some(config.max_rate);
+            c.tls = config.tls.clone();
             Side::Stream(stream::open_server(c)?)
         }
     })
@@ -566,13 +684,7 @@ impl Drop for Slot<'_> {
     }
 }
 
-fn refuse(
-    conn: &TcpStream,
-    peer: SocketAddr,
-    kind: ErrorKind,
-    message: String,
-    shared: &Shared<'_>,
-) {
+fn refuse(conn: &Conn, peer: SocketAddr, kind: ErrorKind, message: String, shared: &Shared<'_>) {
     shared.count(|c| c.tests_refused += 1);
     shared.log(format!("{peer}: refused: {message}"));
     let _ = frame::write(conn, &FromDaemon::Error { kind, message });
@@ -580,7 +692,7 @@ fn refuse(
 
 /// Run one requested server side until the client's `finish`, its
 /// departure, its time (and a grace) or the daemon's end; report.
-fn test(conn: &TcpStream, peer: SocketAddr, start: &Start, shared: &Shared<'_>) {
+fn test(conn: &Conn, peer: SocketAddr, start: &Start, shared: &Shared<'_>) {
     let config = shared.config;
     let seconds = match check(start, config) {
         Ok(s) => s,
@@ -595,7 +707,7 @@ fn test(conn: &TcpStream, peer: SocketAddr, start: &Start, shared: &Shared<'_>) 
         return refuse(conn, peer, ErrorKind::Busy, message, shared);
     }
     let _slot = Slot(&shared.running);
-    let local = match conn.local_addr() {
+    let local = match conn.tcp().local_addr() {
         Ok(a) => a.ip(),
         Err(e) => return refuse(conn, peer, ErrorKind::Failed, e.to_string(), shared),
     };
@@ -669,7 +781,7 @@ fn test(conn: &TcpStream, peer: SocketAddr, start: &Start, shared: &Shared<'_>) 
 /// departure, the `deadline` or the daemon's end; say which. `unexpected`
 /// is the log line for a message other than `finish`.
 fn wait_for_end(
-    conn: &TcpStream,
+    conn: &Conn,
     shared: &Shared<'_>,
     deadline: Instant,
     unexpected: impl Fn() -> String,
@@ -681,12 +793,11 @@ fn wait_for_end(
         if Instant::now() > deadline {
             break "duration";
         }
-        if !wait_readable(conn.as_fd(), POLL) {
+        if !conn.wait_readable(POLL) {
             continue;
         }
-        match frame::read::<FromClient>(conn, MAX_MESSAGE, Instant::now() + HANDSHAKE_WAIT, &|| {
-            false
-        }) {
+        match frame::read::<FromClient>(conn, MAX_MESSAGE, Instant::now() + MESSAGE_WAIT, &|| false)
+        {
             Ok(FromClient::Finish) => {
                 // Let what is queued in the server side's sockets be read.
                 std::thread::sleep(LINGER);
@@ -702,9 +813,9 @@ fn wait_for_end(
 }
 
 /// Send a finished test's report to its client, and log how it ended.
-fn send_report(conn: &TcpStream, peer: SocketAddr, remote: &RemoteReport, shared: &Shared<'_>) {
+fn send_report(conn: &Conn, peer: SocketAddr, remote: &RemoteReport, shared: &Shared<'_>) {
     shared.count(|c| c.tests_finished += 1);
-    let _ = conn.set_write_timeout(Some(HANDSHAKE_WAIT));
+    let _ = conn.tcp().set_write_timeout(Some(MESSAGE_WAIT));
     let _ = frame::write(conn, &FromDaemon::Report(Box::new(remote.clone())));
     shared.log(format!(
         "test {id}: {bench} for {peer} ended ({}){}",
@@ -717,4 +828,37 @@ fn send_report(conn: &TcpStream, peer: SocketAddr, remote: &RemoteReport, shared
         id = remote.test,
         bench = remote.bench,
     ));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::base::tls::{PemFile, ServerFiles};
+
+    #[test]
+    fn beyond_loopback_clients_must_authenticate_with_a_token_or_a_certificate() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let key = rcgen::KeyPair::generate().expect("key");
+        let params = rcgen::CertificateParams::new(vec!["192.0.2.1".to_string()]).expect("p");
+        let cert = params.self_signed(&key).expect("cert");
+        std::fs::write(dir.path().join("c.pem"), cert.pem()).expect("write");
+        std::fs::write(dir.path().join("c.key"), key.serialize_pem()).expect("write");
+        let files = |client_ca: bool| ServerFiles {
+            cert: PemFile::new("--tls-cert", dir.path().join("c.pem")),
+            key: PemFile::new("--tls-key", dir.path().join("c.key")),
+            client_ca: client_ca.then(|| PemFile::new("--tls-client-ca", dir.path().join("c.pem"))),
+        };
+        let public: SocketAddr = "0.0.0.0:5299".parse().expect("addr");
+        let mut config = DaemonConfig::new(public, None);
+        assert!(config.validate().is_err());
+        // TLS alone encrypts but does not say who the client is.
+        config.tls = Some(ServerTls::load(&files(false)).expect("tls"));
+        assert_eq!(config.auth(), AuthKind::None);
+        assert!(config.validate().is_err());
+        config.tls = Some(ServerTls::load(&files(true)).expect("tls"));
+        assert_eq!(config.auth(), AuthKind::Certificate);
+        assert!(config.validate().is_ok());
+        config.token = Some(Token::new("0123456789abcdef").expect("token"));
+        assert_eq!(config.auth(), AuthKind::Token);
+    }
 }

@@ -2,13 +2,18 @@
 //! (docs/serve.md describes it for other implementations).
 //!
 //! A client opens one TCP connection per test and sends an 8-byte preamble:
-//! `"NTsv"`, its protocol version (u16, big-endian), two zero bytes. Then
-//! both sides exchange length-prefixed JSON messages
-//! ([`crate::bench::frame`]), each an object whose `type` names it:
+//! `"NTsv"`, its protocol version (u16, big-endian), its flags (u16,
+//! big-endian; bit 0 [`FLAG_TLS`]: a TLS 1.3 handshake follows, and
+//! everything after it is inside TLS). Then both sides exchange
+//! length-prefixed JSON messages ([`crate::bench::frame`]), each an object
+//! whose `type` names it:
 //!
-//! 1. daemon: `challenge` (its version, a random nonce, whether it wants a
-//!    token), or `error` of kind `upgrade` when the client's version is one
-//!    it no longer speaks;
+//! 0. daemon, in plain text, instead of the TLS handshake or the
+//!    challenge: `error` of kind `upgrade` when the client's version is one
+//!    it no longer speaks, or of kind `refused` when the client asks for
+//!    TLS and the daemon has none, or the reverse;
+//! 1. daemon: `challenge` (its version, a random nonce, how the client
+//!    authenticates);
 //! 2. client: `auth` (its own nonce, and HMAC-SHA256 over both nonces
 //!    keyed with the shared token); a wrong MAC closes the connection with
 //!    no answer;
@@ -21,7 +26,8 @@
 //!    stops the server side.
 //!
 //! The preamble and the `error` message never change shape, so any client
-//! can tell the user to upgrade.
+//! can tell the user to upgrade. A client of before the flags sends them
+//! as zero: plain text, as before.
 
 use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
@@ -35,6 +41,8 @@ pub const VERSION: u16 = 1;
 /// The oldest client version this daemon serves.
 pub const MIN_VERSION: u16 = 1;
 pub const PREAMBLE_LEN: usize = 8;
+/// Preamble flag: TLS follows the preamble.
+pub const FLAG_TLS: u16 = 1;
 /// The largest message a daemon reads.
 pub const MAX_MESSAGE: usize = 16 * 1024;
 /// The largest message a client reads (a report with many intervals).
@@ -42,19 +50,23 @@ pub const MAX_REPORT: usize = 16 << 20;
 /// Bytes of each nonce.
 pub const NONCE_LEN: usize = 32;
 
-pub fn preamble(version: u16) -> [u8; PREAMBLE_LEN] {
+pub fn preamble(version: u16, flags: u16) -> [u8; PREAMBLE_LEN] {
     let mut out = [0u8; PREAMBLE_LEN];
     out[..4].copy_from_slice(&MAGIC);
     out[4..6].copy_from_slice(&version.to_be_bytes());
+    out[6..8].copy_from_slice(&flags.to_be_bytes());
     out
 }
 
-/// The client's version from its preamble, or why it is not one.
-pub fn parse_preamble(bytes: &[u8; PREAMBLE_LEN]) -> Result<u16, String> {
+/// The client's version and flags from its preamble, or why it is not one.
+pub fn parse_preamble(bytes: &[u8; PREAMBLE_LEN]) -> Result<(u16, u16), String> {
     if bytes[..4] != MAGIC {
         return Err("not a nettune client (no 'NTsv' preamble)".to_string());
     }
-    Ok(u16::from_be_bytes([bytes[4], bytes[5]]))
+    Ok((
+        u16::from_be_bytes([bytes[4], bytes[5]]),
+        u16::from_be_bytes([bytes[6], bytes[7]]),
+    ))
 }
 
 /// How the daemon authenticates clients.
@@ -63,6 +75,8 @@ pub fn parse_preamble(bytes: &[u8; PREAMBLE_LEN]) -> Result<u16, String> {
 pub enum AuthKind {
     /// HMAC-SHA256 over both nonces with the shared token.
     Token,
+    /// The client's TLS certificate, checked in the handshake (no token).
+    Certificate,
     /// None: the daemon listens on loopback only.
     None,
 }
@@ -248,7 +262,10 @@ mod tests {
 
     #[test]
     fn the_preamble_and_messages_keep_their_shape() {
-        assert_eq!(parse_preamble(&preamble(7)), Ok(7));
+        assert_eq!(parse_preamble(&preamble(7, 0)), Ok((7, 0)));
+        // Clients of before the flags sent two zero bytes there.
+        assert_eq!(&preamble(1, 0), b"NTsv\x00\x01\x00\x00");
+        assert_eq!(parse_preamble(&preamble(1, FLAG_TLS)), Ok((1, FLAG_TLS)));
         assert!(parse_preamble(b"GET / HT").is_err());
         let error = FromDaemon::Error {
             kind: ErrorKind::Upgrade,

@@ -1,21 +1,19 @@
 //! The shared secret of `nettune serve` and its clients (`--token-file F`):
-//! a file only its owner may read or write (mode 0600 or 0400), as ssh
-//! demands of a private key. Anything looser is refused before the daemon
-//! listens or the client connects.
+//! a regular file owned by the user nettune runs as (or by root) that only
+//! its owner may read or write (mode 0600 or 0400), as ssh demands of a
+//! private key. Anything else is refused, by the daemon before it listens
+//! and by a client before it connects: a secret that another user could
+//! read, or replace, is no secret.
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 
-use anyhow::Context;
-
-use crate::base::fsio::{self, FileError};
+use crate::base::user_file::{self, UserFileError};
 
 /// The fewest bytes a token may have.
 pub const MIN_LEN: usize = 16;
-
-/// A token is a few dozen bytes; a file far larger is not one (and is
-/// never read whole).
-const FILE_LIMIT: u64 = 64 << 10;
+/// The most bytes a token file may have.
+pub const MAX_FILE: u64 = 4096;
 
 const MAKE_ONE: &str = "make one with `umask 077; head -c 32 /dev/urandom | base64 > FILE`";
 
@@ -47,15 +45,18 @@ impl Token {
     }
 }
 
-/// Read the token file: a regular file, no permission for group or others,
-/// at least [`MIN_LEN`] bytes once a trailing newline is taken off.
+/// Read the token file: a regular file owned by this user or root, no
+/// permission for group or others, at least [`MIN_LEN`] bytes once
+/// trailing white space is taken off. What is checked is the file opened
+/// (a FIFO or a device in its place is refused without waiting).
 pub fn load(path: &Path) -> anyhow::Result<Token> {
     let shown = path.display();
-    let meta = std::fs::metadata(path)
-        .with_context(|| format!("--token-file '{shown}': cannot read it; {MAKE_ONE}"))?;
-    if !meta.is_file() {
-        anyhow::bail!("--token-file '{shown}' is not a regular file");
-    }
+    let (file, meta) = user_file::open(path).map_err(|e| match e {
+        UserFileError::Open(err) => {
+            anyhow::anyhow!("--token-file '{shown}': cannot read it: {err}; {MAKE_ONE}")
+        }
+        other => anyhow::anyhow!("--token-file '{shown}' {other}"),
+    })?;
     let mode = meta.permissions().mode() & 0o777;
     if mode & 0o077 != 0 {
         anyhow::bail!(
@@ -66,23 +67,22 @@ pub fn load(path: &Path) -> anyhow::Result<Token> {
     // SAFETY: geteuid has no preconditions.
     let me = unsafe { libc::geteuid() };
     // As ssh with a private key: owned by this user or by root (systemd's
-    // credentials are root's, readable by the service's user).
-    if meta.uid() != me && meta.uid() != 0 && me != 0 {
+    // credentials are root's, readable by the service's user). Root is
+    // held to it too: a file another user owns is one they can rewrite.
+    if meta.uid() != me && meta.uid() != 0 {
         anyhow::bail!(
-            "--token-file '{shown}' belongs to uid {}, neither this user ({me}) nor root; use a \
-             file of your own",
+            "--token-file '{shown}' belongs to uid {}, neither this user (uid {me}) nor root, who \
+             alone may own the secret; `chown {me} {shown}` or use a file of your own",
             meta.uid()
         );
     }
-    let text = fsio::read_bounded(path, FILE_LIMIT, "a token file").map_err(|e| match e {
-        FileError::Io { source, .. } => anyhow::anyhow!("--token-file '{shown}': {source}"),
-        refused => anyhow::anyhow!("--token-file {refused}; {MAKE_ONE}"),
-    })?;
+    let text = user_file::read_all(file, MAX_FILE)
+        .map_err(|e| anyhow::anyhow!("--token-file '{shown}' {e}"))?;
     let end = text
         .iter()
         .rposition(|b| !b.is_ascii_whitespace())
         .map_or(0, |i| i + 1);
-    Token::new(text[..end].to_vec()).with_context(|| format!("--token-file '{shown}'"))
+    Token::new(text[..end].to_vec()).map_err(|e| anyhow::anyhow!("--token-file '{shown}': {e}"))
 }
 
 #[cfg(test)]

@@ -108,7 +108,7 @@ fn setup(test: &str) -> Option<Setup> {
 
 /// `nettune experiment run ARGS --out OUT --state-dir STATE`, its output
 /// piped.
-fn experiment_run(args: &[&str], out: &Path, state: &Path) -> Command {
+pub fn experiment_run(args: &[&str], out: &Path, state: &Path) -> Command {
     let mut cmd = nettune();
     cmd.args(["experiment", "run"])
         .args(args)

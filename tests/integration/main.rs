@@ -34,6 +34,8 @@ mod plan_props;
 mod product_text;
 mod rr_peers;
 mod serve;
+mod serve_guard;
+mod serve_tls;
 mod state_dir;
 mod steer;
 mod xdp;

@@ -21,22 +21,51 @@ use crate::common::{finish_bounded, measuring, nettune, run};
 const LIMIT: Duration = Duration::from_secs(40);
 
 /// A token file of mode `mode` in `dir`.
-fn token_file(dir: &Path, name: &str, secret: &str, mode: u32) -> PathBuf {
+pub fn token_file(dir: &Path, name: &str, secret: &str, mode: u32) -> PathBuf {
     let path = dir.join(name);
     std::fs::write(&path, format!("{secret}\n")).expect("write the token");
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).expect("chmod");
     path
 }
 
+/// A daemon on loopback with a token file of its own in `dir` (with
+/// `extra` options): the daemon and the token file.
+pub fn daemon_with_token(dir: &Path, extra: &[&str]) -> (Daemon, PathBuf) {
+    let token = token_file(dir, "token", "a-shared-secret-of-enough-bytes", 0o600);
+    (Daemon::start(dir, Some(&token), extra), token)
+}
+
+/// `bench rr` against a daemon that is not there, with `flags`: it must
+/// fail with exit 2 before connecting; its stderr.
+pub fn refused_before_connecting(flags: &[&str]) -> String {
+    let mut args = vec!["bench", "rr", "--proto", "tcp", "--remote", "127.0.0.1:9"];
+    args.extend_from_slice(flags);
+    let (code, _, stderr) = run(&args);
+    assert_eq!(code, 2, "{stderr}");
+    stderr
+}
+
+/// What the daemon at `addr` says, to its end, to a client that sends
+/// `preamble` and nothing more (within 5 s).
+pub fn plain_answer(addr: &str, preamble: &[u8]) -> String {
+    let mut conn = TcpStream::connect(addr).expect("connect");
+    conn.write_all(preamble).expect("preamble");
+    conn.set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    let mut answer = Vec::new();
+    let _ = conn.read_to_end(&mut answer);
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
 /// A running daemon: its address, its log file, killed by PID on drop.
-struct Daemon {
+pub struct Daemon {
     child: Option<Child>,
-    addr: String,
-    log: PathBuf,
+    pub addr: String,
+    pub log: PathBuf,
 }
 
 impl Daemon {
-    fn start(dir: &Path, token: Option<&Path>, extra: &[&str]) -> Daemon {
+    pub fn start(dir: &Path, token: Option<&Path>, extra: &[&str]) -> Daemon {
         let log = dir.join(format!("serve-{}.log", crate::common::unique("d")));
         let mut cmd = nettune();
         cmd.args(["serve", "--bind", "127.0.0.1:0"]);
@@ -65,16 +94,16 @@ impl Daemon {
         }
     }
 
-    fn pid(&self) -> i32 {
+    pub fn pid(&self) -> i32 {
         i32::try_from(self.child.as_ref().expect("running").id()).expect("pid")
     }
 
-    fn log(&self) -> String {
+    pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
     /// Wait until the log holds `text` (up to 15 s); the log.
-    fn wait_log(&self, text: &str) -> String {
+    pub fn wait_log(&self, text: &str) -> String {
         let until = Instant::now() + Duration::from_secs(15);
         loop {
             let log = self.log();
@@ -90,7 +119,7 @@ impl Daemon {
     }
 
     /// Threads of the daemon process now.
-    fn threads(&self) -> usize {
+    pub fn threads(&self) -> usize {
         std::fs::read_dir(format!("/proc/{}/task", self.pid()))
             .map(|d| d.count())
             .unwrap_or(0)
@@ -110,12 +139,12 @@ impl Daemon {
         }
     }
 
-    fn signal(&self, signal: i32) {
+    pub fn signal(&self, signal: i32) {
         // SAFETY: signalling the daemon we started, by its PID.
         assert_eq!(unsafe { libc::kill(self.pid(), signal) }, 0);
     }
 
-    fn wait(mut self) -> Option<i32> {
+    pub fn wait(mut self) -> Option<i32> {
         let child = self.child.take().expect("running");
         finish_bounded(child, LIMIT).0
     }
@@ -131,7 +160,7 @@ impl Drop for Daemon {
 }
 
 /// A bench client with `--remote` against `daemon`, JSON on stdout.
-fn client_command(daemon: &Daemon, token: Option<&Path>, args: &[&str]) -> Command {
+pub fn client_command(daemon: &Daemon, token: Option<&Path>, args: &[&str]) -> Command {
     let mut cmd = nettune();
     cmd.args(["bench"])
         .args(args)
@@ -143,7 +172,7 @@ fn client_command(daemon: &Daemon, token: Option<&Path>, args: &[&str]) -> Comma
     cmd
 }
 
-fn client(
+pub fn client(
     daemon: &Daemon,
     token: Option<&Path>,
     args: &[&str],
@@ -162,7 +191,7 @@ fn f(v: &Value, path: &str) -> f64 {
 }
 
 /// Each bench's load and what its server side's report must show.
-const BENCHES: [(&str, &[&str], &str); 4] = [
+pub const BENCHES: [(&str, &[&str], &str); 4] = [
     (
         "rr-server",
         &["rr", "--proto", "udp", "--duration", "1", "--warmup", "0.2"],
@@ -347,14 +376,7 @@ fn garbage_slowloris_and_old_clients_are_dropped_while_others_are_served() {
     huge.write_all(b"NTsv\x00\x01\x00\x00\x7f\xff\xff\xff")
         .expect("huge");
     // An older client (protocol 0): told to upgrade.
-    let mut old = TcpStream::connect(&daemon.addr).expect("connect");
-    old.write_all(b"NTsv\x00\x00\x00\x00")
-        .expect("old preamble");
-    old.set_read_timeout(Some(Duration::from_secs(5)))
-        .expect("timeout");
-    let mut answer = Vec::new();
-    let _ = old.read_to_end(&mut answer);
-    let answer = String::from_utf8_lossy(&answer);
+    let answer = plain_answer(&daemon.addr, b"NTsv\x00\x00\x00\x00");
     assert!(
         answer.contains("\"kind\":\"upgrade\"") && answer.contains("upgrade nettune on the client"),
         "{answer}"

@@ -19,8 +19,9 @@ use super::server::TestReport;
 use super::sock::{self, Buffers, Pacer, TcpInfo};
 use super::wire::{Header, Kind, Params, ToClient, ToServer, MAX_MESSAGE};
 use super::{StreamConfig, ZeroCopy};
+use crate::base::tls::{ClientTls, HandshakeError};
 use crate::base::Root;
-use crate::bench::frame;
+use crate::bench::frame::{self, Conn};
 use crate::bench::harness::{self, Control, Placement, Timeline};
 use crate::bench::netns;
 use crate::bench::observe::Observer;
@@ -39,7 +40,7 @@ const DRAIN: Duration = Duration::from_secs(10);
 
 /// A test opened on the server: its control connection and data streams.
 pub(super) struct Opened {
-    pub(super) ctl: TcpStream,
+    pub(super) ctl: Conn,
     pub(super) streams: Vec<TcpStream>,
     pub(super) window: Buffers,
     pub(super) pacer: Option<Pacer>,
@@ -112,6 +113,7 @@ pub fn run(
     let ran = started.elapsed();
     let cpu_after = meter.read_stat();
     let server = read_results(&opened.ctl);
+    opened.ctl.close();
     let finals: Vec<Option<TcpInfo>> = opened.streams.iter().map(sock::info_of).collect();
     Ok(build_report(
         config,
@@ -144,9 +146,17 @@ pub(super) enum Moved {
 /// and wait for the server's go.
 fn open_test(config: &StreamConfig) -> anyhow::Result<Opened> {
     let to = config.to;
-    let mut ctl = connect(to, None)?;
-    ctl.write_all(&Header::control().encode())
+    let mut tcp = connect(to, None)?;
+    let header = Header {
+        tls: config.tls.is_some(),
+        ..Header::control()
+    };
+    tcp.write_all(&header.encode())
         .with_context(|| format!("--to '{to}': cannot send the test header"))?;
+    let ctl = match &config.tls {
+        Some(tls) => secure(tcp, to, tls)?,
+        None => Conn::plain(tcp),
+    };
     let params = Params {
         streams: config.streams,
         reverse: config.reverse,
@@ -172,6 +182,7 @@ fn open_test(config: &StreamConfig) -> anyhow::Result<Opened> {
             kind: Kind::Data,
             stream: i,
             test,
+            tls: false,
         };
         stream
             .write_all(&header.encode())
@@ -190,7 +201,7 @@ fn open_test(config: &StreamConfig) -> anyhow::Result<Opened> {
         .first()
         .map(|s| sock::congestion(s.as_fd()))
         .unwrap_or_default();
-    let _ = ctl.set_nodelay(true);
+    let _ = ctl.tcp().set_nodelay(true);
     Ok(Opened {
         ctl,
         streams,
@@ -200,14 +211,36 @@ fn open_test(config: &StreamConfig) -> anyhow::Result<Opened> {
     })
 }
 
+/// The TLS handshake on the control connection. A server without TLS
+/// answers in plain text: its refusal is the error.
+fn secure(tcp: TcpStream, to: SocketAddr, tls: &ClientTls) -> anyhow::Result<Conn> {
+    match Conn::connect(tcp, tls, Instant::now() + ANSWER_WAIT) {
+        Ok(conn) => Ok(conn),
+        Err(HandshakeError::Plain(tcp)) => match answer(&Conn::plain(tcp), to) {
+            Err(refused) => Err(refused),
+            Ok(_) => anyhow::bail!(
+                "--to '{to}': the stream-server does not speak TLS (it answered in plain text)"
+            ),
+        },
+        Err(HandshakeError::Tls(e)) => {
+            anyhow::bail!("--to '{to}': {}", tls.explain("the stream-server", &e))
+        }
+        Err(e) => anyhow::bail!("--to '{to}': {e}"),
+    }
+}
+
 /// The server's next answer; a refusal is an error with its reason.
-fn answer(ctl: &TcpStream, to: SocketAddr) -> anyhow::Result<ToClient> {
+fn answer(ctl: &Conn, to: SocketAddr) -> anyhow::Result<ToClient> {
     let deadline = Instant::now() + ANSWER_WAIT;
     match frame::read::<ToClient>(ctl, MAX_MESSAGE, deadline, &|| false) {
         Ok(ToClient::Refused { error }) => {
             anyhow::bail!("--to '{to}': the stream-server refused the test: {error}")
         }
         Ok(answer) => Ok(answer),
+        Err(frame::FrameError::Tls(e)) => anyhow::bail!(
+            "--to '{to}': TLS: the stream-server: {}",
+            crate::base::tls::explain(&e)
+        ),
         Err(e) => anyhow::bail!(
             "--to '{to}': no answer from a stream-server ({e}); is `nettune bench stream-server` \
              (the same version) listening there?"
@@ -333,7 +366,7 @@ fn finish_connect(fd: &OwnedFd) -> Result<(), Errno> {
 }
 
 /// The server's results, after the transfer.
-fn read_results(ctl: &TcpStream) -> Result<TestReport, String> {
+fn read_results(ctl: &Conn) -> Result<TestReport, String> {
     match frame::read::<ToClient>(ctl, MAX_MESSAGE, Instant::now() + DRAIN, &|| false) {
         Ok(ToClient::Results(report)) => Ok(*report),
         Ok(_) => Err("it answered something other than its results".to_string()),
@@ -346,7 +379,7 @@ fn read_results(ctl: &TcpStream) -> Result<TestReport, String> {
 struct Meter<'a> {
     streams: &'a [TcpStream],
     live: &'a [LiveCounter],
-    ctl: &'a TcpStream,
+    ctl: &'a Conn,
     observer: &'a mut dyn Observer<Interval>,
     sender: bool,
     reverse: bool,

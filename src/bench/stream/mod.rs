@@ -103,6 +103,10 @@ pub struct StreamConfig {
     pub pin: Vec<u32>,
     /// Run inside this named network namespace.
     pub netns: Option<String>,
+    /// TLS 1.3 on the control connection (the data connections stay
+    /// plain); `None`: plain text.
+    #[serde(skip)]
+    pub tls: Option<crate::base::tls::ClientTls>,
 }
 
 impl StreamConfig {
@@ -120,6 +124,7 @@ impl StreamConfig {
             zerocopy: None,
             pin: Vec::new(),
             netns: None,
+            tls: None,
         }
     }
 
@@ -185,6 +190,10 @@ pub struct ServerConfig {
     /// With `reverse`, the most this server sends per test, bits per second
     /// (split over the streams, enforced by pacing); `None`: no bound.
     pub max_rate: Option<u64>,
+    /// TLS 1.3 on every control connection (a plain one is refused); data
+    /// connections stay plain. `None`: plain text only.
+    #[serde(skip)]
+    pub tls: Option<crate::base::tls::ServerTls>,
 }
 
 impl ServerConfig {
@@ -198,6 +207,7 @@ impl ServerConfig {
             peer: None,
             max_test: MAX_TEST,
             max_rate: None,
+            tls: None,
         }
     }
 

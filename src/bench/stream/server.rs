@@ -22,9 +22,10 @@ use super::pump::{self, Source, ZeroCopyStats};
 use super::sock::{self, Buffers, Pacer, TcpInfo};
 use super::wire::{Header, Kind, Params, ToClient, ToServer, HEADER_LEN, MAX_MESSAGE};
 use super::{check_size, ServerConfig, MAX_STREAMS};
+use crate::base::tls::HandshakeError;
 use crate::base::Root;
 use crate::bench::cpu::CpuUsage;
-use crate::bench::frame::{self, FrameError};
+use crate::bench::frame::{self, Conn, FrameError};
 use crate::bench::harness::{self, Control, Phase, Placement, Timeline};
 use crate::bench::netns;
 use crate::bench::observe::Observer;
@@ -110,6 +111,10 @@ pub struct Refusals {
     pub unknown_stream: u64,
     /// Too many connections being greeted at once.
     pub busy: u64,
+    /// A control connection whose TLS failed, or that asked for TLS from
+    /// a server without it (or the reverse).
+    #[serde(default)]
+    pub tls: u64,
 }
 
 /// One second of the server's run.
@@ -398,18 +403,74 @@ fn handle(
     let _ = conn.set_nodelay(true);
     let mut bytes = [0u8; HEADER_LEN];
     let deadline = Instant::now() + HELLO_WAIT;
-    let header = match frame::read_exact_by(&conn, &mut bytes, deadline, &|| phase.stopped()) {
+    let plain = Conn::plain(conn);
+    let header = match frame::read_exact_by(&plain, &mut bytes, deadline, &|| phase.stopped()) {
         Ok(()) => Header::decode(&bytes).map_err(|e| e.to_string()),
         Err(FrameError::Cancelled) => return,
         Err(e) => Err(e.to_string()),
     };
     match header {
-        Ok(h) if h.kind == Kind::Data => attach(conn, peer, h, shared),
-        Ok(_) => run_test(conn, peer, server, shared, phase),
+        Ok(h) if h.kind == Kind::Data => attach(plain.into_tcp(), peer, h, shared),
+        Ok(h) => {
+            if let Some(ctl) = secure(plain, h.tls, peer, deadline, server, shared, phase) {
+                run_test(ctl, peer, server, shared, phase);
+            }
+        }
         Err(why) => shared.refuse(
             |r| r.bad_header += 1,
             format!("dropped a connection from {peer}: {why}"),
         ),
+    }
+}
+
+/// A control connection as this server speaks it: TLS when it has a
+/// certificate (the client must have asked), else plain (the client must
+/// not have). `None`: refused (in plain text, which the client reads
+/// either way) or failed, and counted.
+fn secure(
+    plain: Conn,
+    asked: bool,
+    peer: SocketAddr,
+    deadline: Instant,
+    server: &StreamServer,
+    shared: &Shared,
+    phase: &Phase,
+) -> Option<Conn> {
+    let refuse = |why: String| {
+        shared.refuse(
+            |r| r.tls += 1,
+            format!("dropped a control connection from {peer}: {why}"),
+        );
+    };
+    match (asked, &server.config.tls) {
+        (true, Some(tls)) => {
+            match Conn::accept(plain.into_tcp(), tls, deadline, &|| phase.stopped()) {
+                Ok(ctl) => Some(ctl),
+                Err(HandshakeError::Cancelled) => None,
+                Err(e) => {
+                    refuse(e.to_string());
+                    None
+                }
+            }
+        }
+        (false, None) => Some(plain),
+        (asked, _) => {
+            let error = if asked {
+                "this stream-server does not speak TLS; drop the client's TLS options"
+            } else {
+                "this stream-server speaks TLS only on control connections; give the client the \
+                 CA that signed its certificate"
+            };
+            let _ = plain.tcp().set_write_timeout(Some(HELLO_WAIT));
+            let _ = frame::write(
+                &plain,
+                &ToClient::Refused {
+                    error: error.to_string(),
+                },
+            );
+            refuse(error.to_string());
+            None
+        }
     }
 }
 
@@ -479,14 +540,8 @@ fn effective_pace(p: &Params, config: &ServerConfig) -> Option<u64> {
 
 /// One test on its control connection: parameters, data connections, the
 /// transfer on one thread per stream, the results back to the client.
-fn run_test(
-    ctl: TcpStream,
-    peer: SocketAddr,
-    server: &StreamServer,
-    shared: &Shared,
-    phase: &Phase,
-) {
-    let _ = ctl.set_write_timeout(Some(HELLO_WAIT));
+fn run_test(ctl: Conn, peer: SocketAddr, server: &StreamServer, shared: &Shared, phase: &Phase) {
+    let _ = ctl.tcp().set_write_timeout(Some(HELLO_WAIT));
     let Some(params) = read_params(&ctl, peer, shared, phase) else {
         return;
     };
@@ -567,12 +622,7 @@ fn run_test(
 /// The test's parameters, the first message on its control connection;
 /// `None` (the connection dropped, and counted unless the server is
 /// stopping) for anything else.
-fn read_params(
-    ctl: &TcpStream,
-    peer: SocketAddr,
-    shared: &Shared,
-    phase: &Phase,
-) -> Option<Params> {
+fn read_params(ctl: &Conn, peer: SocketAddr, shared: &Shared, phase: &Phase) -> Option<Params> {
     let deadline = Instant::now() + HELLO_WAIT;
     match frame::read::<ToServer>(ctl, MAX_MESSAGE, deadline, &|| phase.stopped()) {
         Ok(ToServer::Params(p)) => Some(p),
@@ -598,7 +648,7 @@ fn read_params(
 
 /// Send a test's report to its client, note how it ended unless complete,
 /// and keep it for the server's own report.
-fn send_results(ctl: &TcpStream, peer: SocketAddr, test: u64, report: TestReport, shared: &Shared) {
+fn send_results(ctl: &Conn, peer: SocketAddr, test: u64, report: TestReport, shared: &Shared) {
     if report.ended != "complete" {
         shared.note(format!(
             "test {test:#x} from {peer} ended {}{}",
@@ -611,6 +661,7 @@ fn send_results(ctl: &TcpStream, peer: SocketAddr, test: u64, report: TestReport
         ));
     }
     let _ = frame::write(ctl, &ToClient::Results(Box::new(report.clone())));
+    ctl.close();
     if let Ok(mut reports) = shared.reports.lock() {
         reports.push(report);
     }
@@ -619,7 +670,7 @@ fn send_results(ctl: &TcpStream, peer: SocketAddr, test: u64, report: TestReport
 
 /// Register the test, accept it, and wait for its data connections.
 fn gather(
-    ctl: &TcpStream,
+    ctl: &Conn,
     test: u64,
     peer: SocketAddr,
     params: &Params,
@@ -717,11 +768,7 @@ struct Run<'a> {
 impl Run<'_> {
     /// Move the bytes on one thread per stream while this thread watches
     /// the control connection, the test's deadline and the server's end.
-    fn transfer(
-        &self,
-        ctl: &TcpStream,
-        streams: &[TcpStream],
-    ) -> (&'static str, Vec<StreamResult>) {
+    fn transfer(&self, ctl: &Conn, streams: &[TcpStream]) -> (&'static str, Vec<StreamResult>) {
         let limit =
             Duration::try_from_secs_f64(self.params.seconds).unwrap_or(super::MAX_TEST) + GRACE;
         let started = Instant::now();
@@ -819,15 +866,8 @@ enum Watch {
 
 /// Look at the control connection for up to [`POLL`]: the client's Stop,
 /// its departure, or nothing.
-fn watch(ctl: &TcpStream) -> Watch {
-    let mut pfd = libc::pollfd {
-        fd: ctl.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd.
-    let n = unsafe { libc::poll(&mut pfd, 1, POLL.as_millis() as libc::c_int) };
-    if n <= 0 {
+fn watch(ctl: &Conn) -> Watch {
+    if !ctl.wait_readable(POLL) {
         return Watch::Quiet;
     }
     match frame::read::<ToServer>(ctl, MAX_MESSAGE, Instant::now() + HELLO_WAIT, &|| false) {

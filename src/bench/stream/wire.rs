@@ -3,9 +3,16 @@
 //! Every TCP connection to the server begins with a 20-byte header:
 //!
 //! ```text
-//! magic "NTst" (4) | version u16 BE | kind u8 (1 control, 2 data) | 0 (1)
-//! | stream index u32 BE | test id u64 BE
+//! magic "NTst" (4) | version u16 BE | kind u8 (1 control, 2 data)
+//! | flags u8 (bit 0: TLS follows; control only) | stream index u32 BE
+//! | test id u64 BE
 //! ```
+//!
+//! A control connection whose header asks for TLS is TLS 1.3 from the
+//! next byte on (a server that does not speak TLS, or that wants it and
+//! was not asked for it, answers [`ToClient::Refused`] in plain text
+//! instead). Data connections are always plain: TLS would measure the
+//! cipher, not the path.
 //!
 //! A test is one control connection and N data connections. On the control
 //! connection (test id 0 in its header) the client sends [`ToServer::Params`];
@@ -43,6 +50,8 @@ pub struct Header {
     pub kind: Kind,
     pub stream: u32,
     pub test: u64,
+    /// A control connection that turns TLS after this header.
+    pub tls: bool,
 }
 
 /// Why a header was refused.
@@ -62,6 +71,7 @@ impl Header {
             kind: Kind::Control,
             stream: 0,
             test: 0,
+            tls: false,
         }
     }
 
@@ -73,6 +83,7 @@ impl Header {
             Kind::Control => 1,
             Kind::Data => 2,
         };
+        out[7] = u8::from(self.tls);
         out[8..12].copy_from_slice(&self.stream.to_be_bytes());
         out[12..20].copy_from_slice(&self.test.to_be_bytes());
         out
@@ -99,6 +110,7 @@ impl Header {
             kind,
             stream: u32::from_be_bytes(stream),
             test: u64::from_be_bytes(test),
+            tls: bytes[7] & 1 != 0,
         })
     }
 }
@@ -150,8 +162,15 @@ mod tests {
             kind: Kind::Data,
             stream: 3,
             test: 0xdead_beef_0bad_f00d,
+            tls: false,
         };
         assert_eq!(Header::decode(&header.encode()), Ok(header));
+        let control = Header {
+            tls: true,
+            ..Header::control()
+        };
+        assert_eq!(Header::decode(&control.encode()), Ok(control));
+        assert_eq!(control.encode()[7], 1);
         let mut bytes = header.encode();
         bytes[5] = 9;
         assert_eq!(Header::decode(&bytes), Err(BadHeader::Version(9)));

@@ -17,6 +17,7 @@ use crate::bench::report::{print_line, Progress};
 use crate::error::{Failed, Status};
 
 pub use http::{LoadArgs as HttpArgs, ServerArgs as HttpServerArgs};
+pub use remote::{remote, TlsClientArgs};
 pub use rr::{ClientArgs as RrArgs, ServerArgs as RrServerArgs};
 pub use stream::{ClientArgs as StreamArgs, ServerArgs as StreamServerArgs};
 pub use udp::{FloodArgs, SinkArgs};

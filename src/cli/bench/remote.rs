@@ -1,7 +1,8 @@
-//! `--remote ADDR:PORT --token-file F` on the load generators: ask
-//! `nettune serve` there for the server side instead of `--to`, run the
-//! load against it, and put the server side's report (the receiver's
-//! view) into this one's, as `remote` in JSON and a section in text.
+//! `--remote ADDR:PORT --token-file F [--tls-ca CA]` on the load
+//! generators: ask `nettune serve` there for the server side instead of
+//! `--to`, run the load against it, and put the server side's report (the
+//! receiver's view) into this one's, as `remote` in JSON and a section in
+//! text.
 
 use std::fmt::Write as _;
 use std::net::SocketAddr;
@@ -10,9 +11,10 @@ use std::path::PathBuf;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::base::tls::{ClientFiles, ClientTls, PemFile};
 use crate::bench::addr::parse_destination;
 use crate::error::{Failed, Status};
-use crate::serve::{self, RemoteReport, RemoteTest, ServerSide, Start};
+use crate::serve::{self, Remote, RemoteReport, RemoteTest, ServerSide, Start};
 
 /// The daemon's server side for this run.
 #[derive(Debug, Clone, clap::Args)]
@@ -22,10 +24,13 @@ pub struct RemoteArgs {
     /// its report (the receiver's view) joins this one.
     #[arg(long, value_name = "ADDR:PORT", value_parser = parse_destination)]
     pub remote: Option<SocketAddr>,
-    /// The daemon's shared secret: a file only its owner may read (mode
-    /// 0600). Without it only a daemon on loopback answers.
+    /// The daemon's shared secret: a file only its owner (or root) may
+    /// read (mode 0600 or 0400). Without it only a daemon on loopback (or
+    /// one that takes client certificates) answers.
     #[arg(long, value_name = "FILE", requires = "remote")]
     pub token_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub tls: TlsClientArgs,
     /// Threads of the server side the daemon starts.
     #[arg(long, value_name = "N", default_value_t = 1, requires = "remote", value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub remote_threads: u32,
@@ -41,6 +46,65 @@ fn remote_cpus(text: &str) -> Result<super::CpuList, String> {
         return Err(format!("'{text}' names no CPU"));
     }
     Ok(super::CpuList(cpus))
+}
+
+/// TLS 1.3 to a `nettune serve` daemon (docs/serve.md): every control
+/// connection, the measured traffic stays plain.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct TlsClientArgs {
+    /// Speak TLS 1.3 to the daemon, trusting the CA certificate(s) in this
+    /// PEM file (the CA that signed the daemon's --tls-cert). The
+    /// daemon's certificate must name the --remote address (or
+    /// --tls-server-name).
+    #[arg(long, value_name = "FILE", requires = "remote")]
+    pub tls_ca: Option<PathBuf>,
+    /// This client's certificate chain (PEM), for a daemon that requires
+    /// one (its --tls-client-ca).
+    #[arg(long, value_name = "FILE", requires_all = ["tls_ca", "tls_key"])]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// The name the daemon's certificate must carry, when it is not the
+    /// --remote address (a DNS name).
+    #[arg(long, value_name = "NAME", requires = "tls_ca")]
+    pub tls_server_name: Option<String>,
+}
+
+impl TlsClientArgs {
+    /// Read and check the files, when TLS was asked for.
+    pub fn load(&self) -> anyhow::Result<Option<ClientTls>> {
+        let Some(ca) = &self.tls_ca else {
+            return Ok(None);
+        };
+        let identity = match (&self.tls_cert, &self.tls_key) {
+            (Some(cert), Some(key)) => Some((
+                PemFile::new("--tls-cert", cert),
+                PemFile::new("--tls-key", key),
+            )),
+            _ => None,
+        };
+        ClientTls::load(&ClientFiles {
+            ca: PemFile::new("--tls-ca", ca),
+            identity,
+            server_name: self.tls_server_name.clone(),
+        })
+        .map(Some)
+    }
+}
+
+/// How to reach the daemon at `daemon`: the token and TLS, read and
+/// checked before anything is sent.
+pub fn remote(
+    daemon: SocketAddr,
+    token_file: Option<&std::path::Path>,
+    tls: &TlsClientArgs,
+) -> anyhow::Result<Remote> {
+    Ok(Remote {
+        daemon,
+        token: token_file.map(serve::token::load).transpose()?,
+        tls: tls.load()?,
+    })
 }
 
 /// Seconds a server side needs beyond the client's warm-up and duration:
@@ -61,18 +125,13 @@ impl RemoteArgs {
         let Some(daemon) = self.remote else {
             return Ok(None);
         };
-        let token = self
-            .token_file
-            .as_deref()
-            .map(serve::token::load)
-            .transpose()?;
+        let remote = remote(daemon, self.token_file.as_deref(), &self.tls)?;
         let start = Start {
             side,
             seconds: seconds + MARGIN,
             pin: super::CpuList::of(&self.remote_pin),
         };
-        let test =
-            crate::bench::netns::within(netns, || serve::start(daemon, token.as_ref(), &start))?;
+        let test = crate::bench::netns::within(netns, || remote.start(&start))?;
         eprintln!("remote: {} (test {})", test.detail, test.test);
         Ok(Some(test))
     }

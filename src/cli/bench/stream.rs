@@ -162,6 +162,7 @@ impl ClientArgs {
             zerocopy: self.zerocopy,
             pin: CpuList::of(&self.pin),
             netns: self.netns.clone(),
+            tls: None,
         }
     }
 }
@@ -216,8 +217,12 @@ pub fn client(args: &ClientArgs, stop: &Stop) -> anyhow::Result<Status> {
     let side = crate::serve::ServerSide::StreamServer {};
     let remote = args.remote.start(side, seconds, args.netns.as_deref())?;
     let to = super::target(args.to, remote.as_ref())?;
+    let mut config = args.config(to);
+    // The test's own control connection (it carries the server's side of
+    // every stream) speaks TLS as the daemon's does.
+    config.tls = remote.as_ref().and_then(|r| r.tls.clone());
     let mut lines = ClientLines(Lines::new("stream", args.json));
-    let report = stream::run_client(&args.config(to), stop, &mut lines)?;
+    let report = stream::run_client(&config, stop, &mut lines)?;
     lines.0.done();
     remote::finish(&report, remote, args.json, render::text, report.problem())
 }

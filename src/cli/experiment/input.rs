@@ -70,6 +70,7 @@ pub fn bench(text: &str, duration: Duration, warmup: Duration) -> anyhow::Result
             || x.starts_with("--netns")
             || x.starts_with("--remote")
             || x.starts_with("--token-file")
+            || x.starts_with("--tls-")
     }) {
         anyhow::bail!(
             "--bench '{text}' names its own target or namespace ('{word}'): the experiment \
