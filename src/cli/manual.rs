@@ -431,3 +431,34 @@ fn see_also(roff: &mut Roff, page: &str, parent: Option<&str>, children: &[&clap
         roman(" (from the package; docs/ in the source)."),
     ]);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn roff_of(line: &str) -> String {
+        let mut roff = Roff::new();
+        roff.text(code_in_bold(line));
+        // The last line: what follows roff's own preamble.
+        let text = roff.render();
+        format!("{}\n", text.lines().last().unwrap_or_default())
+    }
+
+    #[test]
+    fn code_spans_are_bold_and_a_lone_backquote_is_kept() {
+        assert_eq!(
+            roff_of("Undo with `nettune rollback`."),
+            "Undo with \\fBnettune rollback\\fR.\n"
+        );
+        assert_eq!(roff_of("a ` alone"), "a ` alone\n");
+    }
+
+    #[test]
+    fn the_preamble_is_kept_once_at_the_top() {
+        let page = ".ie a\n.el b\n.TH x 8\n.SH NAME\n.ie a\n.el b\n.SH FILES\n";
+        assert_eq!(
+            String::from_utf8_lossy(&once_preamble(page.as_bytes())),
+            ".ie a\n.el b\n.TH x 8\n.SH NAME\n.SH FILES\n"
+        );
+    }
+}
