@@ -34,7 +34,7 @@ fn main() {
     let date = std::env::var(EPOCH_ENV)
         .ok()
         .and_then(|s| s.trim().parse::<i64>().ok())
-        .map(date_of_epoch)
+        .and_then(date_of_epoch)
         .or_else(|| git.map(|(_, date)| date))
         .unwrap_or_default();
     println!("cargo:rustc-env=NETTUNE_COMMIT={commit}");
@@ -97,16 +97,14 @@ fn watched_git_files(dir: &Path) -> Vec<PathBuf> {
     paths
 }
 
-/// YYYY-MM-DD (UTC) of a Unix time (Howard Hinnant's days-to-civil).
-fn date_of_epoch(secs: i64) -> String {
-    let z = secs.div_euclid(86_400) + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}")
+/// YYYY-MM-DD (UTC) of a Unix time, as `date` gives it (this is a Linux
+/// tool; a build without GNU date has no date on its man pages).
+fn date_of_epoch(secs: i64) -> Option<String> {
+    let out = Command::new("date")
+        .args(["-u", "-d", &format!("@{secs}"), "+%Y-%m-%d"])
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
 }

@@ -45,6 +45,17 @@ fn version_names_the_commit_built_from() {
     }
 }
 
+/// `bash ARGS`, asserting success; its stdout.
+fn bash(args: &[&str]) -> String {
+    let out = Command::new("bash").args(args).output().expect("bash");
+    assert!(
+        out.status.success(),
+        "bash {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// bash completing `words` (the last one is being typed) with the script
 /// `nettune completions bash` prints, as bash does on TAB.
 fn bash_complete(script: &Path, words: &[&str]) -> Vec<String> {
@@ -60,16 +71,7 @@ fn bash_complete(script: &Path, words: &[&str]) -> Vec<String> {
         words[words.len() - 1],
         words[words.len().saturating_sub(2)],
     );
-    let out = Command::new("bash")
-        .args(["--norc", "-c", &program])
-        .output()
-        .expect("bash");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
+    bash(&["--norc", "-c", &program])
         .lines()
         .map(|l| l.trim().to_string())
         .filter(|l| !l.is_empty())
@@ -83,15 +85,7 @@ fn bash_completion_is_valid_and_completes_commands_and_flags() {
     assert_eq!(code, 0, "{err}");
     let path = dir.path().join("nettune");
     fs::write(&path, &script).expect("write");
-    let check = Command::new("bash")
-        .args(["-n", s(&path)])
-        .output()
-        .expect("bash -n");
-    assert!(
-        check.status.success(),
-        "bash -n: {}",
-        String::from_utf8_lossy(&check.stderr)
-    );
+    bash(&["-n", s(&path)]);
     assert_eq!(bash_complete(&path, &["nettune", "ap"]), ["apply"]);
     let mut bench = bash_complete(&path, &["nettune", "bench", "rr"]);
     bench.sort();
@@ -187,6 +181,17 @@ fn man_writes_one_page_per_command_with_exit_status_and_files() {
     );
 }
 
+/// A copy of `fixture` with `profile` applied to it with --persist (its
+/// state directory beside it).
+fn persisted(fixture: &str, profile: &str) -> (tempfile::TempDir, PathBuf) {
+    let (dir, tree) = fixture_copy(fixture);
+    let state = dir.path().join("state");
+    let on = ["--root", s(&tree), "--state-dir", s(&state)];
+    let (code, _, err) = run(&[&["apply", "--profile", profile, "--persist"][..], &on].concat());
+    assert_eq!(code, 0, "{fixture} {profile}: {err}");
+    (dir, tree)
+}
+
 /// The files under `dirs` (relative to `root`) and their trimmed text.
 fn values(root: &Path, dirs: &[&str]) -> BTreeMap<String, String> {
     fn walk(base: &Path, dir: &Path, out: &mut BTreeMap<String, String>) {
@@ -254,19 +259,7 @@ fn run_script(script: &str, tree: &Path, args: &[&str]) -> String {
 fn the_persisted_script_sets_one_interface_when_given_its_name() {
     // latency on this fixture: eth0's IRQs, queue files and coalescing,
     // and the host's CPU governors.
-    let (dir, applied) = fixture_copy("two-socket-smt-8q");
-    let state = dir.path().join("state");
-    let (code, _, err) = run(&[
-        "apply",
-        "--profile",
-        "latency",
-        "--persist",
-        "--root",
-        s(&applied),
-        "--state-dir",
-        s(&state),
-    ]);
-    assert_eq!(code, 0, "{err}");
+    let (_dir, applied) = persisted("two-socket-smt-8q", "latency");
     let etc = applied.join("etc");
     let script = fs::read_to_string(etc.join("nettune/apply-devices.sh")).expect("script");
     for (written, source) in [
@@ -367,19 +360,7 @@ fn the_persisted_udev_rule_starts_the_unit_for_an_interface_that_appears() {
         );
         return;
     }
-    let (dir, tree) = fixture_copy("vm-2cpu-virtio");
-    let state = dir.path().join("state");
-    let (code, _, err) = run(&[
-        "apply",
-        "--profile",
-        "pps",
-        "--persist",
-        "--root",
-        s(&tree),
-        "--state-dir",
-        s(&state),
-    ]);
-    assert_eq!(code, 0, "{err}");
+    let (_dir, tree) = persisted("vm-2cpu-virtio", "pps");
     let rule: PathBuf = tree.join("etc/udev/rules.d/90-nettune-devices.rules");
 
     // An interface of the host's namespace, with a dash in its name (kept
