@@ -1,8 +1,18 @@
 //! `apply --persist`: what makes the applied settings survive a reboot.
 //! Sysctls go to /etc/sysctl.d/90-nettune.conf; the per-device settings
 //! (IRQ affinity, RPS/XPS, ethtool, qdisc, governor, haltpoll) to a script
-//! that a oneshot systemd unit runs at boot. Everything below the `--root`
-//! tree when there is one. `rollback` puts back what was there before.
+//! that a oneshot systemd unit runs at boot, and that a udev rule runs
+//! again for one interface when it appears (hot-plug, driver reload).
+//! Everything below the `--root` tree when there is one. `rollback` puts
+//! back what was there before.
+//!
+//! The units and the rule are nettune's own files in /etc, not the
+//! package's: a persisted state is whole without the package (a binary
+//! copied by hand, a `--root` tree), `rollback` removes exactly what the
+//! apply wrote, and removing the package does not stop half of a state
+//! (the device settings) while the sysctl file keeps the other half. The
+//! files written are those in contrib/ of the source, checked there with
+//! `systemd-analyze verify` and `udevadm test`.
 //!
 //! IRQ numbers change across reboots and driver reloads, so the script
 //! finds each IRQ by its name in /proc/interrupts at boot. Every file is
@@ -28,6 +38,16 @@ pub const SCRIPT: &str = "/etc/nettune/apply-devices.sh";
 pub const UNIT: &str = "/etc/systemd/system/nettune-devices.service";
 /// What `systemctl enable` would create.
 pub const WANTS_LINK: &str = "/etc/systemd/system/multi-user.target.wants/nettune-devices.service";
+/// The template unit that runs the script for one interface.
+pub const HOTPLUG_UNIT: &str = "/etc/systemd/system/nettune-devices@.service";
+/// The udev rule that starts it when an interface appears; after the
+/// rules that rename interfaces (80-net-setup-link), so that it names the
+/// interface by its final name.
+pub const UDEV_RULE: &str = "/etc/udev/rules.d/90-nettune-devices.rules";
+
+const UNIT_TEXT: &str = include_str!("../../contrib/systemd/nettune-devices.service");
+const HOTPLUG_UNIT_TEXT: &str = include_str!("../../contrib/systemd/nettune-devices@.service");
+const UDEV_RULE_TEXT: &str = include_str!("../../contrib/udev/90-nettune-devices.rules");
 
 /// Header line that marks a file as nettune's own.
 const MARK: &str = "# Written by nettune apply --persist";
@@ -58,6 +78,7 @@ pub fn prepare(journal: &mut Journal, base: &Path) -> anyhow::Result<()> {
     }
     let mut files = vec![(SYSCTL_FILE, false), (SCRIPT, false), (UNIT, false)];
     files.push((WANTS_LINK, true));
+    files.extend([(HOTPLUG_UNIT, false), (UDEV_RULE, false)]);
     for (path, link) in files {
         let real_path = real(base, path);
         let previous = if link {
@@ -84,7 +105,14 @@ pub fn prepare(journal: &mut Journal, base: &Path) -> anyhow::Result<()> {
             link,
         });
     }
-    for path in [SYSCTL_FILE, SCRIPT, UNIT, WANTS_LINK] {
+    for path in [
+        SYSCTL_FILE,
+        SCRIPT,
+        UNIT,
+        WANTS_LINK,
+        HOTPLUG_UNIT,
+        UDEV_RULE,
+    ] {
         let mut dir = Path::new(path).parent();
         let mut missing = Vec::new();
         while let Some(d) = dir {
@@ -128,13 +156,12 @@ pub fn write(journal: &Journal, base: &Path) -> anyhow::Result<()> {
     );
     write_file(base, SYSCTL_FILE, &sysctl_file(journal, &header)?)?;
     write_file(base, SCRIPT, &device_script(journal, &header))?;
-    let unit = format!(
-        "{MARK}\n[Unit]\nDescription=nettune: per-device network settings ({SCRIPT})\nAfter=network-pre.target\nBefore=network.target\n\n[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart=/bin/sh {SCRIPT}\n\n[Install]\nWantedBy=multi-user.target\n"
-    );
-    write_file(base, UNIT, &unit)?;
+    write_file(base, UNIT, UNIT_TEXT)?;
     if fs::symlink_metadata(real(base, WANTS_LINK)).is_err() {
         write_link(base, WANTS_LINK, UNIT)?;
     }
+    write_file(base, HOTPLUG_UNIT, HOTPLUG_UNIT_TEXT)?;
+    write_file(base, UDEV_RULE, UDEV_RULE_TEXT)?;
     Ok(())
 }
 
@@ -184,7 +211,8 @@ fn sysctl_file(journal: &Journal, header: &str) -> anyhow::Result<String> {
 }
 
 /// The boot script: earlier states' commands first, then this state's
-/// device settings (IRQs found by name).
+/// device settings (IRQs found by name), each interface's in a block that
+/// runs at boot and when that interface appears.
 fn device_script(journal: &Journal, header: &str) -> String {
     let mut script = match previous(journal, SCRIPT).filter(|t| t.starts_with("#!/bin/sh\n")) {
         Some(text) => text,
@@ -192,6 +220,9 @@ fn device_script(journal: &Journal, header: &str) -> String {
     };
     if !script.contains("irq_named() {") {
         script.push_str(IRQ_NAMED);
+    }
+    if !script.contains("for_device() {") {
+        script.push_str(FOR_DEVICE);
     }
     let place = match &journal.netns {
         Some(ns) => format!(" (network namespace {ns})"),
@@ -204,10 +235,20 @@ fn device_script(journal: &Journal, header: &str) -> String {
         journal.what()
     )));
     script.push('\n');
+    // The scope of the open `if` block: an interface, or none (at boot).
+    let mut open: Option<Option<&str>> = None;
     for e in changed(journal)
         .into_iter()
         .filter(|e| e.target.sysctl_name().is_none())
     {
+        let scope = device_of(e);
+        if open != Some(scope) {
+            if open.is_some() {
+                script.push_str("fi\n");
+            }
+            script.push_str(&scope_test(scope));
+            open = Some(scope);
+        }
         if let (Some(name), Some(_)) = (&e.irq_name, e.target.irq()) {
             script.push_str(&irq_by_name(name, &e.to));
             continue;
@@ -232,8 +273,38 @@ fn device_script(journal: &Journal, header: &str) -> String {
         let say = format!("nettune: could not set {}", e.target);
         script.push_str(&format!("{cmd} || echo {} >&2\n", sh_word(&say)));
     }
+    if open.is_some() {
+        script.push_str("fi\n");
+    }
     script
 }
+
+/// The interface a change belongs to (an IRQ's is the group plan put it
+/// in: its interface); `None` for host-wide settings (governor, haltpoll).
+fn device_of(e: &Entry) -> Option<&str> {
+    match (e.target.iface(), e.target.irq()) {
+        (Some(iface), _) => Some(iface),
+        (None, Some(_)) => Some(e.group.as_str()),
+        (None, None) => None,
+    }
+}
+
+/// The line that opens a block of `scope`'s commands.
+fn scope_test(scope: Option<&str>) -> String {
+    match scope {
+        Some(iface) => format!("if for_device {}; then\n", sh_quoted(iface)),
+        None => "if [ -z \"$nettune_iface\" ]; then  # host-wide: at boot only\n".to_string(),
+    }
+}
+
+/// The script's argument: an interface name when the hot-plug unit runs
+/// it for an interface that appeared, so that only that interface's
+/// blocks run; none at boot (every block).
+const FOR_DEVICE: &str = r#"# With an interface name as argument (nettune-devices@IFACE.service, started
+# by udev when the interface appears), only that interface's settings are made.
+nettune_iface="${1-}"
+for_device() { [ -z "$nettune_iface" ] || [ "$nettune_iface" = "$1" ]; }
+"#;
 
 /// A POSIX sh function the script uses: the number of the IRQ whose
 /// action list in /proc/interrupts names `$1` (shared IRQs list several,

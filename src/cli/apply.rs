@@ -31,7 +31,8 @@ pub struct ApplyArgs {
     pub format: Option<Format>,
     /// Also make the settings survive a reboot: /etc/sysctl.d/90-nettune.conf
     /// and a systemd unit running /etc/nettune/apply-devices.sh (which finds
-    /// IRQs by name at boot).
+    /// IRQs by name at boot); a udev rule runs it again for an interface
+    /// that appears later (hot-plug, driver reload).
     #[arg(long)]
     pub persist: bool,
     /// Set IRQ affinity even though irqbalance runs (it will move the IRQs

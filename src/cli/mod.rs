@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use std::io::IsTerminal as _;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory as _, Parser, Subcommand};
 
 use crate::error::Status;
 
@@ -14,6 +14,7 @@ pub mod bench;
 pub mod doctor;
 pub mod experiment;
 pub mod inspect;
+pub mod manual;
 pub mod monitor;
 pub mod monitor_prom;
 pub mod plan;
@@ -28,10 +29,20 @@ use inspect::InspectArgs;
 use monitor::MonitorArgs;
 use plan::PlanArgs;
 
+/// What `--version` prints after the name: the version and the git commit
+/// the binary was built from (build.rs; `unknown` for a build outside git
+/// without NETTUNE_BUILD_COMMIT).
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("NETTUNE_COMMIT"),
+    ")"
+);
+
 #[derive(Debug, Parser)]
 #[command(
     name = "nettune",
-    version,
+    version = VERSION,
     about = "See, judge, tune and measure a Linux host's network path",
     long_about = "nettune reads a Linux host's network path (CPUs, NUMA, NIC queues and their IRQs, \
 RPS/RFS/XPS, driver settings, sysctls, qdiscs, loss counters), judges it, tunes it to a \
@@ -172,6 +183,23 @@ pub enum Command {
     /// Start the server side of any bench on request, for clients with
     /// `bench ... --remote ADDR:PORT --token-file FILE` (docs/serve.md).
     Serve(serve::ServeArgs),
+    /// Print the shell completion script for SHELL (bash, zsh, fish,
+    /// elvish, powershell), made from nettune's own argument definitions.
+    ///
+    /// The package installs bash's, zsh's and fish's. By hand:
+    ///   nettune completions bash > /etc/bash_completion.d/nettune
+    ///   nettune completions zsh > "${fpath[1]}/_nettune"
+    ///   nettune completions fish > ~/.config/fish/completions/nettune.fish
+    #[command(verbatim_doc_comment)]
+    Completions(manual::CompletionsArgs),
+    /// Write the man pages (nettune(8) and one per subcommand, e.g.
+    /// nettune-apply(8), nettune-bench-rr(8)) into DIR, made from
+    /// nettune's own argument definitions.
+    ///
+    /// The package installs them. By hand:
+    ///   nettune man ~/.local/share/man/man8 && man nettune-apply
+    #[command(verbatim_doc_comment)]
+    Man(manual::ManArgs),
 }
 
 /// Which host to read: live (default), a named network namespace, or a
@@ -276,6 +304,21 @@ pub fn run(cli: Cli) -> anyhow::Result<Status> {
         Command::Experiment(cmd) => experiment::run(cmd),
         Command::Testbed(cmd) => testbed::run(cmd),
         Command::Serve(args) => serve::run(args),
+        Command::Completions(args) => {
+            let mut out = Vec::new();
+            manual::completions(Cli::command(), args.shell, &mut out)?;
+            crate::output::print(&String::from_utf8_lossy(&out))?;
+            Ok(Status::Clean)
+        }
+        Command::Man(args) => {
+            let written = manual::write_pages(Cli::command(), &args.dir)?;
+            crate::output::print(&format!(
+                "wrote {} man pages into {}\n",
+                written.len(),
+                args.dir.display()
+            ))?;
+            Ok(Status::Clean)
+        }
     }
 }
 

@@ -19,6 +19,7 @@ mod doctor;
 mod doctor_plan;
 mod experiment;
 mod inspect;
+mod install;
 mod monitor;
 mod monitor_prom;
 mod monitor_tui;
