@@ -5,6 +5,7 @@
 //! and `bench` depend on `base`; `base` depends on nothing of nettune but
 //! `error`.
 
+pub mod bpf;
 pub mod counter;
 pub mod cpuset;
 pub mod driver;
