@@ -9,6 +9,7 @@ pub mod bpf;
 pub mod counter;
 pub mod cpuset;
 pub mod driver;
+pub mod drop_layer;
 pub mod probe;
 pub mod random;
 pub mod root;

@@ -34,4 +34,5 @@ mod product_text;
 mod serve;
 mod state_dir;
 mod steer;
+mod trace;
 mod xdp;
