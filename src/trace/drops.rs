@@ -194,6 +194,10 @@ pub struct DropInterval {
     pub lost: u64,
     /// Most first.
     pub rows: Vec<DropRow>,
+    /// The tracer's own cost: keys in the map and how long reading them
+    /// took (every key, one value per possible CPU).
+    pub map_keys: usize,
+    pub read_ms: f64,
 }
 
 impl DropInterval {
@@ -492,8 +496,11 @@ impl DropTracer {
 
     /// The drops since the last snapshot (or the start).
     pub fn sample(&mut self) -> Result<DropInterval, TraceError> {
+        let reading = Instant::now();
         let (counts, lost) = self.read()?;
         let now = Instant::now();
+        let read_ms = now.duration_since(reading).as_secs_f64() * 1e3;
+        let map_keys = counts.len();
         let seconds = now.duration_since(self.last).as_secs_f64();
         let mut delta = Counts::new();
         for (key, cpus) in &counts {
@@ -523,6 +530,8 @@ impl DropTracer {
             per_sec: rate(total, seconds),
             lost: lost_delta,
             rows,
+            map_keys,
+            read_ms,
         })
     }
 
