@@ -15,7 +15,7 @@ use super::maps::{PerCpu, PerCpuMap};
 use super::programs::{self, Filter};
 use super::reasons::Reasons;
 use super::scope::{self, Scope};
-use super::{attach, bpf_error, possible_cpus, read_btf, Attached, TraceError};
+use super::{attach_best, bpf_error, possible_cpus, read_btf, Attached, TraceError};
 use crate::base::bpf;
 use crate::base::drop_layer::Layer;
 use crate::base::Root;
@@ -390,11 +390,12 @@ impl DropTracer {
             netns_inum: scope.netns_inode,
             ifindex: scope.ifindex,
         };
-        let insns =
-            programs::drops(&layout, filter, counts.raw_fd(), stats.raw_fd()).map_err(|e| {
-                TraceError::Unsupported(format!("cannot assemble the drop program: {e}"))
-            })?;
-        let attached = attach("kfree_skb", "nettune_drops", &insns)?;
+        // Typed loads need the fields' offsets; without them there is
+        // nothing to load.
+        let btf_id = layout.fields.and(layout.btf_id);
+        let build =
+            |access| programs::drops(&layout, filter, access, counts.raw_fd(), stats.raw_fd());
+        let attached = attach_best("kfree_skb", "nettune_drops", btf_id, build, &mut notes)?;
         let info = TraceInfo {
             tracepoint: "skb:kfree_skb".to_string(),
             reasons_from: reasons.source.clone(),

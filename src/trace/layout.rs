@@ -5,11 +5,13 @@
 //! `napi_struct.napi_id`), all from the kernel's BTF, since both change
 //! between kernels and builds.
 
-use crate::base::bpf::btf::{Btf, Shape};
+use crate::base::bpf::btf::{Btf, Kind, Shape};
 
 /// The kfree_skb arguments and the fields the drop program reads.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DropLayout {
+    /// The `btf_trace_kfree_skb` type, for a tp_btf program.
+    pub btf_id: Option<u32>,
     pub skb_arg: u8,
     pub location_arg: u8,
     pub reason_arg: u8,
@@ -33,6 +35,9 @@ pub struct SkbFields {
     pub dev: DevFields,
     /// `sock.__sk_common.skc_net.net`.
     pub sk_net: u32,
+    /// `sock.sk_protocol` (IPPROTO_UDP, IPPROTO_TCP), when it is a plain
+    /// 16-bit field (a bitfield before Linux 5.6).
+    pub sk_protocol: Option<u32>,
 }
 
 /// Byte offsets in `struct net_device` and `struct net`.
@@ -50,6 +55,8 @@ pub struct DevFields {
 /// The napi_poll arguments and the fields its program reads.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NapiLayout {
+    /// The `btf_trace_napi_poll` type, for a tp_btf program.
+    pub btf_id: Option<u32>,
     pub napi_arg: u8,
     pub work_arg: u8,
     pub budget_arg: u8,
@@ -116,8 +123,10 @@ impl DropLayout {
             skb_network_header: offset(btf, "sk_buff", &["network_header"], 2)?,
             dev: DevFields::read(btf)?,
             sk_net: offset(btf, "sock", &["__sk_common", "skc_net", "net"], 8)?,
+            sk_protocol: offset(btf, "sock", &["sk_protocol"], 2).ok(),
         };
         Ok(DropLayout {
+            btf_id: btf.find(Kind::Typedef, "btf_trace_kfree_skb"),
             skb_arg,
             location_arg,
             reason_arg,
@@ -131,6 +140,7 @@ impl DropLayout {
     /// behind the pointers.
     pub fn without_btf() -> DropLayout {
         DropLayout {
+            btf_id: None,
             skb_arg: 0,
             location_arg: 1,
             reason_arg: 2,
@@ -166,6 +176,7 @@ impl NapiLayout {
             return Err("the napi_poll tracepoint does not pass work and budget".into());
         };
         Ok(NapiLayout {
+            btf_id: btf.find(Kind::Typedef, "btf_trace_napi_poll"),
             napi_arg,
             work_arg,
             budget_arg,

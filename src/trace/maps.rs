@@ -64,6 +64,18 @@ impl PerCpuMap {
             .collect()
     }
 
+    /// Set `key` to `words` on every CPU (the same on each): for tests
+    /// and for measuring the cost of reading.
+    pub fn set(&self, key: &[u8], words: &[u64]) -> io::Result<()> {
+        let mut raw = Vec::with_capacity(self.words * 8 * self.cpus);
+        for _ in 0..self.cpus {
+            for i in 0..self.words {
+                raw.extend_from_slice(&words.get(i).copied().unwrap_or(0).to_ne_bytes());
+            }
+        }
+        bpf::map_update(&self.fd, key, &raw, 0)
+    }
+
     /// The words of `key` on every CPU; `None` when the key is not there.
     pub fn get(&self, key: &[u8]) -> io::Result<Option<PerCpu>> {
         let mut raw = vec![0u8; self.words * 8 * self.cpus];

@@ -107,11 +107,24 @@ pub struct Attached {
     _prog: OwnedFd,
 }
 
-/// Load `insns` as a raw-tracepoint program and attach it to `tracepoint`.
-fn attach(tracepoint: &str, name: &str, insns: &[u64]) -> Result<Attached, TraceError> {
+/// Load `insns` and attach them to `tracepoint`: as a BTF-typed tracing
+/// program (tp_btf, whose loads of kernel memory are checked against the
+/// kernel's types) when `btf_id` names the tracepoint's `btf_trace_NAME`
+/// type, else as a raw-tracepoint program.
+fn attach(
+    tracepoint: &str,
+    name: &str,
+    insns: &[u64],
+    btf_id: Option<u32>,
+) -> Result<Attached, TraceError> {
+    let (prog_type, expected_attach_type) = match btf_id {
+        Some(_) => (bpf::BPF_PROG_TYPE_TRACING, bpf::BPF_TRACE_RAW_TP),
+        None => (bpf::BPF_PROG_TYPE_RAW_TRACEPOINT, 0),
+    };
     let prog = bpf::prog_load(&bpf::Program {
-        prog_type: bpf::BPF_PROG_TYPE_RAW_TRACEPOINT,
-        expected_attach_type: 0,
+        prog_type,
+        expected_attach_type,
+        attach_btf_id: btf_id.unwrap_or(0),
         insns,
         name,
         license: programs::LICENSE,
@@ -121,7 +134,8 @@ fn attach(tracepoint: &str, name: &str, insns: &[u64]) -> Result<Attached, Trace
         Some(libc::EPERM) | Some(libc::EACCES) => bpf_error("load the tracing program", r.errno),
         _ => TraceError::Unsupported(format!("{r}")),
     })?;
-    let link = bpf::raw_tracepoint_open(tracepoint, &prog).map_err(|e| match e.raw_os_error() {
+    let by_name = btf_id.is_none().then_some(tracepoint);
+    let link = bpf::raw_tracepoint_open(by_name, &prog).map_err(|e| match e.raw_os_error() {
         Some(libc::ENOENT) => TraceError::Unsupported(format!(
             "this kernel has no tracepoint {tracepoint} to attach to"
         )),
@@ -131,6 +145,45 @@ fn attach(tracepoint: &str, name: &str, insns: &[u64]) -> Result<Attached, Trace
         _link: link,
         _prog: prog,
     })
+}
+
+/// Attach the program `build` makes for direct loads as a tp_btf program;
+/// if the kernel refuses that (an older verifier), the one it makes for
+/// bpf_probe_read_kernel as a raw-tracepoint program, with a note saying
+/// so. Permission errors are not retried.
+fn attach_best(
+    tracepoint: &str,
+    name: &str,
+    btf_id: Option<u32>,
+    build: impl Fn(programs::Access) -> Result<Vec<u64>, String>,
+    notes: &mut Vec<String>,
+) -> Result<Attached, TraceError> {
+    let assemble = |access| {
+        build(access).map_err(|e| {
+            TraceError::Unsupported(format!("cannot assemble the {tracepoint} program: {e}"))
+        })
+    };
+    if let Some(id) = btf_id {
+        match attach(
+            tracepoint,
+            name,
+            &assemble(programs::Access::Direct)?,
+            Some(id),
+        ) {
+            Ok(attached) => return Ok(attached),
+            Err(TraceError::Unsupported(why)) => notes.push(format!(
+                "{tracepoint}: the typed (tp_btf) program was refused, reading with \
+                 bpf_probe_read_kernel instead, which costs more per event: {why}"
+            )),
+            Err(e) => return Err(e),
+        }
+    }
+    attach(
+        tracepoint,
+        name,
+        &assemble(programs::Access::ProbeRead)?,
+        None,
+    )
 }
 
 /// The possible CPUs (per-CPU map values come one per possible CPU, in

@@ -20,9 +20,12 @@
 //! NAPI (`napi_poll(napi, work, budget)`): per (NAPI id, device), polls,
 //! packets, and polls that used the whole budget.
 //!
-//! Kernel memory is read with bpf_probe_read_kernel (a GPL-only helper;
-//! the programs are offered under a GPL-compatible license, "Dual
-//! MIT/GPL"), at offsets from the kernel's BTF ([`super::layout`]).
+//! Kernel memory is read at offsets from the kernel's BTF
+//! ([`super::layout`]): with plain loads in a BTF-typed (tp_btf) program,
+//! which the verifier checks against the kernel's types and guards against
+//! faults, else with bpf_probe_read_kernel in a raw-tracepoint program
+//! ([`Access`]). bpf_probe_read_kernel is a GPL-only helper: the programs
+//! are offered under a GPL-compatible license, "Dual MIT/GPL".
 
 use crate::base::bpf::asm::*;
 use crate::base::bpf::BPF_NOEXIST;
@@ -89,6 +92,39 @@ fn read(a: &mut Asm, dst: i16, size: i32, src: u8, off: u32) {
     a.call(HELPER_PROBE_READ_KERNEL);
 }
 
+/// How a program reads kernel memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Plain loads, in a tp_btf program: the verifier checks each against
+    /// the kernel's types and guards it against faults; a few
+    /// nanoseconds each.
+    Direct,
+    /// bpf_probe_read_kernel through a stack slot, in a raw-tracepoint
+    /// program: any kernel, a helper call each.
+    ProbeRead,
+}
+
+fn bytes(size: u8) -> i32 {
+    match size {
+        B => 1,
+        H => 2,
+        W => 4,
+        _ => 8,
+    }
+}
+
+/// dst = *(size *)(src + off). With [`Access::ProbeRead`] through the
+/// stack slot at r10 + `slot` (clobbers r1-r5 unless dst is one of them).
+fn field(a: &mut Asm, access: Access, size: u8, dst: u8, src: u8, off: u32, slot: i16) {
+    match access {
+        Access::Direct => a.load(size, dst, src, off as i16),
+        Access::ProbeRead => {
+            read(a, slot, bytes(size), src, off);
+            a.load(size, dst, R10, slot);
+        }
+    }
+}
+
 /// r0 = lookup(map, r10 + key); jumps to `found` when there.
 fn lookup(a: &mut Asm, map: i32, key: i16, found: Label) {
     a.load_map(R1, map);
@@ -114,10 +150,13 @@ fn add_to(a: &mut Asm, reg: u8, word: usize, src: u8) {
 }
 
 /// The drop program. `counts` is the per-CPU hash of drops, `stats` the
-/// per-CPU array of [`STATS`] words.
+/// per-CPU array of [`STATS`] words. Kernel memory is read as `access`
+/// says, except the packet's IP protocol byte (behind `skb->head`, which
+/// the verifier does not type), always through bpf_probe_read_kernel.
 pub fn drops(
     layout: &DropLayout,
     filter: Filter,
+    access: Access,
     counts: i32,
     stats: i32,
 ) -> Result<Vec<u64>, String> {
@@ -136,13 +175,11 @@ pub fn drops(
     a.store_imm(W, R10, -4, 0);
     if let Some(f) = layout.fields {
         if filter.ifindex.is_some() || filter.netns_inum.is_some() {
-            read(&mut a, -24, 8, R7, f.skb_dev);
-            a.load(DW, R8, R10, -24);
+            field(&mut a, access, DW, R8, R7, f.skb_dev, -24);
         }
         if let Some(ifindex) = filter.ifindex {
             a.jump_imm(JEQ, R8, 0, out);
-            read(&mut a, -24, 4, R8, f.dev.ifindex);
-            a.load(W, R1, R10, -24);
+            field(&mut a, access, W, R1, R8, f.dev.ifindex, -24);
             a.jump32_imm(JNE, R1, ifindex, out);
         }
         if let Some(inum) = filter.netns_inum {
@@ -154,29 +191,24 @@ pub fn drops(
             let sock_net = a.label();
             let have_net = a.label();
             a.jump_imm(JEQ, R8, 0, from_sock);
-            read(&mut a, -24, 8, R8, f.dev.nd_net);
-            a.load(DW, R1, R10, -24);
-            a.jump_imm(JNE, R1, 0, have_net);
+            field(&mut a, access, DW, R9, R8, f.dev.nd_net, -24);
+            a.jump_imm(JNE, R9, 0, have_net);
             a.bind(from_sock);
             if let Some(sk) = layout.rx_sk_arg {
                 a.load(DW, R9, R6, arg(sk));
                 a.jump_imm(JNE, R9, 0, sock_net);
             }
-            read(&mut a, -24, 8, R7, f.skb_sk);
-            a.load(DW, R9, R10, -24);
+            field(&mut a, access, DW, R9, R7, f.skb_sk, -24);
             a.jump_imm(JEQ, R9, 0, out);
             a.bind(sock_net);
-            read(&mut a, -24, 8, R9, f.sk_net);
-            a.load(DW, R1, R10, -24);
-            a.jump_imm(JEQ, R1, 0, out);
+            field(&mut a, access, DW, R9, R9, f.sk_net, -24);
+            a.jump_imm(JEQ, R9, 0, out);
             a.bind(have_net);
-            read(&mut a, -24, 4, R1, f.dev.net_inum);
-            a.load(W, R1, R10, -24);
+            field(&mut a, access, W, R1, R9, f.dev.net_inum, -24);
             a.jump32_imm(JNE, R1, inum, out);
         }
         // The ethertype, and the IP protocol behind the network header.
-        read(&mut a, -24, 2, R7, f.skb_protocol);
-        a.load(H, R1, R10, -24);
+        field(&mut a, access, H, R1, R7, f.skb_protocol, -24);
         a.store(H, R10, R1, -4);
         let v4 = a.label();
         let l4 = a.label();
@@ -187,11 +219,19 @@ pub fn drops(
         a.bind(v4);
         a.mov_imm(R9, 9); // IPv4 protocol
         a.bind(l4);
-        read(&mut a, -32, 2, R7, f.skb_network_header);
-        a.load(H, R8, R10, -32);
+        // The receiving socket says it without reading the packet.
+        if let (Some(sk), Some(proto), Access::Direct) = (layout.rx_sk_arg, f.sk_protocol, access) {
+            let no_sock = a.label();
+            a.load(DW, R1, R6, arg(sk));
+            a.jump_imm(JEQ, R1, 0, no_sock);
+            a.load(H, R1, R1, proto as i16);
+            a.store(B, R10, R1, -2);
+            a.goto(count);
+            a.bind(no_sock);
+        }
+        field(&mut a, access, H, R8, R7, f.skb_network_header, -32);
         a.jump32_imm(JEQ, R8, NO_HEADER, count);
-        read(&mut a, -24, 8, R7, f.skb_head);
-        a.load(DW, R1, R10, -24);
+        field(&mut a, access, DW, R1, R7, f.skb_head, -24);
         a.alu_reg(ADD, R8, R1);
         a.alu_reg(ADD, R8, R9);
         read(&mut a, -24, 1, R8, 0);
@@ -322,9 +362,12 @@ pub fn softirq_exit(net_rx: u32, state: i32) -> Result<Vec<u64>, String> {
 }
 
 /// napi_poll: per NAPI instance, polls, packets and full-budget polls.
+/// The device name (an array the verifier will not load whole) is always
+/// read through bpf_probe_read_kernel.
 pub fn napi_poll(
     layout: &NapiLayout,
     netns_inum: Option<u32>,
+    access: Access,
     napis: i32,
 ) -> Result<Vec<u64>, String> {
     let mut a = Asm::new();
@@ -337,17 +380,18 @@ pub fn napi_poll(
     for off in [-32, -24, -16, -8] {
         a.store_imm(DW, R10, off, 0);
     }
-    read(&mut a, -32, 4, R7, layout.napi_id);
-    read(&mut a, -40, 8, R7, layout.napi_dev);
-    a.load(DW, R8, R10, -40);
+    field(&mut a, access, W, R1, R7, layout.napi_id, -40);
+    a.store(W, R10, R1, -32);
+    field(&mut a, access, DW, R8, R7, layout.napi_dev, -40);
     let keyed = a.label();
     a.jump_imm(JEQ, R8, 0, keyed);
-    read(&mut a, -28, 4, R8, layout.dev.ifindex);
+    field(&mut a, access, W, R1, R8, layout.dev.ifindex, -40);
+    a.store(W, R10, R1, -28);
     read(&mut a, -16, 16, R8, layout.dev.name);
-    read(&mut a, -40, 8, R8, layout.dev.nd_net);
-    a.load(DW, R1, R10, -40);
-    a.jump_imm(JEQ, R1, 0, keyed);
-    read(&mut a, -24, 4, R1, layout.dev.net_inum);
+    field(&mut a, access, DW, R9, R8, layout.dev.nd_net, -40);
+    a.jump_imm(JEQ, R9, 0, keyed);
+    field(&mut a, access, W, R1, R9, layout.dev.net_inum, -40);
+    a.store(W, R10, R1, -24);
     a.bind(keyed);
     if let Some(inum) = netns_inum {
         a.load(W, R1, R10, -24);
@@ -391,6 +435,7 @@ mod tests {
 
     fn layout() -> DropLayout {
         DropLayout {
+            btf_id: None,
             skb_arg: 0,
             location_arg: 1,
             reason_arg: 2,
@@ -408,6 +453,7 @@ mod tests {
                     net_inum: 152,
                 },
                 sk_net: 48,
+                sk_protocol: Some(532),
             }),
         }
     }
@@ -431,7 +477,8 @@ mod tests {
 
     #[test]
     fn the_drop_program_compares_only_what_is_filtered() {
-        let plain = decoded(&drops(&layout(), Filter::default(), 7, 8).expect("asm"));
+        let plain =
+            decoded(&drops(&layout(), Filter::default(), Access::ProbeRead, 7, 8).expect("asm"));
         let filtered = decoded(
             &drops(
                 &layout(),
@@ -439,6 +486,7 @@ mod tests {
                     netns_inum: Some(4026532177),
                     ifindex: Some(5),
                 },
+                Access::Direct,
                 7,
                 8,
             )
@@ -465,7 +513,8 @@ mod tests {
             fields: None,
             ..layout()
         };
-        let bare = decoded(&drops(&no_btf, Filter::default(), 7, 8).expect("asm"));
+        let bare =
+            decoded(&drops(&no_btf, Filter::default(), Access::ProbeRead, 7, 8).expect("asm"));
         check(&bare);
         assert!(!bare
             .iter()
@@ -481,6 +530,7 @@ mod tests {
             assert_eq!(insns[1].imm, 3);
         }
         let napi = NapiLayout {
+            btf_id: None,
             napi_arg: 0,
             work_arg: 1,
             budget_arg: 2,
@@ -493,7 +543,11 @@ mod tests {
                 net_inum: 152,
             },
         };
-        check(&decoded(&napi_poll(&napi, Some(1), 9).expect("asm")));
-        check(&decoded(&napi_poll(&napi, None, 9).expect("asm")));
+        check(&decoded(
+            &napi_poll(&napi, Some(1), Access::Direct, 9).expect("asm"),
+        ));
+        check(&decoded(
+            &napi_poll(&napi, None, Access::ProbeRead, 9).expect("asm"),
+        ));
     }
 }

@@ -15,7 +15,7 @@ use super::layout::NapiLayout;
 use super::maps::{PerCpu, PerCpuMap};
 use super::programs::{self, *};
 use super::scope::{self, Scope};
-use super::{attach, bpf_error, possible_cpus, read_btf, Attached, TraceError};
+use super::{attach, attach_best, bpf_error, possible_cpus, read_btf, Attached, TraceError};
 use crate::base::bpf::{self, btf::Btf};
 use crate::base::driver::netdev::Netdev as _;
 use crate::base::Root;
@@ -304,21 +304,25 @@ impl SoftirqTracer {
             })
         };
         let fd = state.raw_fd();
+        // These read nothing but their argument: raw tracepoints do.
         let mut attached = vec![
             attach(
                 "softirq_raise",
                 "nettune_sraise",
                 &asm("softirq", programs::softirq_raise(vector, fd))?,
+                None,
             )?,
             attach(
                 "softirq_entry",
                 "nettune_sentry",
                 &asm("softirq", programs::softirq_entry(vector, fd))?,
+                None,
             )?,
             attach(
                 "softirq_exit",
                 "nettune_sexit",
                 &asm("softirq", programs::softirq_exit(vector, fd))?,
+                None,
             )?,
         ];
         let mut tracepoints = vec![
@@ -327,11 +331,15 @@ impl SoftirqTracer {
             "irq:softirq_exit".to_string(),
         ];
         if let (Some(layout), Some(map)) = (&napi_layout, &napis) {
-            let insns = asm(
-                "NAPI",
-                programs::napi_poll(layout, scope.netns_inode, map.raw_fd()),
-            )?;
-            attached.push(attach("napi_poll", "nettune_napi", &insns)?);
+            let build =
+                |access| programs::napi_poll(layout, scope.netns_inode, access, map.raw_fd());
+            attached.push(attach_best(
+                "napi_poll",
+                "nettune_napi",
+                layout.btf_id,
+                build,
+                &mut notes,
+            )?);
             tracepoints.push("napi:napi_poll".to_string());
         }
         let own_netns = std::fs::File::open("/proc/thread-self/ns/net")

@@ -33,6 +33,9 @@ pub const BPF_MAP_TYPE_PERCPU_ARRAY: u32 = 6;
 pub const BPF_MAP_TYPE_XSKMAP: u32 = 17;
 pub const BPF_PROG_TYPE_XDP: u32 = 6;
 pub const BPF_PROG_TYPE_RAW_TRACEPOINT: u32 = 17;
+pub const BPF_PROG_TYPE_TRACING: u32 = 26;
+/// `expected_attach_type` of a BTF-typed raw tracepoint program (tp_btf).
+pub const BPF_TRACE_RAW_TP: u32 = 23;
 /// `expected_attach_type` of an XDP program.
 pub const BPF_XDP: u32 = 37;
 /// `flags` of a map update: only create, never overwrite.
@@ -201,6 +204,9 @@ pub struct Refused {
 pub struct Program<'a> {
     pub prog_type: u32,
     pub expected_attach_type: u32,
+    /// The kernel BTF type the program attaches to (a tracing program's
+    /// `btf_trace_NAME` typedef); 0 for none.
+    pub attach_btf_id: u32,
     /// The instructions, 8 bytes each.
     pub insns: &'a [u64],
     pub name: &'a str,
@@ -215,6 +221,7 @@ pub fn prog_load_xdp(insns: &[u64], name: &str, license: &str) -> Result<OwnedFd
     prog_load(&Program {
         prog_type: BPF_PROG_TYPE_XDP,
         expected_attach_type: BPF_XDP,
+        attach_btf_id: 0,
         insns,
         name,
         license,
@@ -234,7 +241,8 @@ pub fn prog_load(program: &Program<'_>) -> Result<OwnedFd, Refused> {
             .u64(8, insns.as_ptr() as u64)
             .u64(16, license.as_ptr() as u64)
             .name(48, program.name)
-            .u32(68, program.expected_attach_type);
+            .u32(68, program.expected_attach_type)
+            .u32(108, program.attach_btf_id);
         if let Some(log) = log {
             attr.u32(24, 1)
                 .u32(28, log.len() as u32)
@@ -265,13 +273,16 @@ pub fn prog_load(program: &Program<'_>) -> Result<OwnedFd, Refused> {
 }
 
 /// BPF_RAW_TRACEPOINT_OPEN: attach a raw-tracepoint program to the
-/// tracepoint `name` (`kfree_skb`, `napi_poll`). The attachment is the
+/// tracepoint `name` (`kfree_skb`, `napi_poll`), or a tracing program to
+/// the tracepoint it was loaded for (`name` `None`). The attachment is the
 /// descriptor returned: closing it (or the process ending) detaches.
-pub fn raw_tracepoint_open(name: &str, prog: &OwnedFd) -> io::Result<OwnedFd> {
-    let name =
-        std::ffi::CString::new(name).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+pub fn raw_tracepoint_open(name: Option<&str>, prog: &OwnedFd) -> io::Result<OwnedFd> {
+    let name = name
+        .map(std::ffi::CString::new)
+        .transpose()
+        .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
     let mut attr = Attr::new();
-    attr.u64(0, name.as_ptr() as u64)
+    attr.u64(0, name.as_ref().map_or(0, |n| n.as_ptr() as u64))
         .u32(8, prog.as_raw_fd() as u32);
     bpf(BPF_RAW_TRACEPOINT_OPEN, &mut attr).map(fd_of)
 }
