@@ -14,7 +14,8 @@ use crate::bench::report::Progress;
 use crate::error::Status;
 use crate::trace::drops::{self, DropInterval, DropRow, DropsReport, Protocol};
 use crate::trace::reasons::Reasons;
-use crate::trace::softirq::{self, Histogram, SoftirqInterval, SoftirqReport};
+use crate::trace::softirq::{Histogram, SoftirqInterval, SoftirqReport};
+use crate::trace::Tracer;
 use crate::trace::{DropTracer, DropsConfig, SoftirqConfig, SoftirqTracer};
 
 /// The longest run: a day. Longer is a service's job, not a diagnosis.
@@ -57,8 +58,9 @@ pub enum TraceCommand {
     Reasons(ReasonsArgs),
 }
 
+/// How long a tracer runs and how it reports.
 #[derive(Debug, Clone, clap::Args)]
-pub struct DropsArgs {
+pub struct RunArgs {
     /// How long to trace: 10 (the default), 1m, 500ms; from 100 ms to a
     /// day. Ctrl-C or SIGTERM ends it early with the report.
     #[arg(long, value_name = "DURATION", default_value = "10", value_parser = duration)]
@@ -66,6 +68,26 @@ pub struct DropsArgs {
     /// Seconds between snapshots: 1 (the default), 0.5, 2s; from 0.1 to 3600.
     #[arg(long, value_name = "SECONDS", allow_hyphen_values = true, value_parser = super::monitor::interval)]
     pub interval: Option<f64>,
+    /// Print the report as JSON, with the snapshots (docs/trace.md).
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl RunArgs {
+    /// The time between snapshots: never longer than the run.
+    fn every(&self) -> Duration {
+        Duration::from_secs_f64(
+            self.interval
+                .unwrap_or(super::monitor::DEFAULT_INTERVAL_SECS),
+        )
+        .min(self.duration)
+    }
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct DropsArgs {
+    #[command(flatten)]
+    pub run: RunArgs,
     /// Only drops in the network namespace NAME (as `ip netns` names it):
     /// by the packet's device, or its socket when it has none.
     #[arg(long, value_name = "NAME")]
@@ -82,19 +104,12 @@ pub struct DropsArgs {
     /// reasons` lists this kernel's.
     #[arg(long, value_name = "REASON", value_delimiter = ',')]
     pub reason: Vec<String>,
-    /// Print the report as JSON (with the snapshots); schema in docs/trace.md.
-    #[arg(long)]
-    pub json: bool,
 }
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct SoftirqArgs {
-    /// How long to trace: 10 (the default), 1m, 500ms; from 100 ms to a day.
-    #[arg(long, value_name = "DURATION", default_value = "10", value_parser = duration)]
-    pub duration: Duration,
-    /// Seconds between snapshots: 1 (the default), 0.5, 2s; from 0.1 to 3600.
-    #[arg(long, value_name = "SECONDS", allow_hyphen_values = true, value_parser = super::monitor::interval)]
-    pub interval: Option<f64>,
+    #[command(flatten)]
+    pub run: RunArgs,
     /// Only NAPI instances of devices in the network namespace NAME (the
     /// CPU figures are always the whole host's).
     #[arg(long, value_name = "NAME")]
@@ -102,9 +117,6 @@ pub struct SoftirqArgs {
     /// Only NAPI instances of this interface.
     #[arg(long, value_name = "NAME")]
     pub iface: Option<String>,
-    /// Print the report as JSON (with the snapshots).
-    #[arg(long)]
-    pub json: bool,
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -123,10 +135,6 @@ fn duration(text: &str) -> Result<Duration, String> {
         ));
     }
     Ok(d)
-}
-
-fn interval_of(secs: Option<f64>, duration: Duration) -> Duration {
-    Duration::from_secs_f64(secs.unwrap_or(super::monitor::DEFAULT_INTERVAL_SECS)).min(duration)
 }
 
 pub fn run(cmd: TraceCommand) -> anyhow::Result<Status> {
@@ -210,26 +218,48 @@ fn run_drops(args: &DropsArgs) -> anyhow::Result<Status> {
         iface: args.iface.clone(),
         protocol: args.protocol,
         reasons: args.reason.clone(),
-        interval: interval_of(args.interval, args.duration),
-        duration: Some(args.duration),
     };
-    let mut tracer = DropTracer::open(&config)?;
-    let stop = super::signals::stop_on_signals()?;
-    eprintln!("trace drops: {}", drops_header(&tracer, &config));
-    let mut snapshots = Snapshots::new(args.json, drop_line);
-    let report = drops::run(&mut tracer, &config, &stop, &mut snapshots)?;
-    drop(tracer);
-    if args.json {
-        print_json(&report, snapshots)?;
-    } else {
-        drop(snapshots);
-        crate::output::print(&drops_text(&report))?;
-    }
+    let tracer = DropTracer::open(&config)?;
+    eprintln!("trace drops: {}", drops_header(&tracer, &config, &args.run));
+    let report = drive(tracer, &args.run, drop_line, drops_text)?;
     Ok(if report.total > 0 {
         Status::Findings
     } else {
         Status::Clean
     })
+}
+
+/// Run `tracer` as `run` says (Ctrl-C and SIGTERM end it with the report),
+/// printing its snapshots and then its report.
+fn drive<T>(
+    mut tracer: T,
+    run: &RunArgs,
+    line: fn(&T::Interval) -> String,
+    text: fn(&T::Report) -> String,
+) -> anyhow::Result<T::Report>
+where
+    T: Tracer,
+    T::Interval: Clone + Serialize,
+    T::Report: Serialize,
+{
+    let stop = super::signals::stop_on_signals()?;
+    let mut snapshots = Snapshots::new(run.json, line);
+    let report = crate::trace::run(
+        &mut tracer,
+        run.every(),
+        Some(run.duration),
+        &stop,
+        &mut snapshots,
+    )?;
+    // Detached and freed before printing.
+    drop(tracer);
+    if run.json {
+        print_json(&report, snapshots)?;
+    } else {
+        drop(snapshots);
+        crate::output::print(&text(&report))?;
+    }
+    Ok(report)
 }
 
 fn scope_words(netns: Option<&str>, iface: Option<&str>) -> String {
@@ -241,7 +271,7 @@ fn scope_words(netns: Option<&str>, iface: Option<&str>) -> String {
     }
 }
 
-fn drops_header(tracer: &DropTracer, config: &DropsConfig) -> String {
+fn drops_header(tracer: &DropTracer, config: &DropsConfig, run: &RunArgs) -> String {
     let info = tracer.info();
     let mut text = format!(
         "{} {}, {} reasons read from {}, every {} s for {} s; Ctrl-C ends it with the report",
@@ -249,8 +279,8 @@ fn drops_header(tracer: &DropTracer, config: &DropsConfig) -> String {
         scope_words(config.netns.as_deref(), config.iface.as_deref()),
         info.kernel_reasons,
         info.reasons_from,
-        trim(config.interval.as_secs_f64()),
-        trim(config.duration.unwrap_or_default().as_secs_f64()),
+        trim(run.every().as_secs_f64()),
+        trim(run.duration.as_secs_f64()),
     );
     for note in &info.notes {
         text.push_str(&format!("\ntrace drops: note: {note}"));
@@ -443,32 +473,21 @@ fn run_softirq(args: &SoftirqArgs) -> anyhow::Result<Status> {
     let config = SoftirqConfig {
         netns: args.netns.clone(),
         iface: args.iface.clone(),
-        interval: interval_of(args.interval, args.duration),
-        duration: Some(args.duration),
     };
-    let mut tracer = SoftirqTracer::open(&config)?;
-    let stop = super::signals::stop_on_signals()?;
+    let tracer = SoftirqTracer::open(&config)?;
     let info = tracer.info();
     eprintln!(
         "trace softirq: {} (NET_RX is vector {}), NAPI {}, every {} s for {} s; Ctrl-C ends it with the report",
         info.tracepoints.join(", "),
         info.net_rx,
         scope_words(config.netns.as_deref(), config.iface.as_deref()),
-        trim(config.interval.as_secs_f64()),
-        trim(args.duration.as_secs_f64()),
+        trim(args.run.every().as_secs_f64()),
+        trim(args.run.duration.as_secs_f64()),
     );
     for note in &info.notes {
         eprintln!("trace softirq: note: {note}");
     }
-    let mut snapshots = Snapshots::new(args.json, softirq_line);
-    let report = softirq::run(&mut tracer, &config, &stop, &mut snapshots)?;
-    drop(tracer);
-    if args.json {
-        print_json(&report, snapshots)?;
-    } else {
-        drop(snapshots);
-        crate::output::print(&softirq_text(&report))?;
-    }
+    drive(tracer, &args.run, softirq_line, softirq_text)?;
     Ok(Status::Clean)
 }
 

@@ -1,10 +1,10 @@
 //! `skb:kfree_skb` counted per drop reason, CPU, kernel location and
 //! packet protocol: [`DropTracer`] loads and attaches the program and
 //! reads its map ([`DropTracer::sample`] per interval, [`DropTracer::totals`]
-//! since the start); [`run`] does the loop for a duration.
+//! since the start); [`super::run`] does the loop for a duration.
 
 use std::collections::{BTreeMap, HashMap};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde::Serialize;
 
@@ -19,8 +19,6 @@ use super::{attach_best, bpf_error, possible_cpus, read_btf, Attached, TraceErro
 use crate::base::bpf;
 use crate::base::drop_layer::Layer;
 use crate::base::Root;
-use crate::bench::observe::Observer;
-use crate::bench::stop::Stop;
 
 /// Distinct (location, reason, protocol) keys the map holds; drops of a
 /// key beyond them are counted as lost.
@@ -40,10 +38,6 @@ pub struct DropsConfig {
     pub protocol: Option<Protocol>,
     /// Only these reasons (names as the kernel lists them); empty: all.
     pub reasons: Vec<String>,
-    /// Time between snapshots in [`run`].
-    pub interval: Duration,
-    /// How long [`run`] traces; `None`: until stopped.
-    pub duration: Option<Duration>,
 }
 
 /// A protocol filter: the packet's ethertype or its IP protocol.
@@ -182,7 +176,7 @@ impl Advice {
     }
 }
 
-/// The drops of one interval (a monitor's or `run`'s).
+/// The drops of one interval (a monitor's or [`super::run`]'s).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DropInterval {
     /// Seconds from the start to the end of this interval.
@@ -673,18 +667,17 @@ pub fn build_rows<'a>(
     rows
 }
 
-/// Trace until `config.duration` or `stop`, a snapshot to `observer`
-/// every `config.interval`; the report covers the whole run.
-pub fn run(
-    tracer: &mut DropTracer,
-    config: &DropsConfig,
-    stop: &Stop,
-    observer: &mut dyn Observer<DropInterval>,
-) -> Result<DropsReport, TraceError> {
-    super::every_interval(config.interval, config.duration, stop, observer, || {
-        tracer.sample()
-    })?;
-    tracer.totals()
+impl super::Tracer for DropTracer {
+    type Interval = DropInterval;
+    type Report = DropsReport;
+
+    fn sample(&mut self) -> Result<DropInterval, TraceError> {
+        DropTracer::sample(self)
+    }
+
+    fn totals(&mut self) -> Result<DropsReport, TraceError> {
+        DropTracer::totals(self)
+    }
 }
 
 #[cfg(test)]

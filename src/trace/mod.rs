@@ -198,16 +198,29 @@ fn possible_cpus(root: &Root) -> Result<Vec<u32>, TraceError> {
     Ok(cpus)
 }
 
-/// Call `sample` every `interval` until `duration` has passed or `stop` is
-/// triggered (then once more, for the last part), giving each snapshot to
-/// `observer`.
-fn every_interval<I>(
+/// A tracer as a monitor or a run drives it: a snapshot per interval,
+/// the totals at the end.
+pub trait Tracer {
+    /// What one interval saw.
+    type Interval;
+    /// What the whole run saw.
+    type Report;
+    /// What happened since the last snapshot (or the start).
+    fn sample(&mut self) -> Result<Self::Interval, TraceError>;
+    /// Everything from the start up to the last snapshot.
+    fn totals(&mut self) -> Result<Self::Report, TraceError>;
+}
+
+/// Take a snapshot every `interval` until `duration` has passed or `stop`
+/// is triggered (then once more, for the last part), giving each to
+/// `observer`; the report covers the whole run.
+pub fn run<T: Tracer>(
+    tracer: &mut T,
     interval: std::time::Duration,
     duration: Option<std::time::Duration>,
     stop: &crate::bench::stop::Stop,
-    observer: &mut dyn crate::bench::observe::Observer<I>,
-    mut sample: impl FnMut() -> Result<I, TraceError>,
-) -> Result<(), TraceError> {
+    observer: &mut dyn crate::bench::observe::Observer<T::Interval>,
+) -> Result<T::Report, TraceError> {
     use std::time::{Duration, Instant};
     let interval = interval.max(Duration::from_millis(10));
     let start = Instant::now();
@@ -218,10 +231,10 @@ fn every_interval<I>(
         // A tracer only waits between snapshots: look at the stop token
         // less often than an engine does.
         let stopped = stop.sleep_until_polling(until, Duration::from_millis(50));
-        let snapshot = sample()?;
+        let snapshot = tracer.sample()?;
         observer.interval(&snapshot);
         if stopped || end.is_some_and(|e| Instant::now() >= e) {
-            return Ok(());
+            return tracer.totals();
         }
         next += interval;
     }

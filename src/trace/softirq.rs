@@ -6,7 +6,7 @@
 //! softnet's time_squeeze counts per CPU).
 
 use std::collections::{BTreeMap, HashMap};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde::Serialize;
 
@@ -19,8 +19,6 @@ use super::{attach, attach_best, bpf_error, possible_cpus, read_btf, Attached, T
 use crate::base::bpf::{self, btf::Btf};
 use crate::base::driver::netdev::Netdev as _;
 use crate::base::Root;
-use crate::bench::observe::Observer;
-use crate::bench::stop::Stop;
 
 /// NAPI instances the map holds.
 pub const MAX_NAPIS: usize = 4096;
@@ -37,8 +35,6 @@ pub struct SoftirqConfig {
     pub netns: Option<String>,
     /// Only NAPI instances of this interface.
     pub iface: Option<String>,
-    pub interval: Duration,
-    pub duration: Option<Duration>,
 }
 
 /// A log2 histogram of nanoseconds.
@@ -581,18 +577,17 @@ impl SoftirqTracer {
     }
 }
 
-/// Trace until `config.duration` or `stop`, a snapshot to `observer`
-/// every `config.interval`.
-pub fn run(
-    tracer: &mut SoftirqTracer,
-    config: &SoftirqConfig,
-    stop: &Stop,
-    observer: &mut dyn Observer<SoftirqInterval>,
-) -> Result<SoftirqReport, TraceError> {
-    super::every_interval(config.interval, config.duration, stop, observer, || {
-        tracer.sample()
-    })?;
-    tracer.totals()
+impl super::Tracer for SoftirqTracer {
+    type Interval = SoftirqInterval;
+    type Report = SoftirqReport;
+
+    fn sample(&mut self) -> Result<SoftirqInterval, TraceError> {
+        SoftirqTracer::sample(self)
+    }
+
+    fn totals(&mut self) -> Result<SoftirqReport, TraceError> {
+        SoftirqTracer::totals(self)
+    }
 }
 
 #[cfg(test)]

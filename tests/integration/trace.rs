@@ -147,28 +147,22 @@ fn bpftrace_counts(out: &str) -> BTreeMap<u64, u64> {
         .collect()
 }
 
-/// A nettune report's drops per reason name (all layers).
-fn by_reason(report: &Value) -> BTreeMap<String, u64> {
+/// A nettune report's drops per reason (all layers), keyed by `key` of
+/// each row (its name or its code).
+fn by_reason<K: Ord>(report: &Value, key: impl Fn(&Value) -> K) -> BTreeMap<K, u64> {
     let mut out = BTreeMap::new();
     for row in report["rows"].as_array().expect("rows") {
-        *out.entry(row["reason"].as_str().expect("reason").to_string())
-            .or_default() += row["count"].as_u64().expect("count");
+        *out.entry(key(row)).or_default() += row["count"].as_u64().expect("count");
     }
     out
 }
 
-fn codes(report: &Value) -> BTreeMap<String, u64> {
-    report["rows"]
-        .as_array()
-        .expect("rows")
-        .iter()
-        .map(|r| {
-            (
-                r["reason"].as_str().expect("reason").to_string(),
-                r["code"].as_u64().expect("code"),
-            )
-        })
-        .collect()
+fn name(row: &Value) -> String {
+    row["reason"].as_str().expect("reason").to_string()
+}
+
+fn code(row: &Value) -> u64 {
+    row["code"].as_u64().expect("code")
 }
 
 fn tracer(args: &[&str]) -> Running {
@@ -222,6 +216,27 @@ fn nft_counter(ns: &Netns, table: &str) -> u64 {
         .expect("a count")
 }
 
+/// Two namespaces of the test's, a sender and a receiver, joined by a
+/// one-queue veth (10.NET.0.1 -> 10.NET.0.2), without IPv6: its neighbour
+/// discovery and multicast reports come at any time, and would fall
+/// between the moments two tracers stop. Returns them and the two ends.
+fn sender_and_receiver(net: u8) -> (Netns, Netns, String, String) {
+    let tx = Netns::new("trt");
+    let rx = Netns::new("trr");
+    for ns in [&tx, &rx] {
+        for scope in ["all", "default"] {
+            ns.exec(&[
+                "sysctl",
+                "-qw",
+                &format!("net.ipv6.conf.{scope}.disable_ipv6=1"),
+            ]);
+        }
+    }
+    let (a, b) = veth_pair(&tx, &rx, net, Some(1));
+    tx.wait_up(&[a.as_str()]);
+    (tx, rx, a, b)
+}
+
 /// Drops of four known reasons, in one run, counted by two nettune tracers
 /// at once, bpftrace and the kernel's counters: NO_SOCKET (datagrams to a
 /// closed port), SOCKET_RCVBUFF (a flood into a tiny buffer; RcvbufErrors),
@@ -233,21 +248,7 @@ fn drops_of_known_reasons_agree_with_bpftrace_and_the_kernel_counters() {
         return;
     }
     let _serial = measuring();
-    let tx = Netns::new("trd");
-    let rx = Netns::new("trr");
-    // No IPv6: its neighbour discovery and multicast reports come at any
-    // time, and would fall between the moments the tracers stop.
-    for ns in [&tx, &rx] {
-        for scope in ["all", "default"] {
-            ns.exec(&[
-                "sysctl",
-                "-qw",
-                &format!("net.ipv6.conf.{scope}.disable_ipv6=1"),
-            ]);
-        }
-    }
-    let (a, _b) = veth_pair(&tx, &rx, 61, Some(1));
-    tx.wait_up(&[a.as_str()]);
+    let (tx, _rx, a, _b) = sender_and_receiver(61);
     tx.exec(&[
         "tc", "qdisc", "add", "dev", &a, "root", "tbf", "rate", "1mbit", "burst", "3000", "limit",
         "3000",
@@ -362,8 +363,7 @@ fn drops_of_known_reasons_agree_with_bpftrace_and_the_kernel_counters() {
         "bpftrace counted nothing: {judge_out} {judge_err}"
     );
 
-    let counts = by_reason(&all);
-    let codes = codes(&all);
+    let counts = by_reason(&all, name);
     let count = |reason: &str| counts.get(reason).copied().unwrap_or(0);
     // The kernel's own counters and what was sent.
     assert_eq!(count("NO_SOCKET"), sent_closed, "{counts:?}");
@@ -381,8 +381,11 @@ fn drops_of_known_reasons_agree_with_bpftrace_and_the_kernel_counters() {
     assert_eq!(count("QDISC_DROP"), qdisc, "{counts:?}");
     assert!(qdisc > 0, "the tbf limit dropped: {counts:?}");
     // bpftrace on the same tracepoint: every reason alike.
-    let named: BTreeMap<u64, u64> = counts.iter().map(|(r, &n)| (codes[r], n)).collect();
-    assert_eq!(named, judge, "nettune {counts:?} vs bpftrace {judge:?}");
+    assert_eq!(
+        by_reason(&all, code),
+        judge,
+        "nettune {counts:?} vs bpftrace {judge:?}"
+    );
     // Layers and fixes.
     let row = |reason: &str| {
         all["rows"]
@@ -414,7 +417,7 @@ fn drops_of_known_reasons_agree_with_bpftrace_and_the_kernel_counters() {
     assert_eq!(snapshots, all["total"].as_u64().expect("total"));
     // The second tracer, at the same time, kept its reasons, protocol and
     // interface (both reasons happen on lo) and saw exactly as many.
-    let other = by_reason(&some);
+    let other = by_reason(&some, name);
     assert_eq!(
         other,
         [
@@ -544,13 +547,10 @@ fn softirq_shows_the_veth_napi_and_its_queue() {
         return;
     }
     let _serial = measuring();
-    let tx = Netns::new("trs");
-    let rx = Netns::new("trt");
-    let (a, b) = veth_pair(&tx, &rx, 62, Some(1));
+    let (tx, rx, a, b) = sender_and_receiver(62);
     for (ns, dev) in [(&tx, &a), (&rx, &b)] {
         ns.exec(&["ethtool", "-K", dev, "gro", "on", "tso", "off"]);
     }
-    tx.wait_up(&[a.as_str()]);
     let run = tracer(&[
         "trace",
         "softirq",
@@ -767,27 +767,17 @@ fn the_probe_read_fallback_counts_like_the_typed_program() {
     });
     let typed = json_report(typed.finish(libc::SIGINT), "trace drops");
     drop(link);
-    let mut by_reason: BTreeMap<u32, u64> = BTreeMap::new();
+    let mut fallback: BTreeMap<u64, u64> = BTreeMap::new();
     let mut udp = 0;
     for (raw, per_cpu) in counts.all().expect("read") {
         let key = DropKey::decode(&raw).expect("key");
         let n: u64 = per_cpu.iter().map(|c| c[0]).sum();
-        *by_reason.entry(key.reason).or_default() += n;
+        *fallback.entry(u64::from(key.reason)).or_default() += n;
         if key.l4 == 17 {
             udp += n;
         }
     }
-    let typed_codes: BTreeMap<u32, u64> = by_reason_codes(&typed);
-    assert_eq!(by_reason, typed_codes);
-    assert_eq!(by_reason.values().sum::<u64>(), sent);
+    assert_eq!(fallback, by_reason(&typed, code));
+    assert_eq!(fallback.values().sum::<u64>(), sent);
     assert_eq!(udp, sent, "the protocol read from the packet");
-}
-
-fn by_reason_codes(report: &Value) -> BTreeMap<u32, u64> {
-    let mut out = BTreeMap::new();
-    for row in report["rows"].as_array().expect("rows") {
-        *out.entry(row["code"].as_u64().expect("code") as u32)
-            .or_default() += row["count"].as_u64().expect("count");
-    }
-    out
 }
