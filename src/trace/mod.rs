@@ -13,8 +13,12 @@
 //!
 //! Both are library parts in the shape of the bench engines: open a
 //! tracer (everything the user gave is checked before anything is loaded
-//! into the kernel), take a snapshot per interval, or let `run` do the
-//! loop until its duration or a [`Stop`]; nothing here prints or exits.
+//! into the kernel), then take a snapshot per interval ([`Tracer::sample`],
+//! what a monitor or `doctor --interval` calls on its own clock) and the
+//! totals at the end ([`Tracer::totals`]), or let [`run`] do the loop until
+//! a duration or a [`Stop`]; nothing here prints or exits. Errors are
+//! [`TraceError`]s, so a caller can tell bad input from a kernel or a
+//! permission that does not allow tracing, and degrade to its counters.
 //!
 //! What is left in the kernel: nothing once the tracer is dropped or the
 //! process ends, whatever the way (kill -9 included). Each program is
