@@ -19,4 +19,5 @@ pub mod output;
 pub mod plan;
 pub mod serve;
 pub mod testbed;
+pub mod trace;
 pub mod wording;

@@ -8,9 +8,11 @@
 //! `bench` depend on `base`; `base` depends on nothing of nettune but
 //! `error`.
 
+pub mod bpf;
 pub mod counter;
 pub mod cpuset;
 pub mod driver;
+pub mod drop_layer;
 pub mod fsio;
 pub mod probe;
 pub mod random;

@@ -248,6 +248,30 @@ impl Root {
         }
     }
 
+    /// Read a binary or very large kernel file (/sys/kernel/btf/vmlinux,
+    /// /proc/kallsyms) that must exist, refusing one over `max_bytes`: its
+    /// whole contents are held in memory.
+    pub fn read_bytes(&self, kernel_path: &str, max_bytes: u64) -> Result<Vec<u8>, KernelError> {
+        use std::io::Read as _;
+        self.record(kernel_path, Access::File);
+        let fail = |source| KernelError::Read {
+            path: self.shown(kernel_path),
+            source,
+        };
+        let file = fs::File::open(self.real_path(kernel_path)).map_err(fail)?;
+        let mut bytes = Vec::new();
+        file.take(max_bytes.saturating_add(1))
+            .read_to_end(&mut bytes)
+            .map_err(fail)?;
+        if bytes.len() as u64 > max_bytes {
+            return Err(KernelError::Parse {
+                path: self.shown(kernel_path),
+                msg: format!("larger than the {max_bytes} bytes nettune reads of it"),
+            });
+        }
+        Ok(bytes)
+    }
+
     /// Read an optional one-line value, trimmed.
     pub fn read_value(&self, kernel_path: &str) -> Result<Option<String>, KernelError> {
         Ok(self

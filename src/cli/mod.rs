@@ -22,6 +22,7 @@ pub mod serve;
 pub mod signals;
 pub mod steer;
 pub mod testbed;
+pub mod trace;
 
 use apply::{ApplyArgs, HistoryArgs, RollbackArgs};
 use doctor::DoctorArgs;
@@ -180,6 +181,11 @@ pub enum Command {
     /// benchmarks and experiments without touching the host's interfaces.
     #[command(subcommand)]
     Testbed(testbed::TestbedCommand),
+    /// Why and where the kernel drops packets (each reason with its layer
+    /// and fix), and where the receive path spends its time (NET_RX
+    /// softirq, NAPI polls), from the kernel's own tracepoints.
+    #[command(subcommand)]
+    Trace(trace::TraceCommand),
     /// Start the server side of any bench on request, for clients with
     /// `bench ... --remote ADDR:PORT --token-file FILE` (docs/serve.md).
     Serve(serve::ServeArgs),
@@ -303,6 +309,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Status> {
         Command::Bench(cmd) => bench::run(cmd),
         Command::Experiment(cmd) => experiment::run(cmd),
         Command::Testbed(cmd) => testbed::run(cmd),
+        Command::Trace(cmd) => trace::run(cmd),
         Command::Serve(args) => serve::run(args),
         Command::Completions(args) => {
             let mut out = Vec::new();

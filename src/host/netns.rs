@@ -91,7 +91,45 @@ pub fn own_sysfs() -> anyhow::Result<()> {
     }
 }
 
-fn open(name: &str) -> anyhow::Result<File> {
+/// The procfs directory of the calling thread's network namespace:
+/// `/proc/net` follows the thread-group leader, not the calling thread.
+pub const THREAD_NET: &str = "/proc/thread-self/net";
+
+/// Run `f` in network namespace `netns` (on a thread of its own that joins
+/// it: a socket keeps the namespace it was created in, so sockets opened
+/// there can be used on any thread), or on the calling thread when
+/// `netns` is `None`. Nothing here remounts /sys.
+pub fn within<T: Send>(
+    netns: Option<&str>,
+    f: impl FnOnce() -> anyhow::Result<T> + Send,
+) -> anyhow::Result<T> {
+    let Some(name) = netns else {
+        return f();
+    };
+    let file = open(name)?;
+    std::thread::scope(|scope| {
+        scope
+            .spawn(move || {
+                join(&file, name)?;
+                f()
+            })
+            .join()
+            .unwrap_or_else(|_| {
+                Err(anyhow::anyhow!(
+                    "a thread in network namespace '{name}' panicked"
+                ))
+            })
+    })
+}
+
+/// Move the calling thread into network namespace `name` (for a worker
+/// that opens its own sockets). Only this thread moves.
+pub fn enter_thread(name: &str) -> anyhow::Result<()> {
+    join(&open(name)?, name)
+}
+
+/// The namespace's file, or an error naming it and the namespaces present.
+pub fn open(name: &str) -> anyhow::Result<File> {
     if name.is_empty() || name.contains('/') || name == "." || name == ".." {
         anyhow::bail!("'{name}' is not a network namespace name");
     }

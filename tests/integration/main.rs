@@ -39,4 +39,5 @@ mod serve_guard;
 mod serve_tls;
 mod state_dir;
 mod steer;
+mod trace;
 mod xdp;

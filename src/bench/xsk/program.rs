@@ -27,6 +27,7 @@
 
 use std::net::IpAddr;
 
+use crate::base::bpf::asm::*;
 use crate::base::driver::flow::FlowSpec;
 
 /// XDP_PASS: hand the packet to the kernel stack.
@@ -35,46 +36,7 @@ pub const XDP_PASS: i32 = 2;
 pub const REDIRECTED: u32 = 0;
 pub const PASSED: u32 = 1;
 
-// Instruction classes, sizes, modes, operations (include/uapi/linux/bpf.h).
-const LD: u8 = 0x00;
-const LDX: u8 = 0x01;
-const ST: u8 = 0x02;
-const STX: u8 = 0x03;
-const ALU64: u8 = 0x07;
-const JMP: u8 = 0x05;
-const JMP32: u8 = 0x06;
-const ALU32: u8 = 0x04;
-const W: u8 = 0x00;
-const H: u8 = 0x08;
-const B: u8 = 0x10;
-const DW: u8 = 0x18;
-const IMM: u8 = 0x00;
-const MEM: u8 = 0x60;
-const K: u8 = 0x00;
-const X: u8 = 0x08;
-const ADD: u8 = 0x00;
-const AND: u8 = 0x50;
-const MOV: u8 = 0xb0;
-const JEQ: u8 = 0x10;
-const JGT: u8 = 0x20;
-const JNE: u8 = 0x50;
-const CALL: u8 = 0x80;
-const EXIT: u8 = 0x90;
-/// `src_reg` of a 64-bit immediate load that names a map by its fd.
-const PSEUDO_MAP_FD: u8 = 1;
-const HELPER_MAP_LOOKUP_ELEM: i32 = 1;
 const HELPER_REDIRECT_MAP: i32 = 51;
-
-// Registers: r0 return value, r1-r5 arguments (clobbered by calls), r6-r9
-// kept across calls, r10 the frame pointer.
-const R0: u8 = 0;
-const R1: u8 = 1;
-const R2: u8 = 2;
-const R3: u8 = 3;
-const R6: u8 = 6;
-const R7: u8 = 7;
-const R8: u8 = 8;
-const R10: u8 = 10;
 
 // struct xdp_md offsets.
 const MD_DATA: i16 = 0;
@@ -84,133 +46,26 @@ const MD_RX_QUEUE_INDEX: i16 = 16;
 const ETH_LEN: i16 = 14;
 const ETH_TYPE: i16 = 12;
 
-/// One instruction: opcode, dst and src registers, offset, immediate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Insn {
-    pub code: u8,
-    pub dst: u8,
-    pub src: u8,
-    pub off: i16,
-    pub imm: i32,
+/// The XDP program's assembler: the shared one, with the pass path's label.
+struct Prog {
+    a: Asm,
+    pass: Label,
 }
 
-impl Insn {
-    fn new(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> Insn {
-        Insn {
-            code,
-            dst,
-            src,
-            off,
-            imm,
-        }
-    }
-
-    /// `struct bpf_insn` as the kernel reads it (host order, dst in the low
-    /// nibble of the register byte).
-    pub fn encode(self) -> u64 {
-        let mut b = [0u8; 8];
-        b[0] = self.code;
-        b[1] = (self.src << 4) | (self.dst & 0x0f);
-        b[2..4].copy_from_slice(&self.off.to_ne_bytes());
-        b[4..8].copy_from_slice(&self.imm.to_ne_bytes());
-        u64::from_ne_bytes(b)
-    }
-}
-
-/// Where a jump goes before its offset is known.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Label {
-    Pass,
-}
-
-/// An assembler with one forward label (the pass path).
-#[derive(Debug, Default)]
-struct Asm {
-    insns: Vec<Insn>,
-    /// Jumps to patch: (index, label).
-    fixups: Vec<(usize, Label)>,
-}
-
-impl Asm {
-    fn push(&mut self, insn: Insn) {
-        self.insns.push(insn);
-    }
-
-    /// dst = src (64-bit).
-    fn mov_reg(&mut self, dst: u8, src: u8) {
-        self.push(Insn::new(ALU64 | MOV | X, dst, src, 0, 0));
-    }
-
-    fn mov_imm(&mut self, dst: u8, imm: i32) {
-        self.push(Insn::new(ALU64 | MOV | K, dst, 0, 0, imm));
-    }
-
-    fn add_imm(&mut self, dst: u8, imm: i32) {
-        self.push(Insn::new(ALU64 | ADD | K, dst, 0, 0, imm));
-    }
-
-    /// dst = *(size *)(src + off)
-    fn load(&mut self, size: u8, dst: u8, src: u8, off: i16) {
-        self.push(Insn::new(LDX | MEM | size, dst, src, off, 0));
-    }
-
-    /// *(size *)(dst + off) = imm
-    fn store_imm(&mut self, size: u8, dst: u8, off: i16, imm: i32) {
-        self.push(Insn::new(ST | MEM | size, dst, 0, off, imm));
-    }
-
-    /// *(size *)(dst + off) = src
-    fn store(&mut self, size: u8, dst: u8, src: u8, off: i16) {
-        self.push(Insn::new(STX | MEM | size, dst, src, off, 0));
-    }
-
-    /// dst = the map whose descriptor is `fd` (two instruction slots).
-    fn load_map(&mut self, dst: u8, fd: i32) {
-        self.push(Insn::new(LD | DW | IMM, dst, PSEUDO_MAP_FD, 0, fd));
-        self.push(Insn::new(0, 0, 0, 0, 0));
-    }
-
-    fn call(&mut self, helper: i32) {
-        self.push(Insn::new(JMP | CALL, 0, 0, 0, helper));
-    }
-
-    fn exit(&mut self) {
-        self.push(Insn::new(JMP | EXIT, 0, 0, 0, 0));
-    }
-
-    /// if (u32)reg != imm goto label
-    fn jne32(&mut self, reg: u8, imm: u32, to: Label) {
-        self.fixups.push((self.insns.len(), to));
-        self.push(Insn::new(JMP32 | JNE | K, reg, 0, 0, imm as i32));
-    }
-
-    /// if dst > src goto label (64-bit, unsigned)
-    fn jgt_reg(&mut self, dst: u8, src: u8, to: Label) {
-        self.fixups.push((self.insns.len(), to));
-        self.push(Insn::new(JMP | JGT | X, dst, src, 0, 0));
-    }
-
-    /// Place `label` here: every jump to it gets its offset.
-    fn bind(&mut self, label: Label) {
-        let here = self.insns.len();
-        for (at, _) in self.fixups.iter().filter(|(_, l)| *l == label) {
-            self.insns[*at].off = (here - at - 1) as i16;
-        }
-        self.fixups.retain(|(_, l)| *l != label);
-    }
-
+impl Prog {
     /// counters[slot]++ on this CPU (clobbers r0-r5).
     fn count(&mut self, counters_fd: i32, slot: u32) {
-        self.store_imm(W, R10, -4, slot as i32);
-        self.load_map(R1, counters_fd);
-        self.mov_reg(R2, R10);
-        self.add_imm(R2, -4);
-        self.call(HELPER_MAP_LOOKUP_ELEM);
-        // if r0 == 0 skip the three instructions of the increment.
-        self.push(Insn::new(JMP | JEQ | K, R0, 0, 3, 0));
-        self.load(DW, R1, R0, 0);
-        self.add_imm(R1, 1);
-        self.store(DW, R0, R1, 0);
+        self.a.store_imm(W, R10, -4, slot as i32);
+        self.a.load_map(R1, counters_fd);
+        self.a.mov_reg(R2, R10);
+        self.a.add_imm(R2, -4);
+        self.a.call(HELPER_MAP_LOOKUP_ELEM);
+        let done = self.a.label();
+        self.a.jump_imm(JEQ, R0, 0, done);
+        self.a.load(DW, R1, R0, 0);
+        self.a.add_imm(R1, 1);
+        self.a.store(DW, R0, R1, 0);
+        self.a.bind(done);
     }
 
     /// Compare the packet field of `size` at `off` (from the frame start,
@@ -221,8 +76,8 @@ impl Asm {
             H => u32::from(u16::from_ne_bytes([network[0], network[1]])),
             _ => u32::from_ne_bytes([network[0], network[1], network[2], network[3]]),
         };
-        self.load(size, R2, R7, off);
-        self.jne32(R2, value, Label::Pass);
+        self.a.load(size, R2, R7, off);
+        self.a.jump32_imm(JNE, R2, value, self.pass);
     }
 }
 
@@ -234,42 +89,44 @@ pub struct Maps {
 }
 
 /// The instructions of the program for `queue` and `flow`.
-pub fn build(queue: u32, flow: &FlowSpec, maps: Maps) -> Vec<u64> {
-    let mut a = Asm::default();
-    a.mov_reg(R6, R1);
-    a.load(W, R2, R6, MD_RX_QUEUE_INDEX);
-    a.jne32(R2, queue, Label::Pass);
-    a.load(W, R7, R6, MD_DATA);
-    a.load(W, R8, R6, MD_DATA_END);
+pub fn build(queue: u32, flow: &FlowSpec, maps: Maps) -> Result<Vec<u64>, String> {
+    let mut a = Asm::new();
+    let pass = a.label();
+    let mut p = Prog { a, pass };
+    p.a.mov_reg(R6, R1);
+    p.a.load(W, R2, R6, MD_RX_QUEUE_INDEX);
+    p.a.jump32_imm(JNE, R2, queue, pass);
+    p.a.load(W, R7, R6, MD_DATA);
+    p.a.load(W, R8, R6, MD_DATA_END);
     let (l3, ethertype): (i16, u16) = if flow.ipv6 {
         (40, 0x86dd)
     } else {
         (20, 0x0800)
     };
     // Every byte read below lies before data + ETH + L3 + 8.
-    a.mov_reg(R2, R7);
-    a.add_imm(R2, i32::from(ETH_LEN + l3 + 8));
-    a.jgt_reg(R2, R8, Label::Pass);
-    a.match_field(H, ETH_TYPE, &ethertype.to_be_bytes());
+    p.a.mov_reg(R2, R7);
+    p.a.add_imm(R2, i32::from(ETH_LEN + l3 + 8));
+    p.a.jump_reg(JGT, R2, R8, pass);
+    p.match_field(H, ETH_TYPE, &ethertype.to_be_bytes());
     let ip = ETH_LEN;
     let (proto_at, src_at, dst_at) = if flow.ipv6 {
         (ip + 6, ip + 8, ip + 24)
     } else {
         // Version 4, header length 5 words: no options. Not a fragment:
         // fragment offset and "more fragments" zero.
-        a.match_field(B, ip, &[0x45]);
-        a.load(H, R2, R7, ip + 6);
-        a.push(Insn::new(
+        p.match_field(B, ip, &[0x45]);
+        p.a.load(H, R2, R7, ip + 6);
+        p.a.push(Insn::new(
             ALU32 | AND | K,
             R2,
             0,
             0,
             i32::from(u16::from_ne_bytes([0x3f, 0xff])),
         ));
-        a.jne32(R2, 0, Label::Pass);
+        p.a.jump32_imm(JNE, R2, 0, pass);
         (ip + 9, ip + 12, ip + 16)
     };
-    a.match_field(B, proto_at, &[flow.proto.number()]);
+    p.match_field(B, proto_at, &[flow.proto.number()]);
     for (at, addr) in [(src_at, flow.src_ip), (dst_at, flow.dst_ip)] {
         let bytes = match addr {
             Some(IpAddr::V4(a)) => a.octets().to_vec(),
@@ -277,28 +134,27 @@ pub fn build(queue: u32, flow: &FlowSpec, maps: Maps) -> Vec<u64> {
             None => continue,
         };
         for (i, word) in bytes.chunks_exact(4).enumerate() {
-            a.match_field(W, at + 4 * i as i16, word);
+            p.match_field(W, at + 4 * i as i16, word);
         }
     }
     let l4 = ETH_LEN + l3;
     for (at, port) in [(l4, flow.src_port), (l4 + 2, flow.dst_port)] {
         if let Some(port) = port {
-            a.match_field(H, at, &port.to_be_bytes());
+            p.match_field(H, at, &port.to_be_bytes());
         }
     }
-    a.count(maps.counters, REDIRECTED);
-    a.load_map(R1, maps.xsks);
-    a.mov_imm(R2, queue as i32);
+    p.count(maps.counters, REDIRECTED);
+    p.a.load_map(R1, maps.xsks);
+    p.a.mov_imm(R2, queue as i32);
     // The low bits of the flags: what to return when no socket is there.
-    a.mov_imm(R3, XDP_PASS);
-    a.call(HELPER_REDIRECT_MAP);
-    a.exit();
-    a.bind(Label::Pass);
-    a.count(maps.counters, PASSED);
-    a.mov_imm(R0, XDP_PASS);
-    a.exit();
-    debug_assert!(a.fixups.is_empty());
-    a.insns.iter().map(|i| i.encode()).collect()
+    p.a.mov_imm(R3, XDP_PASS);
+    p.a.call(HELPER_REDIRECT_MAP);
+    p.a.exit();
+    p.a.bind(pass);
+    p.count(maps.counters, PASSED);
+    p.a.mov_imm(R0, XDP_PASS);
+    p.a.exit();
+    p.a.finish()
 }
 
 #[cfg(test)]
@@ -306,14 +162,11 @@ mod tests {
     use super::*;
 
     fn decode(word: u64) -> Insn {
-        let b = word.to_ne_bytes();
-        Insn {
-            code: b[0],
-            dst: b[1] & 0x0f,
-            src: b[1] >> 4,
-            off: i16::from_ne_bytes([b[2], b[3]]),
-            imm: i32::from_ne_bytes([b[4], b[5], b[6], b[7]]),
-        }
+        Insn::decode(word)
+    }
+
+    fn build(queue: u32, flow: &FlowSpec, maps: Maps) -> Vec<u64> {
+        super::build(queue, flow, maps).expect("assembles")
     }
 
     const MAPS: Maps = Maps {
@@ -322,25 +175,12 @@ mod tests {
     };
 
     #[test]
-    fn instructions_encode_as_struct_bpf_insn() {
-        // r0 = 2 (XDP_PASS): BPF_ALU64 | BPF_MOV | BPF_K, dst 0, imm 2.
-        let mov = Insn::new(ALU64 | MOV | K, R0, 0, 0, 2).encode();
-        assert_eq!(mov.to_ne_bytes(), [0xb7, 0x00, 0, 0, 2, 0, 0, 0]);
-        // r2 = *(u32 *)(r6 + 16): BPF_LDX | BPF_MEM | BPF_W, dst 2, src 6.
-        let ldx = Insn::new(LDX | MEM | W, R2, R6, 16, 0).encode();
-        assert_eq!(ldx.to_ne_bytes(), [0x61, 0x62, 16, 0, 0, 0, 0, 0]);
-        assert_eq!(decode(ldx), Insn::new(0x61, 2, 6, 16, 0));
-    }
-
-    #[test]
     fn every_jump_lands_inside_and_the_program_ends_in_exit() {
         let flow = FlowSpec::parse("udp dst-ip 10.1.0.2 dst-port 9000").expect("flow");
         let insns: Vec<Insn> = build(3, &flow, MAPS).into_iter().map(decode).collect();
         assert_eq!(insns.last().map(|i| i.code), Some(JMP | EXIT));
         for (i, insn) in insns.iter().enumerate() {
-            let class = insn.code & 0x07;
-            let op = insn.code & 0xf0;
-            if (class == JMP || class == JMP32) && op != CALL && op != EXIT {
+            if insn.is_jump() {
                 let target = i as i64 + 1 + i64::from(insn.off);
                 assert!(
                     target > i as i64 && (target as usize) < insns.len(),

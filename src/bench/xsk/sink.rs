@@ -10,6 +10,7 @@ use super::packet;
 use super::program::{self, Maps, PASSED, REDIRECTED};
 use super::socket::Xsk;
 use super::{ProgramCounts, ProgramInfo, XskReport, XskSinkConfig, PROGRAM_NAME};
+use crate::base::bpf;
 use crate::base::driver::xdp::{XdpMode, XdpProgram};
 use crate::bench::cpu;
 use crate::bench::harness::{self, Phase, Placement, Timeline};
@@ -19,7 +20,6 @@ use crate::bench::pin::Pinning;
 use crate::bench::report::{self, Interval, IntervalMeter, LiveCounter};
 use crate::bench::stop::Stop;
 use crate::bench::udp::{summarize, FlowTable, Meter};
-use crate::nic::live::bpf;
 use crate::nic::live::xdp_link::{self, Detached};
 
 /// The license string the kernel reads to allow GPL-only helpers: the
@@ -82,7 +82,8 @@ pub fn load(config: XskSinkConfig) -> anyhow::Result<Loaded> {
                 xsks: std::os::fd::AsRawFd::as_raw_fd(&xsks),
                 counters: std::os::fd::AsRawFd::as_raw_fd(&counters),
             },
-        );
+        )
+        .map_err(|e| anyhow::anyhow!("cannot assemble the XDP program: {e}"))?;
         let prog = bpf::prog_load_xdp(&insns, PROGRAM_NAME, LICENSE)?;
         let loaded = bpf::prog_info(&prog).context("cannot read the loaded program's id")?;
         let xsk = Xsk::open(ifindex, config.queue, config.copy).map_err(|e| {

@@ -16,7 +16,6 @@
 //! The root qdisc comes from rtnetlink (`RTM_GETQDISC` dump), which has no
 //! ioctl equivalent.
 
-pub mod bpf;
 mod ethtool;
 mod ethtool_set;
 pub mod link;

@@ -8,9 +8,9 @@
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 
-use super::bpf::{self, XDP_FLAGS_DRV_MODE, XDP_FLAGS_REPLACE, XDP_FLAGS_SKB_MODE};
 use super::netlink::{attr_u32, attrs, push_attr, set_error};
 use super::rtnetlink::{ifindex, route};
+use crate::base::bpf;
 use crate::base::driver::xdp::{XdpMode, XdpProgram, XdpState};
 use crate::base::driver::SetError;
 use crate::base::Probe;
@@ -26,6 +26,13 @@ const IFLA_XDP_DRV_PROG_ID: u16 = 5;
 const IFLA_XDP_SKB_PROG_ID: u16 = 6;
 const IFLA_XDP_HW_PROG_ID: u16 = 7;
 const IFLA_XDP_EXPECTED_FD: u16 = 8;
+
+// XDP attach flags (linux/if_link.h).
+const XDP_FLAGS_UPDATE_IF_NOEXIST: u32 = 1 << 0;
+const XDP_FLAGS_SKB_MODE: u32 = 1 << 1;
+const XDP_FLAGS_DRV_MODE: u32 = 1 << 2;
+const XDP_FLAGS_REPLACE: u32 = 1 << 4;
+
 /// Set on an attribute that holds attributes.
 const NLA_F_NESTED: u16 = 0x8000;
 
@@ -143,7 +150,7 @@ fn mode_flag(mode: XdpMode) -> Result<u32, SetError> {
 /// mode already (XDP_FLAGS_UPDATE_IF_NOEXIST: EBUSY then).
 pub fn attach(iface: &str, prog: &OwnedFd, mode: XdpMode) -> Result<(), SetError> {
     let index = ifindex(iface)?;
-    let flags = mode_flag(mode)? | bpf::XDP_FLAGS_UPDATE_IF_NOEXIST;
+    let flags = mode_flag(mode)? | XDP_FLAGS_UPDATE_IF_NOEXIST;
     route()?.change(
         RTM_SETLINK,
         0,

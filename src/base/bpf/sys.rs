@@ -1,8 +1,15 @@
 //! The bpf(2) system call, for the few commands nettune needs: create a map
-//! (the XSKMAP an XDP program redirects to, a per-CPU counter array), load
-//! a program (with the verifier's log when it refuses), set and read map
-//! entries, and find a program by id (its name; the descriptor that lets
-//! rtnetlink remove it only if it is still the one nettune attached).
+//! (the XSKMAP an XDP program redirects to, per-CPU counters), load a
+//! program (with the verifier's log when it refuses), set, read and walk
+//! map entries, attach a program to a raw tracepoint, and find a program
+//! by id (its name; the descriptor that lets rtnetlink remove it only if
+//! it is still the one nettune attached).
+//!
+//! Every object comes back as an [`OwnedFd`] and nothing is pinned in a
+//! BPF filesystem: a map or program lives while a descriptor (or a
+//! program using the map, or an attachment holding the program) does, so
+//! closing the descriptors (also by the process's death, kill -9
+//! included) releases it.
 //!
 //! `union bpf_attr` is written as a zeroed 128-byte buffer with each
 //! command's fields at their offsets (include/uapi/linux/bpf.h); the
@@ -15,15 +22,24 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 const BPF_MAP_CREATE: u32 = 0;
 const BPF_MAP_LOOKUP_ELEM: u32 = 1;
 const BPF_MAP_UPDATE_ELEM: u32 = 2;
+const BPF_MAP_GET_NEXT_KEY: u32 = 4;
 const BPF_PROG_LOAD: u32 = 5;
 const BPF_PROG_GET_FD_BY_ID: u32 = 13;
 const BPF_OBJ_GET_INFO_BY_FD: u32 = 15;
+const BPF_RAW_TRACEPOINT_OPEN: u32 = 17;
 
+pub const BPF_MAP_TYPE_PERCPU_HASH: u32 = 5;
 pub const BPF_MAP_TYPE_PERCPU_ARRAY: u32 = 6;
 pub const BPF_MAP_TYPE_XSKMAP: u32 = 17;
-const BPF_PROG_TYPE_XDP: u32 = 6;
+pub const BPF_PROG_TYPE_XDP: u32 = 6;
+pub const BPF_PROG_TYPE_RAW_TRACEPOINT: u32 = 17;
+pub const BPF_PROG_TYPE_TRACING: u32 = 26;
+/// `expected_attach_type` of a BTF-typed raw tracepoint program (tp_btf).
+pub const BPF_TRACE_RAW_TP: u32 = 23;
 /// `expected_attach_type` of an XDP program.
-const BPF_XDP: u32 = 37;
+pub const BPF_XDP: u32 = 37;
+/// `flags` of a map update: only create, never overwrite.
+pub const BPF_NOEXIST: u64 = 1;
 /// The longest object name the kernel keeps (BPF_OBJ_NAME_LEN, NUL included).
 pub const OBJ_NAME_LEN: usize = 16;
 
@@ -133,27 +149,100 @@ pub fn percpu_sum(map: &OwnedFd, key: u32, possible_cpus: usize) -> io::Result<u
     Ok(values.iter().fold(0u64, |sum, v| sum.wrapping_add(*v)))
 }
 
+/// BPF_MAP_UPDATE_ELEM with a key and a value of the map's sizes (for a
+/// per-CPU map, one value per possible CPU, each 8-byte aligned).
+pub fn map_update(map: &OwnedFd, key: &[u8], value: &[u8], flags: u64) -> io::Result<()> {
+    let mut attr = Attr::new();
+    attr.u32(0, map.as_raw_fd() as u32)
+        .u64(8, key.as_ptr() as u64)
+        .u64(16, value.as_ptr() as u64)
+        .u64(24, flags);
+    bpf(BPF_MAP_UPDATE_ELEM, &mut attr).map(|_| ())
+}
+
+/// BPF_MAP_LOOKUP_ELEM into `value` (sized as the kernel copies it: for a
+/// per-CPU map, the rounded-up value size times the possible CPUs); false
+/// when the key is not there.
+pub fn map_lookup(map: &OwnedFd, key: &[u8], value: &mut [u8]) -> io::Result<bool> {
+    let mut attr = Attr::new();
+    attr.u32(0, map.as_raw_fd() as u32)
+        .u64(8, key.as_ptr() as u64)
+        .u64(16, value.as_mut_ptr() as u64);
+    match bpf(BPF_MAP_LOOKUP_ELEM, &mut attr) {
+        Ok(_) => Ok(true),
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// BPF_MAP_GET_NEXT_KEY: the key after `key` (the first key for `None`)
+/// into `next`; false at the end of the map.
+pub fn map_next_key(map: &OwnedFd, key: Option<&[u8]>, next: &mut [u8]) -> io::Result<bool> {
+    let mut attr = Attr::new();
+    attr.u32(0, map.as_raw_fd() as u32)
+        .u64(8, key.map_or(0, |k| k.as_ptr() as u64))
+        .u64(16, next.as_mut_ptr() as u64);
+    match bpf(BPF_MAP_GET_NEXT_KEY, &mut attr) {
+        Ok(_) => Ok(true),
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
 /// A program the verifier refused, with its log.
 #[derive(Debug, thiserror::Error)]
-#[error("the kernel refused the XDP program ({errno}): {log}")]
+#[error("the kernel refused the {what} program ({errno}): {log}")]
 pub struct Refused {
+    /// What kind of program: `XDP`, `tracing`.
+    pub what: &'static str,
     pub errno: io::Error,
     pub log: String,
 }
 
-/// BPF_PROG_LOAD of an XDP program (`insns`: 8 bytes each). On a refusal
-/// the program is loaded again with the verifier log on, and the log's
-/// last lines are returned.
+/// What BPF_PROG_LOAD needs of a program.
+#[derive(Debug, Clone, Copy)]
+pub struct Program<'a> {
+    pub prog_type: u32,
+    pub expected_attach_type: u32,
+    /// The kernel BTF type the program attaches to (a tracing program's
+    /// `btf_trace_NAME` typedef); 0 for none.
+    pub attach_btf_id: u32,
+    /// The instructions, 8 bytes each.
+    pub insns: &'a [u64],
+    pub name: &'a str,
+    /// The license the kernel checks before it allows GPL-only helpers.
+    pub license: &'a str,
+    /// Named in a refusal: `XDP`, `tracing`.
+    pub what: &'static str,
+}
+
+/// BPF_PROG_LOAD of an XDP program (`insns`: 8 bytes each).
 pub fn prog_load_xdp(insns: &[u64], name: &str, license: &str) -> Result<OwnedFd, Refused> {
-    let license = std::ffi::CString::new(license).unwrap_or_default();
+    prog_load(&Program {
+        prog_type: BPF_PROG_TYPE_XDP,
+        expected_attach_type: BPF_XDP,
+        attach_btf_id: 0,
+        insns,
+        name,
+        license,
+        what: "XDP",
+    })
+}
+
+/// BPF_PROG_LOAD. On a refusal the program is loaded again with the
+/// verifier log on, and the log's last lines are returned.
+pub fn prog_load(program: &Program<'_>) -> Result<OwnedFd, Refused> {
+    let license = std::ffi::CString::new(program.license).unwrap_or_default();
+    let insns = program.insns;
     let load = |log: Option<&mut [u8]>| {
         let mut attr = Attr::new();
-        attr.u32(0, BPF_PROG_TYPE_XDP)
+        attr.u32(0, program.prog_type)
             .u32(4, insns.len() as u32)
             .u64(8, insns.as_ptr() as u64)
             .u64(16, license.as_ptr() as u64)
-            .name(48, name)
-            .u32(68, BPF_XDP);
+            .name(48, program.name)
+            .u32(68, program.expected_attach_type)
+            .u32(108, program.attach_btf_id);
         if let Some(log) = log {
             attr.u32(24, 1)
                 .u32(28, log.len() as u32)
@@ -174,9 +263,28 @@ pub fn prog_load_xdp(insns: &[u64], name: &str, license: &str) -> Result<OwnedFd
                     lines[lines.len().saturating_sub(8)..].join(" | ")
                 }
             };
-            Err(Refused { errno, log: text })
+            Err(Refused {
+                what: program.what,
+                errno,
+                log: text,
+            })
         }
     }
+}
+
+/// BPF_RAW_TRACEPOINT_OPEN: attach a raw-tracepoint program to the
+/// tracepoint `name` (`kfree_skb`, `napi_poll`), or a tracing program to
+/// the tracepoint it was loaded for (`name` `None`). The attachment is the
+/// descriptor returned: closing it (or the process ending) detaches.
+pub fn raw_tracepoint_open(name: Option<&str>, prog: &OwnedFd) -> io::Result<OwnedFd> {
+    let name = name
+        .map(std::ffi::CString::new)
+        .transpose()
+        .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    let mut attr = Attr::new();
+    attr.u64(0, name.as_ref().map_or(0, |n| n.as_ptr() as u64))
+        .u32(8, prog.as_raw_fd() as u32);
+    bpf(BPF_RAW_TRACEPOINT_OPEN, &mut attr).map(fd_of)
 }
 
 /// What `bpftool prog show` says of a program: its id and name.
@@ -219,12 +327,6 @@ pub fn prog_name(id: u32) -> Option<String> {
     let fd = prog_fd_by_id(id).ok()?;
     prog_info(&fd).ok().map(|i| i.name)
 }
-
-/// XDP attach flags (linux/if_link.h).
-pub const XDP_FLAGS_UPDATE_IF_NOEXIST: u32 = 1 << 0;
-pub const XDP_FLAGS_SKB_MODE: u32 = 1 << 1;
-pub const XDP_FLAGS_DRV_MODE: u32 = 1 << 2;
-pub const XDP_FLAGS_REPLACE: u32 = 1 << 4;
 
 #[cfg(test)]
 mod tests {
