@@ -249,27 +249,21 @@ impl Root {
     }
 
     /// Read a binary or very large kernel file (/sys/kernel/btf/vmlinux,
-    /// /proc/kallsyms) that must exist, refusing one over `max_bytes`: its
-    /// whole contents are held in memory.
-    pub fn read_bytes(&self, kernel_path: &str, max_bytes: u64) -> Result<Vec<u8>, KernelError> {
-        use std::io::Read as _;
+    /// /proc/kallsyms) that must exist, with its own bound `max_bytes`
+    /// instead of its kind's: its whole contents are held in memory.
+    pub fn read_bytes_limited(
+        &self,
+        kernel_path: &str,
+        max_bytes: u64,
+    ) -> Result<Vec<u8>, KernelError> {
         self.record(kernel_path, Access::File);
-        let fail = |source| KernelError::Read {
-            path: self.shown(kernel_path),
-            source,
+        let path = self.real_path(kernel_path);
+        let read = if self.is_live() {
+            fsio::read_unlooked(&path, max_bytes, KERNEL_FILE)
+        } else {
+            fsio::read_bounded(&path, max_bytes, KERNEL_FILE)
         };
-        let file = fs::File::open(self.real_path(kernel_path)).map_err(fail)?;
-        let mut bytes = Vec::new();
-        file.take(max_bytes.saturating_add(1))
-            .read_to_end(&mut bytes)
-            .map_err(fail)?;
-        if bytes.len() as u64 > max_bytes {
-            return Err(KernelError::Parse {
-                path: self.shown(kernel_path),
-                msg: format!("larger than the {max_bytes} bytes nettune reads of it"),
-            });
-        }
-        Ok(bytes)
+        read.map_err(|e| self.kernel_error(kernel_path, e))
     }
 
     /// Read an optional one-line value, trimmed.

@@ -85,7 +85,7 @@ pub fn resolve(kallsyms: &[u8], addresses: &[u64]) -> Symbols {
 
 /// Read /proc/kallsyms through `root` and resolve `addresses`.
 pub fn read(root: &Root, addresses: &[u64]) -> Result<Symbols, KernelError> {
-    let bytes = root.read_bytes(KALLSYMS, MAX_BYTES)?;
+    let bytes = root.read_bytes_limited(KALLSYMS, MAX_BYTES)?;
     Ok(resolve(&bytes, addresses))
 }
 

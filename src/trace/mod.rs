@@ -81,7 +81,7 @@ pub enum TraceError {
 
 /// The kernel's BTF, or why there is none (a note for the user).
 pub fn read_btf(root: &Root) -> Result<Btf, String> {
-    let bytes = match root.read_bytes(VMLINUX_BTF, MAX_BTF_BYTES) {
+    let bytes = match root.read_bytes_limited(VMLINUX_BTF, MAX_BTF_BYTES) {
         Ok(bytes) => bytes,
         Err(e) => {
             return Err(format!(
