@@ -164,9 +164,11 @@ fn silent_connections_from_many_addresses_are_bounded_and_the_oldest_make_room()
     assert_eq!(served, 5, "first failure: {failure:?}\n{}", daemon.log());
     // One thread and two descriptors per connection in its handshake, 64
     // at most, and a test's own (a client's rr-server and its session).
+    // An evicted connection's thread ends when it next wakes: on a busy
+    // machine a few are still on their way out when the threads are counted.
     let pending = nettune::serve::MAX_PENDING;
     assert!(
-        threads <= idle_threads + pending + 8,
+        threads <= idle_threads + pending + 24,
         "{threads} threads (idle {idle_threads})"
     );
     assert!(
