@@ -20,6 +20,7 @@ mod doctor_plan;
 mod experiment;
 mod inspect;
 mod install;
+mod layering;
 mod monitor;
 mod monitor_prom;
 mod monitor_tui;
