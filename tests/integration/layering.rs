@@ -68,10 +68,6 @@ pub struct Report {
 }
 
 impl Report {
-    pub fn is_clean(&self) -> bool {
-        self.upward.is_empty() && self.cycles.is_empty()
-    }
-
     pub fn describe(&self) -> String {
         let mut out = String::new();
         for (from, to) in &self.upward {
@@ -88,7 +84,7 @@ impl Report {
 /// `main.rs` counts as the top).
 pub fn load(src: &Path) -> Vec<Source> {
     let mut files = Vec::new();
-    walk(src, src, &mut files);
+    walk(src, &mut files);
     files.sort();
     let mut sources = Vec::new();
     for path in files {
@@ -109,7 +105,7 @@ pub fn load(src: &Path) -> Vec<Source> {
     sources
 }
 
-fn walk(dir: &Path, src: &Path, out: &mut Vec<PathBuf>) {
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
     let mut entries: Vec<_> = std::fs::read_dir(dir)
         .expect("read dir")
         .map(|e| e.expect("entry").path())
@@ -117,7 +113,7 @@ fn walk(dir: &Path, src: &Path, out: &mut Vec<PathBuf>) {
     entries.sort();
     for path in entries {
         if path.is_dir() {
-            walk(&path, src, out);
+            walk(&path, out);
         } else if path.extension().is_some_and(|e| e == "rs") {
             out.push(path);
         }
