@@ -18,6 +18,7 @@ mod bench_udp;
 mod doctor;
 mod doctor_plan;
 mod experiment;
+mod golden;
 mod inspect;
 mod install;
 mod layering;
