@@ -33,7 +33,7 @@ const LAYERS: &[&[&str]] = &[
     &["host", "nic"],
     &["doctor", "plan", "inspect"],
     &["apply"],
-    &["bench", "monitor", "testbed"],
+    &["bench", "monitor", "testbed", "trace"],
     &["serve", "experiment"],
     &["cli", "wording"],
 ];
@@ -783,7 +783,8 @@ const KNOWN_UPWARD: &[&str] = &[
     "monitor/tui/term.rs -> bench/stop.rs",
     "plan/steer.rs -> apply/records.rs",
     "plan/steer.rs -> apply/steer_target.rs",
-    "testbed/mod.rs -> bench/netns.rs",
+    "trace/mod.rs -> bench/observe.rs",
+    "trace/mod.rs -> bench/stop.rs",
 ];
 
 /// Circles that exist today, each as the folder prefixes of its files: a
