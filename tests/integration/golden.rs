@@ -76,6 +76,9 @@ fn output(args: &[&str]) -> String {
     let (code, out, err) = run(args);
     // doctor exits 1 with findings; anything else that is not 0 is a fault.
     assert!(code == 0 || code == 1, "{args:?} exited {code}: {err}");
+    // The checkout's own path is no part of the output users compare.
+    let fixtures = fixture("").display().to_string();
+    let out = out.replace(fixtures.trim_end_matches('/'), "$FIXTURES");
     format!("exit {code}\n{out}")
 }
 

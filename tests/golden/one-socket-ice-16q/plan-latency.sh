@@ -1,6 +1,6 @@
 exit 0
 #!/bin/sh
-# nettune plan --profile latency: 38 change(s), computed on capture /work/wt/layers/tests/fixtures/hosts/one-socket-ice-16q.
+# nettune plan --profile latency: 38 change(s), computed on capture $FIXTURES/one-socket-ice-16q.
 # For review: `nettune apply` makes the same changes with a journal and `nettune rollback`; this script keeps no undo.
 set -e
 

@@ -1,6 +1,6 @@
 exit 0
 #!/bin/sh
-# nettune plan --profile baseline: 18 change(s), computed on capture /work/wt/layers/tests/fixtures/hosts/two-socket-nic-node1.
+# nettune plan --profile baseline: 18 change(s), computed on capture $FIXTURES/two-socket-nic-node1.
 # For review: `nettune apply` makes the same changes with a journal and `nettune rollback`; this script keeps no undo.
 set -e
 

@@ -1,6 +1,6 @@
 exit 0
 #!/bin/sh
-# nettune plan --profile latency: 61 change(s), computed on capture /work/wt/layers/tests/fixtures/hosts/two-socket-smt-8q.
+# nettune plan --profile latency: 61 change(s), computed on capture $FIXTURES/two-socket-smt-8q.
 # For review: `nettune apply` makes the same changes with a journal and `nettune rollback`; this script keeps no undo.
 set -e
 

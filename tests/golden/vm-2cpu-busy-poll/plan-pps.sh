@@ -1,6 +1,6 @@
 exit 0
 #!/bin/sh
-# nettune plan --profile pps: 10 change(s), computed on capture /work/wt/layers/tests/fixtures/hosts/vm-2cpu-busy-poll.
+# nettune plan --profile pps: 10 change(s), computed on capture $FIXTURES/vm-2cpu-busy-poll.
 # For review: `nettune apply` makes the same changes with a journal and `nettune rollback`; this script keeps no undo.
 set -e
 
