@@ -18,6 +18,7 @@ mod bench_udp;
 mod doctor;
 mod doctor_plan;
 mod experiment;
+mod fuzz_findings;
 mod inspect;
 mod install;
 mod monitor;

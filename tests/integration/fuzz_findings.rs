@@ -1,0 +1,109 @@
+//! Inputs the fuzz targets (fuzz/, scripts/fuzz) found to break nettune,
+//! kept as tests: each is named after what broke and feeds the input the
+//! way a peer or a file would.
+
+use std::net::{SocketAddr, UdpSocket};
+use std::time::{Duration, Instant};
+
+use nettune::bench::observe::Quiet;
+use nettune::bench::rr::{self, Engine, ServerConfig};
+use nettune::bench::stop::Stop;
+
+fn hello(request: u32, reply: u32) -> Vec<u8> {
+    let mut out = b"nettrr01".to_vec();
+    out.extend_from_slice(&request.to_be_bytes());
+    out.extend_from_slice(&reply.to_be_bytes());
+    out
+}
+
+struct StopOnDrop<'a>(&'a Stop);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.trigger();
+    }
+}
+
+/// A UDP socket on loopback, connected to `server`, reads bounded.
+fn udp_to(server: SocketAddr) -> UdpSocket {
+    let socket = UdpSocket::bind("127.0.0.1:0").expect("bind");
+    socket.connect(server).expect("connect");
+    socket
+        .set_read_timeout(Some(Duration::from_millis(200)))
+        .expect("timeout");
+    socket
+}
+
+/// The datagram `socket` receives within `wait`, if any.
+fn answer(socket: &UdpSocket, wait: Duration) -> Option<Vec<u8>> {
+    let end = Instant::now() + wait;
+    let mut buf = vec![0u8; 70_000];
+    while Instant::now() < end {
+        if let Ok(n) = socket.recv(&mut buf) {
+            return Some(buf[..n].to_vec());
+        }
+    }
+    None
+}
+
+/// A UDP hello may ask for TCP's sizes (up to 64 MiB); over UDP the next
+/// request then asked for a reply larger than any datagram: the epoll
+/// worker panicked slicing its reply buffer (the listener stopped), the
+/// io_uring worker pointed sendmsg past its buffer. Such a hello is now
+/// refused and the server keeps answering others.
+fn rr_server_refuses_a_udp_hello_beyond_a_datagram(engine: &str) {
+    let mut config = ServerConfig::new("127.0.0.1:0".parse().expect("addr"));
+    config.engine = match engine {
+        "io_uring" => Engine::IoUring,
+        _ => Engine::Epoll,
+    };
+    let server = rr::open_server(config).expect("open the rr server");
+    let addr = server.local_addr();
+    let stop = Stop::new();
+    std::thread::scope(|s| {
+        let serving = s.spawn(|| server.run(&stop, &mut Quiet));
+        // A failed assertion must still end the server, or the scope
+        // would wait for it forever.
+        let _stop_on_failure = StopOnDrop(&stop);
+
+        let attacker = udp_to(addr);
+        let big = hello(16, 64 << 20);
+        attacker.send(&big).expect("send");
+        assert_eq!(
+            answer(&attacker, Duration::from_millis(500)),
+            None,
+            "a UDP hello asking for 64 MiB replies was accepted"
+        );
+        attacker.send(&[0, 0, 0, 1]).expect("send");
+        attacker.send(&hello(16, u32::MAX)).expect("send");
+        assert_eq!(answer(&attacker, Duration::from_millis(300)), None);
+
+        // A legitimate flow is still served.
+        let client = udp_to(addr);
+        // Replies as long as requests: what a server may send to a source
+        // that has not proven its address.
+        let good = hello(4, 4);
+        let mut echoed = None;
+        for _ in 0..10 {
+            client.send(&good).expect("send");
+            echoed = answer(&client, Duration::from_millis(300));
+            if echoed.is_some() {
+                break;
+            }
+        }
+        assert_eq!(
+            echoed.as_deref(),
+            Some(&good[..]),
+            "the server stopped answering"
+        );
+        client.send(&[0, 0, 0, 9]).expect("send");
+        let reply = answer(&client, Duration::from_secs(2)).expect("a reply");
+        assert_eq!(reply, [0, 0, 0, 9]);
+
+        stop.trigger();
+        let report = serving.join().expect("the server thread");
+        assert!(report.is_ok(), "{report:?}");
+    });
+}
+
+each_engine!(rr_server_refuses_a_udp_hello_beyond_a_datagram);
