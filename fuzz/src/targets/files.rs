@@ -59,13 +59,7 @@ pub fn saved_plan(data: &[u8]) {
     let path_text = path.display().to_string();
     for format in ["text", "json", "sh"] {
         nettune(&[
-            "plan",
-            "--plan",
-            &path_text,
-            "--root",
-            &host_text,
-            "--format",
-            format,
+            "plan", "--plan", &path_text, "--root", &host_text, "--format", format,
         ]);
     }
     let place = render::place(Some(&host_text), None);
@@ -178,4 +172,3 @@ pub fn results(data: &[u8]) {
         let _ = nettune::experiment::compare::text(&diff);
     }
 }
-

@@ -60,11 +60,17 @@ pub fn http_head(data: &[u8]) {
         buf.drain(..served.consumed);
     }
     if !closed && !closed_split {
-        assert_eq!(answered, answered_split, "answers depend on how reads cut the input");
+        assert_eq!(
+            answered, answered_split,
+            "answers depend on how reads cut the input"
+        );
         assert_eq!(out_whole, out_split);
     }
     if closed && closed_split {
-        assert_eq!(out_whole, out_split, "answers depend on how reads cut the input");
+        assert_eq!(
+            out_whole, out_split,
+            "answers depend on how reads cut the input"
+        );
     }
 }
 
@@ -86,7 +92,10 @@ pub fn http_response(data: &[u8]) {
     }
     match (&whole_result, &split_result) {
         (Ok(()), Ok(())) => {
-            assert_eq!(done_whole, done_split, "responses depend on how reads cut them");
+            assert_eq!(
+                done_whole, done_split,
+                "responses depend on how reads cut them"
+            );
             assert_eq!(whole.idle(), split.idle());
         }
         (Err(_), Err(_)) => {}

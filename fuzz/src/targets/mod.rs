@@ -28,7 +28,10 @@ fn prom_text(data: &[u8]) {
     }
 }
 
-pub const ALL: &[(&str, fn(&[u8]))] = &[
+/// A target: its name and what it does with one input.
+pub type Target = (&'static str, fn(&[u8]));
+
+pub const ALL: &[Target] = &[
     ("proc_interrupts", kernel::proc_interrupts),
     ("proc_softirqs", kernel::proc_softirqs),
     ("proc_softnet", kernel::proc_softnet),

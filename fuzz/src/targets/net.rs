@@ -243,7 +243,9 @@ fn serve_answers(server: SocketAddr) {
         panic!("nettune serve stopped accepting");
     };
     let _ = conn.set_read_timeout(Some(ANSWER));
-    let _ = conn.write_all(&nettune::serve::proto::preamble(nettune::serve::proto::VERSION));
+    let _ = conn.write_all(&nettune::serve::proto::preamble(
+        nettune::serve::proto::VERSION,
+    ));
     let mut len = [0u8; 4];
     assert!(
         conn.read_exact(&mut len).is_ok(),

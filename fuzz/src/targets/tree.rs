@@ -73,9 +73,6 @@ pub fn host_tree(data: &[u8]) {
         None => fs::remove_file(&file),
     };
     if let Err(e) = restored {
-        panic!(
-            "nettune-fuzz: cannot restore {}: {e}",
-            file.display()
-        );
+        panic!("nettune-fuzz: cannot restore {}: {e}", file.display());
     }
 }
