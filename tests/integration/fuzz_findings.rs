@@ -107,3 +107,34 @@ fn rr_server_refuses_a_udp_hello_beyond_a_datagram(engine: &str) {
 }
 
 each_engine!(rr_server_refuses_a_udp_hello_beyond_a_datagram);
+
+/// A capture's /proc/stat whose counts add up past u64::MAX (a garbled or
+/// hostile file): adding a CPU's ticks overflowed (a panic in debug
+/// builds, wrapped shares in release). inspect and doctor must read it.
+#[test]
+fn cpu_counters_adding_up_past_u64_max_are_read() {
+    let (_dir, tree) = crate::common::fixture_copy("vm-2cpu-virtio");
+    let path = tree.join("proc/stat");
+    let stat = std::fs::read_to_string(&path).expect("read proc/stat");
+    let huge: String = stat
+        .lines()
+        .map(|line| match line.strip_prefix("cpu0 ") {
+            Some(_) => "cpu0 18446744073709551615 1 1 1 0 0 0 0 0 0".to_string(),
+            None => line.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    std::fs::write(&path, huge + "\n").expect("write proc/stat");
+    let root = tree.display().to_string();
+    for args in [
+        vec!["inspect", "--root", &root],
+        vec!["inspect", "--root", &root, "--json"],
+        vec!["doctor", "--root", &root],
+    ] {
+        let (code, _, err) = crate::common::run(&args);
+        assert!(
+            code == 0 || (args[0] == "doctor" && code == 1),
+            "{args:?}: exit {code}: {err}"
+        );
+    }
+}
