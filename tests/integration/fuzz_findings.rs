@@ -138,3 +138,49 @@ fn cpu_counters_adding_up_past_u64_max_are_read() {
         );
     }
 }
+
+/// Run nettune with its address space limited to `bytes`: an input that
+/// makes it allocate more fails there instead of taking the machine's
+/// memory. Returns (exit code or -signal, stderr).
+fn run_limited(args: &[&str], bytes: u64) -> (i32, String) {
+    use std::os::unix::process::{CommandExt as _, ExitStatusExt as _};
+    let mut cmd = crate::common::nettune();
+    cmd.args(args);
+    // SAFETY: setrlimit is async-signal-safe; nothing else runs between
+    // fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            let limit = libc::rlimit {
+                rlim_cur: bytes,
+                rlim_max: bytes,
+            };
+            if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = cmd.output().expect("run nettune");
+    let code = out
+        .status
+        .code()
+        .unwrap_or_else(|| -out.status.signal().unwrap_or(0));
+    (code, String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// A CPU list that repeats its ranges (`0-8191,0-8191,...`, 300 KB) was
+/// expanded range by range before repeats were removed: gigabytes for a
+/// file of kilobytes. Its memory is now bounded by the CPU limit.
+#[test]
+fn a_cpu_list_repeating_its_ranges_takes_no_more_memory_than_once() {
+    let (_dir, tree) = crate::common::fixture_copy("vm-2cpu-virtio");
+    let list = vec!["0-8191"; 43_000].join(",");
+    std::fs::write(tree.join("sys/devices/system/cpu/online"), list).expect("write");
+    let root = tree.display().to_string();
+    let (code, err) = run_limited(&["inspect", "--root", &root, "--json"], 1 << 30);
+    assert!(
+        code == 0 || code == 2,
+        "exit {code} (0, or 2 for a refused file, expected): {err}"
+    );
+    assert!(!err.contains("memory allocation"), "{err}");
+}
