@@ -127,7 +127,7 @@ pub fn parse_mask(text: &str) -> Result<Vec<u32>, ParseError> {
     if text.split(',').count() > (MAX_CPUS / 32) as usize {
         return Err(ParseError::new(format!(
             "CPU mask '{}...' has more than {} groups: more CPUs than Linux supports ({MAX_CPUS})",
-            &text[..text.len().min(40)],
+            text.chars().take(40).collect::<String>(),
             MAX_CPUS / 32
         )));
     }

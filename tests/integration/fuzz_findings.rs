@@ -184,3 +184,21 @@ fn a_cpu_list_repeating_its_ranges_takes_no_more_memory_than_once() {
     );
     assert!(!err.contains("memory allocation"), "{err}");
 }
+/// An RPS mask of more than 256 groups is refused, quoting its start: the
+/// quote was cut at byte 40, inside a multi-byte character, which
+/// panicked.
+#[test]
+fn a_cpu_mask_quoted_inside_a_character_is_refused_not_a_panic() {
+    let (_dir, tree) = crate::common::fixture_copy("vm-2cpu-virtio");
+    let mask = format!("a{}{}", "é".repeat(20), ",".repeat(300));
+    std::fs::write(tree.join("sys/class/net/eth0/queues/rx-0/rps_cpus"), mask).expect("write");
+    let root = tree.display().to_string();
+    for args in [
+        vec!["inspect", "--root", &root],
+        vec!["plan", "--profile", "pps", "--root", &root],
+    ] {
+        let (code, _, err) = crate::common::run(&args);
+        assert!(code == 0 || code == 2, "{args:?}: exit {code}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}
