@@ -24,8 +24,9 @@ const PLAN_HOST: &str = "vm-2cpu-virtio";
 const SH_COMMANDS: &[&str] = &["set", "sysctl", "echo", "ethtool", "tc"];
 
 /// A line of the script, outside comments, may use shell syntax only
-/// inside single quotes: a value or name from a plan file must never
-/// become a command, an expansion or a second command.
+/// inside single quotes or escaped by a backslash: a value or name from a
+/// plan file must never become a command, an expansion or a second
+/// command.
 fn check_shell_line(line: &str, script: &str) {
     let word = line.split_whitespace().next().unwrap_or_default();
     assert!(
@@ -33,12 +34,17 @@ fn check_shell_line(line: &str, script: &str) {
         "a script line that is no command of the plan: '{line}' in\n{script}"
     );
     let mut quoted = false;
-    for c in line.chars() {
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
         match c {
             '\'' => quoted = !quoted,
             _ if quoted => {}
-            '$' | '`' | ';' | '|' | '&' | '(' | ')' | '<' | '\\' | '"' | '*' | '?' | '[' | '{'
-            | '~' | '#' => panic!("'{c}' unquoted in script line '{line}' in\n{script}"),
+            // A backslash makes the next character literal (`'\''`).
+            '\\' => {
+                chars.next();
+            }
+            '$' | '`' | ';' | '|' | '&' | '(' | ')' | '<' | '"' | '*' | '?' | '[' | '{' | '~'
+            | '#' => panic!("'{c}' unquoted in script line '{line}' in\n{script}"),
             _ => {}
         }
     }
