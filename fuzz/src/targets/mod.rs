@@ -46,6 +46,7 @@ pub const ALL: &[Target] = &[
     ("driver_values", values::driver_values),
     ("plan_target", values::plan_target),
     ("host_tree", tree::host_tree),
+    ("driver_file", tree::driver_file),
     ("saved_plan", files::saved_plan),
     ("journal", files::journal),
     ("series", files::series),

@@ -76,3 +76,15 @@ pub fn host_tree(data: &[u8]) {
         panic!("nettune-fuzz: cannot restore {}: {e}", file.display());
     }
 }
+
+/// `nettune/driver.json` of a capture (the NIC answers `--root` sees):
+/// byte 0 picks the fixture, byte 1 the command, the rest is the file.
+pub fn driver_file(data: &[u8]) {
+    let [fixture, command, contents @ ..] = data else {
+        return;
+    };
+    let mut input = vec![*fixture, *command];
+    input.extend_from_slice(b"nettune/driver.json\n");
+    input.extend_from_slice(contents);
+    host_tree(&input);
+}
