@@ -202,3 +202,34 @@ fn a_cpu_mask_quoted_inside_a_character_is_refused_not_a_panic() {
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
 }
+
+/// The serve protocol's hex (nonces, MACs) took a sign as a digit: "+f"
+/// read as 0x0f, so one MAC had many spellings. Only hex digits are hex.
+#[test]
+fn serve_hex_takes_hex_digits_only() {
+    use nettune::serve::proto::{mac, unhex, verify, CLIENT_LABEL};
+    assert_eq!(unhex("0f"), Some(vec![0x0f]));
+    assert_eq!(unhex("+f"), None);
+    assert_eq!(unhex("+0+0"), None);
+    let token = b"a token of sixteen+ bytes";
+    // A MAC with a byte below 0x10 somewhere, spelled with a sign there.
+    let (first, second, right) = (0u8..=255)
+        .map(|n| {
+            let first = [n; 32];
+            let second = [7u8; 32];
+            let right = mac(token, CLIENT_LABEL, &first, &second);
+            (first, second, right)
+        })
+        .find(|(_, _, m)| (0..m.len()).step_by(2).any(|i| &m[i..i + 1] == "0"))
+        .expect("some MAC has a byte below 0x10");
+    assert!(verify(token, CLIENT_LABEL, &first, &second, &right));
+    let at = (0..right.len())
+        .step_by(2)
+        .find(|&i| &right[i..i + 1] == "0")
+        .expect("a leading zero digit");
+    let signed = format!("{}+{}", &right[..at], &right[at + 1..]);
+    assert!(
+        !verify(token, CLIENT_LABEL, &first, &second, &signed),
+        "'{signed}' accepted as the MAC"
+    );
+}
