@@ -104,16 +104,16 @@ def kernel_files():
     seed("irqname", "tab", "eth0-rx-2\teth0")
 
 
+def numbered(target, texts):
+    for i, text in enumerate(texts):
+        seed(target, f"seed-{i}", text)
+
+
 def values():
-    for i, text in enumerate(
-        ["0-3,8", "ff,00000000", "00000000,00000001", "0", "", "1-2,5-7,64", "3", "f0f0f0f0"]
-    ):
-        seed("cpuset", f"seed-{i}", text)
-    for i, text in enumerate(
-        ["10gbit", "2.5G", "50ms", "100us", "4M", "1.5", "500ms", "1m", "2h", "8kbps", "1Gi"]
-    ):
-        seed("units", f"seed-{i}", text)
-    for i, text in enumerate(
+    numbered("cpuset", ["0-3,8", "ff,00000000", "00000000,00000001", "0", "", "1-2,5-7,64", "3", "f0f0f0f0"])
+    numbered("units", ["10gbit", "2.5G", "50ms", "100us", "4M", "1.5", "500ms", "1m", "2h", "8kbps", "1Gi"])
+    numbered(
+        "driver_values",
         [
             "rings.rx=4096",
             "coalesce.rx-usecs=50",
@@ -126,10 +126,10 @@ def values():
             "udp dst-ip fd00::2 dst-port 9000 action -1",
             "0 1 2 3 0 1 2 3",
             "gro-flush-timeout",
-        ]
-    ):
-        seed("driver_values", f"seed-{i}", text)
-    for i, text in enumerate(
+        ],
+    )
+    numbered(
+        "plan_target",
         [
             "/proc/sys/net/core/rmem_max\n4194304",
             "/proc/sys/net/ipv4/tcp_rmem\n4096 131072 33554432",
@@ -143,9 +143,8 @@ def values():
             "interfaces\n",
             "/sys/class/net/eth0/queues\n4",
             "/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor\nperformance",
-        ]
-    ):
-        seed("plan_target", f"seed-{i}", text)
+        ],
+    )
 
 
 def host_tree():
@@ -202,7 +201,7 @@ def neutral(data, tree):
     real = os.path.realpath(tree).encode()
     data = data.replace(real, b"/srv/capture/" + os.path.basename(tree).encode())
     # A fixed time, so that writing the seeds again changes nothing.
-    return re.sub(rb'"time": "[^"]*"', b'"time": "2026-01-01T00:00:00Z"', data)
+    return re.sub(rb'"(time|rolled_back_at)": "[^"]*"', rb'"\1": "2026-01-01T00:00:00Z"', data)
 
 
 def driver_files():

@@ -71,6 +71,27 @@ fn drain(mut conn: TcpStream, wait: Duration) {
     }
 }
 
+/// Run `server` on a thread of its own until the process ends (its
+/// ending at all is a finding); its address.
+fn start<S: Send + 'static>(
+    what: &str,
+    server: anyhow::Result<S>,
+    addr: impl FnOnce(&S) -> SocketAddr,
+    run: impl FnOnce(S) -> String + Send + 'static,
+) -> SocketAddr {
+    let server = match server {
+        Ok(server) => server,
+        Err(e) => panic!("nettune-fuzz: cannot start {what}: {e:#}"),
+    };
+    let bound = addr(&server);
+    let what = what.to_string();
+    std::thread::spawn(move || {
+        let result = run(server);
+        panic!("{what} ended: {result}");
+    });
+    bound
+}
+
 /// An rr server on loopback and its address, started once per engine.
 fn rr_server(uring: bool) -> SocketAddr {
     static EPOLL: OnceLock<SocketAddr> = OnceLock::new();
@@ -83,16 +104,12 @@ fn rr_server(uring: bool) -> SocketAddr {
         } else {
             nettune::bench::rr::Engine::Epoll
         };
-        let server = match nettune::bench::rr::open_server(config) {
-            Ok(server) => server,
-            Err(e) => panic!("nettune-fuzz: cannot start an rr server: {e:#}"),
-        };
-        let addr = server.local_addr();
-        std::thread::spawn(move || {
-            let result = server.run(&Stop::new(), &mut Quiet);
-            panic!("the rr server ended: {result:?}");
-        });
-        addr
+        start(
+            "an rr server",
+            nettune::bench::rr::open_server(config),
+            |s| s.local_addr(),
+            |s| format!("{:?}", s.run(&Stop::new(), &mut Quiet)),
+        )
     })
 }
 
@@ -153,16 +170,12 @@ fn stream_server() -> SocketAddr {
         let mut config = nettune::bench::stream::ServerConfig::new(loopback());
         config.max_test = Duration::from_secs(1);
         config.max_rate = Some(100_000_000);
-        let server = match nettune::bench::stream::open_server(config) {
-            Ok(server) => server,
-            Err(e) => panic!("nettune-fuzz: cannot start a stream server: {e:#}"),
-        };
-        let addr = server.local_addr();
-        std::thread::spawn(move || {
-            let result = server.run(&Stop::new(), &mut Quiet);
-            panic!("the stream server ended: {result:?}");
-        });
-        addr
+        start(
+            "a stream server",
+            nettune::bench::stream::open_server(config),
+            |s| s.local_addr(),
+            |s| format!("{:?}", s.run(&Stop::new(), &mut Quiet)),
+        )
     })
 }
 
@@ -224,16 +237,12 @@ fn serve_daemon() -> SocketAddr {
         config.max_tests = 2;
         config.max_reply = 1024;
         config.max_rate = 100_000_000;
-        let daemon = match nettune::serve::bind(config) {
-            Ok(daemon) => daemon,
-            Err(e) => panic!("nettune-fuzz: cannot start nettune serve: {e:#}"),
-        };
-        let addr = daemon.local_addr();
-        std::thread::spawn(move || {
-            let result = daemon.run(&Stop::new(), &mut Quiet);
-            panic!("nettune serve ended: {result:?}");
-        });
-        addr
+        start(
+            "nettune serve",
+            nettune::serve::bind(config),
+            |d| d.local_addr(),
+            |d| format!("{:?}", d.run(&Stop::new(), &mut Quiet)),
+        )
     })
 }
 
