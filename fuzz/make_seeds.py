@@ -364,6 +364,15 @@ def wire():
     seed("stream_server", "control", b"".join(bytes([0, len(ctl[i:i + 200])]) + ctl[i:i + 200] for i in range(0, len(ctl), 200)))
     seed("stream_server", "data", bytes([0, len(ctl)]) + ctl + bytes([1, len(data_header)]) + data_header + bytes([1, 4]) + b"data")
 
+    for i, req in enumerate(
+        [
+            b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n",
+            b"HEAD /metrics HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n",
+            b"GET /metrics HTTP/1.0\r\n\r\n",
+            b"POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc",
+        ]
+    ):
+        seed("prom_server", f"seed-{i}", bytes([i % 3, len(req)]) + req)
     eth = b"\x02" * 6 + b"\x04" * 6
     udp_payload = b"\0" * 16
     ip4 = bytes([0x45, 0]) + struct.pack(">H", 20 + 8 + len(udp_payload)) + b"\0" * 5 + bytes([17]) + b"\0\0" + bytes([10, 0, 0, 1, 10, 0, 0, 2])

@@ -60,5 +60,6 @@ pub const ALL: &[Target] = &[
     ("http_response", http::http_response),
     ("rr_server", net::rr_server_target),
     ("stream_server", net::stream_server_target),
+    ("prom_server", net::prom_server_target),
     ("serve", net::serve_target),
 ];

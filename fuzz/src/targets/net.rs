@@ -1,7 +1,8 @@
 //! nettune's servers, each run once per fuzzing process on loopback, fed
 //! the input as a peer would send it: `bench rr-server` (UDP datagrams and
 //! a TCP byte stream, epoll and io_uring engines), `bench stream-server`
-//! (a few connections) and `nettune serve` (one control connection). A
+//! and the `monitor --prometheus` exporter (a few connections each) and
+//! `nettune serve` (one control connection). A
 //! server must neither crash (a panic in any thread aborts the process,
 //! which libFuzzer reports) nor stop answering: after each input the
 //! target checks that the server still answers a well-formed peer.
@@ -203,6 +204,13 @@ fn stream_answers(server: SocketAddr) {
 /// `bench stream-server`: records of (connection 0-2, length, bytes).
 pub fn stream_server_target(data: &[u8]) {
     let server = stream_server();
+    connections(server, data);
+    stream_answers(server);
+}
+
+/// Feed records of (connection 0-2, length, bytes) to `server` over up to
+/// three connections, then half-close each and read what comes back.
+fn connections(server: SocketAddr, data: &[u8]) {
     let mut conns: Vec<Option<TcpStream>> = (0..3).map(|_| None).collect();
     let mut rest = data;
     while let [which, len, tail @ ..] = rest {
@@ -223,7 +231,67 @@ pub fn stream_server_target(data: &[u8]) {
         let _ = conn.shutdown(Shutdown::Write);
         drain(conn, LISTEN);
     }
-    stream_answers(server);
+}
+
+/// The exporter's readings: one fixed exposition, fresh for ever.
+struct Fixed;
+
+impl nettune::monitor::prom::http::Readings for Fixed {
+    fn request(&mut self) {}
+
+    fn take(&mut self) -> Option<anyhow::Result<nettune::monitor::prom::sampling::Rendered>> {
+        None
+    }
+}
+
+/// The `monitor --prometheus` HTTP server on loopback, serving a fixed
+/// exposition, with short timeouts.
+fn prom_server() -> SocketAddr {
+    use nettune::monitor::prom::http::{Limits, Server, Waker};
+    use nettune::monitor::prom::sampling::Rendered;
+    static ADDR: OnceLock<SocketAddr> = OnceLock::new();
+    *ADDR.get_or_init(|| {
+        let listener = std::net::TcpListener::bind(loopback()).expect("a listener on loopback");
+        let addr = listener.local_addr().expect("its address");
+        // The server borrows its waker for as long as it runs: the process.
+        let waker: &'static Waker = Box::leak(Box::new(Waker::new().expect("an eventfd")));
+        let first = Rendered {
+            body: std::sync::Arc::new(b"# TYPE nettune_up gauge\nnettune_up 1\n".to_vec()),
+            series: 1,
+            fresh_until: None,
+        };
+        let limits = Limits {
+            max_connections: 64,
+            head_timeout: Duration::from_secs(1),
+            idle_timeout: Duration::from_secs(1),
+            write_timeout: Duration::from_secs(2),
+            sample_wait: Duration::from_secs(1),
+        };
+        start(
+            "the Prometheus exporter",
+            Server::new(listener, waker, Fixed, first, limits),
+            |_| addr,
+            |s| format!("{:?}", s.run(&Stop::new())),
+        )
+    })
+}
+
+/// `monitor --prometheus`'s HTTP server: records of (connection 0-2,
+/// length, bytes); afterwards it must still answer a scrape.
+pub fn prom_server_target(data: &[u8]) {
+    let server = prom_server();
+    connections(server, data);
+    let Ok(mut conn) = TcpStream::connect(server) else {
+        panic!("the exporter stopped accepting");
+    };
+    let _ = conn.set_read_timeout(Some(ANSWER));
+    let _ = conn.write_all(b"GET /metrics HTTP/1.1\r\nHost: fuzz\r\nConnection: close\r\n\r\n");
+    let mut head = [0u8; 12];
+    assert!(
+        conn.read_exact(&mut head).is_ok() && head.starts_with(b"HTTP/1.1 200"),
+        "the exporter no longer answers a scrape: {:?}",
+        String::from_utf8_lossy(&head)
+    );
 }
 
 /// `nettune serve` on loopback without a token (what it allows there),
