@@ -139,9 +139,10 @@ fn cpu_counters_adding_up_past_u64_max_are_read() {
     }
 }
 
-/// Run nettune with its address space limited to `bytes`: an input that
-/// makes it allocate more fails there instead of taking the machine's
-/// memory. Returns (exit code or -signal, stderr).
+/// Run nettune with its address space limited to `bytes` and its CPU time
+/// to a minute: an input that makes it allocate more, or loop for hours,
+/// fails there instead of taking the machine. Returns (exit code or
+/// -signal, stderr).
 fn run_limited(args: &[&str], bytes: u64) -> (i32, String) {
     use std::os::unix::process::{CommandExt as _, ExitStatusExt as _};
     let mut cmd = crate::common::nettune();
@@ -155,6 +156,13 @@ fn run_limited(args: &[&str], bytes: u64) -> (i32, String) {
                 rlim_max: bytes,
             };
             if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            let cpu = libc::rlimit {
+                rlim_cur: 60,
+                rlim_max: 60,
+            };
+            if libc::setrlimit(libc::RLIMIT_CPU, &cpu) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
             Ok(())
@@ -232,4 +240,41 @@ fn serve_hex_takes_hex_digits_only() {
         !verify(token, CLIENT_LABEL, &first, &second, &signed),
         "'{signed}' accepted as the MAC"
     );
+}
+
+/// A capture's driver answers with an RX ring count of 4294967295: steer
+/// built a weight per ring (16 GiB) and doctor listed every ring without
+/// an RSS weight (billions of steps). Counts past the most queues a device
+/// can have are now refused or left unjudged.
+#[test]
+fn a_ring_count_no_device_has_is_not_a_size_to_allocate() {
+    let (_dir, tree) = crate::common::fixture_copy("one-socket-ice-16q");
+    let driver = tree.join("nettune/driver.json");
+    let text = std::fs::read_to_string(&driver).expect("read driver.json");
+    assert!(
+        text.contains("\"rx_rings\": 16"),
+        "the fixture names its RX rings"
+    );
+    let text = text.replace("\"rx_rings\": 16", "\"rx_rings\": 4294967295");
+    std::fs::write(&driver, text).expect("write driver.json");
+    let root = tree.display().to_string();
+    let (code, err) = run_limited(
+        &[
+            "steer",
+            "--dry-run",
+            "--root",
+            &root,
+            "--iface",
+            "ens801f0",
+            "--queue",
+            "3",
+            "--flow",
+            "udp dst-port 53",
+        ],
+        1 << 30,
+    );
+    assert_eq!(code, 2, "steer: {err}");
+    assert!(err.contains("4294967295 queues"), "{err}");
+    let (code, err) = run_limited(&["doctor", "--root", &root], 1 << 30);
+    assert!(code == 0 || code == 1, "doctor: exit {code}: {err}");
 }
