@@ -167,7 +167,7 @@ def host_tree():
             p = os.path.join(HOSTS, host, path)
             if not os.path.isfile(p):
                 continue
-            data = bytes([i, command % 9]) + path.encode() + b"\n" + read(p)
+            data = bytes([i, command % 10]) + path.encode() + b"\n" + read(p)
             seed("host_tree", f"{host}-{path.replace('/', '_')}", data)
             command += 1
         # Per-interface files of the first interface that has queues.
@@ -178,7 +178,7 @@ def host_tree():
                 p = os.path.join(HOSTS, host, base, rel)
                 if os.path.isfile(p):
                     path = f"{base}/{rel}"
-                    data = bytes([i, command % 9]) + path.encode() + b"\n" + read(p)
+                    data = bytes([i, command % 10]) + path.encode() + b"\n" + read(p)
                     seed("host_tree", f"{host}-{path.replace('/', '_')}", data)
                     command += 1
             if iface != "lo":
@@ -190,7 +190,7 @@ def host_tree():
                 p = os.path.join(irq, n, rel)
                 if os.path.isfile(p):
                     path = f"proc/irq/{n}/{rel}"
-                    data = bytes([i, command % 9]) + path.encode() + b"\n" + read(p)
+                    data = bytes([i, command % 10]) + path.encode() + b"\n" + read(p)
                     seed("host_tree", f"{host}-{path.replace('/', '_')}", data)
                     command += 1
 
@@ -208,7 +208,8 @@ def driver_files():
     for i, host in enumerate(FIXTURES):
         p = os.path.join(HOSTS, host, "nettune/driver.json")
         if os.path.isfile(p):
-            seed("driver_file", host, bytes([i, i * 2 % 9]) + read(p))
+            seed("driver_file", host, bytes([i, i * 2 % 10]) + read(p))
+            seed("driver_file", host + "-steer", bytes([i, 9]) + read(p))
 
 
 def plans_and_journals():

@@ -20,6 +20,9 @@ pub const FIXTURES: &[&str] = &[
     "vm-2cpu-virtio",
 ];
 
+/// Each fixture's NIC (for commands that name one), in the same order.
+pub const FIXTURE_NICS: &[&str] = &["ens801f0", "ens1f0", "eth0", "eth0", "eth0"];
+
 /// The input as the real readers see a file: `fs::read_to_string` refuses
 /// what is not UTF-8, so such input goes no further.
 pub fn text(data: &[u8]) -> Option<&str> {

@@ -1,6 +1,7 @@
 //! A captured tree (`--root DIR`) with one file of the attacker's choice:
 //! a fixture host whose file PATH holds the input, read by `inspect`,
-//! judged by `doctor` and planned for by `plan`, as a shared capture is.
+//! judged by `doctor` and planned for by `plan` and `steer --dry-run`, as
+//! a shared capture is.
 //! This reaches every /proc and /sys reader through the real `Root`, the
 //! driver file (`nettune/driver.json`) and everything computed from them.
 //!
@@ -10,7 +11,7 @@
 use std::fs;
 use std::path::{Component, Path};
 
-use crate::common::{hosts, nettune, split, FIXTURES};
+use crate::common::{hosts, nettune, split, FIXTURES, FIXTURE_NICS};
 
 const COMMANDS: &[&[&str]] = &[
     &["inspect", "--json"],
@@ -22,6 +23,15 @@ const COMMANDS: &[&[&str]] = &[
     &["plan", "--profile", "throughput"],
     &["plan", "--profile", "http", "--json"],
     &["plan", "--profile", "baseline"],
+    // The fixture's NIC is added: --iface NIC.
+    &[
+        "steer",
+        "--dry-run",
+        "--queue",
+        "1",
+        "--flow",
+        "udp dst-port 53",
+    ],
 ];
 
 /// A relative path that stays inside the tree.
@@ -43,7 +53,8 @@ pub fn host_tree(data: &[u8]) {
     if !inside(path) {
         return;
     }
-    let root = hosts().join(FIXTURES[usize::from(*fixture) % FIXTURES.len()]);
+    let which = usize::from(*fixture) % FIXTURES.len();
+    let root = hosts().join(FIXTURES[which]);
     let file = root.join(path);
     // Replace a file, or add one where a directory exists; never a
     // directory, never outside the tree (no symlinks are followed out:
@@ -66,6 +77,9 @@ pub fn host_tree(data: &[u8]) {
     }
     let root_text = root.display().to_string();
     let mut args: Vec<&str> = COMMANDS[usize::from(*command) % COMMANDS.len()].to_vec();
+    if args[0] == "steer" {
+        args.extend(["--iface", FIXTURE_NICS[which]]);
+    }
     args.extend(["--root", &root_text]);
     nettune(&args);
     let restored = match original {
