@@ -204,6 +204,16 @@ def neutral(data, tree):
     return re.sub(rb'"(time|rolled_back_at)": "[^"]*"', rb'"\1": "2026-01-01T00:00:00Z"', data)
 
 
+def two_files():
+    """Files that disagree: CPU ids from /proc/stat when the online list
+    cannot be read."""
+    seed(
+        "host_tree",
+        "two-files-cpu-ids",
+        b"\x04\x04sys/devices/system/cpu/online\ngarbled\0proc/stat\ncpu0 1 1 1 1\ncpu4294967295 1 1 1 1\n",
+    )
+
+
 def driver_files():
     for i, host in enumerate(FIXTURES):
         p = os.path.join(HOSTS, host, "nettune/driver.json")
@@ -408,6 +418,7 @@ def main():
     kernel_files()
     values()
     host_tree()
+    two_files()
     driver_files()
     plans_and_journals()
     files()

@@ -6,7 +6,8 @@
 //! driver file (`nettune/driver.json`) and everything computed from them.
 //!
 //! Input: byte 0 picks the fixture, byte 1 the command, then `PATH\n` (a
-//! path inside the tree) and the file's new contents.
+//! path inside the tree) and the file's new contents; up to four such
+//! files separated by NUL bytes.
 
 use std::fs;
 use std::path::{Component, Path};
@@ -42,38 +43,58 @@ fn inside(path: &str) -> bool {
             .all(|c| matches!(c, Component::Normal(_)))
 }
 
+/// A file replaced (or added) for one run, put back on drop.
+struct Replaced {
+    file: std::path::PathBuf,
+    original: Option<Vec<u8>>,
+}
+
+impl Drop for Replaced {
+    fn drop(&mut self) {
+        let restored = match self.original.take() {
+            Some(bytes) => fs::write(&self.file, bytes),
+            None => fs::remove_file(&self.file),
+        };
+        if let Err(e) = restored {
+            panic!("nettune-fuzz: cannot restore {}: {e}", self.file.display());
+        }
+    }
+}
+
+/// Put `contents` at `path` inside `root`: a file replaced, or added where
+/// a directory exists; never a directory, never outside the tree (the
+/// fixtures hold no symlink that leaves it).
+fn replace(root: &Path, path: &[u8], contents: &[u8]) -> Option<Replaced> {
+    let path = std::str::from_utf8(path).ok().filter(|p| inside(p))?;
+    let file = root.join(path);
+    let original = match fs::symlink_metadata(&file) {
+        Ok(meta) if meta.is_file() => Some(fs::read(&file).ok()?),
+        Ok(_) => return None,
+        Err(_) if file.parent().is_some_and(Path::is_dir) => None,
+        Err(_) => return None,
+    };
+    fs::write(&file, contents).ok()?;
+    Some(Replaced { file, original })
+}
+
+/// The most files one input replaces.
+const MAX_FILES: usize = 4;
+
 pub fn host_tree(data: &[u8]) {
     let [fixture, command, rest @ ..] = data else {
         return;
     };
-    let (path, contents) = split(rest, b'\n');
-    let Ok(path) = std::str::from_utf8(path) else {
-        return;
-    };
-    if !inside(path) {
-        return;
-    }
     let which = usize::from(*fixture) % FIXTURES.len();
     let root = hosts().join(FIXTURES[which]);
-    let file = root.join(path);
-    // Replace a file, or add one where a directory exists; never a
-    // directory, never outside the tree (no symlinks are followed out:
-    // the fixtures hold none that leave it).
-    let original = match fs::symlink_metadata(&file) {
-        Ok(meta) if meta.is_file() => match fs::read(&file) {
-            Ok(bytes) => Some(bytes),
-            Err(_) => return,
-        },
-        Ok(_) => return,
-        Err(_) => {
-            if !file.parent().is_some_and(Path::is_dir) {
-                return;
-            }
-            None
+    // `PATH\nCONTENTS`, several separated by NUL bytes (kernel text
+    // files hold none), so that files can disagree with each other.
+    let mut replaced = Vec::new();
+    for entry in rest.split(|&b| b == 0).take(MAX_FILES) {
+        let (path, contents) = split(entry, b'\n');
+        match replace(&root, path, contents) {
+            Some(r) => replaced.push(r),
+            None => return,
         }
-    };
-    if fs::write(&file, contents).is_err() {
-        return;
     }
     let root_text = root.display().to_string();
     let mut args: Vec<&str> = COMMANDS[usize::from(*command) % COMMANDS.len()].to_vec();
@@ -82,13 +103,9 @@ pub fn host_tree(data: &[u8]) {
     }
     args.extend(["--root", &root_text]);
     nettune(&args);
-    let restored = match original {
-        Some(bytes) => fs::write(&file, bytes),
-        None => fs::remove_file(&file),
-    };
-    if let Err(e) = restored {
-        panic!("nettune-fuzz: cannot restore {}: {e}", file.display());
-    }
+    // Put back in reverse order (a path named twice gets its first
+    // original back).
+    while replaced.pop().is_some() {}
 }
 
 /// `nettune/driver.json` of a capture (the NIC answers `--root` sees):
