@@ -190,6 +190,7 @@ fn stream_answers(server: SocketAddr) {
         kind: Kind::Data,
         stream: 0,
         test: u64::MAX,
+        tls: false,
     }
     .encode();
     header[..4].copy_from_slice(b"GET ");
@@ -322,6 +323,7 @@ fn serve_answers(server: SocketAddr) {
     let _ = conn.set_read_timeout(Some(ANSWER));
     let _ = conn.write_all(&nettune::serve::proto::preamble(
         nettune::serve::proto::VERSION,
+        0,
     ));
     let mut len = [0u8; 4];
     assert!(

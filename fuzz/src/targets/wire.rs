@@ -43,8 +43,8 @@ fn frames(mut data: &[u8], max: usize) -> Vec<&[u8]> {
 /// The serve control protocol: a preamble, then messages of either side.
 pub fn serve_proto(data: &[u8]) {
     if let Some(preamble) = data.first_chunk::<PREAMBLE_LEN>() {
-        if let Ok(version) = proto::parse_preamble(preamble) {
-            assert_eq!(&proto::preamble(version)[..6], &preamble[..6]);
+        if let Ok((version, flags)) = proto::parse_preamble(preamble) {
+            assert_eq!(&proto::preamble(version, flags), preamble);
         }
     }
     let rest = data.get(PREAMBLE_LEN..).unwrap_or_default();
