@@ -31,9 +31,11 @@ pub fn parse_list_within(text: &str, limit: u32) -> Result<Vec<u32>, ParseError>
 
 fn parse_list_bounded(text: &str, limit: u32, what: &str) -> Result<Vec<u32>, ParseError> {
     let text = text.trim();
-    let mut cpus = Vec::new();
+    // A bit per CPU below the limit: the same range repeated ten thousand
+    // times costs no more memory than once.
+    let mut bits = vec![0u64; (limit as usize).div_ceil(64)];
     if text.is_empty() {
-        return Ok(cpus);
+        return Ok(Vec::new());
     }
     for part in text.split(',') {
         let part = part.trim();
@@ -55,11 +57,32 @@ fn parse_list_bounded(text: &str, limit: u32, what: &str) -> Result<Vec<u32>, Pa
                 limit.saturating_sub(1)
             )));
         }
-        cpus.extend(lo..=hi);
+        set_bits(&mut bits, lo as usize, hi as usize);
     }
-    cpus.sort_unstable();
-    cpus.dedup();
-    Ok(cpus)
+    Ok(bits
+        .iter()
+        .enumerate()
+        .flat_map(|(word, &w)| {
+            (0..64u32)
+                .filter(move |bit| w & (1 << bit) != 0)
+                .map(move |bit| word as u32 * 64 + bit)
+        })
+        .collect())
+}
+
+/// Set bits `lo..=hi`, a word at a time.
+fn set_bits(bits: &mut [u64], mut lo: usize, hi: usize) {
+    while lo <= hi {
+        let (word, bit) = (lo / 64, lo % 64);
+        let end = (word * 64 + 63).min(hi);
+        let n = end - lo + 1;
+        bits[word] |= if n == 64 {
+            u64::MAX
+        } else {
+            ((1u64 << n) - 1) << bit
+        };
+        lo = end + 1;
+    }
 }
 
 fn parse_cpu(s: &str, whole: &str) -> Result<u32, ParseError> {
@@ -104,7 +127,7 @@ pub fn parse_mask(text: &str) -> Result<Vec<u32>, ParseError> {
     if text.split(',').count() > (MAX_CPUS / 32) as usize {
         return Err(ParseError::new(format!(
             "CPU mask '{}...' has more than {} groups: more CPUs than Linux supports ({MAX_CPUS})",
-            &text[..text.len().min(40)],
+            text.chars().take(40).collect::<String>(),
             MAX_CPUS / 32
         )));
     }

@@ -550,14 +550,19 @@ impl Interface {
 }
 
 impl CpuTime {
+    /// All ticks; saturating, as the fields come from a file (a garbled
+    /// capture may hold counts near u64::MAX).
     pub fn total(&self) -> u64 {
-        self.user
-            + self.nice
-            + self.system
-            + self.idle
-            + self.iowait
-            + self.irq
-            + self.softirq
-            + self.steal
+        [
+            self.nice,
+            self.system,
+            self.idle,
+            self.iowait,
+            self.irq,
+            self.softirq,
+            self.steal,
+        ]
+        .into_iter()
+        .fold(self.user, u64::saturating_add)
     }
 }

@@ -84,16 +84,17 @@ pub fn sum_ticks(deltas: &[CpuTime]) -> CpuTime {
         softirq: 0,
         steal: 0,
     };
+    // Saturating: deltas of a garbled capture can be near u64::MAX.
     deltas.iter().fold(zero, |sum, d| CpuTime {
         cpu: 0,
-        user: sum.user + d.user,
-        nice: sum.nice + d.nice,
-        system: sum.system + d.system,
-        idle: sum.idle + d.idle,
-        iowait: sum.iowait + d.iowait,
-        irq: sum.irq + d.irq,
-        softirq: sum.softirq + d.softirq,
-        steal: sum.steal + d.steal,
+        user: sum.user.saturating_add(d.user),
+        nice: sum.nice.saturating_add(d.nice),
+        system: sum.system.saturating_add(d.system),
+        idle: sum.idle.saturating_add(d.idle),
+        iowait: sum.iowait.saturating_add(d.iowait),
+        irq: sum.irq.saturating_add(d.irq),
+        softirq: sum.softirq.saturating_add(d.softirq),
+        steal: sum.steal.saturating_add(d.steal),
     })
 }
 

@@ -217,11 +217,11 @@ fn rx_rings(d: &DriverSettings, table: &[u32]) -> u32 {
         return n;
     }
     if let Probe::Value(c) = &d.channels {
-        if c.combined + c.rx > 0 {
-            return c.combined + c.rx;
+        if c.combined.saturating_add(c.rx) > 0 {
+            return c.combined.saturating_add(c.rx);
         }
     }
-    table.iter().max().map_or(0, |m| m + 1)
+    table.iter().max().map_or(0, |m| m.saturating_add(1))
 }
 
 /// Feature changes: ntuple on; LRO, hardware GRO and (unless kept) GRO off.
@@ -358,9 +358,14 @@ pub fn command(target: &Target, to: &str) -> String {
             let Ok(table) = flow::parse_table(to) else {
                 return comment(format!("{target}: not a table"));
             };
-            let rings = table.iter().max().map_or(0, |m| m + 1);
+            let rings = table.iter().max().map_or(0, |m| m.saturating_add(1));
             if table == flow::default_table(table.len() as u32, rings) {
                 return format!("ethtool -X {} default", word(iface));
+            }
+            // A weight per queue up to the highest the table names: past
+            // the most queues a device can have, no weight list writes it.
+            if rings > flow::MAX_QUEUES {
+                return comment(format!("{target}: no ethtool -X command writes this table"));
             }
             let weights: Vec<u32> = (0..rings).map(|q| u32::from(table.contains(&q))).collect();
             if flow::weighted_table(table.len() as u32, &weights).as_ref() == Some(&table) {

@@ -234,7 +234,8 @@ pub fn hex(bytes: &[u8]) -> String {
 }
 
 pub fn unhex(text: &str) -> Option<Vec<u8>> {
-    if text.len() % 2 != 0 || text.len() > 256 {
+    // Hex digits only: `from_str_radix` would also take a sign ("+f").
+    if text.len() % 2 != 0 || text.len() > 256 || !text.bytes().all(|b| b.is_ascii_hexdigit()) {
         return None;
     }
     (0..text.len())

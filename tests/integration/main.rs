@@ -19,6 +19,7 @@ mod doctor;
 mod doctor_plan;
 mod experiment;
 mod golden;
+mod fuzz_findings;
 mod inspect;
 mod install;
 mod layering;

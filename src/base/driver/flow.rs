@@ -285,6 +285,11 @@ impl NtupleTable {
     }
 }
 
+/// The most queues a device has: the kernel allocates at most 0xffff per
+/// device (`netif_alloc_netdev_queues`). A larger count, or a table naming
+/// a queue past it, comes from a garbled capture or plan.
+pub const MAX_QUEUES: u32 = 0xffff;
+
 /// The indirection table `ethtool -X IFACE weight W0 W1 ...` writes: each
 /// queue gets a share of the `size` entries in proportion to its weight,
 /// in one run, in queue order (ethtool's `fill_indir_table`). `None` when
@@ -311,6 +316,12 @@ pub fn weighted_table(size: u32, weights: &[u32]) -> Option<Vec<u32>> {
 /// The table that leaves `queue` out: weight 1 for every other of `rings`
 /// RX queues, 0 for it (`ethtool -X IFACE weight 1 1 1 1 0 1 1 1`).
 pub fn without_queue(size: u32, rings: u32, queue: u32) -> Option<Vec<u32>> {
+    // Checked before the weights exist: `rings` may come from a capture,
+    // and a table of `size` entries serves at most `size` queues.
+    let served = u64::from(rings) - u64::from(queue < rings);
+    if served > u64::from(size) {
+        return None;
+    }
     let weights: Vec<u32> = (0..rings).map(|q| u32::from(q != queue)).collect();
     weighted_table(size, &weights)
 }

@@ -22,7 +22,7 @@ pub(crate) mod date;
 mod event_loop;
 mod load;
 pub mod output;
-mod response;
+pub mod response;
 pub mod server;
 pub mod session;
 mod uring_loop;

@@ -28,7 +28,7 @@ pub mod render;
 pub mod report;
 pub mod server;
 mod sock;
-mod wire;
+pub mod wire;
 
 pub use client::run as run_client;
 pub use pump::ZeroCopyStats;

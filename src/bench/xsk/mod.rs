@@ -14,7 +14,7 @@
 //! token. Dropping an [`Attached`] detaches the program (also when a panic
 //! unwinds through it). Nothing here prints, exits or handles signals.
 
-mod packet;
+pub mod packet;
 pub mod program;
 mod sink;
 mod socket;

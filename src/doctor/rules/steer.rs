@@ -37,9 +37,14 @@ fn queue_without_weight(ctx: &Context, out: &mut Vec<Finding>) {
         };
         let rings = match (&d.rx_rings, &d.channels) {
             (Probe::Value(n), _) => *n,
-            (_, Probe::Value(c)) => c.combined + c.rx,
+            (_, Probe::Value(c)) => c.combined.saturating_add(c.rx),
             _ => continue,
         };
+        // A count no device has (a garbled capture): nothing to judge, and
+        // listing its queues would take gigabytes.
+        if rings > crate::base::driver::flow::MAX_QUEUES {
+            continue;
+        }
         let steered: Vec<u32> = ctx
             .applied
             .iter()
