@@ -35,7 +35,7 @@ const LAYERS: &[&[&str]] = &[
     &["apply"],
     &["bench", "monitor", "testbed", "trace"],
     &["serve", "experiment"],
-    &["cli", "wording"],
+    &["cli"],
 ];
 
 /// Modules of one layer that may import each other, in this direction only.

@@ -5,8 +5,8 @@
 
 use std::path::Path;
 
+use crate::wording::{internal_names, note_names};
 use clap::CommandFactory as _;
-use nettune::wording::{internal_names, note_names};
 
 use crate::common::*;
 
