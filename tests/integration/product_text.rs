@@ -6,7 +6,7 @@
 //! every string in the binary (each rule's finding text is checked in the
 //! library: `doctor::tests::findings_cite_public_sources_only`).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::wording::{internal_names, note_names};
 use clap::CommandFactory as _;
@@ -87,22 +87,6 @@ fn plans_and_findings_on_every_fixture_cite_public_sources_only() {
     }
 }
 
-/// Every text file under `dir`, depth first, in name order.
-fn text_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap_or_else(|err| panic!("{}: {err}", dir.display()))
-        .map(|e| e.expect("entry").path())
-        .collect();
-    entries.sort();
-    for path in entries {
-        if path.is_dir() {
-            text_files(&path, out);
-        } else if path.extension().is_none_or(|e| e != "svg") {
-            out.push(path);
-        }
-    }
-}
-
 /// The repository's files a user reads: the top-level documents, docs/,
 /// the benchmark scripts and their tools, contrib/ and packaging/. Each
 /// speaks to users (no notes to the team, no account of who ran what), and
@@ -122,7 +106,9 @@ fn repository_files_users_read_speak_to_users_only() {
         }
     }
     for dir in ["docs", "bench", "contrib", "packaging"] {
-        text_files(&top.join(dir), &mut files);
+        // Every file but the charts: text, or skipped below if not.
+        let not_a_chart = |p: &Path| p.extension().is_none_or(|e| e != "svg");
+        files.extend(files_under(&top.join(dir), &not_a_chart));
     }
     files.sort();
     for must in [

@@ -313,9 +313,21 @@ fn article_numbers(text: &str) -> Vec<String> {
 mod tests {
     use super::*;
 
+    fn all_found(planted: &[&str]) {
+        for text in planted {
+            assert!(!internal_names(text).is_empty(), "missed: {text}");
+        }
+    }
+
+    fn all_clean(clean: &[&str]) {
+        for text in clean {
+            assert_eq!(internal_names(text), Vec::<String>::new(), "{text}");
+        }
+    }
+
     #[test]
     fn finds_every_kind_of_internal_name() {
-        for planted in [
+        all_found(&[
             "see REFERENCE.md §6",
             "rings to maximum (REFERENCE 6)",
             "(ANCHORS: bpftune)",
@@ -329,14 +341,12 @@ mod tests {
             "the DPDK run (002)",
             "seed 003",
             "/work/shared/ANCHORS.md",
-        ] {
-            assert!(!internal_names(planted).is_empty(), "missed: {planted}");
-        }
+        ]);
     }
 
     #[test]
     fn leaves_ordinary_text_alone() {
-        for clean in [
+        all_clean(&[
             "40,000,000 interrupts since boot",
             "p50 0.001 s; 0.000 [0.000-0.275]",
             "100,000 packets/s",
@@ -347,14 +357,12 @@ mod tests {
             "netperf reissues 3 requests",
             "CPU 2000000000 is beyond 8191",
             "0x0001, 1000 ms",
-        ] {
-            assert_eq!(internal_names(clean), Vec::<String>::new(), "{clean}");
-        }
+        ]);
     }
 
     #[test]
     fn finds_text_about_the_teams_work() {
-        for planted in [
+        all_found(&[
             "The machine was shared with other engineers' builds and benchmarks",
             "(other engineers compiling and testing on both CPUs)",
             "Runs 2026-11-22 with the final code (the same VM; other helpers' builds",
@@ -385,14 +393,12 @@ mod tests {
             "A quiet run (2026-11-25, load average 1.3-1.5)",
             "on 2026-11-25 with other builds running on both CPUs",
             "The first version, developed from 2026-11-22.",
-        ] {
-            assert!(!internal_names(planted).is_empty(), "missed: {planted}");
-        }
+        ]);
     }
 
     #[test]
     fn leaves_sessions_helpers_and_dates_of_products_alone() {
-        for clean in [
+        all_clean(&[
             "rustls with the *ring* provider; no session resumption.",
             "| `http_head` | the request head parser and the server session |",
             "The HTTP rules (`src/bench/http/session.rs`) only turn bytes into bytes",
@@ -409,8 +415,6 @@ mod tests {
             "the kernel's load average: 1.2, 1.4, 1.3",
             "the goal of a profile is a faster host",
             "a machine shared with other work: read the ratios",
-        ] {
-            assert_eq!(internal_names(clean), Vec::<String>::new(), "{clean}");
-        }
+        ]);
     }
 }
