@@ -2,7 +2,7 @@
 //! notes or the developers' own work (who ran what, whose builds shared the
 //! machine, notes to colleagues, dated work logs; see wording.rs): the help
 //! of every command, the plans and findings on every fixture, the
-//! repository's documents, benchmark scripts, contrib/ and packaging/, and
+//! repository's documents, scripts, contrib/, packaging/ and fuzz targets, and
 //! every string in the binary (each rule's finding text is checked in the
 //! library: `doctor::tests::findings_cite_public_sources_only`).
 
@@ -88,7 +88,8 @@ fn plans_and_findings_on_every_fixture_cite_public_sources_only() {
 }
 
 /// The repository's files a user reads: the top-level documents, docs/,
-/// the benchmark scripts and their tools, contrib/ and packaging/. Each
+/// the benchmark scripts and their tools, contrib/, packaging/, the
+/// development scripts and the fuzz targets. Each
 /// speaks to users (no notes to the team, no account of who ran what), and
 /// none is itself a note (`NOTE-FROM-...`).
 #[test]
@@ -105,7 +106,14 @@ fn repository_files_users_read_speak_to_users_only() {
             files.push(path);
         }
     }
-    for dir in ["docs", "bench", "contrib", "packaging"] {
+    for dir in [
+        "docs",
+        "bench",
+        "contrib",
+        "packaging",
+        "scripts",
+        "fuzz/src",
+    ] {
         // Every file but the charts: text, or skipped below if not.
         let not_a_chart = |p: &Path| p.extension().is_none_or(|e| e != "svg");
         files.extend(files_under(&top.join(dir), &not_a_chart));
@@ -119,6 +127,7 @@ fn repository_files_users_read_speak_to_users_only() {
         "bench/udp.sh",
         "contrib/systemd/nettune-serve.service",
         "packaging/debian/postinst",
+        "scripts/test",
     ] {
         assert!(files.contains(&top.join(must)), "{must} not scanned");
     }

@@ -38,6 +38,8 @@ const MACHINES: &[&str] = &[
     "these machines",
     "the development vms",
     "development vm",
+    "the ci machines",
+    "the ci vms",
 ];
 
 /// Phrases about the developers' own work, as whole words without regard
@@ -332,6 +334,7 @@ mod tests {
             "rings to maximum (REFERENCE 6)",
             "(ANCHORS: bpftune)",
             "measured on these VMs",
+            "On a 2-vCPU VM like the CI machines",
             "on These VMs",
             "(ENVIRONMENT: TCP_RR 14k -> 78k/s)",
             "(issue 4's default --cpus)",
