@@ -20,4 +20,9 @@ pub mod plan;
 pub mod serve;
 pub mod testbed;
 pub mod trace;
-pub mod wording;
+
+/// The product-text checker is test code: the integration tests own it, and
+/// the library's tests run it over every rule's finding.
+#[cfg(test)]
+#[path = "../tests/integration/wording.rs"]
+mod wording;

@@ -35,7 +35,7 @@ const LAYERS: &[&[&str]] = &[
     &["apply"],
     &["bench", "monitor", "testbed", "trace"],
     &["serve", "experiment"],
-    &["cli", "wording"],
+    &["cli"],
 ];
 
 /// Modules of one layer that may import each other, in this direction only.
@@ -83,8 +83,7 @@ impl Report {
 /// Read every file under `src` (the library: `lib.rs` and its modules;
 /// `main.rs` counts as the top).
 pub fn load(src: &Path) -> Vec<Source> {
-    let mut files = Vec::new();
-    walk(src, &mut files);
+    let mut files = crate::common::files_under(src, &|p| p.extension().is_some_and(|e| e == "rs"));
     files.sort();
     let mut sources = Vec::new();
     for path in files {
@@ -103,21 +102,6 @@ pub fn load(src: &Path) -> Vec<Source> {
         });
     }
     sources
-}
-
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-    let mut entries: Vec<_> = std::fs::read_dir(dir)
-        .expect("read dir")
-        .map(|e| e.expect("entry").path())
-        .collect();
-    entries.sort();
-    for path in entries {
-        if path.is_dir() {
-            walk(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
 }
 
 fn module_of(rel: &str) -> Vec<String> {

@@ -43,4 +43,5 @@ mod serve_tls;
 mod state_dir;
 mod steer;
 mod trace;
+mod wording;
 mod xdp;

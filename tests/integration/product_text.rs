@@ -1,12 +1,15 @@
-//! What users read cites public sources, never internal notes: the help of
-//! every command, the plans and findings on every fixture, README.md and
-//! docs/, and every string in the binary (each rule's finding text is
-//! checked in the library: `doctor::tests::findings_cite_public_sources_only`).
+//! What users read speaks to users and cites public sources, never internal
+//! notes or the developers' own work (who ran what, whose builds shared the
+//! machine, notes to colleagues, dated work logs; see wording.rs): the help
+//! of every command, the plans and findings on every fixture, the
+//! repository's documents, scripts, contrib/, packaging/ and fuzz targets, and
+//! every string in the binary (each rule's finding text is checked in the
+//! library: `doctor::tests::findings_cite_public_sources_only`).
 
 use std::path::Path;
 
+use crate::wording::{internal_names, note_names};
 use clap::CommandFactory as _;
-use nettune::wording::{internal_names, note_names};
 
 use crate::common::*;
 
@@ -84,21 +87,84 @@ fn plans_and_findings_on_every_fixture_cite_public_sources_only() {
     }
 }
 
+/// The repository's files a user reads: the top-level documents, docs/,
+/// the benchmark scripts and their tools, contrib/, packaging/, the
+/// development scripts and the fuzz targets. Each
+/// speaks to users (no notes to the team, no account of who ran what), and
+/// none is itself a note (`NOTE-FROM-...`).
 #[test]
-fn readme_and_docs_cite_public_sources_only() {
+fn repository_files_users_read_speak_to_users_only() {
     let top = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut files = vec![top.join("README.md")];
-    for entry in std::fs::read_dir(top.join("docs")).expect("docs/") {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(top).expect("the checkout") {
         let path = entry.expect("entry").path();
-        if path.extension().is_some_and(|e| e == "md") {
+        let upper = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with(|c: char| c.is_ascii_uppercase()));
+        if path.is_file() && (upper || path.extension().is_some_and(|e| e == "md")) {
             files.push(path);
         }
     }
-    assert!(files.len() > 5, "{files:?}");
-    for file in files {
-        let text = std::fs::read_to_string(&file).expect("read");
-        assert_clean(&file.display().to_string(), &text);
+    for dir in [
+        "docs",
+        "bench",
+        "contrib",
+        "packaging",
+        "scripts",
+        "fuzz/src",
+    ] {
+        // Every file but the charts: text, or skipped below if not.
+        let not_a_chart = |p: &Path| p.extension().is_none_or(|e| e != "svg");
+        files.extend(files_under(&top.join(dir), &not_a_chart));
     }
+    files.sort();
+    for must in [
+        "README.md",
+        "CHANGELOG.md",
+        "docs/benchmarks.md",
+        "docs/fast-paths.md",
+        "bench/udp.sh",
+        "contrib/systemd/nettune-serve.service",
+        "packaging/debian/postinst",
+        "scripts/test",
+    ] {
+        assert!(files.contains(&top.join(must)), "{must} not scanned");
+    }
+    let mut failures = Vec::new();
+    for file in files {
+        let name = file.strip_prefix(top).expect("in the checkout").display();
+        let found = internal_names(&name.to_string());
+        if !found.is_empty() {
+            failures.push(format!("{name} is named as a note: {found:?}"));
+        }
+        let Ok(text) = std::fs::read_to_string(&file) else {
+            continue;
+        };
+        // Line by line to show where; then the whole text with its lines
+        // joined, for a phrase broken across two lines.
+        let mut seen = Vec::new();
+        for (n, line) in text.lines().enumerate() {
+            let found = internal_names(line);
+            if !found.is_empty() {
+                failures.push(format!("{name}:{}: {found:?}: {line}", n + 1));
+                seen.extend(found);
+            }
+        }
+        let joined = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        let across: Vec<String> = note_names(&joined)
+            .into_iter()
+            .filter(|n| !seen.contains(n))
+            .collect();
+        if !across.is_empty() {
+            failures.push(format!("{name}: {across:?} across lines"));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "files that do not speak to users only:\n{}",
+        failures.join("\n")
+    );
 }
 
 /// Every string in the binary: error messages and hints too.

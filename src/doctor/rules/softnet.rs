@@ -14,8 +14,8 @@ use crate::host::{Counters, CpuSoftirqs, CpuTime};
 use crate::plan::values::{PPS_NETDEV_BUDGET, PPS_NETDEV_MAX_BACKLOG};
 use crate::plan::Profile;
 
-/// One CPU with more than this share of all NET_RX softirqs is a hotspot
-/// (the "over half": the rest of the host together does less).
+/// One CPU with more than this share of all NET_RX softirqs is a hotspot:
+/// it does more receive work than the rest of the host together.
 pub(crate) const HOT_SHARE: f64 = 0.5;
 
 /// A CPU under this share of NET_RX "carries little": with 20 or more
