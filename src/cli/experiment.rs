@@ -15,7 +15,7 @@ use anyhow::Context as _;
 use super::apply::state_dir;
 use super::bench::{pin_list, CpuList};
 use crate::apply::StateDir;
-use crate::bench::stop::Stop;
+use crate::base::stop::Stop;
 use crate::error::{Failed, Status};
 use crate::experiment::bench::{Bench, Sides};
 use crate::experiment::results::{Results, Run, Settings};

@@ -757,18 +757,10 @@ const KNOWN_UPWARD: &[&str] = &[
     "host/capture.rs -> nic/live/rtnetlink.rs",
     "host/capture.rs -> nic/recorded.rs",
     "host/mod.rs -> nic/mod.rs",
-    "monitor/feed.rs -> bench/stop.rs",
-    "monitor/prom/http.rs -> bench/event.rs",
     "monitor/prom/http.rs -> bench/http/date.rs",
     "monitor/prom/http.rs -> bench/http/session.rs",
-    "monitor/prom/http.rs -> bench/stop.rs",
-    "monitor/prom/mod.rs -> bench/stop.rs",
-    "monitor/series.rs -> bench/stop.rs",
-    "monitor/tui/term.rs -> bench/stop.rs",
     "plan/steer.rs -> apply/records.rs",
     "plan/steer.rs -> apply/steer_target.rs",
-    "trace/mod.rs -> bench/observe.rs",
-    "trace/mod.rs -> bench/stop.rs",
 ];
 
 /// Circles that exist today, each as the folder prefixes of its files: a

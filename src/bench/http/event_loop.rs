@@ -22,8 +22,8 @@ use nix::sys::socket::{recv, send, MsgFlags};
 use serde::{Deserialize, Serialize};
 
 use super::session::{Responses, Session, MAX_HEAD};
+use crate::base::epoll::{Epoll, Interest, Ready};
 use crate::bench::busy_poll::BusyPoll;
-use crate::bench::event::{Epoll, Interest, Ready};
 use crate::bench::harness::Phase;
 use crate::bench::report::LiveCounter;
 

@@ -13,9 +13,9 @@ use crate::apply::journal::{Journal, StateDir};
 use crate::apply::{self, XdpRecord};
 use crate::base::driver::flow::{FlowProto, FlowSpec};
 use crate::base::driver::xdp::XdpMode;
-use crate::bench::observe::Observer;
+use crate::base::observe::Observer;
+use crate::base::stop::Stop;
 use crate::bench::report::Interval;
-use crate::bench::stop::Stop;
 use crate::bench::xsk::{self, Attached, CopyMode, XskSinkConfig};
 use crate::error::Status;
 

@@ -30,10 +30,10 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context as _;
 
-use crate::bench::event::{Epoll, Interest, Ready};
+use crate::base::epoll::{Epoll, Interest, Ready};
+use crate::base::stop::Stop;
 use crate::bench::http::date::imf_fixdate;
 use crate::bench::http::session::{parse_head, Answer, Parsed, MAX_HEAD};
-use crate::bench::stop::Stop;
 
 use super::exposition::CONTENT_TYPE;
 use super::sampling::Rendered;
