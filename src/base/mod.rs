@@ -4,12 +4,17 @@
 //! driver answers ([`driver`]), bounded reads of files nettune does not
 //! control ([`fsio`]), text made safe for scripts and messages
 //! ([`text`]), files a user names ([`user_file`]) and TLS for control
-//! connections ([`tls`]). What several long-running parts share sits here
-//! too, so that none of them reaches into another: the [`stop`] token and
-//! the run [`observe`]r that benches, the monitor, trace, experiments and
-//! the daemon are driven with, and the [`epoll`] wrapper of their event
-//! loops. `host`, `nic`, `doctor`, `plan`, `apply` and `bench` depend on
-//! `base`; `base` depends on nothing of nettune but `error`.
+//! connections ([`tls`]).
+//!
+//! What several long-running parts share sits here too, so that none of
+//! them reaches into another: the [`stop`] token and the run [`observe`]r
+//! that benches, the monitor, trace, experiments and the daemon are driven
+//! with, the [`epoll`] wrapper of their event loops, and the HTTP/1.1
+//! request head and date ([`http`]) that the bench http-server and the
+//! monitor's exporter both serve with.
+//!
+//! `host`, `nic`, `doctor`, `plan`, `apply` and `bench` depend on `base`;
+//! `base` depends on nothing of nettune but `error`.
 
 pub mod bpf;
 pub mod counter;
@@ -18,6 +23,7 @@ pub mod driver;
 pub mod drop_layer;
 pub mod epoll;
 pub mod fsio;
+pub mod http;
 pub mod observe;
 pub mod probe;
 pub mod random;

@@ -757,8 +757,6 @@ const KNOWN_UPWARD: &[&str] = &[
     "host/capture.rs -> nic/live/rtnetlink.rs",
     "host/capture.rs -> nic/recorded.rs",
     "host/mod.rs -> nic/mod.rs",
-    "monitor/prom/http.rs -> bench/http/date.rs",
-    "monitor/prom/http.rs -> bench/http/session.rs",
     "plan/steer.rs -> apply/records.rs",
     "plan/steer.rs -> apply/steer_target.rs",
 ];
