@@ -11,7 +11,9 @@
 //! that benches, the monitor, trace, experiments and the daemon are driven
 //! with, the [`epoll`] wrapper of their event loops, and the HTTP/1.1
 //! request head and date ([`http`]) that the bench http-server and the
-//! monitor's exporter both serve with.
+//! monitor's exporter both serve with; and entering a named network
+//! namespace ([`netns`]), which reading a host, applying, benches and
+//! trace all do.
 //!
 //! `host`, `nic`, `doctor`, `plan`, `apply` and `bench` depend on `base`;
 //! `base` depends on nothing of nettune but `error`.
@@ -24,6 +26,7 @@ pub mod drop_layer;
 pub mod epoll;
 pub mod fsio;
 pub mod http;
+pub mod netns;
 pub mod observe;
 pub mod probe;
 pub mod random;

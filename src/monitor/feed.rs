@@ -111,7 +111,7 @@ pub struct ReplayFeed {
 
 impl Feed {
     /// Sample this host every `interval`. With `netns`, the process must
-    /// already be inside that namespace (`host::netns::enter`); the feed
+    /// already be inside that namespace (`base::netns::enter`); the feed
     /// stops with an error if the namespace is deleted.
     pub fn live(selection: Selection, netns: Option<String>, interval: Duration) -> Feed {
         Feed::Live(LiveFeed {

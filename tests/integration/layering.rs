@@ -31,7 +31,7 @@ const LAYERS: &[&[&str]] = &[
     &["error", "output"],
     &["base"],
     &["host", "nic"],
-    &["doctor", "plan", "inspect"],
+    &["doctor", "plan", "inspect", "gather"],
     &["apply"],
     &["bench", "monitor", "testbed", "trace"],
     &["serve", "experiment"],
@@ -752,11 +752,6 @@ fn src_dir() -> PathBuf {
 const KNOWN_UPWARD: &[&str] = &[
     "doctor/mod.rs -> apply/drift.rs",
     "doctor/mod.rs -> apply/records.rs",
-    "host/capture.rs -> nic/live/ethtool.rs",
-    "host/capture.rs -> nic/live/netdev.rs",
-    "host/capture.rs -> nic/live/rtnetlink.rs",
-    "host/capture.rs -> nic/recorded.rs",
-    "host/mod.rs -> nic/mod.rs",
     "plan/steer.rs -> apply/records.rs",
     "plan/steer.rs -> apply/steer_target.rs",
 ];

@@ -176,7 +176,7 @@ fn reader_cpu(pin: &[u32], iface: &str, queue: u32, netns: Option<&str>) -> (Opt
         all: true,
         iface: Some(iface.to_string()),
     };
-    let host = crate::host::read_target(None, None, &selection).ok();
+    let host = crate::gather::read_target(None, None, &selection).ok();
     match host
         .as_ref()
         .and_then(|h| h.interfaces.iter().find(|i| i.name == iface))
