@@ -19,8 +19,8 @@ use std::os::unix::fs::MetadataExt as _;
 use std::path::Path;
 
 use super::journal::{Journal, StateDir, StateStatus};
+use crate::base::netns::{self, Current};
 use crate::base::root::{fs_magic, PROC_SUPER_MAGIC, SYSFS_MAGIC};
-use crate::host::netns::{self, Current};
 
 /// Where a state was applied, or where this process is now.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use super::stop::POLL;
+use crate::base::stop::POLL;
 pub use crate::base::tls::Conn;
 
 /// Why a message could not be read.

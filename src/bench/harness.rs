@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::pin::{pin_current_thread, Pinning};
-use super::stop::{join_all, Stop, POLL};
+use crate::base::stop::{join_all, Stop, POLL};
 
 /// How a run is timed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,32 +1,32 @@
 //! Benchmarks: load generators and servers, as library parts.
 //!
 //! Every engine has a plain config (serde, validated once), a run that
-//! takes the config, a [`stop::Stop`] token and an [`observe::Observer`],
+//! takes the config, a [`Stop`] token and an [`Observer`],
 //! and returns a serde report; it never prints, exits or touches signals.
 //! The scaffolding they share (threads, pinning, the timeline, joining)
 //! is [`harness`]; `--netns` is [`netns`]; the check against joining a
 //! port another program serves is [`port`]. The command line (`src/cli/bench`)
 //! turns arguments into configs, ties Ctrl-C and SIGTERM to the stop token
 //! and prints.
+//!
+//! [`Stop`]: crate::base::stop::Stop
+//! [`Observer`]: crate::base::observe::Observer
 
 pub mod addr;
 pub mod busy_poll;
 pub mod cpu;
 pub mod engine;
 pub mod errqueue;
-pub mod event;
 pub mod frame;
 pub mod harness;
 pub mod http;
 pub mod latency;
 pub mod netns;
-pub mod observe;
 pub mod pin;
 pub mod port;
 pub mod report;
 pub mod rr;
 pub mod secs;
-pub mod stop;
 pub mod stream;
 pub mod udp;
 pub mod uring;

@@ -8,7 +8,7 @@
 //! thus drive a sink in one namespace and a flood in another. Nothing here
 //! remounts /sys: engines read no per-namespace sysfs file.
 
-pub use crate::host::netns::{enter_thread, within, THREAD_NET};
+pub use crate::base::netns::{enter_thread, within, THREAD_NET};
 
 #[cfg(test)]
 mod tests {

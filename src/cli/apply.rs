@@ -199,7 +199,7 @@ pub fn run_apply(args: ApplyArgs) -> anyhow::Result<Status> {
     if root_dir.is_none() && args.tune.target.netns.is_none() {
         // Started inside a namespace (ip netns exec, nsenter): read and
         // write that namespace's /sys, as --netns does.
-        host::netns::own_sysfs()?;
+        crate::base::netns::own_sysfs()?;
     }
     let (opts, plan, host) = crate::cli::plan::resolve_with_host(&args.tune)?;
     let request = Request {
@@ -347,8 +347,8 @@ pub fn run_rollback(args: RollbackArgs) -> anyhow::Result<Status> {
                     name,
                     inode,
                     cookie,
-                } => host::netns::enter_checked(&name, inode, cookie)?,
-                place::Reach::Inside => host::netns::own_sysfs()?,
+                } => crate::base::netns::enter_checked(&name, inode, cookie)?,
+                place::Reach::Inside => crate::base::netns::own_sysfs()?,
             }
             let backend = Backend::new(host::open_root(root_dir.as_deref())?);
             let journal = apply::undo(&state, &backend, journal)?;
@@ -447,7 +447,7 @@ pub fn run_history(args: HistoryArgs) -> anyhow::Result<Status> {
     // Drift is read where the states are: the tree, this namespace, or the
     // host.
     if let Some(ns) = &args.netns {
-        host::netns::enter(ns)?;
+        crate::base::netns::enter(ns)?;
     }
     let here = match &args.root {
         Some(_) => None,

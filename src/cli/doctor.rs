@@ -11,7 +11,8 @@ use crate::apply::{place, Backend, StateStatus};
 use crate::doctor::{diagnose_with_plans, parse_ignore, render_json, render_text, Context, Plans};
 use crate::doctor::{AppliedState, AppliedXdp, Rates, Report};
 use crate::error::Status;
-use crate::host::{open_root, read_counters, read_target, Selection};
+use crate::gather::read_target;
+use crate::host::{open_root, read_counters, Selection};
 
 /// Longest `--interval` accepted: doctor is a check, not a monitor.
 const MAX_INTERVAL_SECS: f64 = 3600.0;

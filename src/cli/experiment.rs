@@ -15,7 +15,7 @@ use anyhow::Context as _;
 use super::apply::state_dir;
 use super::bench::{pin_list, CpuList};
 use crate::apply::StateDir;
-use crate::bench::stop::Stop;
+use crate::base::stop::Stop;
 use crate::error::{Failed, Status};
 use crate::experiment::bench::{Bench, Sides};
 use crate::experiment::results::{Results, Run, Settings};
@@ -236,7 +236,7 @@ pub struct Place {
     pub ifaces: Vec<String>,
     pub state: StateDir,
     pub allow_irqbalance: bool,
-    origin: Option<crate::host::netns::Origin>,
+    origin: Option<crate::base::netns::Origin>,
 }
 
 impl Place {
@@ -307,7 +307,7 @@ impl Place {
             },
         };
         if let Some(ns) = place.tuned_netns.clone() {
-            match crate::host::netns::enter_returnable(&ns) {
+            match crate::base::netns::enter_returnable(&ns) {
                 Ok(origin) => place.origin = Some(origin),
                 Err(e) => {
                     let _ = place.leave();

@@ -1,7 +1,7 @@
 //! `nettune inspect`: read the host model and print it.
 
 use crate::error::Status;
-use crate::host::{self, Selection};
+use crate::host::Selection;
 
 use super::HostArgs;
 
@@ -25,7 +25,7 @@ pub fn run(args: InspectArgs) -> anyhow::Result<Status> {
         all: args.all,
         iface: args.iface,
     };
-    let host = host::read_target(
+    let host = crate::gather::read_target(
         args.target.root.as_deref(),
         args.target.netns.as_deref(),
         &selection,

@@ -334,7 +334,7 @@ fn capture(args: CaptureArgs) -> anyhow::Result<Status> {
         anyhow::bail!("--interval needs --samples 2 or more: it is the time between snapshots");
     }
     if let Some(name) = &args.netns {
-        crate::host::netns::enter(name)?;
+        crate::base::netns::enter(name)?;
     }
     let summary = if args.samples > 1 {
         let secs = args.interval.unwrap_or(monitor::DEFAULT_INTERVAL_SECS);
@@ -367,7 +367,7 @@ fn capture(args: CaptureArgs) -> anyhow::Result<Status> {
         }
         summary
     } else {
-        crate::host::capture::capture(&args.dir, args.netns)?
+        crate::gather::capture::capture(&args.dir, args.netns)?
     };
     let text = if args.json {
         serde_json::to_string_pretty(&summary)? + "\n"

@@ -174,7 +174,7 @@ pub fn run(args: MonitorArgs) -> anyhow::Result<Status> {
         }
         None => {
             if let Some(name) = &args.netns {
-                crate::host::netns::enter(name)?;
+                crate::base::netns::enter(name)?;
             }
             let secs = args.interval.unwrap_or(DEFAULT_INTERVAL_SECS);
             Feed::live(selection, args.netns.clone(), Duration::from_secs_f64(secs))

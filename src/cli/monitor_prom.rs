@@ -33,7 +33,7 @@ pub fn run(args: MonitorArgs) -> anyhow::Result<Status> {
         Some(dir) => Feed::replay(dir, selection)?,
         None => {
             if let Some(name) = &args.netns {
-                crate::host::netns::enter(name)?;
+                crate::base::netns::enter(name)?;
             }
             Feed::live(selection, args.netns.clone(), interval)
         }

@@ -121,7 +121,7 @@ impl TuneArgs {
             all: true,
             iface: None,
         };
-        host::read_target(
+        crate::gather::read_target(
             self.target.root.as_deref(),
             self.target.netns.as_deref(),
             &selection,

@@ -6,9 +6,9 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use crate::base::observe::Observer;
 use crate::base::tls::{PemFile, ServerFiles, ServerTls};
 use crate::bench::addr::parse_bind;
-use crate::bench::observe::Observer;
 use crate::error::Status;
 use crate::serve::{self, DaemonConfig, DaemonReport};
 

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
-use crate::bench::stop::Stop;
+use crate::base::stop::Stop;
 
 /// Signals this close to the first are the same request to stop: far
 /// shorter than a person can press Ctrl-C twice, far longer than the gap

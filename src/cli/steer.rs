@@ -64,14 +64,14 @@ pub fn run(args: SteerArgs) -> anyhow::Result<Status> {
         crate::cli::apply::require_root_for_live(root_dir.as_deref(), "steer")?;
         if root_dir.is_none() && args.netns.is_none() {
             // Started inside a namespace: its own /sys, as --netns gives.
-            host::netns::own_sysfs()?;
+            crate::base::netns::own_sysfs()?;
         }
     }
     let selection = Selection {
         all: true,
         iface: None,
     };
-    let host = host::read_target(root_dir.as_deref(), args.netns.as_deref(), &selection)?;
+    let host = crate::gather::read_target(root_dir.as_deref(), args.netns.as_deref(), &selection)?;
     let request = SteerRequest {
         iface: args.iface.clone(),
         queue: args.queue,

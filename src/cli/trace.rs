@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::base::observe::Observer;
 use crate::base::units::format_count;
-use crate::bench::observe::Observer;
 use crate::bench::report::Progress;
 use crate::error::Status;
 use crate::trace::drops::{self, DropInterval, DropRow, DropsReport, Protocol};

@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::base::observe::{Observer, Quiet};
+use crate::base::stop::Stop;
 use crate::bench::latency::LatencySummary;
-use crate::bench::observe::{Observer, Quiet};
-use crate::bench::stop::Stop;
 use crate::bench::{http, rr, udp};
 
 /// The client side of a bench, as a config whose target is filled in at

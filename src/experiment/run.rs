@@ -14,9 +14,9 @@ use super::sample::{Drops, Sampler};
 use super::stats::{self, Comparison, Rng};
 use super::tune::{Config, Tuner};
 use crate::apply::journal::now_utc;
+use crate::base::stop::Stop;
 use crate::bench::cpu::CpuRow;
 use crate::bench::latency::LatencySummary;
-use crate::bench::stop::Stop;
 use crate::host::stat::CpuShares;
 
 /// What to run.

@@ -240,7 +240,7 @@ impl Tuner {
 
     /// The host model here, now.
     pub fn host(&self) -> anyhow::Result<Host> {
-        let host = crate::host::read_entered(self.netns.as_deref())?;
+        let host = crate::gather::read_entered(self.netns.as_deref())?;
         if self.netns.is_none() {
             return Ok(host);
         }
@@ -410,7 +410,7 @@ impl Tuner {
     ) -> anyhow::Result<Applied> {
         let backend = Backend::new(Root::live());
         let irqbalance = plan.changes.iter().any(|c| c.target.irq().is_some())
-            && crate::host::read_entered(netns)
+            && crate::gather::read_entered(netns)
                 .map(|h| h.irqbalance.running)
                 .unwrap_or(false);
         let request = apply::Request {

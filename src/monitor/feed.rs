@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use crate::base::stop::Stop;
 use crate::base::Root;
-use crate::bench::stop::Stop;
 use crate::doctor::Severity;
 use crate::host::{Host, Inputs, Selection, Source, SourceIssue};
 use crate::nic::live::{LiveEthtool, LiveNetdev, LiveNetlink};
@@ -111,7 +111,7 @@ pub struct ReplayFeed {
 
 impl Feed {
     /// Sample this host every `interval`. With `netns`, the process must
-    /// already be inside that namespace (`host::netns::enter`); the feed
+    /// already be inside that namespace (`base::netns::enter`); the feed
     /// stops with an error if the namespace is deleted.
     pub fn live(selection: Selection, netns: Option<String>, interval: Duration) -> Feed {
         Feed::Live(LiveFeed {
@@ -220,7 +220,7 @@ impl LiveFeed {
 
 /// How often a waiting live feed looks at its stop token: a stop (Ctrl-C)
 /// is seen within this, and an idle monitor wakes up 10 times a second,
-/// not 50 as an engine polling at [`crate::bench::stop::POLL`] would.
+/// not 50 as an engine polling at [`crate::base::stop::POLL`] would.
 const WAIT_SLICE: Duration = Duration::from_millis(100);
 
 /// How a run ended.

@@ -26,9 +26,9 @@ use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 
 use crate::base::fsio::{self, FileError};
+use crate::base::stop::Stop;
 use crate::base::Root;
-use crate::bench::stop::Stop;
-use crate::host::capture::{copy_recorded, prepare_destination, write_info, CaptureSummary};
+use crate::gather::capture::{copy_recorded, prepare_destination, write_info, CaptureSummary};
 use crate::host::{Inputs, Selection};
 use crate::nic::live::{LiveEthtool, LiveNetdev, LiveNetlink};
 use crate::nic::recorded::Recorder;

@@ -30,12 +30,12 @@ use super::proto::{
     FLAG_TLS, MAX_MESSAGE, NONCE_LEN, PREAMBLE_LEN,
 };
 use super::token::Token;
+use crate::base::observe::{Observer, Quiet};
+use crate::base::stop::{Stop, POLL};
 use crate::base::tls::{HandshakeError, ServerTls};
 use crate::base::Root;
 use crate::bench::cpu::CpuUsage;
 use crate::bench::frame::{self, Conn, FrameError};
-use crate::bench::observe::{Observer, Quiet};
-use crate::bench::stop::{Stop, POLL};
 use crate::bench::{http, rr, stream, udp};
 use crate::host::stat;
 

@@ -26,7 +26,7 @@ pub fn exists(name: &str) -> bool {
 
 /// Every named namespace, sorted.
 pub fn list() -> Vec<String> {
-    crate::host::netns::named()
+    crate::base::netns::named()
 }
 
 /// /run/netns as a shared mount point (made one by binding it onto itself

@@ -31,7 +31,7 @@
 //! tracepoint.
 //!
 //! [`Layer`]: crate::base::drop_layer::Layer
-//! [`Stop`]: crate::bench::stop::Stop
+//! [`Stop`]: crate::base::stop::Stop
 
 pub mod catalog;
 pub mod drops;
@@ -222,8 +222,8 @@ pub fn run<T: Tracer>(
     tracer: &mut T,
     interval: std::time::Duration,
     duration: Option<std::time::Duration>,
-    stop: &crate::bench::stop::Stop,
-    observer: &mut dyn crate::bench::observe::Observer<T::Interval>,
+    stop: &crate::base::stop::Stop,
+    observer: &mut dyn crate::base::observe::Observer<T::Interval>,
 ) -> Result<T::Report, TraceError> {
     use std::time::{Duration, Instant};
     let interval = interval.max(Duration::from_millis(10));

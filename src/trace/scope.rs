@@ -11,7 +11,7 @@ use std::os::unix::fs::MetadataExt as _;
 use serde::Serialize;
 
 use super::TraceError;
-use crate::host::netns;
+use crate::base::netns;
 
 /// The namespace and interface a tracer keeps.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]

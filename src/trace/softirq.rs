@@ -407,7 +407,7 @@ impl SoftirqTracer {
             }
         }
         for (device, ids) in devices {
-            let found = crate::host::netns::within(ask_in.as_deref(), || {
+            let found = crate::base::netns::within(ask_in.as_deref(), || {
                 let state = crate::nic::live::LiveNetdev.state(&device);
                 let rx = match &state.queues {
                     crate::base::Probe::Value(q) => q

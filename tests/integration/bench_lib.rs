@@ -5,8 +5,8 @@
 
 use std::time::{Duration, Instant};
 
-use nettune::bench::observe::{Quiet, Recorder};
-use nettune::bench::stop::Stop;
+use nettune::base::observe::{Quiet, Recorder};
+use nettune::base::stop::Stop;
 use nettune::bench::udp::{self, FloodConfig, Interval, SinkConfig};
 
 use crate::common::{measuring, skip_unless_root, Netns};

@@ -5,9 +5,9 @@
 use std::net::{SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};
 
-use nettune::bench::observe::Quiet;
+use nettune::base::observe::Quiet;
+use nettune::base::stop::Stop;
 use nettune::bench::rr::{self, Engine, ServerConfig};
-use nettune::bench::stop::Stop;
 
 fn hello(request: u32, reply: u32) -> Vec<u8> {
     let mut out = b"nettrr01".to_vec();

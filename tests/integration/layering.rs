@@ -31,7 +31,7 @@ const LAYERS: &[&[&str]] = &[
     &["error", "output"],
     &["base"],
     &["host", "nic"],
-    &["doctor", "plan", "inspect"],
+    &["doctor", "plan", "inspect", "gather"],
     &["apply"],
     &["bench", "monitor", "testbed", "trace"],
     &["serve", "experiment"],
@@ -752,23 +752,8 @@ fn src_dir() -> PathBuf {
 const KNOWN_UPWARD: &[&str] = &[
     "doctor/mod.rs -> apply/drift.rs",
     "doctor/mod.rs -> apply/records.rs",
-    "host/capture.rs -> nic/live/ethtool.rs",
-    "host/capture.rs -> nic/live/netdev.rs",
-    "host/capture.rs -> nic/live/rtnetlink.rs",
-    "host/capture.rs -> nic/recorded.rs",
-    "host/mod.rs -> nic/mod.rs",
-    "monitor/feed.rs -> bench/stop.rs",
-    "monitor/prom/http.rs -> bench/event.rs",
-    "monitor/prom/http.rs -> bench/http/date.rs",
-    "monitor/prom/http.rs -> bench/http/session.rs",
-    "monitor/prom/http.rs -> bench/stop.rs",
-    "monitor/prom/mod.rs -> bench/stop.rs",
-    "monitor/series.rs -> bench/stop.rs",
-    "monitor/tui/term.rs -> bench/stop.rs",
     "plan/steer.rs -> apply/records.rs",
     "plan/steer.rs -> apply/steer_target.rs",
-    "trace/mod.rs -> bench/observe.rs",
-    "trace/mod.rs -> bench/stop.rs",
 ];
 
 /// Circles that exist today, each as the folder prefixes of its files: a

@@ -6,7 +6,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use nettune::base::cpuset::{parse_list, parse_mask};
-use nettune::host::{read_target, Host, Selection};
+use nettune::gather::read_target;
+use nettune::host::{Host, Selection};
 use nettune::plan::{plan, Change, Plan, PlanOptions, Profile};
 use serde_json::Value;
 

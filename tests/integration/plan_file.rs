@@ -516,7 +516,7 @@ fn hosts() -> Vec<(String, Host)> {
         "one-socket-ice-16q",
         "two-socket-nic-node1",
     ] {
-        let host = nettune::host::read_target(Some(&fixture(name)), None, &selection)
+        let host = nettune::gather::read_target(Some(&fixture(name)), None, &selection)
             .expect("read fixture");
         let mut netns = host.clone();
         netns.source.netns = Some("blue".to_string());

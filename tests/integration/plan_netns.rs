@@ -17,7 +17,7 @@ fn fixture_host() -> Host {
         all: true,
         iface: None,
     };
-    nettune::host::read_target(Some(&fixture("vm-2cpu-virtio")), None, &selection)
+    nettune::gather::read_target(Some(&fixture("vm-2cpu-virtio")), None, &selection)
         .expect("read fixture")
 }
 

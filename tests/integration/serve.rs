@@ -580,9 +580,9 @@ fn a_busy_daemon_refuses_past_max_tests_and_bounds_the_duration() {
 
 #[test]
 fn the_library_client_api_starts_a_server_side_and_returns_its_report() {
-    use nettune::bench::observe::Quiet;
+    use nettune::base::observe::Quiet;
+    use nettune::base::stop::Stop;
     use nettune::bench::rr;
-    use nettune::bench::stop::Stop;
     use nettune::serve::{self, DaemonConfig, ServerSide, Start, Token};
 
     let _serial = measuring();

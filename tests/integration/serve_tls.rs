@@ -392,9 +392,9 @@ fn certificate_files_that_do_not_load_stop_the_daemon_with_one_line() {
 /// TLS one, whose report then has the server's side.
 #[test]
 fn the_stream_control_connection_speaks_tls_when_the_server_does() {
+    use nettune::base::observe::Quiet;
+    use nettune::base::stop::Stop;
     use nettune::base::tls::{ClientFiles, ClientTls, PemFile, ServerFiles, ServerTls};
-    use nettune::bench::observe::Quiet;
-    use nettune::bench::stop::Stop;
     use nettune::bench::stream;
 
     let _serial = measuring();

@@ -9,8 +9,8 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 use nettune::apply::journal::StateDir;
+use nettune::base::stop::Stop;
 use nettune::base::Root;
-use nettune::bench::stop::Stop;
 use nettune::host::Selection;
 use nettune::monitor::{text as monitor_text, Feed, Frame};
 use nettune::plan::{render, saved};

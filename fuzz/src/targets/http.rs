@@ -4,8 +4,9 @@
 //! may cut a byte stream anywhere: the same bytes fed in pieces must give
 //! the same answers as fed at once.
 
+use nettune::base::http::head::{parse_head, Parsed};
 use nettune::bench::http::response::{Completed, ResponseReader};
-use nettune::bench::http::session::{parse_head, parse_request, Parsed, Responses, Session};
+use nettune::bench::http::session::{parse_request, Responses, Session};
 
 /// Where the first byte says to cut the rest into pieces.
 fn pieces(data: &[u8]) -> (usize, &[u8]) {

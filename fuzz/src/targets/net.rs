@@ -14,9 +14,9 @@ use std::net::{Shutdown, SocketAddr, TcpStream, UdpSocket};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use nettune::bench::observe::Quiet;
+use nettune::base::observe::Quiet;
+use nettune::base::stop::Stop;
 use nettune::bench::rr::wire::Hello;
-use nettune::bench::stop::Stop;
 use nettune::bench::stream::wire::{Header, Kind, HEADER_LEN};
 
 /// How long a server may take to answer a well-formed peer.

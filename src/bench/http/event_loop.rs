@@ -21,9 +21,10 @@ use nix::errno::Errno;
 use nix::sys::socket::{recv, send, MsgFlags};
 use serde::{Deserialize, Serialize};
 
-use super::session::{Responses, Session, MAX_HEAD};
+use super::session::{Responses, Session};
+use crate::base::epoll::{Epoll, Interest, Ready};
+use crate::base::http::head::MAX_HEAD;
 use crate::bench::busy_poll::BusyPoll;
-use crate::bench::event::{Epoll, Interest, Ready};
 use crate::bench::harness::Phase;
 use crate::bench::report::LiveCounter;
 

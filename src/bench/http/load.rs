@@ -19,13 +19,13 @@ use std::time::{Duration, Instant};
 use super::output::{self, LoadReport};
 use super::worker::Worker;
 use super::{Header, LoadConfig, Url};
+use crate::base::observe::Observer;
+use crate::base::stop::Stop;
 use crate::base::Root;
 use crate::bench::harness::{self, Control, Phase as RunPhase, Placement, Timeline};
 use crate::bench::netns;
-use crate::bench::observe::Observer;
 use crate::bench::pin::Pinning;
 use crate::bench::report::LiveCounter;
-use crate::bench::stop::Stop;
 
 /// Connection attempts before the run starts, and the pause between them.
 const PREFLIGHT_TRIES: u32 = 3;

@@ -14,11 +14,11 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::base::http::is_token;
 use crate::bench::busy_poll::BusyPoll;
 pub use crate::bench::engine::Engine;
 use crate::bench::within;
 
-pub(crate) mod date;
 mod event_loop;
 mod load;
 pub mod output;
@@ -215,11 +215,6 @@ impl LoadConfig {
 pub struct Header {
     pub name: String,
     pub value: String,
-}
-
-/// RFC 9110 token characters (header names, methods).
-pub(crate) fn is_token(byte: u8) -> bool {
-    byte.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&byte)
 }
 
 pub fn parse_header(text: &str) -> Result<Header, String> {

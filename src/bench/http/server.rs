@@ -27,14 +27,14 @@ use super::event_loop::{
 };
 use super::uring_loop::UringLoop;
 use super::{Engine, Locality, Sched, ServerConfig};
+use crate::base::observe::Observer;
+use crate::base::stop::Stop;
 use crate::base::{cpuset, Root};
 use crate::bench::busy_poll::{BusyPoll, BusyPollReport};
 use crate::bench::harness::{self, Control, Placement, Timeline};
-use crate::bench::observe::Observer;
 use crate::bench::pin::{pin_current_thread, Pinning};
 use crate::bench::port::{self, Transport};
 use crate::bench::report::{deltas, LiveCounter};
-use crate::bench::stop::Stop;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ThreadReport {

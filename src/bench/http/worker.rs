@@ -17,7 +17,7 @@ use nix::sys::socket::{
 use super::load::{Plan, Shared};
 use super::output::ThreadStats;
 use super::response::{Completed, ResponseReader};
-use crate::bench::event::{Epoll, Interest, Ready};
+use crate::base::epoll::{Epoll, Interest, Ready};
 use crate::bench::latency::Latency;
 use crate::bench::report::LiveCounter;
 

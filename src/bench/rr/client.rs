@@ -18,17 +18,17 @@ use super::measure::{Interval, RrControl};
 use super::output;
 use super::wire::{self, Datagram, Hello, Stage, CHECK_LEN, COOKIE_LEN, HELLO_LEN};
 use super::{ClientConfig, Proto};
+use crate::base::epoll::{Epoll, Interest};
+use crate::base::observe::Observer;
+use crate::base::stop::Stop;
 use crate::base::Root;
 use crate::bench::busy_poll::BusyPollReport;
 use crate::bench::cpu::CpuUsage;
-use crate::bench::event::{Epoll, Interest};
 use crate::bench::harness::{self, Placement, Timeline};
 use crate::bench::latency::{Latency, LatencySummary};
 use crate::bench::netns;
-use crate::bench::observe::Observer;
 use crate::bench::pin::Pinning;
 use crate::bench::report::{self, LiveCounter};
-use crate::bench::stop::Stop;
 use crate::host::CpuTime;
 
 /// How long the server has to answer the hellos.

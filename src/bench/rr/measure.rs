@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::base::observe::Observer;
 use crate::base::Root;
 use crate::bench::harness::Control;
-use crate::bench::observe::Observer;
 use crate::bench::report::{deltas, LiveCounter};
 use crate::host::{stat, CpuTime};
 

@@ -14,15 +14,15 @@ use super::conn::{self, would_block};
 use super::flows::{Event, Rules, UdpFlows};
 use super::wire::{CookieKey, TcpSession, MAX_UDP_SIZE};
 use super::{Engine, ServerConfig};
+use crate::base::epoll::{Epoll, Interest, Ready};
+use crate::base::observe::Observer;
+use crate::base::stop::Stop;
 use crate::base::Root;
 use crate::bench::busy_poll::{BusyPoll, BusyPollReport};
-use crate::bench::event::{Epoll, Interest, Ready};
 use crate::bench::harness::{self, Control, Phase, Placement, Timeline};
 use crate::bench::netns;
-use crate::bench::observe::Observer;
 use crate::bench::pin::Pinning;
 use crate::bench::port::{self, Transport};
-use crate::bench::stop::Stop;
 
 const LISTENER: u64 = 0;
 const UDP: u64 = 1;

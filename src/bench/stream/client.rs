@@ -19,15 +19,15 @@ use super::server::TestReport;
 use super::sock::{self, Buffers, Pacer, TcpInfo};
 use super::wire::{Header, Kind, Params, ToClient, ToServer, MAX_MESSAGE};
 use super::{StreamConfig, ZeroCopy};
+use crate::base::observe::Observer;
+use crate::base::stop::Stop;
 use crate::base::tls::{ClientTls, HandshakeError};
 use crate::base::Root;
 use crate::bench::frame::{self, Conn};
 use crate::bench::harness::{self, Control, Placement, Timeline};
 use crate::bench::netns;
-use crate::bench::observe::Observer;
 use crate::bench::pin::Pinning;
 use crate::bench::report::LiveCounter;
-use crate::bench::stop::Stop;
 use crate::host::{stat, CpuTime};
 
 /// How long a connect, and the server's answer to the parameters, may take.

@@ -15,10 +15,10 @@ use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
 use super::ZeroCopy;
+use crate::base::stop::POLL;
 use crate::bench::cpu::thread_cpu;
 use crate::bench::errqueue;
 use crate::bench::report::LiveCounter;
-use crate::bench::stop::POLL;
 
 /// sock_extended_err origin of MSG_ZEROCOPY completions, and the code that
 /// says the kernel copied the data after all (linux/errqueue.h).

@@ -22,17 +22,17 @@ use super::pump::{self, Source, ZeroCopyStats};
 use super::sock::{self, Buffers, Pacer, TcpInfo};
 use super::wire::{Header, Kind, Params, ToClient, ToServer, HEADER_LEN, MAX_MESSAGE};
 use super::{check_size, ServerConfig, MAX_STREAMS};
+use crate::base::observe::Observer;
+use crate::base::stop::{Stop, POLL};
 use crate::base::tls::HandshakeError;
 use crate::base::Root;
 use crate::bench::cpu::CpuUsage;
 use crate::bench::frame::{self, Conn, FrameError};
 use crate::bench::harness::{self, Control, Phase, Placement, Timeline};
 use crate::bench::netns;
-use crate::bench::observe::Observer;
 use crate::bench::pin::{pin_current_thread, Pinning};
 use crate::bench::port::{self, Transport};
 use crate::bench::report::LiveCounter;
-use crate::bench::stop::{Stop, POLL};
 use crate::host::stat;
 
 /// How long a new connection has to send its header, and a control

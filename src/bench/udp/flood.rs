@@ -22,14 +22,14 @@ use super::gso;
 use super::mmsg::{self, Batch};
 use super::wire::Header;
 use super::{FloodConfig, Interval};
+use crate::base::observe::Observer;
+use crate::base::stop::Stop;
 use crate::base::Root;
 use crate::bench::cpu::thread_cpu_time;
 use crate::bench::harness::{self, Control, Phase, Placement, Timeline};
 use crate::bench::netns;
-use crate::bench::observe::Observer;
 use crate::bench::pin::Pinning;
 use crate::bench::report::{self, plural, IntervalMeter, LiveCounter};
-use crate::bench::stop::Stop;
 
 /// The longest a sendmmsg may block before the thread looks at the run's
 /// phase again.

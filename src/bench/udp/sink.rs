@@ -20,15 +20,15 @@ use super::gso;
 use super::mmsg::Batch;
 use super::{Engine, Interval, SinkConfig};
 use crate::base::counter::{delta, Width};
+use crate::base::observe::Observer;
+use crate::base::stop::Stop;
 use crate::base::Root;
 use crate::bench::cpu::thread_cpu_time;
 use crate::bench::harness::{self, Control, Phase, Placement, Timeline};
 use crate::bench::netns::{self, THREAD_NET};
-use crate::bench::observe::Observer;
 use crate::bench::pin::Pinning;
 use crate::bench::port::{self, Transport};
 use crate::bench::report::{self, plural, IntervalMeter, LiveCounter};
-use crate::bench::stop::Stop;
 use crate::host::snmp::{self, Counters};
 use crate::host::softnet;
 

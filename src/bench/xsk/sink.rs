@@ -12,13 +12,13 @@ use super::socket::Xsk;
 use super::{ProgramCounts, ProgramInfo, XskReport, XskSinkConfig, PROGRAM_NAME};
 use crate::base::bpf;
 use crate::base::driver::xdp::{XdpMode, XdpProgram};
+use crate::base::observe::Observer;
+use crate::base::stop::Stop;
 use crate::bench::cpu;
 use crate::bench::harness::{self, Phase, Placement, Timeline};
 use crate::bench::netns;
-use crate::bench::observe::Observer;
 use crate::bench::pin::Pinning;
 use crate::bench::report::{self, Interval, IntervalMeter, LiveCounter};
-use crate::bench::stop::Stop;
 use crate::bench::udp::{summarize, FlowTable, Meter};
 use crate::nic::live::xdp_link::{self, Detached};
 

@@ -6,15 +6,15 @@ use std::time::Duration;
 
 use super::busy::BusyPollArgs;
 use super::{duration, finish, pin_list, CpuList};
+use crate::base::observe::Observer;
+use crate::base::stop::Stop;
 use crate::bench::addr::parse_bind;
 use crate::bench::http::{
     self, output, server, Engine, Header, LoadConfig, LoadInterval, Locality, Sched, ServerConfig,
     ServerInterval, Url,
 };
-use crate::bench::observe::Observer;
 use crate::bench::pin::Pinning;
 use crate::bench::report::Progress;
-use crate::bench::stop::Stop;
 use crate::error::Status;
 
 /// Serve `/plaintext` and `/json` the TechEmpower way until stopped.

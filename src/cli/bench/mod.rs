@@ -118,7 +118,7 @@ pub(crate) fn duration(text: &str) -> Result<Duration, String> {
 }
 
 /// The shortest bench run or timeout: one tick of the engines' stop poll.
-const MIN_DURATION: Duration = crate::bench::stop::POLL;
+const MIN_DURATION: Duration = crate::base::stop::POLL;
 
 /// `--rate`: packets or requests per second, 1 to [`crate::bench::MAX_RATE`].
 pub(crate) fn rate(text: &str) -> Result<u64, String> {

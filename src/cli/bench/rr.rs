@@ -7,10 +7,10 @@ use std::time::Duration;
 use super::busy::BusyPollArgs;
 use super::remote::{self, RemoteArgs};
 use super::{duration, finish, pin_list, CpuList, Lines};
+use crate::base::observe::Observer;
+use crate::base::stop::Stop;
 use crate::bench::addr::{parse_bind, parse_destination};
-use crate::bench::observe::Observer;
 use crate::bench::rr::{self, output, ClientConfig, Engine, Interval, Proto, ServerConfig, Sizes};
-use crate::bench::stop::Stop;
 use crate::error::Status;
 
 /// Answer rr requests over TCP and UDP.

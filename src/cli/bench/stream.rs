@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use super::remote::{self, RemoteArgs};
 use super::{duration, finish, pin_list, CpuList, Lines};
+use crate::base::observe::Observer;
+use crate::base::stop::Stop;
 use crate::bench::addr::{parse_bind, parse_destination};
-use crate::bench::observe::Observer;
-use crate::bench::stop::Stop;
 use crate::bench::stream::{
     self, render, Interval, ServerConfig, ServerInterval, StreamConfig, ZeroCopy,
 };

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use super::remote::{self, RemoteArgs};
 use super::{duration, finish, pin_list, rate, CpuList, Lines};
+use crate::base::observe::Observer;
 use crate::bench::addr::{parse_bind, parse_destination};
-use crate::bench::observe::Observer;
 use crate::bench::udp::{self, render, Engine, FloodConfig, Interval, SinkConfig};
 use crate::error::Status;
 
@@ -185,7 +185,7 @@ impl Observer<Interval> for Progress {
     }
 }
 
-pub fn sink(args: &SinkArgs, stop: &crate::bench::stop::Stop) -> anyhow::Result<Status> {
+pub fn sink(args: &SinkArgs, stop: &crate::base::stop::Stop) -> anyhow::Result<Status> {
     if args.xdp.xdp {
         return super::xsk::sink(args, stop);
     }
@@ -196,7 +196,7 @@ pub fn sink(args: &SinkArgs, stop: &crate::bench::stop::Stop) -> anyhow::Result<
     finish(&report, args.json, render::sink_text, report.problem())
 }
 
-pub fn flood(args: &FloodArgs, stop: &crate::bench::stop::Stop) -> anyhow::Result<Status> {
+pub fn flood(args: &FloodArgs, stop: &crate::base::stop::Stop) -> anyhow::Result<Status> {
     let side = crate::serve::ServerSide::UdpSink {
         threads: args.remote.remote_threads,
         reuseport: args.remote.remote_threads > 1,

@@ -13,9 +13,9 @@ use crate::apply::journal::{Journal, StateDir};
 use crate::apply::{self, XdpRecord};
 use crate::base::driver::flow::{FlowProto, FlowSpec};
 use crate::base::driver::xdp::XdpMode;
-use crate::bench::observe::Observer;
+use crate::base::observe::Observer;
+use crate::base::stop::Stop;
 use crate::bench::report::Interval;
-use crate::bench::stop::Stop;
 use crate::bench::xsk::{self, Attached, CopyMode, XskSinkConfig};
 use crate::error::Status;
 
@@ -176,7 +176,7 @@ fn reader_cpu(pin: &[u32], iface: &str, queue: u32, netns: Option<&str>) -> (Opt
         all: true,
         iface: Some(iface.to_string()),
     };
-    let host = crate::host::read_target(None, None, &selection).ok();
+    let host = crate::gather::read_target(None, None, &selection).ok();
     match host
         .as_ref()
         .and_then(|h| h.interfaces.iter().find(|i| i.name == iface))

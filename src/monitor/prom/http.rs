@@ -1,8 +1,8 @@
 //! The exporter's HTTP/1.1 server: one epoll loop on one thread, every
 //! socket non-blocking, so no client can hold it.
 //!
-//! - Requests are read with the bench http-server's parser
-//!   (`bench::http::session::parse_head`): heads up to 8 KiB (longer: 431),
+//! - Requests are read with the parser the bench http-server uses
+//!   (`base::http::head::parse_head`): heads up to 8 KiB (longer: 431),
 //!   malformed ones 400, GET and HEAD only (others 405), `/metrics` and `/`
 //!   (others 404); every refusal closes the connection.
 //! - Deadlines: a request head must arrive within [`Limits::head_timeout`]
@@ -30,10 +30,10 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context as _;
 
-use crate::bench::event::{Epoll, Interest, Ready};
-use crate::bench::http::date::imf_fixdate;
-use crate::bench::http::session::{parse_head, Answer, Parsed, MAX_HEAD};
-use crate::bench::stop::Stop;
+use crate::base::epoll::{Epoll, Interest, Ready};
+use crate::base::http::date::imf_fixdate;
+use crate::base::http::head::{parse_head, Answer, Parsed, MAX_HEAD};
+use crate::base::stop::Stop;
 
 use super::exposition::CONTENT_TYPE;
 use super::sampling::Rendered;

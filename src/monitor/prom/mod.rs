@@ -31,7 +31,7 @@ use std::net::{SocketAddr, TcpListener};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::time::Duration;
 
-use crate::bench::stop::Stop;
+use crate::base::stop::Stop;
 
 pub use collectors::MAX_SERIES;
 pub use http::{Counts, Limits};

@@ -28,7 +28,7 @@ use crossterm::{cursor, execute, terminal};
 use ratatui::backend::CrosstermBackend;
 use ratatui::Terminal;
 
-use crate::bench::stop::Stop;
+use crate::base::stop::Stop;
 use crate::monitor::{run as run_feed, Feed, Frame, RunEnd};
 
 use super::app::App;

@@ -10,7 +10,7 @@ use ratatui::buffer::Buffer;
 use ratatui::style::{Color, Modifier};
 use ratatui::Terminal;
 
-use crate::bench::stop::Stop;
+use crate::base::stop::Stop;
 use crate::host::Selection;
 use crate::monitor::{run as run_feed, Feed, Frame};
 

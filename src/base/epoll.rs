@@ -1,5 +1,5 @@
-//! A small epoll wrapper for the per-thread event loops of the servers and
-//! load generators. Waits take a timeout in microseconds through
+//! A small epoll wrapper for the per-thread event loops of the bench
+//! servers and load generators and the monitor's exporter. Waits take a timeout in microseconds through
 //! epoll_pwait2 (Linux 5.11+) so that kernel busy polling can engage
 //! (the kernel-vs-DPDK HTTP article: a 0 timeout never sleeps and a millisecond one is
 //! too coarse); older kernels fall back to epoll_wait in milliseconds.

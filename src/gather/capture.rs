@@ -16,9 +16,9 @@ use std::path::{Component, Path, PathBuf};
 use anyhow::Context as _;
 use serde::Serialize;
 
-use super::read::{read_host, Inputs, Selection};
 use crate::base::root::Access;
 use crate::base::Root;
+use crate::host::{read_host, Inputs, Selection};
 use crate::nic::live::{LiveEthtool, LiveNetdev, LiveNetlink};
 use crate::nic::recorded::DriverFile;
 
@@ -94,7 +94,7 @@ pub(crate) fn write_info(
     netns: Option<String>,
 ) -> anyhow::Result<()> {
     let info = CaptureInfo {
-        schema_version: super::SCHEMA_VERSION,
+        schema_version: crate::host::SCHEMA_VERSION,
         nettune_version: env!("CARGO_PKG_VERSION"),
         captured_unix_secs: std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
