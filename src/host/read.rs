@@ -12,6 +12,10 @@ use crate::base::driver::{Ethtool, Netdev, Netlink};
 use crate::base::Root;
 use crate::error::KernelError;
 
+/// The fastest link nettune believes, in Mbit/s (10 Tbit/s; Ethernet tops
+/// out at 800 Gbit/s today): plans multiply the speed by up to 10^8.
+const MAX_LINK_MBPS: u64 = 10_000_000;
+
 /// The sysctls nettune reads: every one a tuning technique touches
 /// (docs/sources.md lists where each comes from).
 pub const SYSCTLS: &[&str] = &[
@@ -632,8 +636,11 @@ fn read_interface(
             .as_deref()
             .and_then(uevent_devtype),
         mtu: number("mtu")?.and_then(|v| u32::try_from(v).ok()),
-        // -1 (unknown) on virtual links and links that are down.
-        speed_mbps: number("speed")?.and_then(|v| u64::try_from(v).ok()),
+        // -1 (unknown) on virtual links and links that are down; a speed
+        // no link has (a capture may say anything) is unknown too.
+        speed_mbps: number("speed")?
+            .and_then(|v| u64::try_from(v).ok())
+            .filter(|&mbps| mbps <= MAX_LINK_MBPS),
         operstate: value("operstate")?,
         pci_address,
         numa_node,

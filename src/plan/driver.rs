@@ -255,12 +255,14 @@ fn root_fq(d: &mut Draft, iface: &Interface, opts: &PlanOptions) {
     let (rate, why) = match (opts.pace_bits, iface.speed_mbps) {
         (Some(pace), _) => (Some(pace), format!("--pace {}", format_rate(pace))),
         (None, Some(mbps)) => {
-            let rate = mbps * 1_000_000 * PACE_SHARE_PERCENT / 100 / streams;
+            // A capture may claim any speed: saturate rather than overflow.
+            let bits = mbps.saturating_mul(1_000_000);
+            let rate = bits.saturating_mul(PACE_SHARE_PERCENT) / 100 / streams.max(1);
             (
                 Some(rate),
                 format!(
                     "{PACE_SHARE_PERCENT}% of the {} link / {streams} stream(s)",
-                    format_rate(mbps * 1_000_000)
+                    format_rate(bits)
                 ),
             )
         }

@@ -278,3 +278,18 @@ fn a_ring_count_no_device_has_is_not_a_size_to_allocate() {
     let (code, err) = run_limited(&["doctor", "--root", &root], 1 << 30);
     assert!(code == 0 || code == 1, "doctor: exit {code}: {err}");
 }
+
+/// A link speed no device has (a capture may claim any number) once
+/// overflowed the pacing cap the throughput profile derives from it.
+#[test]
+fn a_link_speed_no_device_has_plans_without_overflow() {
+    let (_dir, tree) = crate::common::fixture_copy("two-socket-smt-8q");
+    std::fs::write(tree.join("sys/class/net/eth0/speed"), "1042949672950000\n").expect("speed");
+    let root = tree.display().to_string();
+    for profile in ["throughput", "pps", "latency", "http", "baseline"] {
+        let (code, _, err) = crate::common::run(&["plan", "--profile", profile, "--root", &root]);
+        assert_eq!(code, 0, "plan --profile {profile}: {err}");
+    }
+    let (code, _, err) = crate::common::run(&["doctor", "--root", &root]);
+    assert!(code == 0 || code == 1, "doctor: exit {code}: {err}");
+}
