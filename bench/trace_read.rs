@@ -19,7 +19,7 @@ fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
     let keys: usize = args.next().map_or(Ok(50), |a| a.parse())?;
     let rounds: usize = args.next().map_or(Ok(200), |a| a.parse())?;
-    let cpus = nettune::host::read::possible_cpus(&Root::live())?.len();
+    let cpus = nettune::host::topology::possible_cpus(&Root::live())?.len();
     println!("possible CPUs: {cpus}; {keys} keys; median of {rounds} reads");
     let mut per_word = Vec::new();
     for words in [1usize, 16, 64] {

@@ -16,6 +16,7 @@ pub mod experiment;
 pub mod inspect;
 pub mod manual;
 pub mod monitor;
+pub mod monitor_args;
 pub mod monitor_prom;
 pub mod plan;
 pub mod serve;
@@ -27,7 +28,7 @@ pub mod trace;
 use apply::{ApplyArgs, HistoryArgs, RollbackArgs};
 use doctor::DoctorArgs;
 use inspect::InspectArgs;
-use monitor::MonitorArgs;
+use monitor_args::MonitorArgs;
 use plan::PlanArgs;
 
 /// What `--version` prints after the name: the version and the git commit
@@ -235,7 +236,7 @@ pub struct CaptureArgs {
     #[arg(long, value_name = "N", default_value = "1", allow_hyphen_values = true, value_parser = samples)]
     pub samples: u32,
     /// Seconds between snapshots with --samples: 1 (the default), 0.5, 2s.
-    #[arg(long, value_name = "SECONDS", allow_hyphen_values = true, value_parser = monitor::interval)]
+    #[arg(long, value_name = "SECONDS", allow_hyphen_values = true, value_parser = monitor_args::interval)]
     pub interval: Option<f64>,
 }
 
@@ -337,7 +338,7 @@ fn capture(args: CaptureArgs) -> anyhow::Result<Status> {
         crate::base::netns::enter(name)?;
     }
     let summary = if args.samples > 1 {
-        let secs = args.interval.unwrap_or(monitor::DEFAULT_INTERVAL_SECS);
+        let secs = args.interval.unwrap_or(monitor_args::DEFAULT_INTERVAL_SECS);
         let stop = signals::stop_on_signals()?;
         let terminal = std::io::stderr().is_terminal();
         let mut progress = |done: usize, total: usize| {

@@ -10,7 +10,7 @@ use crate::host::Selection;
 use crate::monitor::prom::{self, Event, Limits, Sampling};
 use crate::monitor::{text, Feed};
 
-use super::monitor::{MonitorArgs, DEFAULT_INTERVAL_SECS};
+use super::monitor_args::{MonitorArgs, DEFAULT_INTERVAL_SECS};
 
 pub fn run(args: MonitorArgs) -> anyhow::Result<Status> {
     let selection = Selection {

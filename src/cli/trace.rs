@@ -66,7 +66,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "DURATION", default_value = "10", value_parser = duration)]
     pub duration: Duration,
     /// Seconds between snapshots: 1 (the default), 0.5, 2s; from 0.1 to 3600.
-    #[arg(long, value_name = "SECONDS", allow_hyphen_values = true, value_parser = super::monitor::interval)]
+    #[arg(long, value_name = "SECONDS", allow_hyphen_values = true, value_parser = super::monitor_args::interval)]
     pub interval: Option<f64>,
     /// Print the report as JSON, with the snapshots (docs/trace.md).
     #[arg(long)]
@@ -78,7 +78,7 @@ impl RunArgs {
     fn every(&self) -> Duration {
         Duration::from_secs_f64(
             self.interval
-                .unwrap_or(super::monitor::DEFAULT_INTERVAL_SECS),
+                .unwrap_or(super::monitor_args::DEFAULT_INTERVAL_SECS),
         )
         .min(self.duration)
     }

@@ -247,7 +247,11 @@ impl Tuner {
         // The host-wide values a namespace cannot see, as the host has
         // them (best effort, as `read_target` does).
         let host_sysctls = self
-            .on_host(|| Ok(crate::host::read::read_root_namespace_sysctls(&Root::live())))
+            .on_host(|| {
+                Ok(crate::host::sysctl::read_root_namespace_sysctls(
+                    &Root::live(),
+                ))
+            })
             .unwrap_or_default();
         Ok(Host {
             host_sysctls,

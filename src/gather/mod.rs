@@ -9,7 +9,7 @@ pub mod capture;
 use std::path::Path;
 
 use crate::base::{netns, Root};
-use crate::host::read::read_root_namespace_sysctls;
+use crate::host::sysctl::read_root_namespace_sysctls;
 use crate::host::{open_root, read_host, Host, Inputs, Selection};
 
 /// Read the host model of what the user pointed at: the live host, a named

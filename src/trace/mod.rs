@@ -193,7 +193,7 @@ fn attach_best(
 /// The possible CPUs (per-CPU map values come one per possible CPU, in
 /// this order).
 fn possible_cpus(root: &Root) -> Result<Vec<u32>, TraceError> {
-    let cpus = crate::host::read::possible_cpus(root)?;
+    let cpus = crate::host::topology::possible_cpus(root)?;
     if cpus.is_empty() {
         return Err(TraceError::Unsupported(
             "/sys/devices/system/cpu/possible lists no CPU".to_string(),

@@ -700,7 +700,7 @@ fn the_probe_read_fallback_counts_like_the_typed_program() {
     let ns = Netns::new("trp");
     let btf = nettune::trace::read_btf(&Root::live()).expect("btf");
     let layout = DropLayout::read(&btf).expect("layout");
-    let cpus = nettune::host::read::possible_cpus(&Root::live())
+    let cpus = nettune::host::topology::possible_cpus(&Root::live())
         .expect("cpus")
         .len();
     let counts = PerCpuMap::create(

@@ -2,8 +2,8 @@
 //! at `http://ADDR:PORT/metrics`, in the text exposition format 0.0.4.
 //!
 //! - `exposition.rs`: the format (families, escaping, exact values).
-//! - `collectors.rs`: what is exported, one collector per kernel source,
-//!   under node_exporter's names where the series is the same thing.
+//! - `collectors/`: what is exported, one collector per kernel source and
+//!   file, under node_exporter's names where the series is the same thing.
 //! - `sampling.rs`: readings on demand (at most one per interval, shared
 //!   by every scraper) or a replay on the recording's clock; each reading
 //!   rendered once.

@@ -9,10 +9,10 @@ use ratatui::text::{Line, Span};
 
 use crate::monitor::{CpuRates, CpuShares, Frame};
 
-use super::app::{cycle, App};
+use super::filter::Filter;
 use super::fmt::{pct, right, short};
+use super::pane::{cycle, head, PaneText};
 use super::theme::{Heat, Part, Theme, SHADES};
-use super::ui::{head, PaneText};
 
 /// Columns a CPU row may be sorted by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,14 +69,13 @@ pub fn busy(t: CpuShares) -> f64 {
 
 /// The CPUs to list: those the filter lets through, in the sort order
 /// (highest first; by CPU id for `CPU` and among equals).
-pub fn rows<'a>(frame: &'a Frame, app: &App) -> Vec<&'a CpuRates> {
+pub fn rows<'a>(frame: &'a Frame, filter: &Filter, sort: Sort) -> Vec<&'a CpuRates> {
     let mut rows: Vec<&CpuRates> = frame
         .rates
         .cpus
         .iter()
-        .filter(|c| app.filter.cpu(c.cpu))
+        .filter(|c| filter.cpu(c.cpu))
         .collect();
-    let sort = app.cpu_sort;
     rows.sort_by(|a, b| sort.key(b).total_cmp(&sort.key(a)).then(a.cpu.cmp(&b.cpu)));
     rows
 }
@@ -85,13 +84,13 @@ pub fn rows<'a>(frame: &'a Frame, app: &App) -> Vec<&'a CpuRates> {
 /// NET_RX/s, nicirq/s.
 const NUMBERS: usize = 5 + 5 + 5 + 5 + 6 + 1 + 9 + 9;
 
-pub fn text(frame: &Frame, app: &App, theme: &Theme, width: usize) -> PaneText {
-    let list = rows(frame, app);
+pub fn text(frame: &Frame, filter: &Filter, sort: Sort, theme: &Theme, width: usize) -> PaneText {
+    let list = rows(frame, filter, sort);
     let bar = width.saturating_sub(NUMBERS + 2);
     let mut title = vec![Span::raw(format!(
         "CPUs  {} shown, sorted by {}",
         list.len(),
-        app.cpu_sort.label()
+        sort.label()
     ))];
     let hot = list
         .iter()
@@ -127,7 +126,7 @@ pub fn text(frame: &Frame, app: &App, theme: &Theme, width: usize) -> PaneText {
         theme,
     ));
     if frame.rates.cpus.len() > STRIP_FROM {
-        fixed.extend(strip(&frame.rates.cpus, app, theme, width));
+        fixed.extend(strip(&frame.rates.cpus, filter, theme, width));
     }
     let rows = list
         .iter()
@@ -228,12 +227,12 @@ fn bar_spans(t: CpuShares, width: usize, heat: Heat, theme: &Theme) -> Vec<Span<
 
 /// Every CPU the filter lets through as one glyph of its soft%, in CPU
 /// order, wrapped at `width`: where the hot CPUs are at a glance.
-fn strip(cpus: &[CpuRates], app: &App, theme: &Theme, width: usize) -> Vec<Line<'static>> {
+fn strip(cpus: &[CpuRates], filter: &Filter, theme: &Theme, width: usize) -> Vec<Line<'static>> {
     const LABEL: &str = " soft% ";
     let per_line = width.saturating_sub(LABEL.len()).max(1);
     let cells: Vec<Span<'static>> = cpus
         .iter()
-        .filter(|c| app.filter.cpu(c.cpu))
+        .filter(|c| filter.cpu(c.cpu))
         .map(|c| match c.time {
             None => Span::styled(" ", theme.dim()),
             Some(t) => {

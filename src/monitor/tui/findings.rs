@@ -8,8 +8,8 @@ use ratatui::text::{Line, Span};
 use crate::monitor::Frame;
 
 use super::fmt::fit;
+use super::pane::PaneText;
 use super::theme::Theme;
-use super::ui::PaneText;
 
 pub fn text(frame: &Frame, theme: &Theme, _width: usize) -> PaneText {
     let mut rows: Vec<Line<'static>> = frame

@@ -11,10 +11,10 @@ use ratatui::text::{Line, Span};
 use crate::host::VectorRole;
 use crate::monitor::{Frame, IrqRates, Lifecycle};
 
-use super::app::{cycle, App};
+use super::filter::Filter;
 use super::fmt::{fit, right, short};
+use super::pane::{cycle, head, PaneText};
 use super::theme::{level, Theme, SHADES};
-use super::ui::{head, PaneText};
 
 /// Orders of the rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,14 +45,14 @@ const NUMBER_CELL: usize = 7;
 const TOTAL: usize = 8;
 
 /// The vectors to show: of the interfaces the filter lets through.
-pub fn rows<'a>(frame: &'a Frame, app: &App) -> Vec<&'a IrqRates> {
+pub fn rows<'a>(frame: &'a Frame, filter: &Filter, sort: Sort) -> Vec<&'a IrqRates> {
     let mut rows: Vec<&IrqRates> = frame
         .rates
         .irqs
         .iter()
-        .filter(|i| app.filter.iface(&i.iface))
+        .filter(|i| filter.iface(&i.iface))
         .collect();
-    if app.heat_sort == Sort::Total {
+    if sort == Sort::Total {
         rows.sort_by(|a, b| {
             b.per_sec
                 .unwrap_or(-1.0)
@@ -113,12 +113,12 @@ impl Columns {
     }
 }
 
-pub fn text(frame: &Frame, app: &App, theme: &Theme, width: usize) -> PaneText {
-    let list = rows(frame, app);
+pub fn text(frame: &Frame, filter: &Filter, sort: Sort, theme: &Theme, width: usize) -> PaneText {
+    let list = rows(frame, filter, sort);
     let mut title = vec![Span::raw(format!(
         "Interrupts/s, queue x CPU  {} vectors, sorted by {}",
         list.len(),
-        app.heat_sort.label()
+        sort.label()
     ))];
     if list.is_empty() {
         return PaneText {
@@ -137,7 +137,7 @@ pub fn text(frame: &Frame, app: &App, theme: &Theme, width: usize) -> PaneText {
     if cpus.is_empty() {
         cpus = frame.rates.irq_cpus();
     }
-    cpus.retain(|&c| app.filter.cpu(c));
+    cpus.retain(|&c| filter.cpu(c));
     let label_width = list
         .iter()
         .map(|i| label(i).chars().count())

@@ -5,8 +5,8 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
+use super::pane::{MIN_HEIGHT, MIN_WIDTH};
 use super::theme::{Theme, HOT_SOFT_PCT, WARM_SOFT_PCT};
-use super::ui::{MIN_HEIGHT, MIN_WIDTH};
 
 /// The keys, as the help lists them.
 pub const KEYS: &[(&str, &str)] = &[

@@ -14,7 +14,8 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
-use super::app::{App, Filter, Input, Pane};
+use super::app::{App, Input, Pane};
+use super::filter::Filter;
 
 /// What the drawing loop does after a key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -10,8 +10,8 @@ use ratatui::text::{Line, Span};
 use crate::monitor::{DropLayer, Frame};
 
 use super::fmt::{right, short};
+use super::pane::PaneText;
 use super::theme::Theme;
-use super::ui::PaneText;
 
 const ARROW: &str = " > ";
 

@@ -14,7 +14,10 @@
 //!   x CPU interrupts), [`queues`] (packets and bytes per queue),
 //!   [`ladder`] (drops from the NIC up to TCP, the losing layer marked) and
 //!   [`findings`]. Drawn into any ratatui backend: the tests use
-//!   `TestBackend` and read the cells a person would see.
+//!   `TestBackend` and read the cells a person would see. A pane is a
+//!   function of the frame, the [`filter`] and its sort column; what the
+//!   panes share with the screen ([`pane`]: their text, headers, sizes)
+//!   sits below both, so the panes import neither `app` nor `ui`.
 //! - [`term`]: the terminal itself (raw mode, alternate screen), restored
 //!   exactly once by a guard's `Drop`, by a panic hook, on SIGTERM, SIGINT
 //!   or SIGHUP (the run's `Stop`), and by [`exit_restored`] when a second
@@ -26,22 +29,26 @@
 
 pub mod app;
 pub mod cpus;
+pub mod filter;
 pub mod findings;
 pub mod fmt;
 pub mod heatmap;
 pub mod help;
 pub mod keys;
 pub mod ladder;
+pub mod pane;
 pub mod queues;
 pub mod term;
 pub mod theme;
 pub mod ui;
 
-pub use app::{App, Filter, Pane};
+pub use app::{App, Pane};
+pub use filter::Filter;
 pub use keys::{handle, Action};
+pub use pane::{MIN_HEIGHT, MIN_WIDTH};
 pub use term::{exit_restored, run, TuiEnd, TuiOptions};
 pub use theme::Theme;
-pub use ui::{draw, MIN_HEIGHT, MIN_WIDTH};
+pub use ui::draw;
 
 #[cfg(test)]
 mod tests;

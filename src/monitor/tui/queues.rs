@@ -13,10 +13,10 @@ use ratatui::text::{Line, Span};
 
 use crate::monitor::{Frame, InterfaceRates, Lifecycle, QueueSource};
 
-use super::app::{cycle, App};
+use super::filter::Filter;
 use super::fmt::{fit, right, short};
+use super::pane::{cycle, head, PaneText};
 use super::theme::Theme;
-use super::ui::{head, PaneText};
 
 /// Columns a queue row may be sorted by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -151,13 +151,12 @@ fn interface_rows(iface: &InterfaceRates, sort: Sort) -> Vec<QueueRow> {
 /// The table's rows: the interfaces the filter lets through, each its
 /// total then its queues; by a column other than the queue, the busiest
 /// interface first (a stable sort: ties keep the kernel's order).
-pub fn rows(frame: &Frame, app: &App) -> Vec<QueueRow> {
-    let sort = app.queue_sort;
+pub fn rows(frame: &Frame, filter: &Filter, sort: Sort) -> Vec<QueueRow> {
     let mut blocks: Vec<Vec<QueueRow>> = frame
         .rates
         .interfaces
         .iter()
-        .filter(|i| app.filter.iface(&i.name))
+        .filter(|i| filter.iface(&i.name))
         .map(|i| interface_rows(i, sort))
         .collect();
     if sort != Sort::Queue {
@@ -170,19 +169,19 @@ pub fn rows(frame: &Frame, app: &App) -> Vec<QueueRow> {
 const IFACE: usize = 12;
 const NUM: usize = 10;
 
-pub fn text(frame: &Frame, app: &App, theme: &Theme, _width: usize) -> PaneText {
-    let list = rows(frame, app);
+pub fn text(frame: &Frame, filter: &Filter, sort: Sort, theme: &Theme, _width: usize) -> PaneText {
+    let list = rows(frame, filter, sort);
     let sources: Vec<String> = frame
         .rates
         .interfaces
         .iter()
-        .filter(|i| app.filter.iface(&i.name))
+        .filter(|i| filter.iface(&i.name))
         .filter(|i| i.queue_source == QueueSource::None)
         .map(|i| i.name.clone())
         .collect();
     let mut title = vec![Span::raw(format!(
         "Queues  packets and bytes per second, sorted by {}",
-        app.queue_sort.label()
+        sort.label()
     ))];
     if !sources.is_empty() {
         title.push(Span::raw(format!(

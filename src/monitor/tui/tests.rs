@@ -379,7 +379,7 @@ fn a_queue_sort_puts_the_busiest_interface_first_and_keeps_queues_under_it() {
     let mut app = app_with(frame);
     let order = |app: &App| -> Vec<(String, Option<u32>)> {
         let frame = app.frame.as_ref().expect("frame");
-        super::queues::rows(frame, app)
+        super::queues::rows(frame, &app.filter, app.queue_sort)
             .into_iter()
             .map(|r| (r.iface, r.queue))
             .collect()
@@ -402,7 +402,7 @@ fn a_queue_sort_puts_the_busiest_interface_first_and_keeps_queues_under_it() {
     );
     assert_eq!(rows[first_bond].1, None, "the total heads its queues");
     let frame = app.frame.as_ref().expect("frame");
-    let table = super::queues::rows(frame, &app);
+    let table = super::queues::rows(frame, &app.filter, app.queue_sort);
     let rx: Vec<f64> = table[1..first_bond]
         .iter()
         .map(|r| r.rx_packets.unwrap_or(-1.0))

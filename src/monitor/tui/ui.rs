@@ -16,42 +16,13 @@ use crate::base::units::format_time;
 use crate::monitor::Frame;
 
 use super::app::{App, Pane};
+use super::pane::{PaneText, MIN_HEIGHT, MIN_WIDTH};
 use super::theme::Theme;
-use super::{cpus, findings, fmt, heatmap, help, ladder, queues};
+use super::{cpus, findings, heatmap, help, ladder, queues};
 
-/// Below this many columns the panes cannot show a row: the screen says so.
-pub const MIN_WIDTH: u16 = 60;
-/// Below this many rows the panes cannot show a row: the screen says so.
-pub const MIN_HEIGHT: u16 = 16;
 /// From this many columns (and [`WIDE_HEIGHT`] rows) two columns of panes.
 pub const WIDE_WIDTH: u16 = 150;
 pub const WIDE_HEIGHT: u16 = 30;
-
-/// What a pane shows: its title (the focus mark and the row counter are
-/// added), lines that always show (column headers), and the list that
-/// scrolls.
-#[derive(Debug, Default)]
-pub struct PaneText {
-    pub title: Vec<Span<'static>>,
-    pub fixed: Vec<Line<'static>>,
-    pub rows: Vec<Line<'static>>,
-    /// Rows the pane needs at least below the fixed lines.
-    pub min_rows: usize,
-}
-
-impl PaneText {
-    fn wants(&self) -> u16 {
-        clamp_u16(1 + self.fixed.len() + self.rows.len().max(self.min_rows))
-    }
-
-    fn min(&self) -> u16 {
-        clamp_u16(1 + self.fixed.len() + self.min_rows.min(self.rows.len().max(1)))
-    }
-}
-
-fn clamp_u16(n: usize) -> u16 {
-    u16::try_from(n).unwrap_or(u16::MAX)
-}
 
 /// Draw `app` on `canvas` (any ratatui backend).
 pub fn draw(canvas: &mut ratatui::Frame, app: &App, theme: &Theme) {
@@ -96,9 +67,9 @@ fn panes(canvas: &mut ratatui::Frame, app: &App, theme: &Theme, frame: &Frame, b
     let text = |pane: Pane, width: u16| -> PaneText {
         let width = usize::from(width);
         match pane {
-            Pane::Cpus => cpus::text(frame, app, theme, width),
-            Pane::Heatmap => heatmap::text(frame, app, theme, width),
-            Pane::Queues => queues::text(frame, app, theme, width),
+            Pane::Cpus => cpus::text(frame, &app.filter, app.cpu_sort, theme, width),
+            Pane::Heatmap => heatmap::text(frame, &app.filter, app.heat_sort, theme, width),
+            Pane::Queues => queues::text(frame, &app.filter, app.queue_sort, theme, width),
             Pane::Ladder => ladder::text(frame, theme, width),
             Pane::Findings => findings::text(frame, theme, width),
         }
@@ -305,11 +276,6 @@ fn clock(unix_ms: u64) -> String {
         tm
     };
     format!("{:02}:{:02}:{:02}", tm.tm_hour, tm.tm_min, tm.tm_sec)
-}
-
-/// A column header: `text` right-aligned in `width`, as one span.
-pub fn head(text: &str, width: usize, theme: &Theme) -> Span<'static> {
-    Span::styled(fmt::right(text, width), theme.header())
 }
 
 #[cfg(test)]

@@ -6,11 +6,11 @@
 //! `ethtool -G eth0 rx 4096`.
 
 use super::ethtool::{
-    write_u32, EthtoolChannels, EthtoolCoalesce, EthtoolRingparam, EthtoolRxnfc, EthtoolSocket,
-    IfName, ETHTOOL_GCHANNELS, ETHTOOL_GCOALESCE, ETHTOOL_GRINGPARAM, ETH_SS_FEATURES, FLOW_TYPES,
-    LEGACY_FEATURE_NAMES, RXH_FIELDS,
+    EthtoolChannels, EthtoolCoalesce, EthtoolRingparam, EthtoolRxnfc, ETHTOOL_GCHANNELS,
+    ETHTOOL_GCOALESCE, ETHTOOL_GRINGPARAM, ETH_SS_FEATURES, FLOW_TYPES, LEGACY_FEATURE_NAMES,
+    RXH_FIELDS,
 };
-use super::LiveEthtool;
+use super::ethtool_ioctl::{write_u32, EthtoolSocket, IfName, LiveEthtool};
 use crate::base::driver::{ChannelKind, DriverSetting};
 use crate::base::driver::{EthtoolSet, FlowHash, SetError};
 

@@ -17,6 +17,7 @@
 //! ioctl equivalent.
 
 mod ethtool;
+mod ethtool_ioctl;
 mod ethtool_set;
 pub mod link;
 mod netdev;
@@ -26,8 +27,8 @@ mod queue_stats;
 mod rtnetlink;
 pub mod xdp_link;
 
-pub use ethtool::LiveEthtool;
 pub(crate) use ethtool::LEGACY_FEATURE_NAMES;
+pub use ethtool_ioctl::LiveEthtool;
 pub use netdev::LiveNetdev;
 pub use rtnetlink::LiveNetlink;
 

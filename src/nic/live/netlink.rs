@@ -377,6 +377,17 @@ impl Socket {
     }
 }
 
+/// The index of interface `iface` in the calling thread's network
+/// namespace, for a change's request.
+pub fn ifindex(iface: &str) -> Result<u32, SetError> {
+    nix::net::if_::if_nametoindex(iface).map_err(|e| SetError::from_errno(e as i32))
+}
+
+/// An rtnetlink socket (qdiscs, links' XDP), for a change.
+pub fn route() -> Result<Socket, SetError> {
+    Socket::open(SockProtocol::NetlinkRoute).map_err(|e| set_error(&e))
+}
+
 /// An io::Error as the `SetError` apply classifies.
 pub fn set_error(e: &io::Error) -> SetError {
     SetError {

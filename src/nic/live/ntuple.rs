@@ -12,8 +12,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use super::ethtool::{write_u32, EthtoolSocket, IfName};
-use super::LiveEthtool;
+use super::ethtool_ioctl::{write_u32, EthtoolSocket, IfName, LiveEthtool};
 use crate::base::driver::flow::{FlowProto, FlowSpec, NtupleRule, NtupleTable, RuleAction};
 use crate::base::driver::{SetError, SteeringSet};
 

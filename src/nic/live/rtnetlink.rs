@@ -14,7 +14,9 @@ use std::io;
 
 use nix::sys::socket::SockProtocol;
 
-use super::netlink::{attr_str, attrs, malformed, push_attr, push_str, u32_at, Socket};
+use super::netlink::{
+    attr_str, attrs, ifindex, malformed, push_attr, push_str, route, u32_at, Socket,
+};
 use crate::base::driver::{Netlink, Qdisc, QdiscSet, QdiscSpec, SetError};
 use crate::base::Probe;
 
@@ -62,14 +64,6 @@ impl QdiscSet for LiveNetlink {
             other => other,
         }
     }
-}
-
-pub(super) fn ifindex(iface: &str) -> Result<u32, SetError> {
-    nix::net::if_::if_nametoindex(iface).map_err(|e| SetError::from_errno(e as i32))
-}
-
-pub(super) fn route() -> Result<Socket, SetError> {
-    Socket::open(SockProtocol::NetlinkRoute).map_err(|e| super::netlink::set_error(&e))
 }
 
 const TCMSG_LEN: usize = 20;

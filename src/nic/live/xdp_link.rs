@@ -8,8 +8,7 @@
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 
-use super::netlink::{attr_u32, attrs, push_attr, set_error};
-use super::rtnetlink::{ifindex, route};
+use super::netlink::{attr_u32, attrs, ifindex, push_attr, route, set_error};
 use crate::base::bpf;
 use crate::base::driver::xdp::{XdpMode, XdpProgram, XdpState};
 use crate::base::driver::SetError;
