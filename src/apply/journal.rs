@@ -16,7 +16,7 @@ use anyhow::Context as _;
 use nix::fcntl::{Flock, FlockArg};
 use serde::{Deserialize, Serialize};
 
-use super::records::{SteerRecord, XdpRecord};
+use crate::base::records::{SteerRecord, XdpRecord};
 use crate::plan::{PlanOptions, Profile, Target};
 
 /// The journal format this nettune writes. Bumped when a field changes

@@ -14,7 +14,6 @@ pub mod drift;
 pub mod journal;
 pub mod persist;
 pub mod place;
-pub mod records;
 mod steer_target;
 mod target;
 
@@ -22,13 +21,13 @@ use std::path::Path;
 
 use anyhow::Context as _;
 
-pub use drift::{drift, Drift};
+pub use crate::base::records::{self, SteerRecord, XdpRecord, NO_RULE, XDP_ATTACHED, XDP_DETACHED};
+pub use crate::plan::drift::Drift;
+pub use drift::drift;
 pub use journal::{
     Entry, Journal, Listing, Outcome, StateDir, StateStatus, Unreadable, DEFAULT_STATE_DIR,
 };
 pub use place::Place;
-pub use records::{SteerRecord, XdpRecord};
-pub use steer_target::NO_RULE;
 pub use target::{Backend, WriteError};
 
 use crate::base::Root;
@@ -164,11 +163,6 @@ fn new_journal(
         experiment: None,
     })
 }
-
-/// The state value of an XDP program target before it is attached, and
-/// once it is.
-pub const XDP_DETACHED: &str = "not attached";
-pub const XDP_ATTACHED: &str = "attached";
 
 /// Record an XDP program about to be attached (in `netns`, by the running
 /// process): a state with one pending change, synced to disk, so a run

@@ -4,18 +4,15 @@
 //! is attached (`attached` / `not attached`).
 
 use super::target::{classify_driver, Backend, WriteError};
-use super::{XDP_ATTACHED, XDP_DETACHED};
 use crate::base::driver::flow::{self, NtupleRule};
 use crate::base::driver::xdp::XdpMode;
 use crate::base::driver::{Ethtool, SteeringSet};
+use crate::base::records::{NO_RULE, XDP_ATTACHED, XDP_DETACHED};
 use crate::base::Probe;
 use crate::nic::live::xdp_link::{self, Detached};
 use crate::nic::live::LiveEthtool;
 use crate::nic::recorded::{DriverFile, Recorded, RecordedWriter};
 use crate::plan::Target;
-
-/// The text of an empty ntuple slot.
-pub const NO_RULE: &str = "none";
 
 impl Backend {
     fn steering_set(&self) -> Box<dyn SteeringSet> {

@@ -108,7 +108,7 @@ pub struct AppliedState {
     pub what: String,
     /// The profile, for a profile's state.
     pub profile: Option<String>,
-    pub drift: Vec<crate::apply::Drift>,
+    pub drift: Vec<crate::plan::Drift>,
     /// The commands that roll it back and apply its profile again, with
     /// the options they need here (`--root`, `--netns`, `--state-dir`).
     pub rollback: String,
@@ -122,7 +122,7 @@ pub struct AppliedState {
 /// An XDP program recorded by a benchmark, as it stands now.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AppliedXdp {
-    pub record: crate::apply::XdpRecord,
+    pub record: crate::base::records::XdpRecord,
     /// The process that attached it still runs.
     pub owner_running: bool,
     /// The program is still attached.

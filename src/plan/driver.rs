@@ -1,7 +1,8 @@
 //! Driver settings (ethtool) and the root qdisc of one interface.
 
+use super::draft::Draft;
+use super::profile::{PlanOptions, Profile};
 use super::target::Target;
-use super::{Draft, PlanOptions, Profile};
 use crate::base::driver::setting::current_text;
 use crate::base::driver::FlowHash;
 use crate::base::driver::{ChannelKind, DriverSetting};

@@ -5,12 +5,15 @@
 //! ([`super::admit::sysctl_reach`]).
 
 use super::admit::sysctl_reach;
+use super::change::KERNEL_GROUP;
+use super::draft::Draft;
+use super::profile::{PlanOptions, Profile};
+use super::target::Target;
 use super::values::{
     buffer_tier, BUSY_POLL_US, GOVERNOR, HALT_POLL_NS, HTTP_LISTEN_BACKLOG, PPS_NETDEV_BUDGET,
     PPS_NETDEV_MAX_BACKLOG, PPS_RMEM_DEFAULT, PPS_RMEM_MAX, PPS_UDP_RMEM_MIN, RFS_ENTRIES,
     TCP_MTU_PROBING,
 };
-use super::{Draft, PlanOptions, Profile, Target, KERNEL_GROUP};
 use crate::base::units::{format_bytes, format_rate, format_time};
 use crate::host::{Host, Interface};
 use crate::plan::compare::same_value;

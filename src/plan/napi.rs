@@ -10,9 +10,10 @@
 //! exactly. The sysfs files stay what they are: the defaults a NAPI
 //! created later starts from.
 
+use super::draft::Draft;
+use super::profile::{PlanOptions, Profile};
 use super::target::Target;
 use super::values::{HTTP_NAPI, LATENCY_NAPI};
-use super::{Draft, PlanOptions, Profile};
 use crate::base::driver::netdev::NoNapi;
 use crate::base::driver::NapiKey;
 use crate::base::{Missing, Probe};

@@ -5,11 +5,12 @@
 use std::collections::BTreeMap;
 
 use super::cpus::{assign_queues, nic_node_cpus, preference_order, Load};
+use super::draft::Draft;
 use super::driver::channels_change;
 use super::kernel::{flow_table, FlowTable};
+use super::profile::{PlanOptions, Profile};
 use super::target::{RxFile, Target, TxFile};
 use super::values::RFS_ENTRIES;
-use super::{Draft, PlanOptions, Profile};
 use crate::base::cpuset::{format_list, format_mask};
 use crate::host::{Host, Interface, RxQueue, VectorRole};
 

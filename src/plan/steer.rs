@@ -18,9 +18,9 @@
 use std::fmt::Write as _;
 
 use super::{Change, Target};
-use crate::apply::SteerRecord;
 use crate::base::driver::flow::{self, FlowSpec, NtupleRule, RuleAction};
 use crate::base::driver::DriverSettings;
+use crate::base::records::{SteerRecord, NO_RULE};
 use crate::base::Probe;
 use crate::host::{Host, Interface};
 
@@ -132,7 +132,7 @@ pub fn plan_steer(host: &Host, req: &SteerRequest) -> anyhow::Result<SteerPlan> 
                 iface: iface.name.clone(),
                 location,
             },
-            crate::apply::NO_RULE.to_string(),
+            NO_RULE.to_string(),
             rule.value_text(),
             format!(
                 "send {} to queue {} (`ethtool -N {} {} loc {location}`)",
@@ -375,7 +375,7 @@ pub fn command(target: &Target, to: &str) -> String {
             comment(format!("{target}: no ethtool -X command writes this table"))
         }
         Target::NtupleRule { iface, location } => {
-            if to == crate::apply::NO_RULE {
+            if to == NO_RULE {
                 return format!("ethtool -N {} delete {location}", word(iface));
             }
             match NtupleRule::parse_value(*location, to) {

@@ -74,9 +74,9 @@ pub fn check(ctx: &Context, out: &mut Vec<Finding>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::apply::Drift;
     use crate::doctor::testkit::vm_2cpu_single_queue;
     use crate::doctor::AppliedState;
+    use crate::plan::Drift;
 
     #[test]
     fn a_state_whose_values_changed_is_a_finding_naming_them() {

@@ -213,8 +213,8 @@ fn stale_program(ctx: &Context, out: &mut Vec<Finding>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::apply::XdpRecord;
     use crate::base::driver::xdp::{XdpFeatures, XdpProgram, XdpState};
+    use crate::base::records::XdpRecord;
     use crate::doctor::testkit::two_socket_smt_8q;
     use crate::doctor::{AppliedState, AppliedXdp};
 

@@ -1,0 +1,77 @@
+//! A plan as data: the changes it makes, the settings it leaves alone and
+//! the host-wide values only the host can set. Made by [`super::plan`]
+//! (and `steer`, and saved-plan loading), printed by [`super::render`],
+//! written by `apply`.
+
+use serde::{Deserialize, Serialize};
+
+use super::irqbalance::IrqbalanceWarning;
+use super::made_for::MadeFor;
+use super::profile::Profile;
+use super::target::Target;
+
+/// One setting to change.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Change {
+    /// The setting, typed; in JSON its text: the kernel path, or
+    /// `ethtool:IFACE:KEY` / `qdisc:IFACE:root`.
+    pub target: Target,
+    /// The current value as text.
+    pub from: String,
+    /// The exact text that will be written.
+    pub to: String,
+    pub reason: String,
+    /// The interface name, or `kernel`.
+    pub group: String,
+}
+
+/// A setting the profile would change but leaves alone, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Skipped {
+    pub target: Target,
+    pub reason: String,
+    pub group: String,
+}
+
+/// A host-wide value the profile wants that a network namespace cannot
+/// set (it exists in the host's namespace only, or is a read-only mirror of
+/// the host's value): it is set on the host, with [`Plan::host_command`].
+/// Each is also in `skipped`, whose reason names the command.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostWide {
+    pub target: Target,
+    /// The host's value, when it can be seen from here.
+    pub from: Option<String>,
+    /// The value the profile wants.
+    pub to: String,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Plan {
+    pub profile: Profile,
+    /// The CPUs network work may use (after `--cpus` and the defaults).
+    pub cpus: Vec<u32>,
+    /// The interfaces planned for.
+    pub interfaces: Vec<String>,
+    pub changes: Vec<Change>,
+    pub skipped: Vec<Skipped>,
+    /// Set when irqbalance runs and the plan pins IRQs: it will move them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub irqbalance: Option<IrqbalanceWarning>,
+    /// The host and namespace (or tree) the plan was made for, so that a
+    /// saved plan is never applied elsewhere (`apply --plan FILE`). Set by
+    /// whoever reads the host; `None` in a plan computed from a model alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub made_for: Option<MadeFor>,
+    /// Inside a network namespace: the host-wide values the profile wants
+    /// that only the host can set.
+    #[serde(default)]
+    pub host_wide: Vec<HostWide>,
+    /// The shell command that sets every `host_wide` value, run on the host.
+    #[serde(default)]
+    pub host_command: Option<String>,
+}
+
+/// The group of host-wide settings.
+pub const KERNEL_GROUP: &str = "kernel";
