@@ -7,21 +7,11 @@
 
 use std::cell::OnceCell;
 
-use serde::Serialize;
-
-use super::{Context, Finding};
+use super::context::Context;
+use super::finding::{Finding, PlannedChange};
 use crate::base::Root;
 use crate::host::Host;
 use crate::plan::{plan, Change, Plan, PlanOptions, Profile, Skipped, Target};
-
-/// A plan change on a finding: `target`, `from`, `to` exactly as
-/// `nettune plan --json` prints them.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct PlannedChange {
-    pub target: Target,
-    pub from: String,
-    pub to: String,
-}
 
 const PROFILES: [Profile; 5] = [
     Profile::Pps,

@@ -779,7 +779,6 @@ const KNOWN_CYCLES: &[&[&str]] = &[
         "cli/serve.rs",
         "cli/steer.rs",
     ],
-    &["doctor/"],
     &["experiment/report/"],
     &["experiment/search.rs", "experiment/tune.rs"],
 ];

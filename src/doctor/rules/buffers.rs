@@ -1,7 +1,7 @@
 //! TCP buffers and options: tcp.buffers-small, tcp.buffers-inconsistent,
 //! tcp.options-off, mtu.jumbo-probing.
 
-use super::{judged_interfaces, sysctl_fields, sysctl_targets, sysctl_u64};
+use super::shared::{judged_interfaces, sysctl_fields, sysctl_targets, sysctl_u64};
 use crate::base::units::{format_bytes, format_rate, format_time};
 use crate::doctor::planned::{Planned, Plans};
 use crate::doctor::{Context, Finding, Severity};

@@ -1,7 +1,7 @@
 //! CPU settings that tax the network path: cpu.idle-latency,
 //! cpu.mitigations.
 
-use super::sentence;
+use super::shared::sentence;
 use crate::base::cpuset::format_list;
 use crate::doctor::planned::Plans;
 use crate::doctor::{Context, Finding, Severity};

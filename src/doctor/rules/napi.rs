@@ -5,7 +5,7 @@
 //! interrupts, and on veth, which has no hardware IRQ, it measured a little
 //! slower (docs/benchmarks.md).
 
-use super::{judged_interfaces, plural, sysctl_u64};
+use super::shared::{judged_interfaces, plural, sysctl_u64};
 use crate::base::driver::NapiKey;
 use crate::base::Probe;
 use crate::doctor::planned::Plans;

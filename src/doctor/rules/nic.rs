@@ -2,7 +2,7 @@
 //! rss.udp-hash-ips-only, nic.rings-small, nic.queues-unused,
 //! qdisc.no-fair-queue.
 
-use super::{judged_interfaces, plural, rx_queue_targets, sysctl_targets, sysctl_u64};
+use super::shared::{judged_interfaces, plural, rx_queue_targets, sysctl_targets, sysctl_u64};
 use crate::base::cpuset::{format_list, format_mask, parse_mask};
 use crate::base::driver::Channels;
 use crate::base::driver::DriverSetting;
@@ -495,7 +495,7 @@ fn queues_unused(host: &Host, plans: &Plans, iface: &Interface, out: &mut Vec<Fi
         why: WHY_QUEUES.to_string(),
         fix: format!(
             "{}, then one queue IRQ per CPU and XPS tx-i on the CPU of queue i.",
-            super::sentence(&command)
+            super::shared::sentence(&command)
         ),
         profile: Some(Profile::Http.name()),
         changes: Vec::new(),

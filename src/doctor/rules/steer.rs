@@ -1,7 +1,7 @@
 //! rss.queue-without-weight, xdp.generic-mode, xdp.stale-program: the
 //! state the single-RX-queue method leaves, judged when nobody meant it.
 
-use super::{judged_interfaces, plural};
+use super::shared::{judged_interfaces, plural};
 use crate::base::cpuset::format_list;
 use crate::base::driver::xdp::XdpMode;
 use crate::base::Probe;
