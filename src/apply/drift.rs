@@ -15,7 +15,7 @@ pub fn drift(journal: &Journal, backend: &Backend) -> Vec<Drift> {
         .filter(|e| e.outcome == Outcome::Changed)
         .filter_map(|e| {
             let now = match backend.read(&e.target) {
-                Ok(now) if same_value(&e.target, &now, &e.to) => return None,
+                Ok(now) if same_value(&e.target, &now, e.to.as_str()) => return None,
                 Ok(now) => now.trim().to_string(),
                 Err(err) => format!("unreadable ({})", crate::error::message(&err)),
             };

@@ -32,7 +32,7 @@ pub use target::{Backend, WriteError};
 
 use crate::base::Root;
 use crate::plan::compare::same_value;
-use crate::plan::{Change, PlanOptions, Target};
+use crate::plan::{Change, PlanOptions, Target, Value};
 
 /// Why changes are made: a profile's plan, or `nettune steer`.
 #[derive(Debug, Clone)]
@@ -180,7 +180,7 @@ pub fn record_xdp(
     let entry = Entry {
         target,
         group: record.iface.clone(),
-        to: XDP_ATTACHED.to_string(),
+        to: Value::xdp(true),
         reason: format!(
             "AF_XDP reader of queue {} (bench udp-sink --xdp, pid {})",
             record.queue, record.pid
@@ -264,7 +264,7 @@ fn originals(backend: &Backend, planned: &[Change]) -> anyhow::Result<Vec<Entry>
         let original = backend
             .read(&change.target)
             .with_context(|| format!("reading {} before any change", change.target))?;
-        if same_value(&change.target, &original, &change.to) {
+        if same_value(&change.target, &original, change.to.as_str()) {
             continue;
         }
         changes.push(Entry {
@@ -312,7 +312,7 @@ fn write_changes(state: &StateDir, backend: &Backend, journal: &mut Journal) -> 
         let entry = &journal.changes[i];
         let result = backend
             .write(&entry.target, &entry.to)
-            .and_then(|()| backend.check(&entry.target, &entry.to));
+            .and_then(|()| backend.check(&entry.target, entry.to.as_str()));
         match result {
             Ok(()) => journal.changes[i].outcome = Outcome::Changed,
             // Steering is all or nothing: a refused part fails the whole.
@@ -423,7 +423,9 @@ fn restore_one(backend: &Backend, entry: &Entry) -> anyhow::Result<()> {
     }
     // A rule slot is restored only while it holds the rule nettune wrote:
     // never delete a rule someone put there since.
-    if matches!(target, Target::NtupleRule { .. }) && !same_value(target, &current, &entry.to) {
+    if matches!(target, Target::NtupleRule { .. })
+        && !same_value(target, &current, entry.to.as_str())
+    {
         anyhow::bail!(
             "it now holds '{}', not the rule nettune inserted ('{}'); left alone",
             current.trim(),

@@ -172,7 +172,7 @@ pub fn attach(findings: &mut [Finding], plans: &Plans) {
             .map(|c| PlannedChange {
                 target: c.target.clone(),
                 from: c.from.clone(),
-                to: c.to.clone(),
+                to: c.to.to_string(),
             })
             .collect();
         for sentence in left_alone(&planned) {

@@ -710,7 +710,7 @@ pub fn every_finding() -> Vec<Finding> {
             drift: vec![crate::plan::Drift {
                 target: crate::plan::Target::IrqAffinity(24),
                 group: "eth0".to_string(),
-                applied: "1".to_string(),
+                applied: crate::plan::Value::cpu_list(&[1]),
                 now: "0-1".to_string(),
             }],
             rollback: "nettune rollback 1".to_string(),

@@ -5,6 +5,7 @@ use super::change::{Change, HostWide, Skipped, KERNEL_GROUP};
 use super::compare;
 use super::render;
 use super::target::Target;
+use super::value::Value;
 
 /// The plan being built: changes only where the value differs in meaning.
 #[derive(Debug, Default)]
@@ -21,10 +22,10 @@ impl Draft {
         group: &str,
         target: Target,
         from: &str,
-        to: String,
+        to: Value,
         reason: String,
     ) {
-        if compare::same_value(&target, from, &to) {
+        if compare::same_value(&target, from, to.as_str()) {
             return;
         }
         self.changes.push(Change {
@@ -43,7 +44,7 @@ impl Draft {
         &mut self,
         target: Target,
         from: Option<&str>,
-        to: String,
+        to: Value,
         reason: String,
         why: &str,
     ) {

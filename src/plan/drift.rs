@@ -8,6 +8,7 @@
 use serde::Serialize;
 
 use super::target::Target;
+use super::value::Value;
 
 /// One setting of an applied state that no longer holds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -16,7 +17,7 @@ pub struct Drift {
     /// The interface, or `kernel`.
     pub group: String,
     /// What apply wrote.
-    pub applied: String,
+    pub applied: Value,
     /// What the kernel shows now (or why it cannot be read).
     pub now: String,
 }

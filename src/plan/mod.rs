@@ -28,6 +28,7 @@ pub mod render;
 pub mod saved;
 pub mod steer;
 pub mod target;
+pub mod value;
 pub mod values;
 
 use crate::host::{Host, Interface};
@@ -36,6 +37,7 @@ pub use change::{Change, HostWide, Plan, Skipped, KERNEL_GROUP};
 pub use drift::Drift;
 pub use profile::{PlanOptions, Profile};
 pub use target::Target;
+pub use value::{Typed, Value};
 
 use draft::Draft;
 

@@ -13,6 +13,7 @@
 use super::draft::Draft;
 use super::profile::{PlanOptions, Profile};
 use super::target::Target;
+use super::value::Value;
 use super::values::{HTTP_NAPI, LATENCY_NAPI};
 use crate::base::driver::netdev::NoNapi;
 use crate::base::driver::NapiKey;
@@ -150,7 +151,7 @@ pub(super) fn plan_napi(d: &mut Draft, iface: &Interface, opts: &PlanOptions) {
                     group,
                     target,
                     &current.to_string(),
-                    value.to_string(),
+                    Value::number(*value),
                     reason.clone(),
                 ),
                 None => d.skip(

@@ -110,7 +110,7 @@ pub fn check(ctx: &Context, plans: &Plans, out: &mut Vec<Finding>) {
                 .changes
                 .iter()
                 .find(|c| matches!(c.target, Target::Napi { key: k, .. } if k == key))
-                .map_or_else(|| default.to_string(), |c| c.to.clone())
+                .map_or_else(|| default.to_string(), |c| c.to.to_string())
         };
         let wanted = if profile == Profile::Http {
             HTTP_NAPI

@@ -92,7 +92,7 @@ mod tests {
                     .parse()
                     .expect("target"),
                 group: "eth0".to_string(),
-                applied: "3".to_string(),
+                applied: crate::plan::Value::cpu_mask(&[0, 1]),
                 now: "0".to_string(),
             }],
             rollback: "nettune rollback 3 --state-dir /tmp/st".to_string(),
