@@ -7,8 +7,10 @@
 //! (`/proc/irq/74/smp_affinity_list`, `/proc/sys/net/core/rmem_max`), and
 //! stable names for the rest: `ethtool:IFACE:KEY` (keys in
 //! [`crate::base::driver::setting`]), `qdisc:IFACE:root` and
-//! `napi:IFACE:rx-N:KEY` (a setting of the NAPI serving RX queue N). Profiles and the reason
-//! for every value: docs/profiles.md.
+//! `napi:IFACE:rx-N:KEY` (a setting of the NAPI serving RX queue N). A
+//! change's value is typed by its target's kind ([`Value`]) where it is
+//! made, and written as typed. Profiles and the reason for every value:
+//! docs/profiles.md.
 
 pub mod admit;
 pub mod change;
