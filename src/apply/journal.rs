@@ -14,10 +14,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::Context as _;
 use nix::fcntl::{Flock, FlockArg};
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
 
-use super::records::{SteerRecord, XdpRecord};
-use crate::plan::{PlanOptions, Profile, Target};
+use crate::base::records::{SteerRecord, XdpRecord};
+use crate::plan::{PlanOptions, Profile, Target, Value};
 
 /// The journal format this nettune writes. Bumped when a field changes
 /// meaning or is removed. Version 2 added the namespace's identity, the
@@ -80,11 +80,11 @@ pub enum Outcome {
 
 /// One change of a state, with the value to restore.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Entry {
+pub struct Entry<V = Value> {
     pub target: Target,
     pub group: String,
-    /// The value written.
-    pub to: String,
+    /// The value written; in the file its text.
+    pub to: V,
     pub reason: String,
     /// The value read just before apply, exactly (a file's whole text).
     pub original: String,
@@ -93,6 +93,33 @@ pub struct Entry {
     /// (`eth0-TxRx-3`), which survives a reboot when its number does not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub irq_name: Option<String>,
+}
+
+impl Entry<String> {
+    /// The entry with its value typed as its target takes it.
+    fn typed(self) -> Result<Entry, String> {
+        let to = Value::parse(&self.target, &self.to)
+            .map_err(|e| format!("the value of {}: {e}", self.target))?;
+        Ok(Entry {
+            target: self.target,
+            group: self.group,
+            to,
+            reason: self.reason,
+            original: self.original,
+            outcome: self.outcome,
+            irq_name: self.irq_name,
+        })
+    }
+}
+
+/// A journal's changes as its file holds them, each value typed as its
+/// target takes it.
+fn typed_entries<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Entry>, D::Error> {
+    Vec::<Entry<String>>::deserialize(d)?
+        .into_iter()
+        .map(Entry::typed)
+        .collect::<Result<_, _>>()
+        .map_err(serde::de::Error::custom)
 }
 
 /// A file `--persist` wrote under /etc, and what was there before.
@@ -142,6 +169,7 @@ pub struct Journal {
     #[serde(default)]
     pub boot_id: Option<String>,
     pub status: StateStatus,
+    #[serde(deserialize_with = "typed_entries")]
     pub changes: Vec<Entry>,
     pub persist: Vec<PersistFile>,
     /// Directories `--persist` created (removed again when empty).
@@ -635,7 +663,7 @@ pub(crate) mod tests {
             changes: vec![Entry {
                 target: Target::sysctl("net.core.rmem_max"),
                 group: "kernel".to_string(),
-                to: "16777216".to_string(),
+                to: Value::number(16777216),
                 reason: "test".to_string(),
                 original: "212992\n".to_string(),
                 outcome: Outcome::Pending,
@@ -678,6 +706,34 @@ pub(crate) mod tests {
             .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
             .collect();
         assert!(names.iter().all(|n| !n.ends_with(".tmp")), "{names:?}");
+    }
+
+    /// A journal reads back typed and is written again byte for byte,
+    /// whatever form of its kind each value's text takes; one whose value
+    /// is not of its target's kind is listed as unreadable, not misread.
+    #[test]
+    fn values_read_back_as_written() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let state = StateDir::new(dir.path().to_path_buf());
+        let mut old = serde_json::to_value(journal(1)).expect("json");
+        old["changes"][0]["target"] = serde_json::json!("/proc/irq/74/smp_affinity_list");
+        old["changes"][0]["to"] = serde_json::json!("1,0");
+        let text = serde_json::to_string_pretty(&old).expect("text") + "\n";
+        fs::write(dir.path().join("state-0001.json"), &text).expect("write");
+        let mut bad = old.clone();
+        bad["id"] = serde_json::json!(2);
+        bad["changes"][0]["to"] = serde_json::json!("x");
+        fs::write(dir.path().join("state-0002.json"), bad.to_string()).expect("write");
+        let listing = state.list().expect("list");
+        assert_eq!(listing.journals.len(), 1);
+        assert!(
+            listing.unreadable[0].error.contains("smp_affinity_list"),
+            "{}",
+            listing.unreadable[0].error
+        );
+        state.save(&listing.journals[0]).expect("save");
+        let again = fs::read_to_string(dir.path().join("state-0001.json")).expect("read");
+        assert_eq!(again, text);
     }
 
     #[test]

@@ -14,7 +14,6 @@ pub mod drift;
 pub mod journal;
 pub mod persist;
 pub mod place;
-pub mod records;
 mod steer_target;
 mod target;
 
@@ -22,18 +21,18 @@ use std::path::Path;
 
 use anyhow::Context as _;
 
-pub use drift::{drift, Drift};
+pub use crate::base::records::{self, SteerRecord, XdpRecord, NO_RULE, XDP_ATTACHED, XDP_DETACHED};
+pub use crate::plan::drift::Drift;
+pub use drift::drift;
 pub use journal::{
     Entry, Journal, Listing, Outcome, StateDir, StateStatus, Unreadable, DEFAULT_STATE_DIR,
 };
 pub use place::Place;
-pub use records::{SteerRecord, XdpRecord};
-pub use steer_target::NO_RULE;
 pub use target::{Backend, WriteError};
 
 use crate::base::Root;
 use crate::plan::compare::same_value;
-use crate::plan::{Change, PlanOptions, Target};
+use crate::plan::{Change, PlanOptions, Target, Value};
 
 /// Why changes are made: a profile's plan, or `nettune steer`.
 #[derive(Debug, Clone)]
@@ -165,11 +164,6 @@ fn new_journal(
     })
 }
 
-/// The state value of an XDP program target before it is attached, and
-/// once it is.
-pub const XDP_DETACHED: &str = "not attached";
-pub const XDP_ATTACHED: &str = "attached";
-
 /// Record an XDP program about to be attached (in `netns`, by the running
 /// process): a state with one pending change, synced to disk, so a run
 /// killed after attaching leaves what `rollback` and `doctor` need. The
@@ -186,7 +180,7 @@ pub fn record_xdp(
     let entry = Entry {
         target,
         group: record.iface.clone(),
-        to: XDP_ATTACHED.to_string(),
+        to: Value::xdp(true),
         reason: format!(
             "AF_XDP reader of queue {} (bench udp-sink --xdp, pid {})",
             record.queue, record.pid
@@ -270,7 +264,7 @@ fn originals(backend: &Backend, planned: &[Change]) -> anyhow::Result<Vec<Entry>
         let original = backend
             .read(&change.target)
             .with_context(|| format!("reading {} before any change", change.target))?;
-        if same_value(&change.target, &original, &change.to) {
+        if same_value(&change.target, &original, change.to.as_str()) {
             continue;
         }
         changes.push(Entry {
@@ -318,7 +312,7 @@ fn write_changes(state: &StateDir, backend: &Backend, journal: &mut Journal) -> 
         let entry = &journal.changes[i];
         let result = backend
             .write(&entry.target, &entry.to)
-            .and_then(|()| backend.check(&entry.target, &entry.to));
+            .and_then(|()| backend.check(&entry.target, entry.to.as_str()));
         match result {
             Ok(()) => journal.changes[i].outcome = Outcome::Changed,
             // Steering is all or nothing: a refused part fails the whole.
@@ -429,7 +423,9 @@ fn restore_one(backend: &Backend, entry: &Entry) -> anyhow::Result<()> {
     }
     // A rule slot is restored only while it holds the rule nettune wrote:
     // never delete a rule someone put there since.
-    if matches!(target, Target::NtupleRule { .. }) && !same_value(target, &current, &entry.to) {
+    if matches!(target, Target::NtupleRule { .. })
+        && !same_value(target, &current, entry.to.as_str())
+    {
         anyhow::bail!(
             "it now holds '{}', not the rule nettune inserted ('{}'); left alone",
             current.trim(),

@@ -30,8 +30,7 @@ use anyhow::Context as _;
 use super::journal::{Entry, Journal, Outcome, PersistFile};
 use crate::base::fsio::{self, FileError};
 use crate::base::text::{excerpt, sh_comment, sh_comment_line, sh_quoted, sh_word};
-use crate::plan::render::command;
-use crate::plan::Change;
+use crate::plan::render::set_command;
 
 pub const SYSCTL_FILE: &str = "/etc/sysctl.d/90-nettune.conf";
 pub const SCRIPT: &str = "/etc/nettune/apply-devices.sh";
@@ -192,15 +191,16 @@ fn sysctl_file(journal: &Journal, header: &str) -> anyhow::Result<String> {
         let Some(name) = e.target.sysctl_name() else {
             continue;
         };
-        if e.to.chars().any(char::is_control) {
+        let to = e.to.as_str();
+        if to.chars().any(char::is_control) {
             anyhow::bail!(
                 "cannot persist {name} = {}: a sysctl.d line holds no control character",
-                excerpt(&e.to)
+                excerpt(to)
             );
         }
         match lines.iter_mut().find(|(k, _)| k == name) {
-            Some(line) => line.1 = e.to.clone(),
-            None => lines.push((name.to_string(), e.to.clone())),
+            Some(line) => line.1 = to.to_string(),
+            None => lines.push((name.to_string(), to.to_string())),
         }
     }
     let mut text = header.to_string();
@@ -250,16 +250,10 @@ fn device_script(journal: &Journal, header: &str) -> String {
             open = Some(scope);
         }
         if let (Some(name), Some(_)) = (&e.irq_name, e.target.irq()) {
-            script.push_str(&irq_by_name(name, &e.to));
+            script.push_str(&irq_by_name(name, e.to.as_str()));
             continue;
         }
-        let cmd = command(&Change {
-            target: e.target.clone(),
-            from: String::new(),
-            to: e.to.clone(),
-            reason: e.reason.clone(),
-            group: e.group.clone(),
-        });
+        let cmd = set_command(&e.target, &e.to);
         if cmd.starts_with('#') {
             // Nothing in sh can make it (a NAPI setting): say so at boot.
             let say = format!(

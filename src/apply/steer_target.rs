@@ -4,18 +4,15 @@
 //! is attached (`attached` / `not attached`).
 
 use super::target::{classify_driver, Backend, WriteError};
-use super::{XDP_ATTACHED, XDP_DETACHED};
-use crate::base::driver::flow::{self, NtupleRule};
+use crate::base::driver::flow;
 use crate::base::driver::xdp::XdpMode;
 use crate::base::driver::{Ethtool, SteeringSet};
+use crate::base::records::{NO_RULE, XDP_ATTACHED, XDP_DETACHED};
 use crate::base::Probe;
 use crate::nic::live::xdp_link::{self, Detached};
 use crate::nic::live::LiveEthtool;
 use crate::nic::recorded::{DriverFile, Recorded, RecordedWriter};
-use crate::plan::Target;
-
-/// The text of an empty ntuple slot.
-pub const NO_RULE: &str = "none";
+use crate::plan::{Target, Typed, Value};
 
 impl Backend {
     fn steering_set(&self) -> Box<dyn SteeringSet> {
@@ -100,40 +97,36 @@ impl Backend {
     }
 
     /// Write a steering target's value (a planned value or an original).
-    pub(super) fn write_steering(&self, target: &Target, value: &str) -> Result<(), WriteError> {
-        let value = value.trim();
-        match target {
-            Target::RssIndirection { iface } => {
-                let table = flow::parse_table(value).map_err(WriteError::Failed)?;
-                self.steering_set()
-                    .set_indirection(iface, &self.as_written(iface, table))
-                    .map_err(|e| classify_driver(target, &e))
-            }
-            Target::NtupleRule { iface, location } => {
+    pub(super) fn write_steering(&self, target: &Target, value: &Value) -> Result<(), WriteError> {
+        match (target, value.typed()) {
+            (Target::RssIndirection { iface }, Typed::RssTable(table)) => self
+                .steering_set()
+                .set_indirection(iface, &self.as_written(iface, table.clone()))
+                .map_err(|e| classify_driver(target, &e)),
+            (Target::NtupleRule { iface, location }, Typed::Ntuple(rule)) => {
                 let current = self
                     .read_steering(target)
                     .map_err(|e| WriteError::Failed(format!("{e:#}")))?;
                 let set = self.steering_set();
-                if value == NO_RULE {
+                let Some(rule) = rule else {
                     if current == NO_RULE {
                         return Ok(());
                     }
                     return set
                         .delete_rule(iface, *location)
                         .map_err(|e| classify_driver(target, &e));
-                }
-                if current != NO_RULE && current != value {
+                };
+                if current != NO_RULE && current != value.as_str().trim() {
                     return Err(WriteError::Failed(format!(
                         "ntuple location {location} of '{iface}' holds another rule ('{current}'); \
                          nettune never replaces a rule it did not write"
                     )));
                 }
-                let rule = NtupleRule::parse_value(*location, value).map_err(WriteError::Failed)?;
-                set.insert_rule(iface, &rule)
+                set.insert_rule(iface, rule)
                     .map_err(|e| classify_driver(target, &e))
             }
-            Target::XdpProgram { iface, id } => {
-                if value != XDP_DETACHED {
+            (Target::XdpProgram { iface, id }, Typed::Xdp(attached)) => {
+                if *attached {
                     return Err(WriteError::Failed(
                         "an XDP program is attached only by the benchmark that loaded it"
                             .to_string(),
@@ -158,7 +151,7 @@ impl Backend {
                 }
             }
             _ => Err(WriteError::Failed(format!(
-                "{target} is not a steering target"
+                "'{value}' is not a value of {target}, a steering target"
             ))),
         }
     }

@@ -2,21 +2,22 @@
 //! `Root`, a driver setting through `EthtoolSet`, the root qdisc through
 //! `QdiscSet`, a NAPI setting through `NapiSet` (by interface and RX
 //! queue). Live for `/`, the tree's files and driver file for `--root`.
+//! A planned value is written as it was typed when the plan was made
+//! ([`Value`]); reading gives the kernel's text, and only a value read
+//! back to be restored is parsed here.
 //!
 //! A write the kernel refuses for what it is (a managed IRQ's affinity, a
 //! qdisc kind the kernel lacks, a driver without the operation) changes
 //! nothing: it is reported as [`WriteError::Refused`] and apply records it
 //! as skipped. Any other error is a failure that undoes the apply.
 
-use crate::base::driver::netdev::parse_napi_value;
 use crate::base::driver::setting::current_text;
-use crate::base::driver::DriverSetting;
 use crate::base::driver::{Ethtool, EthtoolSet, Netlink, Qdisc, QdiscSet, QdiscSpec, SetError};
 use crate::base::{Probe, Root};
 use crate::nic::live::{LiveEthtool, LiveNetlink};
 use crate::nic::recorded::{DriverFile, Recorded, RecordedWriter};
 use crate::plan::compare::same_value;
-use crate::plan::Target;
+use crate::plan::{Target, Typed, Value};
 
 #[derive(Debug, thiserror::Error)]
 pub enum WriteError {
@@ -120,35 +121,38 @@ impl Backend {
     }
 
     /// Write a planned value (`to` of a change).
-    pub fn write(&self, target: &Target, value: &str) -> Result<(), WriteError> {
+    pub fn write(&self, target: &Target, value: &Value) -> Result<(), WriteError> {
         if let Some(path) = target.path() {
             // As `echo VALUE > FILE` writes it.
             return self.write_file(&path, &format!("{value}\n"));
         }
-        match target {
-            Target::Driver { iface, key } => {
-                let setting = DriverSetting::parse(key, value).map_err(WriteError::Failed)?;
-                self.ethtool_set()
-                    .set(iface, &setting)
-                    .map_err(|e| classify_driver(target, &e))
-            }
-            Target::RootQdisc { iface } => {
-                let spec = QdiscSpec::parse(value).map_err(WriteError::Failed)?;
-                self.qdisc_set()
-                    .replace_root(iface, &spec)
-                    .map_err(|e| classify_qdisc(&spec.kind, &e))
-            }
-            Target::Napi { iface, queue, key } => {
-                let number = parse_napi_value(*key, value).map_err(WriteError::Failed)?;
+        match (target, value.typed()) {
+            (Target::Driver { iface, .. }, Typed::Driver(setting)) => self
+                .ethtool_set()
+                .set(iface, setting)
+                .map_err(|e| classify_driver(target, &e)),
+            (Target::RootQdisc { iface }, Typed::Qdisc(spec)) => self
+                .qdisc_set()
+                .replace_root(iface, spec)
+                .map_err(|e| classify_qdisc(&spec.kind, &e)),
+            (Target::Napi { iface, queue, key }, Typed::Number(number)) => {
                 crate::nic::napi_setter(&self.root)
-                    .set_napi(iface, *queue, *key, number)
+                    .set_napi(iface, *queue, *key, *number)
                     .map_err(|e| classify_napi(target, &e))
             }
-            Target::RssIndirection { .. }
-            | Target::NtupleRule { .. }
-            | Target::XdpProgram { .. } => self.write_steering(target, value),
+            (
+                Target::RssIndirection { .. }
+                | Target::NtupleRule { .. }
+                | Target::XdpProgram { .. },
+                _,
+            ) => self.write_steering(target, value),
+            (Target::Queues { .. } | Target::Cpufreq | Target::Interfaces, _) => {
+                Err(WriteError::Failed(format!(
+                    "{target} is a scope, not a setting: nothing to write"
+                )))
+            }
             _ => Err(WriteError::Failed(format!(
-                "{target} is a scope, not a setting: nothing to write"
+                "'{value}' is not a value of {target}"
             ))),
         }
     }
@@ -177,7 +181,10 @@ impl Backend {
                 };
                 result.map_err(|e| WriteError::Failed(e.to_string()))
             }
-            _ => self.write(target, original.trim()),
+            _ => {
+                let value = Value::parse(target, original.trim()).map_err(WriteError::Failed)?;
+                self.write(target, &value)
+            }
         }
     }
 
@@ -191,7 +198,8 @@ impl Backend {
         })
     }
 
-    /// Read a target back and compare it with what was written.
+    /// Read a target back and compare it with what was written (a planned
+    /// value, or an original's text).
     pub fn check(&self, target: &Target, value: &str) -> Result<(), WriteError> {
         let back = self
             .read(target)

@@ -3,8 +3,9 @@
 //! [`Probe`] (a value or why there is none), CPU sets, units, the
 //! driver answers ([`driver`]), bounded reads of files nettune does not
 //! control ([`fsio`]), text made safe for scripts and messages
-//! ([`text`]), files a user names ([`user_file`]) and TLS for control
-//! connections ([`tls`]).
+//! ([`text`]), files a user names ([`user_file`]), TLS for control
+//! connections ([`tls`]) and the journal's records of steering and XDP
+//! programs ([`records`]).
 //!
 //! What several long-running parts share sits here too, so that none of
 //! them reaches into another: the [`stop`] token and the run [`observe`]r
@@ -30,6 +31,7 @@ pub mod netns;
 pub mod observe;
 pub mod probe;
 pub mod random;
+pub mod records;
 pub mod root;
 pub mod stop;
 pub mod text;

@@ -240,13 +240,13 @@ fn saved_plan(
     tune: &TuneArgs,
     file: &std::path::Path,
 ) -> anyhow::Result<(PlanOptions, Plan, Host)> {
-    let mut plan = saved::load(file)?;
+    let plan = saved::load(file)?;
     let host = tune.read_host()?;
     let name = format!("'{}'", file.display());
     // Admitted before any of its targets is read: only what a profile
     // could change, and in a namespace only what the namespace owns.
     let scope = Scope::of(&host);
-    saved::admit(&mut plan, &name, &|_| scope.clone(), &Limits::of(&host))?;
+    let plan = saved::admit(plan, &name, &|_| scope.clone(), &Limits::of(&host))?;
     let root = host::open_root(tune.target.root.as_deref())?;
     let here = MadeFor::of(
         &root,

@@ -207,10 +207,11 @@ fn plan_text(plan: &SteerPlan, where_: &str) -> String {
             .iter()
             .map(|c| {
                 let (from, to) = match c.target {
-                    Target::RssIndirection { .. } => {
-                        (steer::table_summary(&c.from), steer::table_summary(&c.to))
-                    }
-                    _ => (c.from.clone(), c.to.clone()),
+                    Target::RssIndirection { .. } => (
+                        steer::table_summary(&c.from),
+                        steer::table_summary(c.to.as_str()),
+                    ),
+                    _ => (c.from.clone(), c.to.to_string()),
                 };
                 (c.target.short_name(), format!("{from} -> {to}"), c)
             })

@@ -6,7 +6,9 @@
 //! data is never a finding. The rule ids in [`RULE_IDS`] are a contract:
 //! users silence findings by id and scripts match on them.
 
+mod context;
 pub mod coverage;
+mod finding;
 mod planned;
 mod render;
 mod rules;
@@ -14,134 +16,12 @@ pub mod targets;
 #[cfg(test)]
 mod testkit;
 
-use serde::{Deserialize, Serialize};
-
-use crate::host::{Counters, Host};
-
+pub use context::{AppliedState, AppliedXdp, Context, Rates};
 pub use coverage::{unjudged, Unjudged};
-pub use planned::{PlannedChange, Plans};
+pub use finding::{Finding, PlannedChange, Severity};
+pub use planned::Plans;
 pub use render::{render_json, render_text, render_unjudged, Report, Summary};
 pub(crate) use rules::thresholds;
-
-/// How bad a finding is. Ordered: `Info < Warn < Crit`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    /// Worth knowing; does not change the exit status.
-    Info,
-    /// Costs performance or loses packets; exit status 1.
-    Warn,
-    /// Caps the host's network path now; exit status 1.
-    Crit,
-}
-
-impl Severity {
-    pub fn label(self) -> &'static str {
-        match self {
-            Severity::Info => "info",
-            Severity::Warn => "warn",
-            Severity::Crit => "crit",
-        }
-    }
-}
-
-/// One thing doctor found.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Finding {
-    /// Stable id from [`RULE_IDS`].
-    pub id: &'static str,
-    pub severity: Severity,
-    /// One line.
-    pub title: String,
-    /// The numbers the rule saw.
-    pub evidence: String,
-    /// The mechanism, with the public source it comes from (docs/sources.md).
-    pub why: String,
-    /// The concrete change, with the values `nettune plan` writes; where
-    /// the plan leaves a setting alone, what to do by hand and why.
-    pub fix: String,
-    /// The `nettune plan --profile` that makes the fix, if one does: named
-    /// only when its plan changes something for this finding.
-    pub profile: Option<&'static str>,
-    /// What that profile's plan changes for this finding, exactly as
-    /// `nettune plan --json` lists it.
-    pub changes: Vec<PlannedChange>,
-    /// The plan targets that carry this finding's fix (filled by the rule,
-    /// read by [`planned::attach`]).
-    #[serde(skip)]
-    pub(crate) scope: Vec<crate::plan::Target>,
-}
-
-/// Counters sampled twice, `seconds` apart (`doctor --interval`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Rates {
-    pub seconds: f64,
-    pub before: Counters,
-    pub after: Counters,
-}
-
-/// What the rules judge.
-#[derive(Debug, Clone, Copy)]
-pub struct Context<'a> {
-    pub host: &'a Host,
-    /// `None`: judge the counters in `host` as totals since boot.
-    pub rates: Option<&'a Rates>,
-    /// `--bandwidth`, bits per second.
-    pub bandwidth_bps: Option<u64>,
-    /// `--rtt`, seconds.
-    pub rtt_secs: Option<f64>,
-    /// `--all`: judge virtual interfaces too (physical ones only otherwise;
-    /// inside `--netns` every interface but `lo` is judged).
-    pub all_interfaces: bool,
-    /// States nettune applied to this host (or namespace, or tree) that are
-    /// still in place, with the settings that changed since.
-    pub applied: &'a [AppliedState],
-}
-
-/// A state `nettune apply` (or `steer`, or an XDP benchmark) made here and
-/// has not rolled back, with the settings that no longer hold the value it
-/// wrote.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AppliedState {
-    pub id: u32,
-    /// What it is: `profile pps`, `steer eth2 queue 4 (udp4 dst-port 53)`.
-    pub what: String,
-    /// The profile, for a profile's state.
-    pub profile: Option<String>,
-    pub drift: Vec<crate::apply::Drift>,
-    /// The commands that roll it back and apply its profile again, with
-    /// the options they need here (`--root`, `--netns`, `--state-dir`).
-    pub rollback: String,
-    pub apply_again: String,
-    /// The (interface, queue) `nettune steer` took out of RSS.
-    pub steered: Option<(String, u32)>,
-    /// The XDP program a benchmark attached.
-    pub xdp: Option<AppliedXdp>,
-}
-
-/// An XDP program recorded by a benchmark, as it stands now.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AppliedXdp {
-    pub record: crate::apply::XdpRecord,
-    /// The process that attached it still runs.
-    pub owner_running: bool,
-    /// The program is still attached.
-    pub attached: bool,
-}
-
-impl<'a> Context<'a> {
-    /// A context that judges `host` alone: totals since boot, no path given.
-    pub fn new(host: &'a Host) -> Context<'a> {
-        Context {
-            host,
-            rates: None,
-            bandwidth_bps: None,
-            rtt_secs: None,
-            all_interfaces: false,
-            applied: &[],
-        }
-    }
-}
 
 /// Every rule id, the contract list (docs/doctor.md describes each).
 pub const RULE_IDS: &[&str] = &[

@@ -7,21 +7,11 @@
 
 use std::cell::OnceCell;
 
-use serde::Serialize;
-
-use super::{Context, Finding};
+use super::context::Context;
+use super::finding::{Finding, PlannedChange};
 use crate::base::Root;
 use crate::host::Host;
 use crate::plan::{plan, Change, Plan, PlanOptions, Profile, Skipped, Target};
-
-/// A plan change on a finding: `target`, `from`, `to` exactly as
-/// `nettune plan --json` prints them.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct PlannedChange {
-    pub target: Target,
-    pub from: String,
-    pub to: String,
-}
 
 const PROFILES: [Profile; 5] = [
     Profile::Pps,
@@ -182,7 +172,7 @@ pub fn attach(findings: &mut [Finding], plans: &Plans) {
             .map(|c| PlannedChange {
                 target: c.target.clone(),
                 from: c.from.clone(),
-                to: c.to.clone(),
+                to: c.to.to_string(),
             })
             .collect();
         for sentence in left_alone(&planned) {

@@ -707,10 +707,10 @@ pub fn every_finding() -> Vec<Finding> {
             id: 1,
             what: "profile pps".to_string(),
             profile: Some("pps".to_string()),
-            drift: vec![crate::apply::Drift {
+            drift: vec![crate::plan::Drift {
                 target: crate::plan::Target::IrqAffinity(24),
                 group: "eth0".to_string(),
-                applied: "1".to_string(),
+                applied: crate::plan::Value::cpu_list(&[1]),
                 now: "0-1".to_string(),
             }],
             rollback: "nettune rollback 1".to_string(),
@@ -727,7 +727,7 @@ pub fn every_finding() -> Vec<Finding> {
             apply_again: String::new(),
             steered: None,
             xdp: Some(crate::doctor::AppliedXdp {
-                record: crate::apply::XdpRecord {
+                record: crate::base::records::XdpRecord {
                     iface: "eth0".into(),
                     queue: 0,
                     id: 9,

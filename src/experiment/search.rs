@@ -31,7 +31,7 @@ use crate::base::Probe;
 use crate::host::{Host, Interface};
 use crate::plan::compare::same_value;
 use crate::plan::target::{RxFile, TxFile};
-use crate::plan::{Change, Plan, Profile, Target, KERNEL_GROUP};
+use crate::plan::{Change, Plan, Profile, Target, Value, KERNEL_GROUP};
 
 /// What the search may change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -76,7 +76,7 @@ impl Dimension {
 }
 
 /// A candidate configuration: a plan of the host as found.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Candidate {
     /// `rps=app(1) xps=off`; `current` for the host as found.
     pub name: String,
@@ -119,8 +119,8 @@ struct Choice {
     changes: Vec<Change>,
 }
 
-fn change(group: &str, target: Target, from: &str, to: String, reason: &str) -> Option<Change> {
-    (!same_value(&target, from, &to)).then(|| Change {
+fn change(group: &str, target: Target, from: &str, to: Value, reason: &str) -> Option<Change> {
+    (!same_value(&target, from, to.as_str())).then(|| Change {
         target,
         from: from.trim().to_string(),
         to,
@@ -189,7 +189,7 @@ fn rps_dimension(host: &Host, ifaces: &[&Interface], space: &Space) -> Vec<Choic
                         &iface.name,
                         Target::rx(&iface.name, q.index, RxFile::RpsCpus),
                         &format_mask(current),
-                        format_mask(&cpus),
+                        Value::cpu_mask(&cpus),
                         &format!("RPS {label}"),
                     ));
                 }
@@ -246,7 +246,7 @@ fn rfs_dimension(
             KERNEL_GROUP,
             Target::sysctl("net.core.rps_sock_flow_entries"),
             &current,
-            crate::plan::values::RFS_ENTRIES.to_string(),
+            Value::number(crate::plan::values::RFS_ENTRIES),
             "RFS flow table",
         ));
     }
@@ -261,7 +261,7 @@ fn rfs_dimension(
                     &iface.name,
                     Target::rx(&iface.name, q.index, RxFile::RpsFlowCnt),
                     &current.to_string(),
-                    per.to_string(),
+                    Value::number(per),
                     "RFS on",
                 ));
             }
@@ -279,7 +279,7 @@ fn rfs_dimension(
                     &iface.name,
                     Target::rx(&iface.name, q.index, RxFile::RpsFlowCnt),
                     &current.to_string(),
-                    "0".to_string(),
+                    Value::number(0),
                     "RFS off",
                 ));
             }
@@ -306,14 +306,14 @@ fn xps_dimension(host: &Host, ifaces: &[&Interface]) -> Vec<Choice> {
                 &iface.name,
                 target(),
                 &format_mask(current),
-                format_mask(&cpu.into_iter().collect::<Vec<_>>()),
+                Value::cpu_mask(&cpu.into_iter().collect::<Vec<_>>()),
                 "XPS: one CPU per TX queue",
             ));
             off.extend(change(
                 &iface.name,
                 target(),
                 &format_mask(current),
-                "0".to_string(),
+                Value::cpu_mask(&[]),
                 "XPS off",
             ));
         }
@@ -384,7 +384,7 @@ fn irq_dimension(
                     &iface.name,
                     Target::IrqAffinity(*irq),
                     &format_list(current),
-                    format_list(&cpu_of(queue.unwrap_or(0))),
+                    Value::cpu_list(&cpu_of(queue.unwrap_or(0))),
                     &label,
                 )
             })
@@ -430,9 +430,9 @@ fn coalesce_dimension(ifaces: &[&Interface], notes: &mut Vec<String>) -> Vec<Cho
                 };
                 changes.extend(change(
                     &iface.name,
-                    Target::driver(&iface.name, &s.key()),
+                    Target::driver(&iface.name, s.key()),
                     &current,
-                    s.value_text(),
+                    Value::driver(s.clone()),
                     label,
                 ));
             }
@@ -485,7 +485,7 @@ pub fn candidates(host: &Host, space: &Space) -> anyhow::Result<(Vec<Candidate>,
         let mut key: Vec<(String, String)> = c
             .changes
             .iter()
-            .map(|ch| (ch.target.to_string(), ch.to.clone()))
+            .map(|ch| (ch.target.to_string(), ch.to.to_string()))
             .collect();
         key.sort();
         if seen.contains(&key) {

@@ -32,7 +32,10 @@ pub enum Tuning {
     /// A profile's plan, made on the host as found before each apply.
     Profile(PlanOptions),
     /// A saved plan (checked against the host before each apply).
-    Plan { file: String, plan: Box<Plan> },
+    Plan {
+        file: String,
+        plan: Box<saved::SavedPlan>,
+    },
     /// Settings as the search names them (`rps=all+rfs=on`), made into a
     /// plan of the host as found before each apply.
     Settings(Vec<(Dimension, String)>),
@@ -295,7 +298,7 @@ impl Tuner {
             }
             Tuning::Plan { file, plan } => {
                 let name = format!("'{file}'");
-                let mut plan = (**plan).clone();
+                let plan = (**plan).clone();
                 // The gate of `apply --plan`; the host-wide values this
                 // experiment changes from the host's namespace (only with
                 // --allow-host: see apply_plan) are admitted as the host's.
@@ -308,7 +311,7 @@ impl Tuner {
                         here.clone()
                     }
                 };
-                saved::admit(&mut plan, &name, &scope_of, &Limits::of(&host))?;
+                let plan = saved::admit(plan, &name, &scope_of, &Limits::of(&host))?;
                 saved::check(&plan, &name, &self.made_for(), &|t| self.read(t))?;
                 let opts = saved::options(&plan);
                 Ok(Some((plan, opts)))
@@ -394,7 +397,7 @@ impl Tuner {
                             .map(|e| Changed {
                                 target: e.target.to_string(),
                                 from: e.original.trim().to_string(),
-                                to: e.to.clone(),
+                                to: e.to.to_string(),
                             }),
                     );
                     tuned.journals.push((journal, host));

@@ -17,18 +17,20 @@
 //! A value passes when it parses as its target's kind, within bounds: a
 //! number or `min default max` triple within the sysctl's range, a CPU
 //! list or hex mask of this host's CPUs, a governor or qdisc by a known
-//! name, a driver or NAPI value of its type. Nothing else reaches the
-//! kernel, a journal or a script.
+//! name, a driver or NAPI value of its type. What passes comes out typed
+//! ([`Value`]), parsed once: nothing else reaches the kernel, a journal or
+//! a script.
 
 use std::collections::BTreeSet;
 use std::fmt;
 
+use super::change::Change;
 use super::render::set_command;
-use super::target::{RxFile, TxFile};
-use super::{Change, Target};
+use super::target::{RxFile, Target, TxFile};
+use super::value::{sysctl_shape, whole, Typed, Value};
 use crate::base::cpuset::{parse_list_within, parse_mask, MAX_CPUS};
 use crate::base::driver::netdev::parse_napi_value;
-use crate::base::driver::{DriverSetting, QdiscSpec};
+use crate::base::driver::QdiscSpec;
 use crate::base::text::excerpt;
 use crate::host::{Host, READ_ONLY_IN_NETNS, ROOT_NAMESPACE_SYSCTLS};
 
@@ -330,8 +332,9 @@ const MAX_CPUS_BYTES: usize = 4096;
 /// tcp_rmem triple).
 const MAX_VALUE_BYTES: usize = 64;
 
-/// Whether `value` is a value of `target` on a host with `limits`.
-pub fn admit_value(target: &Target, value: &str, limits: &Limits) -> Result<(), Refusal> {
+/// `value` as a value of `target` on a host with `limits`, or why it is
+/// not one.
+pub fn admit_value(target: &Target, value: &str, limits: &Limits) -> Result<Value, Refusal> {
     let bad = |why: String| refuse(target, format!("{} {why}", excerpt(value)));
     let cpus = matches!(
         target,
@@ -360,89 +363,111 @@ pub fn admit_value(target: &Target, value: &str, limits: &Limits) -> Result<(), 
             "holds a space: CPU lists and masks have none".to_string()
         ));
     }
-    match target {
+    let typed = match target {
         Target::Sysctl(name) => match sysctl_rule(name) {
-            Some(rule) => sysctl_value(rule, value).map_err(bad),
-            None => Err(refuse(target, "no nettune profile changes this sysctl")),
+            Some(rule) => sysctl_value(rule, value).map_err(bad)?,
+            None => return Err(refuse(target, "no nettune profile changes this sysctl")),
         },
         Target::IrqAffinity(_) => match parse_list_within(value, limits.cpus) {
-            Ok(cpus) if !cpus.is_empty() => Ok(()),
-            Ok(_) => Err(bad("is not a CPU list (such as 0-3,8)".to_string())),
-            Err(e) => Err(bad(format!("is not a CPU list of this host: {e}"))),
+            Ok(cpus) if !cpus.is_empty() => Typed::CpuList(cpus),
+            Ok(_) => return Err(bad("is not a CPU list (such as 0-3,8)".to_string())),
+            Err(e) => return Err(bad(format!("is not a CPU list of this host: {e}"))),
         },
         Target::RxQueue {
             file: RxFile::RpsCpus,
             ..
         }
-        | Target::TxQueue { .. } => cpu_mask(value, limits).map_err(bad),
+        | Target::TxQueue { .. } => Typed::CpuMask(cpu_mask(value, limits).map_err(bad)?),
         Target::RxQueue {
             file: RxFile::RpsFlowCnt,
             ..
-        } => number(value, RFS_MAX).map_err(bad),
-        Target::Governor(_) if GOVERNORS.contains(&value) => Ok(()),
-        Target::Governor(_) => Err(bad(format!("is not a governor ({})", GOVERNORS.join(", ")))),
-        Target::HaltPoll => number(value, HALT_POLL_MAX_NS).map_err(bad),
-        Target::Driver { key, .. } => DriverSetting::parse(key, value)
-            .map(drop)
-            .map_err(|e| refuse(target, e)),
+        } => Typed::Number(number(value, RFS_MAX).map_err(bad)?),
+        Target::Governor(_) if GOVERNORS.contains(&value) => Typed::Name,
+        Target::Governor(_) => {
+            return Err(bad(format!("is not a governor ({})", GOVERNORS.join(", "))))
+        }
+        Target::HaltPoll => Typed::Number(number(value, HALT_POLL_MAX_NS).map_err(bad)?),
+        Target::Driver { key, .. } => {
+            Typed::Driver(key.setting(value).map_err(|e| refuse(target, e))?)
+        }
         Target::RootQdisc { .. } => match QdiscSpec::parse(value) {
-            Ok(spec) if !QDISCS.contains(&spec.kind.as_str()) => Err(bad(format!(
-                "is not a root qdisc a plan installs ({})",
-                QDISCS.join(", ")
-            ))),
-            Ok(spec) if spec.maxrate_bytes.is_some() && spec.kind != "fq" => {
-                Err(bad("sets maxrate, which only fq has".to_string()))
+            Ok(spec) if !QDISCS.contains(&spec.kind.as_str()) => {
+                return Err(bad(format!(
+                    "is not a root qdisc a plan installs ({})",
+                    QDISCS.join(", ")
+                )))
             }
-            Ok(_) => Ok(()),
-            Err(e) => Err(refuse(target, e)),
+            Ok(spec) if spec.maxrate_bytes.is_some() && spec.kind != "fq" => {
+                return Err(bad("sets maxrate, which only fq has".to_string()))
+            }
+            Ok(spec) => Typed::Qdisc(spec),
+            Err(e) => return Err(refuse(target, e)),
         },
-        Target::Napi { key, .. } if digits(value) => parse_napi_value(*key, value)
-            .map(drop)
-            .map_err(|e| refuse(target, e)),
-        Target::Napi { .. } => Err(bad("is not a whole number".to_string())),
-        _ => admit(target, &Scope::Host),
-    }
+        Target::Napi { key, .. } if digits(value) => {
+            Typed::Number(parse_napi_value(*key, value).map_err(|e| refuse(target, e))?)
+        }
+        Target::Napi { .. } => return Err(bad("is not a whole number".to_string())),
+        _ => {
+            return Err(admit(target, &Scope::Host)
+                .err()
+                .unwrap_or_else(|| refuse(target, "not a value nettune writes")))
+        }
+    };
+    Ok(Value::given(typed, value))
 }
 
 /// Whether `change` may be made in `scope`: its value, then its target; a
 /// host-wide one is refused with the command that sets it on the host.
-pub fn admit_change(change: &Change, scope: &Scope, limits: &Limits) -> Result<(), Refusal> {
-    admit_value(&change.target, &change.to, limits)?;
+/// Its value, typed, when it may.
+pub fn admit_change<V: AsRef<str>>(
+    change: &Change<V>,
+    scope: &Scope,
+    limits: &Limits,
+) -> Result<Value, Refusal> {
+    let value = admit_value(&change.target, change.to.as_ref(), limits)?;
     admit(&change.target, scope).map_err(|mut refusal| {
         if refusal.host_wide {
             refusal.why = format!(
                 "{}; set it on the host: {}",
                 refusal.why,
-                set_command(&change.target, &change.to)
+                set_command(&change.target, &value)
             );
         }
         refusal
-    })
+    })?;
+    Ok(value)
 }
 
 fn digits(text: &str) -> bool {
     !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit())
 }
 
-fn number(text: &str, max: u64) -> Result<(), String> {
-    match text.parse::<u64>() {
-        Ok(n) if digits(text) && n <= max => Ok(()),
-        Ok(_) if digits(text) => Err(format!("is above {max}, the largest this setting takes")),
-        _ => Err(format!("is not a whole number from 0 to {max}")),
+/// A whole number from 0 to `max`.
+fn number(text: &str, max: u64) -> Result<u64, String> {
+    match whole(text) {
+        Some(n) if n <= max => Ok(n),
+        Some(_) => Err(format!("is above {max}, the largest this setting takes")),
+        None => Err(format!("is not a whole number from 0 to {max}")),
     }
 }
 
-fn sysctl_value(rule: &Sysctl, value: &str) -> Result<(), String> {
+/// A sysctl's value in its form; typed by its shape, as
+/// [`Value::sysctl`] types it.
+fn sysctl_value(rule: &Sysctl, value: &str) -> Result<Typed, String> {
     match rule.form {
-        Form::Number(max) => number(value, max),
+        Form::Number(max) => number(value, max).map(Typed::Number),
         Form::Triple(max) => {
             let fields: Vec<&str> = value.split(' ').collect();
-            if fields.len() != 3 {
+            let [min, default, most] = fields[..] else {
                 return Err(format!(
                     "is not three whole numbers (min default max, such as 4096 131072 6291456) from 0 to {max}"
                 ));
-            }
-            fields.iter().try_for_each(|f| number(f, max))
+            };
+            Ok(Typed::Triple([
+                number(min, max)?,
+                number(default, max)?,
+                number(most, max)?,
+            ]))
         }
         Form::Congestion => {
             // TCP_CA_NAME_MAX is 16 with the terminating NUL.
@@ -451,7 +476,7 @@ fn sysctl_value(rule: &Sysctl, value: &str) -> Result<(), String> {
                     .chars()
                     .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
             if ok {
-                Ok(())
+                Ok(sysctl_shape(value))
             } else {
                 Err("is not a congestion control name (such as bbr or cubic)".to_string())
             }
@@ -460,7 +485,7 @@ fn sysctl_value(rule: &Sysctl, value: &str) -> Result<(), String> {
 }
 
 /// A hex CPU mask (`3`, `ff,ffffffff`) of this host's CPUs.
-fn cpu_mask(value: &str, limits: &Limits) -> Result<(), String> {
+fn cpu_mask(value: &str, limits: &Limits) -> Result<Vec<u32>, String> {
     let groups_max = limits.cpus.div_ceil(32).max(1) as usize;
     if value.split(',').count() > groups_max {
         return Err(format!(
@@ -474,7 +499,7 @@ fn cpu_mask(value: &str, limits: &Limits) -> Result<(), String> {
                 "names CPU {cpu}, beyond this host's CPUs (0-{})",
                 limits.cpus.saturating_sub(1)
             )),
-            None => Ok(()),
+            None => Ok(cpus),
         },
         Err(e) => Err(format!("is not a hex CPU mask: {e}")),
     }
@@ -483,19 +508,24 @@ fn cpu_mask(value: &str, limits: &Limits) -> Result<(), String> {
 /// The number of changes of each refusal named in one message.
 const NAMED: usize = 4;
 
-/// Every change of `changes` admitted in the scope `scope_of` gives it, or
-/// one line naming what is refused (at most a few, then how many more).
+/// Every change of `changes` admitted in the scope `scope_of` gives it,
+/// its value typed, or one line naming what is refused (at most a few,
+/// then how many more).
 pub fn admit_all(
-    changes: &[Change],
+    changes: Vec<Change<String>>,
     scope_of: &dyn Fn(&Target) -> Scope,
     limits: &Limits,
-) -> Result<(), String> {
-    let refused: Vec<Refusal> = changes
-        .iter()
-        .filter_map(|c| admit_change(c, &scope_of(&c.target), limits).err())
-        .collect();
+) -> Result<Vec<Change>, String> {
+    let mut admitted = Vec::new();
+    let mut refused = Vec::new();
+    for change in changes {
+        match admit_change(&change, &scope_of(&change.target), limits) {
+            Ok(value) => admitted.push(change.with_value(value)),
+            Err(refusal) => refused.push(refusal),
+        }
+    }
     if refused.is_empty() {
-        return Ok(());
+        return Ok(admitted);
     }
     let mut shown: Vec<String> = refused.iter().take(NAMED).map(|r| r.to_string()).collect();
     if refused.len() > NAMED {
@@ -627,7 +657,10 @@ mod tests {
                 .ends_with("set it on the host: sysctl -w net.core.busy_poll=50"),
             "{refusal}"
         );
-        assert_eq!(admit_change(&change, &Scope::Host, &TWO_CPUS), Ok(()));
+        assert_eq!(
+            admit_change(&change, &Scope::Host, &TWO_CPUS),
+            Ok(Value::number(50))
+        );
     }
 
     #[test]

@@ -4,9 +4,10 @@
 //! Plan uses it to leave satisfied settings alone; apply to check each
 //! write by reading it back.
 
-use super::target::Target;
+use super::target::{RxFile, Target};
 use crate::base::cpuset::{parse_list, parse_mask};
 use crate::base::driver::setting::parse_flow_hash;
+use crate::base::driver::DriverKey;
 
 /// How a target's text is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,9 +22,15 @@ enum Form {
 fn form(target: &Target) -> Form {
     match target {
         Target::RootQdisc { .. } => Form::QdiscKind,
-        Target::Driver { key, .. } if key.starts_with("rx-flow-hash.") => Form::FlowHash,
+        Target::Driver {
+            key: DriverKey::FlowHash(_),
+            ..
+        } => Form::FlowHash,
         Target::IrqAffinity(_) => Form::CpuList,
-        Target::RxQueue { file, .. } if file.name() == "rps_cpus" => Form::CpuMask,
+        Target::RxQueue {
+            file: RxFile::RpsCpus,
+            ..
+        } => Form::CpuMask,
         Target::TxQueue { .. } => Form::CpuMask,
         _ => Form::Words,
     }

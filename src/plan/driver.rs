@@ -1,10 +1,12 @@
 //! Driver settings (ethtool) and the root qdisc of one interface.
 
+use super::draft::Draft;
+use super::profile::{PlanOptions, Profile};
 use super::target::Target;
-use super::{Draft, PlanOptions, Profile};
+use super::value::Value;
 use crate::base::driver::setting::current_text;
 use crate::base::driver::FlowHash;
-use crate::base::driver::{ChannelKind, DriverSetting};
+use crate::base::driver::{ChannelKind, DriverKey, DriverSetting};
 use crate::base::units::format_tc_rate as format_rate;
 use crate::base::Probe;
 use crate::host::Interface;
@@ -35,7 +37,7 @@ pub(super) fn plan_driver(d: &mut Draft, iface: &Interface, opts: &PlanOptions) 
                     other => skip_missing(
                         d,
                         iface,
-                        &format!("rx-flow-hash.{flow}"),
+                        DriverKey::FlowHash(flow.to_string()),
                         other.cloned().unwrap_or_default().map(|_| String::new()),
                     ),
                 }
@@ -75,9 +77,12 @@ pub(super) fn plan_driver(d: &mut Draft, iface: &Interface, opts: &PlanOptions) 
                         );
                     }
                 }
-                missing => {
-                    skip_missing(d, iface, "rings.rx", missing.clone().map(|_| String::new()))
-                }
+                missing => skip_missing(
+                    d,
+                    iface,
+                    DriverKey::RingRx,
+                    missing.clone().map(|_| String::new()),
+                ),
             }
             want(
                 d,
@@ -111,7 +116,7 @@ fn with_ports(hash: &FlowHash) -> Option<FlowHash> {
     Some(FlowHash { fields })
 }
 
-fn target(iface: &Interface, key: &str) -> Target {
+fn target(iface: &Interface, key: DriverKey) -> Target {
     Target::driver(&iface.name, key)
 }
 
@@ -121,16 +126,16 @@ fn want(d: &mut Draft, iface: &Interface, setting: DriverSetting, reason: &str) 
     match current_text(&key, &iface.driver_settings) {
         Probe::Value(current) => d.want(
             &iface.name,
-            target(iface, &key),
+            target(iface, key),
             &current,
-            setting.value_text(),
+            Value::driver(setting),
             reason.to_string(),
         ),
-        missing => skip_missing(d, iface, &key, missing),
+        missing => skip_missing(d, iface, key, missing),
     }
 }
 
-fn skip_missing(d: &mut Draft, iface: &Interface, key: &str, probe: Probe<String>) {
+fn skip_missing(d: &mut Draft, iface: &Interface, key: DriverKey, probe: Probe<String>) {
     let driver = iface.driver.as_deref().unwrap_or("the driver");
     let reason = match probe {
         Probe::Missing(crate::base::Missing::NotSupported) => {
@@ -149,7 +154,7 @@ fn gro_on(d: &mut Draft, iface: &Interface) {
         skip_missing(
             d,
             iface,
-            "features.rx-gro",
+            DriverKey::Feature("rx-gro".to_string()),
             iface
                 .driver_settings
                 .features
@@ -170,7 +175,7 @@ fn gro_on(d: &mut Draft, iface: &Interface) {
     if !gro.changeable {
         d.skip(
             &iface.name,
-            &target(iface, &format!("features.{name}")),
+            &target(iface, DriverKey::Feature(name.to_string())),
             "GRO is off and fixed by the driver",
         );
         return;
@@ -195,7 +200,7 @@ pub(super) fn channels_change(d: &mut Draft, iface: &Interface, n_cpus: usize) -
             skip_missing(
                 d,
                 iface,
-                "channels.combined",
+                DriverKey::Channels(ChannelKind::Combined),
                 missing.clone().map(|_| String::new()),
             );
             return false;
@@ -204,7 +209,7 @@ pub(super) fn channels_change(d: &mut Draft, iface: &Interface, n_cpus: usize) -
     if channels.combined == 0 {
         d.skip(
             &iface.name,
-            &target(iface, "channels.combined"),
+            &target(iface, DriverKey::Channels(ChannelKind::Combined)),
             "separate RX and TX channels: nettune only sets combined queue counts",
         );
         return false;
@@ -270,17 +275,15 @@ fn root_fq(d: &mut Draft, iface: &Interface, opts: &PlanOptions) {
     };
     // fq takes the cap as 32-bit bytes per second (~34 Gbit/s at most).
     let (to, why) = match rate {
-        Some(bits) if bits / 8 <= u64::from(u32::MAX - 1) => {
-            (format!("fq maxrate {}", format_rate(bits)), why)
-        }
+        Some(bits) if bits / 8 <= u64::from(u32::MAX - 1) => (Value::qdisc("fq", Some(bits)), why),
         Some(bits) => (
-            "fq".to_string(),
+            Value::qdisc("fq", None),
             format!(
                 "{why} = {}, above fq's 32-bit maxrate: no per-flow cap",
                 format_rate(bits)
             ),
         ),
-        None => ("fq".to_string(), why),
+        None => (Value::qdisc("fq", None), why),
     };
     d.want(
         group,

@@ -5,7 +5,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::Change;
 use crate::host::Host;
 
 /// irqbalance runs where the plan pins IRQs.
@@ -22,13 +21,12 @@ pub struct IrqbalanceWarning {
 /// Said beside each IRQ change while irqbalance runs.
 pub const BESIDE: &str = "irqbalance runs: it will move this IRQ again";
 
-/// The warning for `changes` on `host`, when irqbalance runs and the plan
-/// pins IRQs.
-pub fn warning(host: &Host, changes: &[Change]) -> Option<IrqbalanceWarning> {
+/// The warning for a plan that pins `irqs` on `host`, when irqbalance
+/// runs and there are any.
+pub fn warning(host: &Host, irqs: &[u32]) -> Option<IrqbalanceWarning> {
     if !host.irqbalance.running {
         return None;
     }
-    let irqs: Vec<u32> = changes.iter().filter_map(|c| c.target.irq()).collect();
     let first = *irqs.first()?;
     Some(IrqbalanceWarning {
         pids: host.irqbalance.pids.clone(),
@@ -40,6 +38,6 @@ pub fn warning(host: &Host, changes: &[Change]) -> Option<IrqbalanceWarning> {
              /etc/sysconfig/irqbalance). `nettune apply` refuses IRQ changes while it runs \
              unless --allow-irqbalance is given."
         ),
-        irqs,
+        irqs: irqs.to_vec(),
     })
 }

@@ -5,12 +5,16 @@
 //! ([`super::admit::sysctl_reach`]).
 
 use super::admit::sysctl_reach;
+use super::change::KERNEL_GROUP;
+use super::draft::Draft;
+use super::profile::{PlanOptions, Profile};
+use super::target::Target;
+use super::value::Value;
 use super::values::{
     buffer_tier, BUSY_POLL_US, GOVERNOR, HALT_POLL_NS, HTTP_LISTEN_BACKLOG, PPS_NETDEV_BUDGET,
     PPS_NETDEV_MAX_BACKLOG, PPS_RMEM_DEFAULT, PPS_RMEM_MAX, PPS_UDP_RMEM_MIN, RFS_ENTRIES,
     TCP_MTU_PROBING,
 };
-use super::{Draft, PlanOptions, Profile, Target, KERNEL_GROUP};
 use crate::base::units::{format_bytes, format_rate, format_time};
 use crate::host::{Host, Interface};
 use crate::plan::compare::same_value;
@@ -54,8 +58,8 @@ const KERNEL_DEFAULTS: &[(&str, &str)] = &[
 enum Want {
     /// A number at least this big (a bigger one satisfies).
     AtLeast(u64),
-    /// Exactly this text.
-    Exactly(String),
+    /// Exactly this value.
+    Exactly(Value),
     /// A `min default max` triple whose max is at least this; min and
     /// default keep their values, put in order if they were not.
     MaxAtLeast(u64),
@@ -140,7 +144,7 @@ pub(super) fn plan_kernel(
                 rfs(),
             ];
             if host.numa_nodes.len() > 1 {
-                v.push(("kernel.numa_balancing", Exactly("0".to_string()), "no NUMA balancing: page migration stalls threads (tuned network-latency)"));
+                v.push(("kernel.numa_balancing", Exactly(Value::number(0)), "no NUMA balancing: page migration stalls threads (tuned network-latency)"));
             }
             v
         }
@@ -154,7 +158,7 @@ pub(super) fn plan_kernel(
         Profile::Throughput | Profile::Custom => Vec::new(),
         Profile::Baseline => KERNEL_DEFAULTS
             .iter()
-            .map(|(name, value)| (*name, Exactly(value.to_string()), "kernel default"))
+            .map(|(name, value)| (*name, Exactly(Value::sysctl(value)), "kernel default"))
             .collect(),
     };
     for (name, want, reason) in wanted {
@@ -163,16 +167,16 @@ pub(super) fn plan_kernel(
     match opts.profile {
         Profile::Throughput => {
             buffers(d, host, opts, ifaces);
-            sysctl(d, host, "net.ipv4.tcp_no_metrics_save", Exactly("1".to_string()), "do not start new connections from an old connection's cached (possibly bad) metrics (fasterdata)".to_string());
+            sysctl(d, host, "net.ipv4.tcp_no_metrics_save", Exactly(Value::number(1)), "do not start new connections from an old connection's cached (possibly bad) metrics (fasterdata)".to_string());
             sysctl(
                 d,
                 host,
                 "net.ipv4.tcp_slow_start_after_idle",
-                Exactly("0".to_string()),
+                Exactly(Value::number(0)),
                 "keep the congestion window across idle periods (tuned network-throughput)"
                     .to_string(),
             );
-            sysctl(d, host, "net.ipv4.tcp_moderate_rcvbuf", Exactly("1".to_string()), "receive autotuning on: sockets grow to the tcp_rmem maximum instead of staying at its default (fasterdata)".to_string());
+            sysctl(d, host, "net.ipv4.tcp_moderate_rcvbuf", Exactly(Value::number(1)), "receive autotuning on: sockets grow to the tcp_rmem maximum instead of staying at its default (fasterdata)".to_string());
             if let Some(jumbo) = ifaces.iter().find(|i| i.mtu.is_some_and(|m| m > 1500)) {
                 let reason = format!(
                     "MTU probing with jumbo frames ({} has MTU {}); 1, not 2 (fasterdata)",
@@ -183,7 +187,7 @@ pub(super) fn plan_kernel(
                     d,
                     host,
                     "net.ipv4.tcp_mtu_probing",
-                    Exactly(TCP_MTU_PROBING.to_string()),
+                    Exactly(Value::number(TCP_MTU_PROBING)),
                     reason,
                 );
             }
@@ -221,20 +225,20 @@ fn out_of_reach(host: &Host, name: &str) -> Option<String> {
     sysctl_reach(name).map(|reach| reach.why(&host.netns_text()))
 }
 
-/// The text `want` asks for given the current one; `Ok(None)` when the
+/// The value `want` asks for given the current text; `Ok(None)` when the
 /// current value satisfies it, `Err(reason)` when it cannot be judged.
-fn wanted(name: &str, current: Option<&str>, want: Want) -> Result<Option<String>, String> {
+fn wanted(name: &str, current: Option<&str>, want: Want) -> Result<Option<Value>, String> {
     let number = current.and_then(|c| c.trim().parse::<u64>().ok());
     let to = match want {
         Want::AtLeast(n) => match number {
             Some(c) if c >= n => return Ok(None),
-            _ => n.to_string(),
+            _ => Value::number(n),
         },
-        Want::Exactly(text) => text,
+        Want::Exactly(value) => value,
         Want::BitsSet(bits) => match number {
             Some(c) if c & bits == bits => return Ok(None),
-            Some(c) => (c | bits).to_string(),
-            None => bits.to_string(),
+            Some(c) => Value::number(c | bits),
+            None => Value::number(bits),
         },
         Want::MaxAtLeast(n) => {
             let current = current.unwrap_or_default();
@@ -251,7 +255,7 @@ fn wanted(name: &str, current: Option<&str>, want: Want) -> Result<Option<String
                     if wanted == [min, default, max] {
                         return Ok(None);
                     }
-                    format!("{} {} {}", wanted[0], wanted[1], wanted[2])
+                    Value::triple(wanted)
                 }
                 _ => {
                     return Err(format!(
@@ -271,7 +275,7 @@ fn sysctl(d: &mut Draft, host: &Host, name: &str, want: Want, reason: String) {
         // entering --netns); unseen, the profile's value is named anyway.
         let from = host.sysctl_or_host(name);
         match wanted(name, from, want) {
-            Ok(Some(to)) if !from.is_some_and(|f| same_value(&target, f, &to)) => {
+            Ok(Some(to)) if !from.is_some_and(|f| same_value(&target, f, to.as_str())) => {
                 d.host_wide(target, from, to, reason, &why)
             }
             Ok(_) => {}
@@ -440,7 +444,7 @@ fn congestion_control(d: &mut Draft, host: &Host, wanted: &str, reason: &str) {
         d,
         host,
         name,
-        Want::Exactly(wanted.to_string()),
+        Want::Exactly(Value::name(wanted)),
         reason.to_string(),
     );
 }
@@ -467,7 +471,7 @@ fn governor(d: &mut Draft, host: &Host, cpus: &[u32], reason: &str) {
                 host,
                 Target::Governor(cpu),
                 current,
-                GOVERNOR.to_string(),
+                Value::name(GOVERNOR),
                 reason.to_string(),
             );
         }
@@ -476,10 +480,10 @@ fn governor(d: &mut Draft, host: &Host, cpus: &[u32], reason: &str) {
 
 /// A CPU setting (governor, haltpoll): changed here, or inside a network
 /// namespace named as host-wide (CPUs are the host's).
-fn cpu_setting(d: &mut Draft, host: &Host, target: Target, from: &str, to: String, reason: String) {
+fn cpu_setting(d: &mut Draft, host: &Host, target: Target, from: &str, to: Value, reason: String) {
     if !host.in_netns() {
         d.want(KERNEL_GROUP, target, from, to, reason);
-    } else if !same_value(&target, from, &to) {
+    } else if !same_value(&target, from, to.as_str()) {
         let why = format!(
             "CPU settings are the host's: {} cannot change them",
             host.netns_text()
@@ -505,7 +509,7 @@ fn halt_poll(d: &mut Draft, host: &Host) {
         host,
         target,
         &current.to_string(),
-        HALT_POLL_NS.to_string(),
+        Value::number(HALT_POLL_NS),
         "poll 200 us before halting the vCPU: a cross-CPU wake-up without a VM exit (guest-halt-polling.rst)".to_string(),
     );
 }

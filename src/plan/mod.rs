@@ -7,164 +7,41 @@
 //! (`/proc/irq/74/smp_affinity_list`, `/proc/sys/net/core/rmem_max`), and
 //! stable names for the rest: `ethtool:IFACE:KEY` (keys in
 //! [`crate::base::driver::setting`]), `qdisc:IFACE:root` and
-//! `napi:IFACE:rx-N:KEY` (a setting of the NAPI serving RX queue N). Profiles and the reason
-//! for every value: docs/profiles.md.
+//! `napi:IFACE:rx-N:KEY` (a setting of the NAPI serving RX queue N). A
+//! change's value is typed by its target's kind ([`Value`]) where it is
+//! made, and written as typed. Profiles and the reason for every value:
+//! docs/profiles.md.
 
 pub mod admit;
+pub mod change;
 pub mod compare;
 mod cpus;
+mod draft;
+pub mod drift;
 mod driver;
 pub mod irqbalance;
 mod kernel;
+pub mod made_for;
 mod napi;
 pub mod preflight;
+pub mod profile;
 mod queues;
 pub mod render;
 pub mod saved;
 pub mod steer;
 pub mod target;
+pub mod value;
 pub mod values;
-
-use serde::{Deserialize, Serialize};
 
 use crate::host::{Host, Interface};
 
+pub use change::{Change, HostWide, Plan, Skipped, KERNEL_GROUP};
+pub use drift::Drift;
+pub use profile::{PlanOptions, Profile};
 pub use target::Target;
+pub use value::{Typed, Value};
 
-/// What the host is tuned for. docs/profiles.md gives every value's reason.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, clap::ValueEnum,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum Profile {
-    /// Many small UDP packets (Cloudflare: receiving 1M UDP packets/s).
-    Pps,
-    /// Request/response latency (scaling.rst; tuned network-latency).
-    Latency,
-    /// Bulk TCP over long paths (fasterdata.es.net host tuning).
-    Throughput,
-    /// Many connections served per core (talawah.io: Linux kernel vs DPDK HTTP).
-    Http,
-    /// Kernel defaults: undo hand tuning done before nettune.
-    Baseline,
-    /// A plan made by `nettune experiment search` (or edited by hand), not
-    /// by a profile: applied from its file with `apply --plan FILE`.
-    #[value(skip)]
-    Custom,
-}
-
-impl Profile {
-    pub fn name(self) -> &'static str {
-        match self {
-            Profile::Pps => "pps",
-            Profile::Latency => "latency",
-            Profile::Throughput => "throughput",
-            Profile::Http => "http",
-            Profile::Baseline => "baseline",
-            Profile::Custom => "custom",
-        }
-    }
-}
-
-/// Everything besides the host that decides a plan.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PlanOptions {
-    pub profile: Profile,
-    /// Interfaces to tune; empty: every physical interface that is up.
-    pub ifaces: Vec<String>,
-    /// The CPUs network work may use; `None`: every online CPU except
-    /// isolated and nohz_full ones.
-    pub cpus: Option<Vec<u32>>,
-    /// Path bandwidth for buffer sizes (throughput), bits per second;
-    /// `None`: the fastest selected link.
-    pub bandwidth_bits: Option<u64>,
-    /// Path round-trip time (throughput), microseconds; `None`: 100 ms.
-    pub rtt_us: Option<u64>,
-    /// fq's per-flow pacing cap (throughput), bits per second.
-    pub pace_bits: Option<u64>,
-    /// Parallel streams sharing the path (throughput); `None`: 1.
-    pub streams: Option<u32>,
-}
-
-impl PlanOptions {
-    pub fn new(profile: Profile) -> PlanOptions {
-        PlanOptions {
-            profile,
-            ifaces: Vec::new(),
-            cpus: None,
-            bandwidth_bits: None,
-            rtt_us: None,
-            pace_bits: None,
-            streams: None,
-        }
-    }
-}
-
-/// One setting to change.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Change {
-    /// The setting, typed; in JSON its text: the kernel path, or
-    /// `ethtool:IFACE:KEY` / `qdisc:IFACE:root`.
-    pub target: Target,
-    /// The current value as text.
-    pub from: String,
-    /// The exact text that will be written.
-    pub to: String,
-    pub reason: String,
-    /// The interface name, or `kernel`.
-    pub group: String,
-}
-
-/// A setting the profile would change but leaves alone, and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Skipped {
-    pub target: Target,
-    pub reason: String,
-    pub group: String,
-}
-
-/// A host-wide value the profile wants that a network namespace cannot
-/// set (it exists in the host's namespace only, or is a read-only mirror of
-/// the host's value): it is set on the host, with [`Plan::host_command`].
-/// Each is also in `skipped`, whose reason names the command.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct HostWide {
-    pub target: Target,
-    /// The host's value, when it can be seen from here.
-    pub from: Option<String>,
-    /// The value the profile wants.
-    pub to: String,
-    pub reason: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Plan {
-    pub profile: Profile,
-    /// The CPUs network work may use (after `--cpus` and the defaults).
-    pub cpus: Vec<u32>,
-    /// The interfaces planned for.
-    pub interfaces: Vec<String>,
-    pub changes: Vec<Change>,
-    pub skipped: Vec<Skipped>,
-    /// Set when irqbalance runs and the plan pins IRQs: it will move them.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub irqbalance: Option<irqbalance::IrqbalanceWarning>,
-    /// The host and namespace (or tree) the plan was made for, so that a
-    /// saved plan is never applied elsewhere (`apply --plan FILE`). Set by
-    /// whoever reads the host; `None` in a plan computed from a model alone.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub made_for: Option<saved::MadeFor>,
-    /// Inside a network namespace: the host-wide values the profile wants
-    /// that only the host can set.
-    #[serde(default)]
-    pub host_wide: Vec<HostWide>,
-    /// The shell command that sets every `host_wide` value, run on the host.
-    #[serde(default)]
-    pub host_command: Option<String>,
-}
-
-/// The group of host-wide settings.
-pub const KERNEL_GROUP: &str = "kernel";
+use draft::Draft;
 
 /// Compute the changes `opts.profile` makes on `host`.
 pub fn plan(host: &Host, opts: &PlanOptions) -> anyhow::Result<Plan> {
@@ -199,7 +76,7 @@ pub fn plan(host: &Host, opts: &PlanOptions) -> anyhow::Result<Plan> {
         profile: opts.profile,
         cpus,
         interfaces: ifaces.iter().map(|i| i.name.clone()).collect(),
-        irqbalance: irqbalance::warning(host, &draft.changes),
+        irqbalance: irqbalance::warning(host, &irqs(&draft.changes)),
         changes: draft.changes,
         skipped: draft.skipped,
         made_for: None,
@@ -250,58 +127,7 @@ fn select_interfaces<'h>(host: &'h Host, names: &[String]) -> anyhow::Result<Vec
     Ok(chosen)
 }
 
-/// The plan being built: changes only where the value differs in meaning.
-#[derive(Debug, Default)]
-struct Draft {
-    changes: Vec<Change>,
-    skipped: Vec<Skipped>,
-    host_wide: Vec<HostWide>,
-}
-
-impl Draft {
-    /// Change `target` from `from` to `to`, unless they mean the same.
-    fn want(&mut self, group: &str, target: Target, from: &str, to: String, reason: String) {
-        if compare::same_value(&target, from, &to) {
-            return;
-        }
-        self.changes.push(Change {
-            target,
-            from: from.trim().to_string(),
-            to,
-            reason,
-            group: group.to_string(),
-        });
-    }
-
-    /// A value only the host can set: named in `host_wide`, and left alone
-    /// here with the command that sets it there. `why` says why this
-    /// namespace cannot.
-    fn host_wide(
-        &mut self,
-        target: Target,
-        from: Option<&str>,
-        to: String,
-        reason: String,
-        why: &str,
-    ) {
-        let skip = format!(
-            "host-wide: {why}; set it on the host: {}",
-            render::set_command(&target, &to)
-        );
-        self.skip(KERNEL_GROUP, &target, &skip);
-        self.host_wide.push(HostWide {
-            target,
-            from: from.map(|f| f.trim().to_string()),
-            to,
-            reason,
-        });
-    }
-
-    fn skip(&mut self, group: &str, target: &Target, reason: &str) {
-        self.skipped.push(Skipped {
-            target: target.clone(),
-            reason: reason.to_string(),
-            group: group.to_string(),
-        });
-    }
+/// The IRQs whose affinity `changes` set.
+fn irqs(changes: &[Change]) -> Vec<u32> {
+    changes.iter().filter_map(|c| c.target.irq()).collect()
 }

@@ -10,9 +10,11 @@
 //! exactly. The sysfs files stay what they are: the defaults a NAPI
 //! created later starts from.
 
+use super::draft::Draft;
+use super::profile::{PlanOptions, Profile};
 use super::target::Target;
+use super::value::Value;
 use super::values::{HTTP_NAPI, LATENCY_NAPI};
-use super::{Draft, PlanOptions, Profile};
 use crate::base::driver::netdev::NoNapi;
 use crate::base::driver::NapiKey;
 use crate::base::{Missing, Probe};
@@ -149,7 +151,7 @@ pub(super) fn plan_napi(d: &mut Draft, iface: &Interface, opts: &PlanOptions) {
                     group,
                     target,
                     &current.to_string(),
-                    value.to_string(),
+                    Value::number(*value),
                     reason.clone(),
                 ),
                 None => d.skip(

@@ -16,7 +16,7 @@ use crate::base::Root;
 pub fn preflight(plan: &mut Plan, root: &Root) {
     let mut kept = Vec::new();
     for change in std::mem::take(&mut plan.changes) {
-        match unwritable(root, &change.target, &change.to) {
+        match unwritable(root, &change.target, change.to.as_str()) {
             Some(reason) => plan.skipped.push(Skipped {
                 target: change.target,
                 reason,

@@ -5,11 +5,13 @@
 use std::collections::BTreeMap;
 
 use super::cpus::{assign_queues, nic_node_cpus, preference_order, Load};
+use super::draft::Draft;
 use super::driver::channels_change;
 use super::kernel::{flow_table, FlowTable};
+use super::profile::{PlanOptions, Profile};
 use super::target::{RxFile, Target, TxFile};
+use super::value::Value;
 use super::values::RFS_ENTRIES;
-use super::{Draft, PlanOptions, Profile};
 use crate::base::cpuset::{format_list, format_mask};
 use crate::host::{Host, Interface, RxQueue, VectorRole};
 
@@ -92,7 +94,7 @@ pub(super) fn plan_queues(
                 group,
                 target,
                 &format_list(current),
-                cpu.to_string(),
+                Value::cpu_list(&[cpu]),
                 format!("{} queue {queue} -> CPU {cpu}: {}", v.name, place(cpu)),
             ),
             None => d.skip(
@@ -120,7 +122,7 @@ pub(super) fn plan_queues(
                 group,
                 target,
                 &format_mask(current),
-                format_mask(&[cpu]),
+                Value::cpu_mask(&[cpu]),
                 format!(
                     "XPS: CPU {cpu} sends on tx-{}, the queue it serves (scaling.rst)",
                     q.index
@@ -202,12 +204,12 @@ fn rps(
     };
     let (to, reason) = if n_rx >= cpus.len() {
         (
-            "0".to_string(),
+            Value::cpu_mask(&[]),
             format!("RPS off: {n_rx} RX queues cover the {} network CPUs, RPS would only add a cross-CPU hop (Redpanda rpk tune)", cpus.len()),
         )
     } else {
         (
-            format_mask(rps_cpus),
+            Value::cpu_mask(rps_cpus),
             format!(
                 "RPS: {n_rx} RX queue(s) for {} network CPUs; spread over {whence}'s CPUs {} (scaling.rst)",
                 cpus.len(),
@@ -224,7 +226,7 @@ fn rps(
 fn rps_every_queue(
     d: &mut Draft,
     iface: &Interface,
-    to: &str,
+    to: &Value,
     reason: &str,
     flows: Option<FlowTable>,
 ) {
@@ -236,7 +238,7 @@ fn rps_every_queue(
                 group,
                 target,
                 &format_mask(current),
-                to.to_string(),
+                to.clone(),
                 reason.to_string(),
             ),
             None => d.skip(
@@ -283,7 +285,7 @@ fn virtual_queues(d: &mut Draft, host: &Host, iface: &Interface, opts: &PlanOpti
     rps_every_queue(
         d,
         iface,
-        &format_mask(cpus),
+        &Value::cpu_mask(cpus),
         &reason,
         Some(flow_table(host)),
     );
@@ -303,7 +305,7 @@ fn rps_off_for_busy_polling(d: &mut Draft, host: &Host, iface: &Interface) {
     rps_every_queue(
         d,
         iface,
-        "0",
+        &Value::cpu_mask(&[]),
         "RPS off: with busy polling the application's CPU takes the queue's packets up the stack itself; RPS would hand them to another CPU's backlog, out of the poller's reach (napi.rst \"Busy polling\", scaling.rst)",
         flows,
     );
@@ -347,7 +349,7 @@ fn flow_count(d: &mut Draft, iface: &Interface, q: &RxQueue, table: FlowTable) {
         group,
         target,
         &current.to_string(),
-        count.to_string(),
+        Value::number(count),
         format!(
             "RFS: {whose}{entries} flow entries / {n_rx} RX queue(s) = {share}{rounding} (scaling.rst){caveat}"
         ),
@@ -364,7 +366,7 @@ fn baseline(d: &mut Draft, iface: &Interface) {
                 group,
                 file(RxFile::RpsCpus),
                 &format_mask(current),
-                "0".to_string(),
+                Value::cpu_mask(&[]),
                 "kernel default: RPS off".to_string(),
             );
         }
@@ -373,7 +375,7 @@ fn baseline(d: &mut Draft, iface: &Interface) {
                 group,
                 file(RxFile::RpsFlowCnt),
                 &current.to_string(),
-                "0".to_string(),
+                Value::number(0),
                 "kernel default: RFS off".to_string(),
             );
         }

@@ -4,9 +4,8 @@
 
 use std::fmt::Write as _;
 
-use super::{Change, HostWide, Plan, Skipped, Target, KERNEL_GROUP};
+use super::{Change, HostWide, Plan, Skipped, Target, Typed, Value, KERNEL_GROUP};
 use crate::base::cpuset::format_list;
-use crate::base::driver::{DriverSetting, QdiscSpec};
 use crate::base::text::{sh_comment_line as comment_line, sh_word};
 
 /// Where the plan was computed, for headers: "this host",
@@ -70,7 +69,7 @@ pub fn text(plan: &Plan, place: &str) -> String {
             .map(|c| {
                 (
                     c.target.short_name(),
-                    format!("{} -> {}", shown(&c.from), shown(&c.to)),
+                    format!("{} -> {}", shown(&c.from), shown(c.to.as_str())),
                 )
             })
             .collect();
@@ -151,7 +150,10 @@ fn host_wide_text(o: &mut String, plan: &Plan) {
         .iter()
         .map(|h| {
             let from = h.from.as_deref().map_or("(not visible here)", shown);
-            (h.target.short_name(), format!("{from} -> {}", shown(&h.to)))
+            (
+                h.target.short_name(),
+                format!("{from} -> {}", shown(h.to.as_str())),
+            )
         })
         .collect();
     let name_width = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
@@ -187,39 +189,36 @@ pub fn command(change: &Change) -> String {
 /// Every text in it is one shell word ([`sh_word`]): an interface named
 /// `a;$(x)` or a value holding `; rm` stays a word; a command that cannot
 /// be written is a comment line.
-pub fn set_command(target: &Target, to: &str) -> String {
+pub fn set_command(target: &Target, to: &Value) -> String {
     if let Some(name) = target.sysctl_name() {
-        return format!("sysctl -w {}", sysctl_word(name, to));
+        return format!("sysctl -w {}", sysctl_word(name, to.as_str()));
     }
     if let Some(path) = target.path() {
-        return format!("echo {} > {}", sh_word(to), sh_word(&path));
+        return format!("echo {} > {}", sh_word(to.as_str()), sh_word(&path));
     }
-    match target {
-        Target::Driver { iface, key } => match DriverSetting::parse(key, to) {
-            Ok(setting) => setting.ethtool_command(iface),
-            Err(e) => comment_line(&format!("{target}: {e}")),
-        },
-        Target::RootQdisc { iface } => match QdiscSpec::parse(to) {
-            Ok(_) => {
-                let words: Vec<_> = to.split(' ').map(sh_word).collect();
-                format!(
-                    "tc qdisc replace dev {} root {}",
-                    sh_word(iface),
-                    words.join(" ")
-                )
-            }
-            Err(e) => comment_line(&format!("{target}: {e}")),
-        },
+    match (target, to.typed()) {
+        (Target::Driver { iface, .. }, Typed::Driver(setting)) => setting.ethtool_command(iface),
+        (Target::RootQdisc { iface }, Typed::Qdisc(_)) => {
+            // The value as given (`fq maxrate 8gbit`): a kind and a rate,
+            // each a plain word once admitted.
+            let words: Vec<_> = to.as_str().split(' ').map(sh_word).collect();
+            format!(
+                "tc qdisc replace dev {} root {}",
+                sh_word(iface),
+                words.join(" ")
+            )
+        }
         // No shell tool sets a NAPI by queue: napi-set takes the NAPI id,
         // which the script cannot know ahead of time.
-        Target::Napi { iface, queue, key } => comment_line(&format!(
+        (Target::Napi { iface, queue, key }, _) => comment_line(&format!(
             "{target}: no shell command sets a NAPI by queue; by hand: ynl --family netdev \
              --do napi-set --json '{{\"id\": ID, \"{key}\": {to}}}' with ID the NAPI of {iface} \
              rx queue {queue} (ynl --family netdev --dump queue-get), or nettune apply"
         )),
-        Target::RssIndirection { .. } | Target::NtupleRule { .. } | Target::XdpProgram { .. } => {
-            super::steer::command(target, to)
-        }
+        (
+            Target::RssIndirection { .. } | Target::NtupleRule { .. } | Target::XdpProgram { .. },
+            _,
+        ) => super::steer::command(target, to),
         _ => comment_line(&format!("{target}: no command known")),
     }
 }
@@ -234,7 +233,7 @@ fn sysctl_word(name: &str, to: &str) -> String {
 pub fn host_command(values: &[HostWide]) -> Option<String> {
     let sysctls: Vec<String> = values
         .iter()
-        .filter_map(|v| Some(sysctl_word(v.target.sysctl_name()?, &v.to)))
+        .filter_map(|v| Some(sysctl_word(v.target.sysctl_name()?, v.to.as_str())))
         .collect();
     let mut parts = Vec::new();
     if !sysctls.is_empty() {
@@ -304,10 +303,11 @@ mod tests {
     use super::*;
 
     fn change(target: &str, to: &str, group: &str) -> Change {
+        let target: Target = target.parse().expect("target");
         Change {
-            target: target.parse().expect("target"),
+            to: Value::parse(&target, to).expect("value"),
+            target,
             from: String::new(),
-            to: to.to_string(),
             reason: String::new(),
             group: group.to_string(),
         }
@@ -360,18 +360,25 @@ mod tests {
     }
 
     /// Every text a plan carries (a reason with a line break, an
-    /// interface named `a;$(x)`, a sysctl named like code, a value with a
-    /// command after it) stays a comment or one shell word: the script
-    /// parses and runs no text as a command.
+    /// interface named `a;$(x)`, a sysctl named like code) stays a comment
+    /// or one shell word: the script parses and runs no text as a command.
+    /// A value with a command after it cannot even be made for a qdisc or
+    /// a NAPI.
     #[test]
     fn a_script_keeps_every_text_a_word_or_a_comment() {
         let iface = "a;$(x)";
+        for (target, bad) in [
+            ("qdisc:a;$(x):root", "fq; rm -rf /"),
+            ("napi:a;$(x):rx-0:defer-hard-irqs", "2\nrm -rf /"),
+        ] {
+            let target: Target = target.parse().expect("target");
+            assert!(Value::parse(&target, bad).is_err(), "{bad}");
+        }
         let mut changes = vec![
             change("qdisc:a;$(x):root", "fq maxrate 8gbit", iface),
-            change("qdisc:a;$(x):root", "fq; rm -rf /", iface),
             change("/sys/class/net/a;$(x)/queues/rx-0/rps_cpus", "3", iface),
             change("ethtool:a;$(x):rings.rx", "4096", iface),
-            change("napi:a;$(x):rx-0:defer-hard-irqs", "2\nrm -rf /", iface),
+            change("napi:a;$(x):rx-0:defer-hard-irqs", "2", iface),
             change("/proc/sys/net/core/$(x)", "1", "kernel\nrm -rf /"),
         ];
         changes[0].reason = "pacing\ntouch /tmp/nt/INJECTED".to_string();

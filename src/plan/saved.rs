@@ -12,99 +12,31 @@
 use std::path::Path;
 
 use anyhow::Context as _;
-use serde::{Deserialize, Serialize};
 
 use super::admit::{admit_all, admit_value, Limits, Scope};
+use super::change::Plan;
 use super::compare::same_value;
-use super::{Plan, Target};
+use super::profile::PlanOptions;
+use super::target::Target;
 use crate::base::fsio::{self, FileError};
 use crate::base::text::excerpt;
-use crate::base::Root;
 
-/// Where a plan was made.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MadeFor {
-    /// `/etc/machine-id` (systemd's stable host identity); `None` when the
-    /// host has none.
-    pub machine_id: Option<String>,
-    /// `/proc/sys/kernel/hostname`.
-    pub hostname: Option<String>,
-    /// The network namespace (`--netns`), by name.
-    pub netns: Option<String>,
-    /// The `--root` tree it was computed on.
-    pub root: Option<String>,
-}
+pub use super::made_for::MadeFor;
 
-impl MadeFor {
-    /// The identity of the place `root` (and `netns`) shows.
-    pub fn of(root: &Root, tree: Option<&Path>, netns: Option<&str>) -> MadeFor {
-        // 32 hex digits (machine-id(5)); a tree's may be anything, and
-        // without one the host is named by its hostname.
-        let machine_id =
-            fsio::read_text_bounded(&root.base().join("etc/machine-id"), 4096, "a machine id")
-                .ok()
-                .map(|s| s.trim().to_string())
-                .filter(|s| !s.is_empty());
-        let hostname = root
-            .read_value("/proc/sys/kernel/hostname")
-            .ok()
-            .flatten()
-            .filter(|s| !s.is_empty());
-        MadeFor {
-            machine_id,
-            hostname,
-            netns: netns.map(str::to_string),
-            root: tree.map(|t| {
-                std::fs::canonicalize(t)
-                    .unwrap_or_else(|_| t.to_path_buf())
-                    .display()
-                    .to_string()
-            }),
-        }
-    }
-
-    /// "host web1 (machine id 3f2a...), network namespace blue".
-    pub fn describe(&self) -> String {
-        let host = match (&self.hostname, &self.machine_id) {
-            (Some(h), Some(m)) => format!("host {h} (machine id {m})"),
-            (Some(h), None) => format!("host {h}"),
-            (None, Some(m)) => format!("the host with machine id {m}"),
-            (None, None) => "an unidentified host".to_string(),
-        };
-        match (&self.root, &self.netns) {
-            (Some(root), _) => format!("tree {root} ({host})"),
-            (None, Some(ns)) => format!("network namespace {ns} on {host}"),
-            (None, None) => host,
-        }
-    }
-
-    /// Why a plan made for `self` must not be applied `here`, if it must not.
-    pub fn mismatch(&self, here: &MadeFor) -> Option<String> {
-        let other_host = match (&self.machine_id, &here.machine_id) {
-            (Some(a), Some(b)) => a != b,
-            _ => self.hostname.is_some() && self.hostname != here.hostname,
-        };
-        if other_host || self.root != here.root || self.netns != here.netns {
-            return Some(format!(
-                "it was made for {}, and this is {}",
-                self.describe(),
-                here.describe()
-            ));
-        }
-        None
-    }
-}
+/// A saved plan as its file holds it: its values are text until
+/// [`admit`] types them.
+pub type SavedPlan = Plan<String>;
 
 /// The options a saved plan stands for (what the journal records).
-pub fn options(plan: &Plan) -> super::PlanOptions {
-    let mut opts = super::PlanOptions::new(plan.profile);
+pub fn options(plan: &Plan) -> PlanOptions {
+    let mut opts = PlanOptions::new(plan.profile);
     opts.ifaces = plan.interfaces.clone();
     opts.cpus = Some(plan.cpus.clone());
     opts
 }
 
 /// Read a saved plan: `plan --json` output or `experiment search --out`.
-pub fn load(path: &Path) -> anyhow::Result<Plan> {
+pub fn load(path: &Path) -> anyhow::Result<SavedPlan> {
     let text =
         fsio::read_text_bounded(path, fsio::RECORD_LIMIT, "a saved plan").map_err(|e| match e {
             FileError::Io { source, .. } => {
@@ -115,7 +47,7 @@ pub fn load(path: &Path) -> anyhow::Result<Plan> {
                  `nettune experiment search --out FILE`"
             ),
         })?;
-    let plan: Plan = serde_json::from_str(&text).map_err(|e| {
+    let plan: SavedPlan = serde_json::from_str(&text).map_err(|e| {
         anyhow::anyhow!(
             "--plan '{}' is not a nettune plan ({e}); save one with `nettune plan --json` or \
              `nettune experiment search --out FILE`",
@@ -142,39 +74,51 @@ const MAX_TEXT_BYTES: usize = 4096;
 /// profile could produce, and in a network namespace one the namespace
 /// owns); every text it carries is one line of sane length; its host-wide
 /// command is made again from its values, never taken from the file.
-/// `name` names the plan in errors.
+/// `name` names the plan in errors. The plan comes out with its values
+/// typed.
 pub fn admit(
-    plan: &mut Plan,
+    plan: SavedPlan,
     name: &str,
     scope_of: &dyn Fn(&Target) -> Scope,
     limits: &Limits,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Plan> {
     let refused = |why: String| {
         anyhow::anyhow!(
             "plan {name} is refused: {why}; a plan file holds what `nettune plan --json` or \
              `nettune experiment search --out` wrote (docs/apply.md); nothing was changed"
         )
     };
-    texts(plan).map_err(refused)?;
+    texts(&plan).map_err(refused)?;
     if let Some(cpu) = plan.cpus.iter().find(|&&c| c >= limits.cpus) {
         return Err(refused(format!(
             "its network CPUs name CPU {cpu}, beyond this host's CPUs (0-{})",
             limits.cpus.saturating_sub(1)
         )));
     }
-    admit_all(&plan.changes, scope_of, limits).map_err(refused)?;
-    for h in &plan.host_wide {
-        admit_value(&h.target, &h.to, limits)
-            .and_then(|()| super::admit::admit(&h.target, &Scope::Host))
+    let changes = admit_all(plan.changes, scope_of, limits).map_err(refused)?;
+    let mut host_wide = Vec::new();
+    for h in plan.host_wide {
+        let value = admit_value(&h.target, &h.to, limits)
+            .and_then(|value| super::admit::admit(&h.target, &Scope::Host).map(|()| value))
             .map_err(|r| refused(format!("host-wide value {r}")))?;
+        host_wide.push(h.with_value(value));
     }
-    plan.host_command = super::render::host_command(&plan.host_wide);
-    Ok(())
+    Ok(Plan {
+        profile: plan.profile,
+        cpus: plan.cpus,
+        interfaces: plan.interfaces,
+        changes,
+        skipped: plan.skipped,
+        irqbalance: plan.irqbalance,
+        made_for: plan.made_for,
+        host_command: super::render::host_command(&host_wide),
+        host_wide,
+    })
 }
 
 /// Every free text of `plan`: one line (no control character), at most
 /// [`MAX_TEXT_BYTES`].
-fn texts(plan: &Plan) -> Result<(), String> {
+fn texts(plan: &SavedPlan) -> Result<(), String> {
     let mut fields: Vec<(&str, &str)> = Vec::new();
     for c in &plan.changes {
         fields.extend([
@@ -248,7 +192,7 @@ pub fn check(
         let now = read(&change.target)
             .with_context(|| format!("plan {name}: reading {}", change.target))?;
         if same_value(&change.target, &now, &change.from)
-            || same_value(&change.target, &now, &change.to)
+            || same_value(&change.target, &now, change.to.as_str())
         {
             continue;
         }
@@ -273,7 +217,7 @@ pub fn check(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::{Change, Profile};
+    use crate::plan::{Change, Profile, Typed, Value};
 
     fn here() -> MadeFor {
         MadeFor {
@@ -295,7 +239,7 @@ mod tests {
             changes: vec![Change {
                 target,
                 from: "0".to_string(),
-                to: "2".to_string(),
+                to: Value::cpu_mask(&[1]),
                 reason: "test".to_string(),
                 group: "veth0".to_string(),
             }],
@@ -339,11 +283,46 @@ mod tests {
         assert!(check(&plan(), "p.json", &here(), &|_| Ok("2\n".to_string())).is_ok());
     }
 
+    /// A value is kept as the file gave it: a plan written by hand (or by
+    /// another version) prints and journals the same text it was read
+    /// with, whatever form of its kind the text takes.
+    #[test]
+    fn values_read_back_as_written() {
+        let mut saved = serde_json::to_value(plan()).expect("json");
+        saved["changes"] = serde_json::json!([
+            ["/proc/irq/74/smp_affinity_list", "1,0"],
+            ["/sys/class/net/veth0/queues/rx-0/rps_cpus", "00000003"],
+            ["qdisc:veth0:root", "fq maxrate 8000mbit"],
+            ["ethtool:veth0:rx-flow-hash.udp4", "nfds"],
+            ["/proc/sys/net/core/rmem_max", "0016777216"],
+        ]
+        .iter()
+        .map(|[target, to]| {
+            serde_json::json!({
+                "target": target, "from": "", "to": to, "reason": "", "group": "veth0"
+            })
+        })
+        .collect::<Vec<_>>());
+        let text = serde_json::to_string_pretty(&saved).expect("text");
+        let loaded: SavedPlan = serde_json::from_str(&text).expect("load");
+        let admitted =
+            admit(loaded, "p.json", &|_| Scope::Host, &Limits { cpus: 2 }).expect("admit");
+        assert_eq!(
+            serde_json::to_string_pretty(&admitted).expect("again"),
+            text
+        );
+        let Typed::Driver(hash) = admitted.changes[3].to.typed() else {
+            panic!("{:?}", admitted.changes[3]);
+        };
+        assert_eq!(hash.value_text(), "sdfn");
+    }
+
     #[test]
     fn a_plan_round_trips_through_json() {
         let text = serde_json::to_string(&plan()).expect("json");
         assert!(text.contains("\"made_for\""), "{text}");
-        let back: Plan = serde_json::from_str(&text).expect("back");
+        let back: SavedPlan = serde_json::from_str(&text).expect("back");
+        let back = admit(back, "p.json", &|_| Scope::Host, &Limits { cpus: 2 }).expect("admit");
         assert_eq!(back, plan());
     }
 }

@@ -17,10 +17,10 @@
 
 use std::fmt::Write as _;
 
-use super::{Change, Target};
-use crate::apply::SteerRecord;
+use super::{Change, Target, Typed, Value};
 use crate::base::driver::flow::{self, FlowSpec, NtupleRule, RuleAction};
-use crate::base::driver::DriverSettings;
+use crate::base::driver::{DriverKey, DriverSetting, DriverSettings};
+use crate::base::records::{SteerRecord, NO_RULE};
 use crate::base::Probe;
 use crate::host::{Host, Interface};
 
@@ -104,7 +104,7 @@ pub fn plan_steer(host: &Host, req: &SteerRequest) -> anyhow::Result<SteerPlan> 
                 iface: iface.name.clone(),
             },
             flow::table_text(&table),
-            flow::table_text(&new_table),
+            Value::rss_table(new_table),
             format!(
                 "weight 0 for queue {}, 1 for the others: RSS hashes no other flow there \
                  (`ethtool -X {} weight {}`)",
@@ -126,21 +126,22 @@ pub fn plan_steer(host: &Host, req: &SteerRequest) -> anyhow::Result<SteerPlan> 
             flow_type: 0,
             action: RuleAction::Queue(req.queue),
         };
+        let reason = format!(
+            "send {} to queue {} (`ethtool -N {} {} loc {location}`)",
+            req.flow,
+            req.queue,
+            iface.name,
+            ethtool_rule(&rule)
+        );
         changes.push(change(
             iface,
             Target::NtupleRule {
                 iface: iface.name.clone(),
                 location,
             },
-            crate::apply::NO_RULE.to_string(),
-            rule.value_text(),
-            format!(
-                "send {} to queue {} (`ethtool -N {} {} loc {location}`)",
-                req.flow,
-                req.queue,
-                iface.name,
-                ethtool_rule(&rule)
-            ),
+            NO_RULE.to_string(),
+            Value::ntuple(Some(rule)),
+            reason,
         ));
     }
     let (irq, reader_cpu) = match iface.queue_irq_cpu(req.queue) {
@@ -279,9 +280,12 @@ fn features(
         }
         out.push(change(
             iface,
-            Target::driver(&iface.name, &format!("features.{name}")),
+            Target::driver(&iface.name, DriverKey::Feature(name.to_string())),
             if f.active { "on" } else { "off" }.to_string(),
-            if on { "on" } else { "off" }.to_string(),
+            Value::driver(DriverSetting::Feature {
+                name: name.to_string(),
+                on,
+            }),
             why.to_string(),
         ));
     }
@@ -332,7 +336,7 @@ fn rule_location(
     Ok(Location { at, new: Some(at) })
 }
 
-fn change(iface: &Interface, target: Target, from: String, to: String, reason: String) -> Change {
+fn change(iface: &Interface, target: Target, from: String, to: Value, reason: String) -> Change {
     Change {
         target,
         from,
@@ -350,16 +354,13 @@ fn ethtool_rule(rule: &NtupleRule) -> String {
 
 /// The `ethtool` command with the effect of a steering change (for
 /// `--format sh` and the dry-run's notes).
-pub fn command(target: &Target, to: &str) -> String {
+pub fn command(target: &Target, to: &Value) -> String {
     let word = |iface: &str| crate::base::text::sh_word(iface).into_owned();
     let comment = |text: String| crate::base::text::sh_comment_line(&text);
-    match target {
-        Target::RssIndirection { iface } => {
-            let Ok(table) = flow::parse_table(to) else {
-                return comment(format!("{target}: not a table"));
-            };
+    match (target, to.typed()) {
+        (Target::RssIndirection { iface }, Typed::RssTable(table)) => {
             let rings = table.iter().max().map_or(0, |m| m.saturating_add(1));
-            if table == flow::default_table(table.len() as u32, rings) {
+            if *table == flow::default_table(table.len() as u32, rings) {
                 return format!("ethtool -X {} default", word(iface));
             }
             // A weight per queue up to the highest the table names: past
@@ -368,29 +369,24 @@ pub fn command(target: &Target, to: &str) -> String {
                 return comment(format!("{target}: no ethtool -X command writes this table"));
             }
             let weights: Vec<u32> = (0..rings).map(|q| u32::from(table.contains(&q))).collect();
-            if flow::weighted_table(table.len() as u32, &weights).as_ref() == Some(&table) {
+            if flow::weighted_table(table.len() as u32, &weights).as_ref() == Some(table) {
                 let words: Vec<String> = weights.iter().map(ToString::to_string).collect();
                 return format!("ethtool -X {} weight {}", word(iface), words.join(" "));
             }
             comment(format!("{target}: no ethtool -X command writes this table"))
         }
-        Target::NtupleRule { iface, location } => {
-            if to == crate::apply::NO_RULE {
-                return format!("ethtool -N {} delete {location}", word(iface));
-            }
-            match NtupleRule::parse_value(*location, to) {
-                Ok(rule) => format!(
-                    "ethtool -N {} {} loc {location}",
-                    word(iface),
-                    ethtool_rule(&rule)
-                ),
-                Err(e) => comment(format!("{target}: {e}")),
-            }
-        }
-        Target::XdpProgram { iface, id } => comment(format!(
+        (Target::NtupleRule { iface, location }, Typed::Ntuple(rule)) => match rule {
+            None => format!("ethtool -N {} delete {location}", word(iface)),
+            Some(rule) => format!(
+                "ethtool -N {} {} loc {location}",
+                word(iface),
+                ethtool_rule(rule)
+            ),
+        },
+        (Target::XdpProgram { iface, id }, _) => comment(format!(
             "XDP program {id} on {iface}: attached by nettune bench udp-sink --xdp"
         )),
-        other => comment(format!("{other}: not a steering change")),
+        (other, _) => comment(format!("{other}: not a steering change")),
     }
 }
 

@@ -14,8 +14,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::base::driver::setting::DriverSetting;
-use crate::base::driver::NapiKey;
+use crate::base::driver::{DriverKey, NapiKey};
 
 /// A file of one RX queue that plan writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -76,9 +75,8 @@ pub enum Target {
     Governor(u32),
     /// haltpoll's poll window (`guest_halt_poll_ns`).
     HaltPoll,
-    /// A driver setting by its key (`rings.rx`, `features.rx-gro`: see
-    /// [`DriverSetting::key`]).
-    Driver { iface: String, key: String },
+    /// A driver setting by its key (`rings.rx`, `features.rx-gro`).
+    Driver { iface: String, key: DriverKey },
     /// The root qdisc of an interface.
     RootQdisc { iface: String },
     /// A setting of the NAPI instance that serves an RX queue (netdev
@@ -131,10 +129,10 @@ impl Target {
         }
     }
 
-    pub fn driver(iface: &str, key: &str) -> Target {
+    pub fn driver(iface: &str, key: DriverKey) -> Target {
         Target::Driver {
             iface: iface.to_string(),
-            key: key.to_string(),
+            key,
         }
     }
 
@@ -228,7 +226,7 @@ impl Target {
             Target::RxQueue { queue, file, .. } => format!("rx-{queue}/{}", file.name()),
             Target::TxQueue { queue, file, .. } => format!("tx-{queue}/{}", file.name()),
             Target::Governor(cpu) => format!("cpu{cpu}/cpufreq/scaling_governor"),
-            Target::Driver { key, .. } => key.clone(),
+            Target::Driver { key, .. } => key.to_string(),
             Target::RootQdisc { .. } => "qdisc root".to_string(),
             Target::Napi { queue, key, .. } => format!("rx-{queue} napi {key}"),
             Target::RssIndirection { .. } => "rss indirection".to_string(),
@@ -349,9 +347,9 @@ fn parse(text: &str) -> Option<Target> {
     }
     let parts: Vec<&str> = text.splitn(3, ':').collect();
     match parts[..] {
-        ["ethtool", iface, key] if DriverSetting::is_key(key) => Some(Target::Driver {
+        ["ethtool", iface, key] => Some(Target::Driver {
             iface: iface_name(iface)?,
-            key: key.to_string(),
+            key: DriverKey::parse(key)?,
         }),
         ["qdisc", iface, "root"] => Some(Target::RootQdisc {
             iface: iface_name(iface)?,
@@ -418,8 +416,8 @@ mod tests {
             Target::tx("eth0", 0, TxFile::XpsCpus),
             Target::Governor(12),
             Target::HaltPoll,
-            Target::driver("eth0", "rx-flow-hash.udp4"),
-            Target::driver("eth0", "features.rx-gro"),
+            Target::driver("eth0", DriverKey::FlowHash("udp4".to_string())),
+            Target::driver("eth0", DriverKey::Feature("rx-gro".to_string())),
             Target::root_qdisc("eth0"),
             Target::napi("eth0", 3, NapiKey::GroFlushTimeout),
             Target::RssIndirection {

@@ -47,7 +47,7 @@ fn irq_cpus(host: &Host, plan: &Plan) -> Vec<(u32, u32)> {
         let Some(irq) = c.target.irq() else {
             continue;
         };
-        let cpus = parse_list(&c.to).expect("cpu list");
+        let cpus = parse_list(c.to.as_str()).expect("cpu list");
         assert_eq!(cpus.len(), 1, "one CPU per queue IRQ: {c:?}");
         let queue = host
             .interfaces
@@ -107,11 +107,11 @@ fn every_profile_on_every_fixture_stays_on_network_cpus_and_is_deterministic() {
             assert_eq!(plan.cpus, network, "{name}");
             for c in &plan.changes {
                 let cpus = if c.target.to_string().ends_with("_list") {
-                    parse_list(&c.to).expect("list")
+                    parse_list(c.to.as_str()).expect("list")
                 } else if c.target.to_string().ends_with("rps_cpus")
                     || c.target.to_string().ends_with("xps_cpus")
                 {
-                    parse_mask(&c.to).expect("mask")
+                    parse_mask(c.to.as_str()).expect("mask")
                 } else {
                     continue;
                 };
@@ -156,10 +156,10 @@ fn pps_on_the_smt_host_puts_queues_on_node0_cores_and_rps_on_node0() {
     let rps = changes_ending(&plan, "/rps_cpus");
     assert_eq!(rps.len(), 8, "8 RX queues for 32 CPUs: RPS on every queue");
     for c in rps {
-        assert_eq!(&parse_mask(&c.to).expect("mask"), node0, "{c:?}");
+        assert_eq!(&parse_mask(c.to.as_str()).expect("mask"), node0, "{c:?}");
     }
     for c in changes_ending(&plan, "/rps_flow_cnt") {
-        assert_eq!(c.to, (32768 / 8).to_string());
+        assert_eq!(c.to.as_str(), (32768 / 8).to_string());
     }
     assert_eq!(
         sysctl_to(&plan, "net.core.rps_sock_flow_entries"),
@@ -210,7 +210,7 @@ fn cores_before_siblings_before_the_remote_node() {
     assert!(irqs[..4].iter().all(|(_, c)| node_of(&host, *c) == Some(0)));
     // RPS only from the NIC's node, even with remote CPUs allowed.
     for c in changes_ending(&plan, "/rps_cpus") {
-        assert_eq!(parse_mask(&c.to).expect("mask"), [0, 1, 16, 17]);
+        assert_eq!(parse_mask(c.to.as_str()).expect("mask"), [0, 1, 16, 17]);
     }
 }
 
@@ -240,7 +240,7 @@ fn isolated_cpu_is_never_used_and_the_nic_node_comes_first() {
     let pps = plan_with(&host, Profile::Pps, |_| {});
     for c in changes_ending(&pps, "/rps_cpus") {
         assert_eq!(
-            parse_mask(&c.to).expect("mask"),
+            parse_mask(c.to.as_str()).expect("mask"),
             (8..15).collect::<Vec<_>>()
         );
     }
@@ -255,7 +255,7 @@ fn single_queue_vm_gets_rps_over_both_cpus_and_all_flow_entries() {
     let host = host("vm-2cpu-virtio");
     let plan = plan_with(&host, Profile::Pps, |_| {});
     let rps = changes_ending(&plan, "rx-0/rps_cpus");
-    assert_eq!(parse_mask(&rps[0].to).expect("mask"), [0, 1]);
+    assert_eq!(parse_mask(rps[0].to.as_str()).expect("mask"), [0, 1]);
     let cnt = changes_ending(&plan, "rx-0/rps_flow_cnt");
     assert_eq!(cnt[0].to, "32768", "one queue: all entries");
     // Both vectors of queue 0 (input.0, output.0) on one CPU.
@@ -408,7 +408,7 @@ fn throughput_on_the_smt_host_sets_rings_coalescing_and_fq() {
         plan.changes
             .iter()
             .find(|c| c.target == t)
-            .map(|c| c.to.clone())
+            .map(|c| c.to.to_string())
     };
     assert_eq!(get("ethtool:eth0:rings.rx").as_deref(), Some("4096"));
     assert_eq!(get("ethtool:eth0:rings.tx").as_deref(), Some("4096"));
@@ -673,7 +673,7 @@ fn queues_already_alone_on_planned_cpus_keep_them() {
     );
     // XPS follows where the queue is.
     let xps0 = changes_ending(&plan, "tx-0/xps_cpus");
-    assert_eq!(parse_mask(&xps0[0].to).expect("mask"), [9]);
+    assert_eq!(parse_mask(xps0[0].to.as_str()).expect("mask"), [9]);
     // http wants queue i on CPU i: the swap is undone there.
     // (8 network CPUs for 8 queues: the queue count stays.)
     let http = plan_with(&host, Profile::Http, |o| o.cpus = Some((8..16).collect()));

@@ -575,8 +575,8 @@ fn the_allow_list_is_what_the_profiles_change() {
                 seen.extend(c.target.sysctl_name().map(str::to_string));
             }
             for h in &planned.host_wide {
-                admit_value(&h.target, &h.to, &limits)
-                    .and_then(|()| admit(&h.target, &Scope::Host))
+                admit_value(&h.target, h.to.as_str(), &limits)
+                    .and_then(|_| admit(&h.target, &Scope::Host))
                     .unwrap_or_else(|r| panic!("{name}, {}: {r}", profile.name()));
                 // And never in the namespace itself.
                 assert!(admit(&h.target, &scope).is_err(), "{name}: {}", h.target);

@@ -272,7 +272,7 @@ fn tcp_buffers_stay_under_a_socket_cap_the_namespace_cannot_raise() {
     let caps: Vec<(String, String)> = tput
         .host_wide
         .iter()
-        .map(|h| (h.target.to_string(), h.to.clone()))
+        .map(|h| (h.target.to_string(), h.to.to_string()))
         .collect();
     assert!(
         caps.contains(&(

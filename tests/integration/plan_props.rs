@@ -256,9 +256,9 @@ proptest! {
         for c in &p.changes {
             let text = c.target.to_string();
             let cpus = if text.ends_with("_list") {
-                parse_list(&c.to).expect("list")
+                parse_list(c.to.as_str()).expect("list")
             } else if text.ends_with("_cpus") {
-                parse_mask(&c.to).expect("mask")
+                parse_mask(c.to.as_str()).expect("mask")
             } else {
                 continue;
             };
@@ -272,7 +272,7 @@ proptest! {
         let mut load: BTreeMap<u32, u32> = BTreeMap::new();
         for iface in &host.interfaces {
             for v in &iface.irq_vectors {
-                let to = p.changes.iter().find(|c| c.target.irq() == Some(v.irq)).map(|c| c.to.clone());
+                let to = p.changes.iter().find(|c| c.target.irq() == Some(v.irq)).map(|c| c.to.to_string());
                 let cpus = match to {
                     Some(text) => parse_list(&text).expect("list"),
                     None => v.affinity.clone().unwrap_or_default(),
@@ -319,7 +319,7 @@ proptest! {
             let prefix = format!("/sys/class/net/{}/queues/", iface.name);
             for c in p.changes.iter().filter(|c| c.target.to_string().starts_with(&prefix) && c.target.to_string().ends_with("rps_cpus")) {
                 if c.to != "0" {
-                    prop_assert_eq!(&c.to, &format_mask(&local));
+                    prop_assert_eq!(c.to.as_str(), &format_mask(&local));
                 }
             }
         }

@@ -13,6 +13,7 @@ use nettune::base::stop::Stop;
 use nettune::base::Root;
 use nettune::host::Selection;
 use nettune::monitor::{text as monitor_text, Feed, Frame};
+use nettune::plan::admit::{Limits, Scope};
 use nettune::plan::{render, saved};
 
 use crate::common::{fresh_dir, hosts, nettune, scratch, write};
@@ -51,9 +52,9 @@ fn check_shell_line(line: &str, script: &str) {
     assert!(!quoted, "an unterminated quote in '{line}'");
 }
 
-/// A saved plan: loaded as `apply --plan` does, checked against the host
-/// it names, and rendered in every format; the shell script must run only
-/// the plan's own commands.
+/// A saved plan: loaded as `apply --plan` does, admitted and checked
+/// against the host it names, and rendered in every format; the shell
+/// script must run only the plan's own commands.
 pub fn saved_plan(data: &[u8]) {
     let dir = scratch().join("plan");
     let _ = std::fs::create_dir_all(&dir);
@@ -61,6 +62,13 @@ pub fn saved_plan(data: &[u8]) {
     let host = hosts().join(PLAN_HOST);
     write(&path, &made_here(data, &host));
     let Ok(plan) = saved::load(&path) else { return };
+    // As widely as any host would: the most CPUs Linux has.
+    let limits = Limits {
+        cpus: nettune::base::cpuset::MAX_CPUS,
+    };
+    let Ok(plan) = saved::admit(plan, "plan.json", &|_| Scope::Host, &limits) else {
+        return;
+    };
     let host_text = host.display().to_string();
     let path_text = path.display().to_string();
     for format in ["text", "json", "sh"] {

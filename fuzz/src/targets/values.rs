@@ -9,9 +9,10 @@ use nettune::base::cpuset::{format_list, format_mask, parse_list, parse_list_wit
 use nettune::base::driver::flow::{parse_table, table_text, FlowSpec, NtupleRule};
 use nettune::base::driver::netdev::parse_napi_value;
 use nettune::base::driver::setting::parse_flow_hash;
-use nettune::base::driver::{DriverSetting, NapiKey};
+use nettune::base::driver::{DriverKey, DriverSetting, NapiKey};
 use nettune::base::units;
 use nettune::plan::target::Target;
+use nettune::plan::Value;
 
 use crate::common::{split, text};
 
@@ -60,8 +61,11 @@ pub fn units(data: &[u8]) {
 pub fn driver_values(data: &[u8]) {
     let Some(text) = text(data) else { return };
     let (key, value) = text.split_once('=').unwrap_or((text, ""));
+    if let Some(parsed) = DriverKey::parse(key) {
+        assert_eq!(parsed.to_string(), key, "printed back: {parsed:?}");
+    }
     if let Ok(setting) = DriverSetting::parse(key, value) {
-        let again = DriverSetting::parse(&setting.key(), &setting.value_text());
+        let again = DriverSetting::parse(&setting.key().to_string(), &setting.value_text());
         assert_eq!(again.as_ref(), Ok(&setting), "printed back: {setting:?}");
         let _ = setting.ethtool_command("eth0");
     }
@@ -112,13 +116,16 @@ pub fn plan_target(data: &[u8]) {
     let _ = target.sysctl_name();
     let _ = target.is_writable();
     if let Some(value) = text(value) {
-        let change = nettune::plan::Change {
-            target: target.clone(),
-            from: String::new(),
-            to: value.to_string(),
-            reason: String::new(),
-            group: String::new(),
-        };
-        let _ = nettune::plan::render::command(&change);
+        if let Ok(to) = Value::parse(&target, value) {
+            assert_eq!(to.as_str(), value, "a value keeps its text");
+            let change = nettune::plan::Change {
+                target: target.clone(),
+                from: String::new(),
+                to,
+                reason: String::new(),
+                group: String::new(),
+            };
+            let _ = nettune::plan::render::command(&change);
+        }
     }
 }

@@ -35,7 +35,7 @@ pub enum DriverSetting {
     },
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ChannelKind {
     Rx,
     Tx,
@@ -68,6 +68,113 @@ impl ChannelKind {
     }
 }
 
+/// A driver setting's name within an interface, typed: `rings.rx`,
+/// `coalesce.adaptive-rx`, `rx-flow-hash.udp4`, `channels.combined`,
+/// `features.rx-gro` (what a target `ethtool:IFACE:KEY` names).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum DriverKey {
+    RingRx,
+    RingTx,
+    RxUsecs,
+    TxUsecs,
+    AdaptiveRx,
+    AdaptiveTx,
+    /// rx-flow-hash of a flow type (`udp4`).
+    FlowHash(String),
+    /// Queue count of one kind.
+    Channels(ChannelKind),
+    /// An offload by the name `ethtool -k` shows (either spelling).
+    Feature(String),
+}
+
+/// The keys without a name in them, by their text.
+const FIXED_KEYS: [(&str, DriverKey); 9] = [
+    ("rings.rx", DriverKey::RingRx),
+    ("rings.tx", DriverKey::RingTx),
+    ("coalesce.rx-usecs", DriverKey::RxUsecs),
+    ("coalesce.tx-usecs", DriverKey::TxUsecs),
+    ("coalesce.adaptive-rx", DriverKey::AdaptiveRx),
+    ("coalesce.adaptive-tx", DriverKey::AdaptiveTx),
+    ("channels.rx", DriverKey::Channels(ChannelKind::Rx)),
+    ("channels.tx", DriverKey::Channels(ChannelKind::Tx)),
+    (
+        "channels.combined",
+        DriverKey::Channels(ChannelKind::Combined),
+    ),
+];
+
+impl DriverKey {
+    /// The key `text` names, if nettune knows it.
+    pub fn parse(text: &str) -> Option<DriverKey> {
+        if let Some((_, key)) = FIXED_KEYS.iter().find(|(name, _)| *name == text) {
+            return Some(key.clone());
+        }
+        // A flow type or feature name as ethtool spells them.
+        let named = |suffix: &str| {
+            (!suffix.is_empty()
+                && suffix
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'))
+            .then(|| suffix.to_string())
+        };
+        if let Some(flow_type) = text.strip_prefix("rx-flow-hash.") {
+            return named(flow_type).map(DriverKey::FlowHash);
+        }
+        named(text.strip_prefix("features.")?).map(DriverKey::Feature)
+    }
+
+    /// The setting of this key with the value `text` (as
+    /// [`DriverSetting::value_text`] prints it).
+    pub fn setting(&self, text: &str) -> Result<DriverSetting, String> {
+        Ok(match self {
+            DriverKey::RingRx => DriverSetting::RingRx(parse_count(text)?),
+            DriverKey::RingTx => DriverSetting::RingTx(parse_count(text)?),
+            DriverKey::RxUsecs => DriverSetting::RxUsecs(parse_count(text)?),
+            DriverKey::TxUsecs => DriverSetting::TxUsecs(parse_count(text)?),
+            DriverKey::AdaptiveRx => DriverSetting::AdaptiveRx(parse_on_off(text)?),
+            DriverKey::AdaptiveTx => DriverSetting::AdaptiveTx(parse_on_off(text)?),
+            DriverKey::FlowHash(flow_type) => DriverSetting::FlowHash {
+                flow_type: flow_type.clone(),
+                hash: parse_flow_hash(text)?,
+            },
+            DriverKey::Channels(kind) => DriverSetting::Channels {
+                kind: *kind,
+                count: parse_count(text)?,
+            },
+            DriverKey::Feature(name) => DriverSetting::Feature {
+                name: name.clone(),
+                on: parse_on_off(text)?,
+            },
+        })
+    }
+}
+
+impl fmt::Display for DriverKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some((name, _)) = FIXED_KEYS.iter().find(|(_, key)| key == self) {
+            return f.write_str(name);
+        }
+        match self {
+            DriverKey::FlowHash(flow_type) => write!(f, "rx-flow-hash.{flow_type}"),
+            DriverKey::Feature(name) => write!(f, "features.{name}"),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Keys sort by their text, as targets are listed.
+impl Ord for DriverKey {
+    fn cmp(&self, other: &DriverKey) -> std::cmp::Ordering {
+        self.to_string().cmp(&other.to_string())
+    }
+}
+
+impl PartialOrd for DriverKey {
+    fn partial_cmp(&self, other: &DriverKey) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
 /// rx-flow-hash fields and the letter `ethtool -N ... rx-flow-hash` uses for
 /// each, in the order ethtool prints them.
 const FLOW_HASH_LETTERS: [(char, &str); 8] = [
@@ -95,6 +202,21 @@ pub fn flow_hash_text(hash: &FlowHash) -> Option<String> {
         .iter()
         .all(|f| FLOW_HASH_LETTERS.iter().any(|(_, name)| name == f));
     known.then_some(text)
+}
+
+/// `hash` as its letters say it, what writing [`flow_hash_text`] sets: its
+/// fields in ethtool's order; none at all when one has no letter (the
+/// text is then empty).
+pub fn flow_hash_in_letters(hash: &FlowHash) -> FlowHash {
+    let fields = match flow_hash_text(hash) {
+        Some(_) => FLOW_HASH_LETTERS
+            .iter()
+            .filter(|(_, field)| hash.fields.iter().any(|f| f == field))
+            .map(|(_, field)| field.to_string())
+            .collect(),
+        None => Vec::new(),
+    };
+    FlowHash { fields }
 }
 
 pub fn parse_flow_hash(text: &str) -> Result<FlowHash, String> {
@@ -137,43 +259,18 @@ fn parse_count(text: &str) -> Result<u32, String> {
 }
 
 impl DriverSetting {
-    /// Whether `key` names a setting nettune knows (`rings.rx`,
-    /// `rx-flow-hash.udp4`, `channels.combined`, `features.rx-gro`).
-    pub fn is_key(key: &str) -> bool {
-        const FIXED: [&str; 9] = [
-            "rings.rx",
-            "rings.tx",
-            "coalesce.rx-usecs",
-            "coalesce.tx-usecs",
-            "coalesce.adaptive-rx",
-            "coalesce.adaptive-tx",
-            "channels.rx",
-            "channels.tx",
-            "channels.combined",
-        ];
-        let named = |suffix: &str| {
-            !suffix.is_empty()
-                && suffix
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-        };
-        FIXED.contains(&key)
-            || key.strip_prefix("rx-flow-hash.").is_some_and(named)
-            || key.strip_prefix("features.").is_some_and(named)
-    }
-
     /// The setting's name within an interface: `rings.rx`.
-    pub fn key(&self) -> String {
+    pub fn key(&self) -> DriverKey {
         match self {
-            DriverSetting::RingRx(_) => "rings.rx".to_string(),
-            DriverSetting::RingTx(_) => "rings.tx".to_string(),
-            DriverSetting::RxUsecs(_) => "coalesce.rx-usecs".to_string(),
-            DriverSetting::TxUsecs(_) => "coalesce.tx-usecs".to_string(),
-            DriverSetting::AdaptiveRx(_) => "coalesce.adaptive-rx".to_string(),
-            DriverSetting::AdaptiveTx(_) => "coalesce.adaptive-tx".to_string(),
-            DriverSetting::FlowHash { flow_type, .. } => format!("rx-flow-hash.{flow_type}"),
-            DriverSetting::Channels { kind, .. } => format!("channels.{}", kind.name()),
-            DriverSetting::Feature { name, .. } => format!("features.{name}"),
+            DriverSetting::RingRx(_) => DriverKey::RingRx,
+            DriverSetting::RingTx(_) => DriverKey::RingTx,
+            DriverSetting::RxUsecs(_) => DriverKey::RxUsecs,
+            DriverSetting::TxUsecs(_) => DriverKey::TxUsecs,
+            DriverSetting::AdaptiveRx(_) => DriverKey::AdaptiveRx,
+            DriverSetting::AdaptiveTx(_) => DriverKey::AdaptiveTx,
+            DriverSetting::FlowHash { flow_type, .. } => DriverKey::FlowHash(flow_type.clone()),
+            DriverSetting::Channels { kind, .. } => DriverKey::Channels(*kind),
+            DriverSetting::Feature { name, .. } => DriverKey::Feature(name.clone()),
         }
     }
 
@@ -194,41 +291,9 @@ impl DriverSetting {
 
     /// Parse a key and value text (as `key` and `value_text` print them).
     pub fn parse(key: &str, value: &str) -> Result<DriverSetting, String> {
-        let setting = match key {
-            "rings.rx" => DriverSetting::RingRx(parse_count(value)?),
-            "rings.tx" => DriverSetting::RingTx(parse_count(value)?),
-            "coalesce.rx-usecs" => DriverSetting::RxUsecs(parse_count(value)?),
-            "coalesce.tx-usecs" => DriverSetting::TxUsecs(parse_count(value)?),
-            "coalesce.adaptive-rx" => DriverSetting::AdaptiveRx(parse_on_off(value)?),
-            "coalesce.adaptive-tx" => DriverSetting::AdaptiveTx(parse_on_off(value)?),
-            _ => {
-                if let Some(flow_type) = key.strip_prefix("rx-flow-hash.") {
-                    DriverSetting::FlowHash {
-                        flow_type: flow_type.to_string(),
-                        hash: parse_flow_hash(value)?,
-                    }
-                } else if let Some(kind) = key.strip_prefix("channels.") {
-                    let kind = match kind {
-                        "rx" => ChannelKind::Rx,
-                        "tx" => ChannelKind::Tx,
-                        "combined" => ChannelKind::Combined,
-                        _ => return Err(format!("'{key}' is not a channel count")),
-                    };
-                    DriverSetting::Channels {
-                        kind,
-                        count: parse_count(value)?,
-                    }
-                } else if let Some(name) = key.strip_prefix("features.") {
-                    DriverSetting::Feature {
-                        name: name.to_string(),
-                        on: parse_on_off(value)?,
-                    }
-                } else {
-                    return Err(format!("'{key}' is not a driver setting nettune knows"));
-                }
-            }
-        };
-        Ok(setting)
+        DriverKey::parse(key)
+            .ok_or_else(|| format!("'{key}' is not a driver setting nettune knows"))?
+            .setting(value)
     }
 
     /// The `ethtool` command that makes this setting (for `--format sh`).
@@ -262,48 +327,34 @@ impl fmt::Display for DriverSetting {
 }
 
 /// The current value text of a setting key, from what the driver reported.
-pub fn current_text(key: &str, settings: &DriverSettings) -> Probe<String> {
+pub fn current_text(key: &DriverKey, settings: &DriverSettings) -> Probe<String> {
     let number = |p: Probe<u32>| p.map(|n| n.to_string());
     let switch = |p: Probe<bool>| p.map(|on| on_off(on).to_string());
     let rings = settings.rings.clone();
     let coalesce = settings.coalesce.clone();
     match key {
-        "rings.rx" => number(rings.map(|r| r.rx)),
-        "rings.tx" => number(rings.map(|r| r.tx)),
-        "coalesce.rx-usecs" => number(coalesce.map(|c| c.rx_usecs)),
-        "coalesce.tx-usecs" => number(coalesce.map(|c| c.tx_usecs)),
-        "coalesce.adaptive-rx" => switch(coalesce.map(|c| c.adaptive_rx)),
-        "coalesce.adaptive-tx" => switch(coalesce.map(|c| c.adaptive_tx)),
-        _ => {
-            if let Some(flow_type) = key.strip_prefix("rx-flow-hash.") {
-                match settings.rx_flow_hash.get(flow_type) {
-                    Some(Probe::Value(hash)) => flow_hash_text(hash).into(),
-                    Some(Probe::Missing(m)) => Probe::Missing(*m),
-                    None => Probe::UNKNOWN,
-                }
-            } else if let Some(kind) = key.strip_prefix("channels.") {
-                let kind = match kind {
-                    "rx" => ChannelKind::Rx,
-                    "tx" => ChannelKind::Tx,
-                    "combined" => ChannelKind::Combined,
-                    _ => return Probe::UNKNOWN,
-                };
-                number(settings.channels.clone().map(|c| kind.count(&c)))
-            } else if let Some(name) = key.strip_prefix("features.") {
-                match settings.features.value() {
-                    Some(features) => features
-                        .get(name)
-                        .map(|f| on_off(f.active).to_string())
-                        .into(),
-                    None => match settings.features {
-                        Probe::Missing(m) => Probe::Missing(m),
-                        Probe::Value(_) => Probe::UNKNOWN,
-                    },
-                }
-            } else {
-                Probe::UNKNOWN
-            }
-        }
+        DriverKey::RingRx => number(rings.map(|r| r.rx)),
+        DriverKey::RingTx => number(rings.map(|r| r.tx)),
+        DriverKey::RxUsecs => number(coalesce.map(|c| c.rx_usecs)),
+        DriverKey::TxUsecs => number(coalesce.map(|c| c.tx_usecs)),
+        DriverKey::AdaptiveRx => switch(coalesce.map(|c| c.adaptive_rx)),
+        DriverKey::AdaptiveTx => switch(coalesce.map(|c| c.adaptive_tx)),
+        DriverKey::FlowHash(flow_type) => match settings.rx_flow_hash.get(flow_type) {
+            Some(Probe::Value(hash)) => flow_hash_text(hash).into(),
+            Some(Probe::Missing(m)) => Probe::Missing(*m),
+            None => Probe::UNKNOWN,
+        },
+        DriverKey::Channels(kind) => number(settings.channels.clone().map(|c| kind.count(&c))),
+        DriverKey::Feature(name) => match settings.features.value() {
+            Some(features) => features
+                .get(name)
+                .map(|f| on_off(f.active).to_string())
+                .into(),
+            None => match settings.features {
+                Probe::Missing(m) => Probe::Missing(m),
+                Probe::Value(_) => Probe::UNKNOWN,
+            },
+        },
     }
 }
 
@@ -331,6 +382,13 @@ mod tests {
             fields: vec!["ip_src".to_string(), "bit_9".to_string()],
         };
         assert_eq!(flow_hash_text(&odd), None);
+        for hash in [&ips, &odd] {
+            let text = flow_hash_text(hash).unwrap_or_default();
+            assert_eq!(
+                flow_hash_in_letters(hash),
+                parse_flow_hash(&text).expect("text")
+            );
+        }
     }
 
     #[test]
@@ -353,8 +411,17 @@ mod tests {
             },
         ];
         for s in settings {
-            let back = DriverSetting::parse(&s.key(), &s.value_text()).expect("parse");
+            let back = DriverSetting::parse(&s.key().to_string(), &s.value_text()).expect("parse");
             assert_eq!(back, s);
+            assert_eq!(DriverKey::parse(&s.key().to_string()), Some(s.key()));
+        }
+        for bad in [
+            "rings.rx2",
+            "features.",
+            "rx-flow-hash.udp 4",
+            "channels.other",
+        ] {
+            assert_eq!(DriverKey::parse(bad), None, "{bad}");
         }
         assert!(DriverSetting::parse("rings.rx", "many").is_err());
         assert!(DriverSetting::parse("coalesce.adaptive-rx", "yes").is_err());
@@ -389,14 +456,20 @@ mod tests {
             ..DriverSettings::default()
         };
         assert_eq!(
-            current_text("rings.rx", &settings),
+            current_text(&DriverKey::RingRx, &settings),
             Probe::Value("512".to_string())
         );
         assert_eq!(
-            current_text("coalesce.adaptive-rx", &settings),
+            current_text(&DriverKey::AdaptiveRx, &settings),
             Probe::Value("on".to_string())
         );
-        assert_eq!(current_text("channels.combined", &settings), Probe::UNKNOWN);
-        assert_eq!(current_text("rx-flow-hash.udp4", &settings), Probe::UNKNOWN);
+        assert_eq!(
+            current_text(&DriverKey::Channels(ChannelKind::Combined), &settings),
+            Probe::UNKNOWN
+        );
+        assert_eq!(
+            current_text(&DriverKey::FlowHash("udp4".to_string()), &settings),
+            Probe::UNKNOWN
+        );
     }
 }

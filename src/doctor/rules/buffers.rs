@@ -1,7 +1,7 @@
 //! TCP buffers and options: tcp.buffers-small, tcp.buffers-inconsistent,
 //! tcp.options-off, mtu.jumbo-probing.
 
-use super::{judged_interfaces, sysctl_fields, sysctl_targets, sysctl_u64};
+use super::shared::{judged_interfaces, sysctl_fields, sysctl_targets, sysctl_u64};
 use crate::base::units::{format_bytes, format_rate, format_time};
 use crate::doctor::planned::{Planned, Plans};
 use crate::doctor::{Context, Finding, Severity};
@@ -61,7 +61,7 @@ fn sysctl_fix(planned: &Planned, wanted: &[(&str, String)]) -> String {
         .iter()
         .filter_map(|c| {
             let name = c.target.sysctl_name()?;
-            Some(assignment(name, &c.to))
+            Some(assignment(name, c.to.as_str()))
         })
         .collect();
     let by_hand: Vec<&str> = wanted
@@ -445,7 +445,7 @@ mod tests {
             .iter()
             .find(|c| c.target == crate::plan::Target::sysctl("net.core.rmem_max"))
             .expect("rmem_max planned");
-        assert!(cap.to.parse::<u64>().expect("number") >= 33554432);
+        assert!(cap.to.as_str().parse::<u64>().expect("number") >= 33554432);
         assert!(
             f.fix.contains(&format!("net.core.rmem_max={}", cap.to)),
             "{}",

@@ -1,7 +1,7 @@
 //! CPU settings that tax the network path: cpu.idle-latency,
 //! cpu.mitigations.
 
-use super::sentence;
+use super::shared::sentence;
 use crate::base::cpuset::format_list;
 use crate::doctor::planned::Plans;
 use crate::doctor::{Context, Finding, Severity};
@@ -151,7 +151,7 @@ fn haltpoll_without_polling(host: &Host, plans: &Plans) -> Option<IdleCause> {
     let halt_scope = vec![Target::HaltPoll];
     let planned = plans.planned(Profile::Latency, &halt_scope);
     let (value, by_hand) = match planned.change(&Target::HaltPoll) {
-        Some(c) => (c.to.clone(), ""),
+        Some(c) => (c.to.to_string(), ""),
         None => (HALT_POLL_NS.to_string(), " by hand"),
     };
     let us = value.parse::<u64>().unwrap_or(HALT_POLL_NS) / 1000;

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{
+use super::shared::{
     irq_list, judged_interfaces, queue_irq_targets, rx_queue_irqs, rx_queue_targets, sentence,
     tx_queue_targets, QueueIrq,
 };

@@ -1,12 +1,12 @@
-//! The rules, one file per family, and what they share: which interfaces
-//! are judged, where each queue IRQ is delivered, and counters as totals or
-//! as deltas over the sampling interval.
+//! The rules, one file per family (what they share is in [`shared`]), run
+//! one after the other.
 
 mod buffers;
 mod cpu;
 mod irq;
 mod napi;
 mod nic;
+mod shared;
 mod sockets;
 mod softnet;
 mod state;
@@ -21,13 +21,9 @@ pub(crate) mod thresholds {
     };
 }
 
-use std::collections::BTreeMap;
-
+use super::context::Context;
+use super::finding::Finding;
 use super::planned::Plans;
-use super::{Context, Finding};
-use crate::base::counter::{delta, Width};
-use crate::host::{delivered_cpu, effective_current, Counters, Host, Interface, VectorRole};
-use crate::plan::target::{RxFile, Target, TxFile};
 
 /// Every rule's findings, unsorted. Rules whose fix a profile makes read
 /// that profile's plan from `plans`, so their fixes name its values.
@@ -43,240 +39,4 @@ pub fn all(ctx: &Context, plans: &Plans) -> Vec<Finding> {
     state::check(ctx, &mut out);
     steer::check(ctx, &mut out);
     out
-}
-
-/// Plan targets: the affinity of every queue IRQ of `iface` (the plan
-/// moves all vectors of queue i together).
-fn queue_irq_targets(iface: &Interface) -> Vec<Target> {
-    let mut irqs: Vec<u32> = iface
-        .irq_vectors
-        .iter()
-        .filter(|v| v.queue.is_some() && v.role != VectorRole::Other)
-        .map(|v| v.irq)
-        .chain(iface.rx_queues.iter().filter_map(|q| q.irq))
-        .collect();
-    irqs.sort_unstable();
-    irqs.dedup();
-    irqs.into_iter().map(Target::IrqAffinity).collect()
-}
-
-/// Plan targets: `file` of every RX queue of `iface`.
-fn rx_queue_targets(iface: &Interface, file: RxFile) -> Vec<Target> {
-    iface
-        .rx_queues
-        .iter()
-        .map(|q| Target::rx(&iface.name, q.index, file))
-        .collect()
-}
-
-/// Plan targets: `file` of every TX queue of `iface`.
-fn tx_queue_targets(iface: &Interface, file: TxFile) -> Vec<Target> {
-    iface
-        .tx_queues
-        .iter()
-        .map(|q| Target::tx(&iface.name, q.index, file))
-        .collect()
-}
-
-/// Plan targets of sysctls by name.
-fn sysctl_targets(names: &[&str]) -> Vec<Target> {
-    names.iter().map(|n| Target::sysctl(n)).collect()
-}
-
-/// Interfaces the rules judge: not loopback, not administratively or
-/// physically down, and backed by a device unless `--all` or `--netns`
-/// (inside a namespace the veth IS the interface that matters).
-fn judged_interfaces<'a>(ctx: &Context<'a>) -> impl Iterator<Item = &'a Interface> {
-    let all = ctx.all_interfaces || ctx.host.in_netns();
-    ctx.host
-        .interfaces
-        .iter()
-        .filter(move |i| i.name != "lo" && !i.is_down() && (i.physical || all))
-}
-
-/// A queue IRQ that carries receive work (an RX or combined vector).
-#[derive(Debug, Clone)]
-struct QueueIrq {
-    irq: u32,
-    /// The CPU that takes it: effective affinity when the kernel shows it,
-    /// else the first CPU of the mask (irq-affinity.rst: a mask with
-    /// several CPUs is delivered to one of them).
-    delivered: Option<u32>,
-    /// The kernel showed the effective affinity (else the mask's first CPU).
-    by_effective: bool,
-    /// Interrupts taken since boot, all CPUs.
-    count: u64,
-}
-
-/// The RX-carrying queue IRQs of an interface, from its IRQ vectors, or
-/// from its RX queues when vectors were not matched to roles.
-fn rx_queue_irqs(iface: &Interface) -> Vec<QueueIrq> {
-    let from_vectors: Vec<QueueIrq> = iface
-        .irq_vectors
-        .iter()
-        .filter(|v| matches!(v.role, VectorRole::Rx | VectorRole::Combined))
-        .map(|v| QueueIrq {
-            irq: v.irq,
-            delivered: delivered_cpu(v.effective.as_deref(), v.affinity.as_deref()),
-            by_effective: effective_current(v.effective.as_deref(), v.affinity.as_deref()),
-            count: v.per_cpu.iter().sum(),
-        })
-        .collect();
-    if !from_vectors.is_empty() {
-        return from_vectors;
-    }
-    iface
-        .rx_queues
-        .iter()
-        .filter_map(|q| {
-            Some(QueueIrq {
-                irq: q.irq?,
-                delivered: delivered_cpu(q.effective.as_deref(), q.affinity.as_deref()),
-                by_effective: effective_current(q.effective.as_deref(), q.affinity.as_deref()),
-                count: 0,
-            })
-        })
-        .collect()
-}
-
-/// An IRQ list (`74-81`) formatted like a CPU list.
-fn irq_list(irqs: impl IntoIterator<Item = u32>) -> String {
-    let irqs: Vec<u32> = irqs.into_iter().collect();
-    crate::base::cpuset::format_list(&irqs)
-}
-
-/// `text` with its first letter in upper case: fixes are sentences.
-fn sentence(text: &str) -> String {
-    let mut chars = text.chars();
-    match chars.next() {
-        Some(first) => first.to_uppercase().chain(chars).collect(),
-        None => String::new(),
-    }
-}
-
-/// "1 RX queue", "8 RX queues".
-fn plural(n: usize, noun: &str) -> String {
-    if n == 1 {
-        format!("1 {noun}")
-    } else {
-        format!("{n} {noun}s")
-    }
-}
-
-/// A sysctl as one number.
-/// A sysctl as a number: this namespace's, else (inside `--netns`) the
-/// host's value of a host-wide one.
-fn sysctl_u64(host: &Host, name: &str) -> Option<u64> {
-    host.sysctl_or_host(name)?.trim().parse().ok()
-}
-
-/// A sysctl of several numbers (`tcp_rmem`: min default max).
-fn sysctl_fields(host: &Host, name: &str) -> Option<Vec<u64>> {
-    host.sysctls
-        .get(name)?
-        .split_whitespace()
-        .map(|f| f.parse().ok())
-        .collect()
-}
-
-/// The counters a rule judges: totals since boot, or the change over the
-/// sampling interval.
-struct Window<'a> {
-    now: &'a Counters,
-    before: Option<&'a Counters>,
-    seconds: Option<f64>,
-    /// Judged inside a network namespace: per-CPU counters are the host's.
-    in_netns: bool,
-}
-
-impl<'a> Window<'a> {
-    fn of(ctx: &Context<'a>) -> Window<'a> {
-        match ctx.rates {
-            Some(r) if r.seconds > 0.0 => Window {
-                now: &r.after,
-                before: Some(&r.before),
-                seconds: Some(r.seconds),
-                in_netns: ctx.host.in_netns(),
-            },
-            _ => Window {
-                now: &ctx.host.counters,
-                before: None,
-                seconds: None,
-                in_netns: ctx.host.in_netns(),
-            },
-        }
-    }
-
-    fn live(&self) -> bool {
-        self.before.is_some()
-    }
-
-    /// "over 2 s" or "since boot", for evidence.
-    fn span(&self) -> String {
-        match self.seconds {
-            Some(s) => format!("over {}", crate::base::units::format_time(s)),
-            None => "since boot".to_string(),
-        }
-    }
-
-    /// [`Window::span`] for per-CPU counters (softirqs, /proc/stat,
-    /// softnet_stat), which count for the whole host: inside a network
-    /// namespace the evidence says so.
-    fn host_span(&self) -> String {
-        if self.in_netns {
-            format!(
-                "{} (whole host: these counters are not per namespace)",
-                self.span()
-            )
-        } else {
-            self.span()
-        }
-    }
-
-    /// ", 120/s" when sampled, "" otherwise.
-    fn rate_suffix(&self, n: u64) -> String {
-        match self.seconds {
-            Some(s) => format!(
-                " ({}/s)",
-                crate::base::units::format_count((n as f64 / s).round() as u64)
-            ),
-            None => String::new(),
-        }
-    }
-
-    fn per_sec(&self, n: u64) -> Option<f64> {
-        self.seconds.map(|s| n as f64 / s)
-    }
-
-    /// A named counter from one of the snmp maps (`Udp`, `TcpExt`, ...).
-    /// A counter that went backwards between the samples (a namespace or
-    /// module re-created) is a gap: `None`, not judged.
-    fn counter(&self, pick: fn(&Counters) -> &BTreeMap<String, i64>, name: &str) -> Option<u64> {
-        let now = u64::try_from(*pick(self.now).get(name)?).ok()?;
-        match self.before {
-            Some(b) => delta(u64::try_from(*pick(b).get(name)?).ok()?, now, Width::U64),
-            None => Some(now),
-        }
-    }
-
-    /// A per-CPU value, keyed by CPU id. Counters `width` bits wide that
-    /// wrapped between the samples count across the wrap (softnet_stat,
-    /// softirqs and interrupts are 32-bit); CPUs missing from either
-    /// sample, or whose counter went back otherwise (a gap), are left out.
-    fn per_cpu<T>(
-        &self,
-        rows: fn(&Counters) -> &[T],
-        key: fn(&T) -> (u32, u64),
-        width: Width,
-    ) -> Vec<(u32, u64)> {
-        let now = rows(self.now).iter().map(key);
-        match self.before {
-            None => now.collect(),
-            Some(before) => {
-                let base: BTreeMap<u32, u64> = rows(before).iter().map(key).collect();
-                now.filter_map(|(cpu, v)| Some((cpu, delta(*base.get(&cpu)?, v, width)?)))
-                    .collect()
-            }
-        }
-    }
 }

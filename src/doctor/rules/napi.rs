@@ -5,7 +5,7 @@
 //! interrupts, and on veth, which has no hardware IRQ, it measured a little
 //! slower (docs/benchmarks.md).
 
-use super::{judged_interfaces, plural, sysctl_u64};
+use super::shared::{judged_interfaces, plural, sysctl_u64};
 use crate::base::driver::NapiKey;
 use crate::base::Probe;
 use crate::doctor::planned::Plans;
@@ -110,7 +110,7 @@ pub fn check(ctx: &Context, plans: &Plans, out: &mut Vec<Finding>) {
                 .changes
                 .iter()
                 .find(|c| matches!(c.target, Target::Napi { key: k, .. } if k == key))
-                .map_or_else(|| default.to_string(), |c| c.to.clone())
+                .map_or_else(|| default.to_string(), |c| c.to.to_string())
         };
         let wanted = if profile == Profile::Http {
             HTTP_NAPI

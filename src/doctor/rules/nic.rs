@@ -2,10 +2,9 @@
 //! rss.udp-hash-ips-only, nic.rings-small, nic.queues-unused,
 //! qdisc.no-fair-queue.
 
-use super::{judged_interfaces, plural, rx_queue_targets, sysctl_targets, sysctl_u64};
+use super::shared::{judged_interfaces, plural, rx_queue_targets, sysctl_targets, sysctl_u64};
 use crate::base::cpuset::{format_list, format_mask, parse_mask};
-use crate::base::driver::Channels;
-use crate::base::driver::DriverSetting;
+use crate::base::driver::{ChannelKind, Channels, DriverKey};
 use crate::base::units::format_count;
 use crate::doctor::planned::{Planned, Plans};
 use crate::doctor::targets::{eligible_cpus, is_first_thread, rps_cpus};
@@ -13,7 +12,7 @@ use crate::doctor::{Context, Finding, Severity};
 use crate::host::{Host, Interface};
 use crate::plan::target::{RxFile, Target};
 use crate::plan::values::RFS_ENTRIES;
-use crate::plan::Profile;
+use crate::plan::{Profile, Typed, Value};
 
 const RFS_SYSCTL: &str = "net.core.rps_sock_flow_entries";
 
@@ -87,7 +86,7 @@ pub fn check(ctx: &Context, plans: &Plans, out: &mut Vec<Finding>) {
 /// hand: "net.core.rps_sock_flow_entries = 32768 and rps_flow_cnt = 4096".
 fn rfs_values(host: &Host, iface: &Interface, planned: &Planned) -> String {
     let entries = match planned.sysctl(RFS_SYSCTL) {
-        Some(c) => c.to.clone(),
+        Some(c) => c.to.to_string(),
         None => sysctl_u64(host, RFS_SYSCTL)
             .filter(|&n| n > 0)
             .unwrap_or(RFS_ENTRIES)
@@ -319,10 +318,11 @@ fn distinct_counts(counts: &[(u32, u64)]) -> Vec<String> {
 }
 
 /// `ethtool -N eth0 rx-flow-hash udp4 sdfn` for a planned driver change.
-fn ethtool_command(iface: &str, key: &str, to: &str) -> Option<String> {
-    DriverSetting::parse(key, to)
-        .ok()
-        .map(|s| s.ethtool_command(iface))
+fn ethtool_command(iface: &str, to: &Value) -> Option<String> {
+    match to.typed() {
+        Typed::Driver(setting) => Some(setting.ethtool_command(iface)),
+        _ => None,
+    }
 }
 
 fn udp_hash(plans: &Plans, iface: &Interface, out: &mut Vec<Finding>) {
@@ -346,7 +346,7 @@ fn udp_hash(plans: &Plans, iface: &Interface, out: &mut Vec<Finding>) {
         .collect();
     let scope: Vec<Target> = ips_only
         .iter()
-        .map(|(f, _)| Target::driver(&iface.name, &format!("rx-flow-hash.{f}")))
+        .map(|(f, _)| Target::driver(&iface.name, DriverKey::FlowHash(f.to_string())))
         .collect();
     let planned = plans.planned(Profile::Pps, &scope);
     let commands: Vec<String> = ips_only
@@ -355,7 +355,7 @@ fn udp_hash(plans: &Plans, iface: &Interface, out: &mut Vec<Finding>) {
         .map(|((flow, _), target)| {
             planned
                 .change(target)
-                .and_then(|c| ethtool_command(&iface.name, &format!("rx-flow-hash.{flow}"), &c.to))
+                .and_then(|c| ethtool_command(&iface.name, &c.to))
                 .unwrap_or_else(|| {
                     format!(
                         "ethtool -N {} rx-flow-hash {flow} sdfn (by hand)",
@@ -410,11 +410,11 @@ fn rings_small(plans: &Plans, iface: &Interface, out: &mut Vec<Finding>) {
     if losses.is_empty() {
         return;
     }
-    let scope = vec![Target::driver(&iface.name, "rings.rx")];
+    let scope = vec![Target::driver(&iface.name, DriverKey::RingRx)];
     let planned = plans.planned(Profile::Throughput, &scope);
     let command = planned
         .change(&scope[0])
-        .and_then(|c| ethtool_command(&iface.name, "rings.rx", &c.to))
+        .and_then(|c| ethtool_command(&iface.name, &c.to))
         .unwrap_or_else(|| format!("ethtool -G {} rx {} (by hand)", iface.name, rings.rx_max));
     out.push(Finding {
         id: "nic.rings-small",
@@ -451,30 +451,30 @@ fn queues_unused(host: &Host, plans: &Plans, iface: &Interface, out: &mut Vec<Fi
     if now == 0 || now >= target {
         return;
     }
-    let kind = if iface
+    let channels = if iface
         .driver_settings
         .channels
         .value()
         .is_some_and(|c| c.max_combined > 0)
     {
-        "combined"
+        ChannelKind::Combined
     } else {
-        "rx"
+        ChannelKind::Rx
     };
+    let kind = channels.name();
     let node = iface
         .numa_node
         .map(|n| format!("node {n} has"))
         .unwrap_or_else(|| "the host has".to_string());
-    let key = format!("channels.{kind}");
     // The plan also says when the per-queue settings follow (a second apply).
     let scope = vec![
-        Target::driver(&iface.name, &key),
+        Target::driver(&iface.name, DriverKey::Channels(channels)),
         Target::queues(&iface.name),
     ];
     let planned = plans.planned(Profile::Http, &scope);
     let command = match planned
         .change(&scope[0])
-        .and_then(|c| ethtool_command(&iface.name, &key, &c.to))
+        .and_then(|c| ethtool_command(&iface.name, &c.to))
     {
         Some(command) => format!("run one queue per network CPU: {command}"),
         None => format!(
@@ -495,7 +495,7 @@ fn queues_unused(host: &Host, plans: &Plans, iface: &Interface, out: &mut Vec<Fi
         why: WHY_QUEUES.to_string(),
         fix: format!(
             "{}, then one queue IRQ per CPU and XPS tx-i on the CPU of queue i.",
-            super::sentence(&command)
+            super::shared::sentence(&command)
         ),
         profile: Some(Profile::Http.name()),
         changes: Vec::new(),

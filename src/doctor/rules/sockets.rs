@@ -1,7 +1,7 @@
 //! Sockets and per-packet extras: udp.rcvbuf-errors, tcp.listen-overflows,
 //! sock.packet-taps, netfilter.conntrack.
 
-use super::{sentence, sysctl_targets, sysctl_u64, Window};
+use super::shared::{sentence, sysctl_targets, sysctl_u64, Window};
 use crate::base::counter::Width;
 use crate::base::units::{format_bytes, format_count};
 use crate::doctor::planned::{Planned, Plans};

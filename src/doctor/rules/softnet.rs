@@ -1,6 +1,6 @@
 //! Per-CPU receive work: softirq.hotspot, softnet.drops, softnet.squeeze.
 
-use super::{
+use super::shared::{
     judged_interfaces, queue_irq_targets, rx_queue_targets, sysctl_targets, sysctl_u64, Window,
 };
 use crate::base::counter::Width;

@@ -74,9 +74,9 @@ pub fn check(ctx: &Context, out: &mut Vec<Finding>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::apply::Drift;
     use crate::doctor::testkit::vm_2cpu_single_queue;
     use crate::doctor::AppliedState;
+    use crate::plan::Drift;
 
     #[test]
     fn a_state_whose_values_changed_is_a_finding_naming_them() {
@@ -92,7 +92,7 @@ mod tests {
                     .parse()
                     .expect("target"),
                 group: "eth0".to_string(),
-                applied: "3".to_string(),
+                applied: crate::plan::Value::cpu_mask(&[0, 1]),
                 now: "0".to_string(),
             }],
             rollback: "nettune rollback 3 --state-dir /tmp/st".to_string(),

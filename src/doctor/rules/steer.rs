@@ -1,7 +1,7 @@
 //! rss.queue-without-weight, xdp.generic-mode, xdp.stale-program: the
 //! state the single-RX-queue method leaves, judged when nobody meant it.
 
-use super::{judged_interfaces, plural};
+use super::shared::{judged_interfaces, plural};
 use crate::base::cpuset::format_list;
 use crate::base::driver::xdp::XdpMode;
 use crate::base::Probe;
@@ -213,8 +213,8 @@ fn stale_program(ctx: &Context, out: &mut Vec<Finding>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::apply::XdpRecord;
     use crate::base::driver::xdp::{XdpFeatures, XdpProgram, XdpState};
+    use crate::base::records::XdpRecord;
     use crate::doctor::testkit::two_socket_smt_8q;
     use crate::doctor::{AppliedState, AppliedXdp};
 

@@ -1,12 +1,23 @@
-//! States that are not a profile: a queue handed to a reader by `nettune
-//! steer`, and an XDP program that `bench udp-sink --xdp` attached. Both
-//! are journaled like a profile (originals first, synced before the
-//! change) so `rollback` undoes them and `doctor` sees them.
+//! What the journal records of states that are not a profile: a queue
+//! handed to a reader by `nettune steer`, and an XDP program that `bench
+//! udp-sink --xdp` attached. Both are journaled like a profile (originals
+//! first, synced before the change) so `rollback` undoes them and `doctor`
+//! sees them. Plain data over the driver's types: `plan` makes a steer
+//! record, a benchmark an XDP record, `apply` journals both and `doctor`
+//! judges them, so they live below all of those.
 
 use serde::{Deserialize, Serialize};
 
 use crate::base::driver::flow::FlowSpec;
 use crate::base::driver::xdp::XdpMode;
+
+/// The value of an ntuple rule slot that holds no rule.
+pub const NO_RULE: &str = "none";
+
+/// The value of an XDP program target before the program is attached,
+/// and once it is.
+pub const XDP_DETACHED: &str = "not attached";
+pub const XDP_ATTACHED: &str = "attached";
 
 /// What `nettune steer` set up.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

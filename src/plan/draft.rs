@@ -1,0 +1,71 @@
+//! The plan being built: what each planner (queues, driver, NAPI, kernel)
+//! adds to, keeping a change only where the value differs in meaning.
+
+use super::change::{Change, HostWide, Skipped, KERNEL_GROUP};
+use super::compare;
+use super::render;
+use super::target::Target;
+use super::value::Value;
+
+/// The plan being built: changes only where the value differs in meaning.
+#[derive(Debug, Default)]
+pub(super) struct Draft {
+    pub(super) changes: Vec<Change>,
+    pub(super) skipped: Vec<Skipped>,
+    pub(super) host_wide: Vec<HostWide>,
+}
+
+impl Draft {
+    /// Change `target` from `from` to `to`, unless they mean the same.
+    pub(super) fn want(
+        &mut self,
+        group: &str,
+        target: Target,
+        from: &str,
+        to: Value,
+        reason: String,
+    ) {
+        if compare::same_value(&target, from, to.as_str()) {
+            return;
+        }
+        self.changes.push(Change {
+            target,
+            from: from.trim().to_string(),
+            to,
+            reason,
+            group: group.to_string(),
+        });
+    }
+
+    /// A value only the host can set: named in `host_wide`, and left alone
+    /// here with the command that sets it there. `why` says why this
+    /// namespace cannot.
+    pub(super) fn host_wide(
+        &mut self,
+        target: Target,
+        from: Option<&str>,
+        to: Value,
+        reason: String,
+        why: &str,
+    ) {
+        let skip = format!(
+            "host-wide: {why}; set it on the host: {}",
+            render::set_command(&target, &to)
+        );
+        self.skip(KERNEL_GROUP, &target, &skip);
+        self.host_wide.push(HostWide {
+            target,
+            from: from.map(|f| f.trim().to_string()),
+            to,
+            reason,
+        });
+    }
+
+    pub(super) fn skip(&mut self, group: &str, target: &Target, reason: &str) {
+        self.skipped.push(Skipped {
+            target: target.clone(),
+            reason: reason.to_string(),
+            group: group.to_string(),
+        });
+    }
+}
