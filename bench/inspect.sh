@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Wall time of `nettune inspect` (and `doctor --interval 0` once it exists):
-# live on this host, and on a generated 128-CPU host with a 64-queue NIC.
-# Targets: < 50 ms on a 2-CPU VM including driver queries,
-# < 200 ms on the 128-CPU fixture. Prints median and max of N runs.
+# Wall time of `nettune inspect` and `nettune doctor`, process start-up
+# included: live on this host (driver queries and the qdisc dump included)
+# and on a generated 128-CPU host with a 64-queue NIC. Prints the median
+# and the maximum of RUNS runs (30), and the load average before and after.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${RUNS:-30}
@@ -30,11 +30,12 @@ measure() { # label, command...
         { a[NR] = $1 } END { printf "%-45s median %6.1f ms  max %6.1f ms  (%d runs)\n", label, a[int((n + 1) / 2)] / 1000, a[n] / 1000, n }'
 }
 
-echo "machine: $(nproc) CPUs, $(uname -r), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
+echo "machine: $(nproc) CPUs, $(uname -r), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//');" \
+    "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 measure "inspect (live)" "$bin" inspect
 measure "inspect --json (live)" "$bin" inspect --json
 measure "inspect (128 CPUs, 64 queues, --root)" "$bin" inspect --root "$big/host"
 measure "inspect --json (128 CPUs, 64 queues)" "$bin" inspect --json --root "$big/host"
-if "$bin" doctor --help >/dev/null 2>&1; then
-    measure "doctor --interval 0 (live)" "$bin" doctor --interval 0
-fi
+measure "doctor --interval 0 (live)" "$bin" doctor --interval 0
+measure "doctor (128 CPUs, 64 queues, --root)" "$bin" doctor --root "$big/host"
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -57,7 +57,7 @@ pub struct NapiValues {
 /// latency: a short deferral. After traffic the IRQ stays masked for at
 /// most 2 x 20 us, so a packet nobody polls for waits 20 us at most (Eric
 /// Dumazet's example timer in the commit that added napi_defer_hard_irqs);
-/// measured across veth (docs/benchmarks.md), the kernel selftest's 100 x
+/// measured across veth (bench/busy_poll.sh), the kernel selftest's 100 x
 /// 50 us raised a 5000/s ping-pong's median from 4.5 to 20 us. IRQ
 /// suspension as in the kernel's busy-poll selftest: it engages only for
 /// applications that ask (epoll prefer_busy_poll).

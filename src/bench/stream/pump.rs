@@ -280,7 +280,7 @@ impl Received {
 /// (an inter-processor interrupt on another CPU). Woken per ~64 KiB
 /// segment, one veth stream spent about half of the sending CPU in softirq
 /// and ran at ~0.72x of iperf3; waking per 128 KiB it outran iperf3
-/// (docs/benchmarks.md, "A quiet run").
+/// (bench/stream.sh measures both).
 pub const RCVLOWAT: usize = 128 * 1024;
 
 /// The wake-up mark for the receivers of a test of `streams` streams,

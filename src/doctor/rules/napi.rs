@@ -3,7 +3,7 @@
 //! every packet, on a kernel and driver that can defer the IRQs. Info, not
 //! a warning: deferral trades a bounded delay (the timer) for fewer
 //! interrupts, and on veth, which has no hardware IRQ, it measured a little
-//! slower (docs/benchmarks.md).
+//! slower (bench/busy_poll.sh compares both).
 
 use super::shared::{judged_interfaces, plural, sysctl_u64};
 use crate::base::driver::NapiKey;
