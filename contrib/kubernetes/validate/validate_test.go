@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -159,9 +162,9 @@ func TestTheMonitorContainerHasNoPrivilege(t *testing.T) {
 	}
 }
 
-// The tuning DaemonSet: apply under a guard at the start, the rollback
-// on termination, both on the node's state directory.
-func TestTheTuningDaemonSetAppliesUnderAGuardAndRollsBack(t *testing.T) {
+// The tuning DaemonSet: apply at the start, the rollback on termination,
+// both on the node's state directory.
+func TestTheTuningDaemonSetAppliesAndRollsBack(t *testing.T) {
 	ds := daemonSet(t, "../nettune-tune.yaml")
 	spec := ds.Spec.Template.Spec
 	if len(spec.InitContainers) != 1 {
@@ -169,7 +172,7 @@ func TestTheTuningDaemonSetAppliesUnderAGuardAndRollsBack(t *testing.T) {
 	}
 	apply := spec.InitContainers[0]
 	args := strings.Join(apply.Args, " ")
-	if !regexp.MustCompile(`^apply --profile \S+ --guard \S+`).MatchString(args) {
+	if !regexp.MustCompile(`^apply --profile \S+`).MatchString(args) {
 		t.Errorf("the init container runs %q", args)
 	}
 	rollback := container(t, spec.Containers, "rollback")
@@ -218,6 +221,95 @@ func TestTheImageIsTheCrateVersion(t *testing.T) {
 		for _, c := range append(append([]corev1.Container(nil), spec.InitContainers...), spec.Containers...) {
 			if c.Image != want {
 				t.Errorf("%s: container %s runs %s, want %s", file, c.Name, c.Image, want)
+			}
+		}
+	}
+}
+
+// The image's entry point (contrib/kubernetes/Containerfile).
+const entryPoint = "/usr/bin/nettune"
+
+// reference is a $(VAR) reference in a container's args, as the kubelet
+// expands it.
+var reference = regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
+
+// expand replaces the $(VAR) references of args with the container's
+// environment as the kubelet would fill it in on a node: a value as
+// written, a field of the pod's status as an address of this machine.
+func expand(c corev1.Container, args []string) []string {
+	env := map[string]string{}
+	for _, e := range c.Env {
+		switch {
+		case e.ValueFrom == nil:
+			env[e.Name] = e.Value
+		case e.ValueFrom.FieldRef != nil && strings.HasPrefix(e.ValueFrom.FieldRef.FieldPath, "status.") &&
+			strings.HasSuffix(e.ValueFrom.FieldRef.FieldPath, "IP"):
+			env[e.Name] = "127.0.0.1"
+		}
+	}
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = reference.ReplaceAllStringFunc(a, func(ref string) string {
+			if v, ok := env[reference.FindStringSubmatch(ref)[1]]; ok {
+				return v
+			}
+			return ref
+		})
+	}
+	return out
+}
+
+// Every command the manifests run, each container's arguments after the
+// image's entry point and each exec hook, is one that the nettune built
+// from this source accepts: its arguments are parsed with --help after
+// them, which checks each option and value before it and changes nothing.
+// An option this nettune does not have (say, one of a later release), a
+// misspelt one or a value it refuses fails here, where a cluster would
+// only show a pod that never starts. NETTUNE_BIN names the binary
+// (scripts/test-contrib gives the image's).
+func TestEveryCommandIsOneThisNettuneAccepts(t *testing.T) {
+	bin := os.Getenv("NETTUNE_BIN")
+	if bin == "" {
+		t.Skip("NETTUNE_BIN is not set: the nettune binary to parse the manifests' commands (scripts/test-contrib sets it)")
+	}
+	for _, file := range manifests {
+		spec := daemonSet(t, file).Spec.Template.Spec
+		for _, c := range append(append([]corev1.Container(nil), spec.InitContainers...), spec.Containers...) {
+			commands := map[string][]string{}
+			if len(c.Command) > 0 && c.Command[0] != entryPoint {
+				t.Errorf("%s: container %s runs %q, not the image's %s", file, c.Name, c.Command[0], entryPoint)
+				continue
+			}
+			args := append([]string(nil), c.Command...)
+			if len(args) > 0 {
+				args = args[1:]
+			}
+			commands["its arguments"] = append(args, c.Args...)
+			if c.Lifecycle != nil {
+				for name, h := range map[string]*corev1.LifecycleHandler{"postStart": c.Lifecycle.PostStart, "preStop": c.Lifecycle.PreStop} {
+					if h == nil || h.Exec == nil {
+						continue
+					}
+					if len(h.Exec.Command) == 0 || h.Exec.Command[0] != entryPoint {
+						t.Errorf("%s: container %s's %s hook runs %q: the image has nothing but %s", file, c.Name, name, h.Exec.Command, entryPoint)
+						continue
+					}
+					commands["its "+name+" hook"] = h.Exec.Command[1:]
+				}
+			}
+			for what, args := range commands {
+				if len(args) == 0 {
+					t.Errorf("%s: container %s: %s are empty (nettune without a command only prints its help)", file, c.Name, what)
+					continue
+				}
+				args = append(expand(c, args), "--help")
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				out, err := exec.CommandContext(ctx, bin, args...).CombinedOutput()
+				cancel()
+				if err != nil {
+					t.Errorf("%s: container %s, %s: `nettune %s` is refused by %s (%v): %s",
+						file, c.Name, what, strings.Join(args, " "), bin, err, strings.TrimSpace(string(out)))
+				}
 			}
 		}
 	}
