@@ -191,6 +191,8 @@ pub fn run_apply(args: ApplyArgs) -> anyhow::Result<Status> {
              reboot; nothing was changed"
         );
     }
+    // The guard's options are checked before anything is read.
+    args.guard.plan(args.tune.target.netns.is_some())?;
     let root_dir = match &args.tune.target.root {
         Some(dir) => Some(tree(dir, "apply")?),
         None => None,
@@ -344,10 +346,13 @@ fn summary(journal: &Journal, place: &str, state: &StateDir, host_wide: &str) ->
         ));
     }
     out.push_str(host_wide);
-    out.push_str(&format!(
-        "undo with: {}\n",
-        state.command(&format!("rollback {}", journal.id))
-    ));
+    // A guard that rolled the state back says so after this.
+    if journal.status != StateStatus::RolledBack {
+        out.push_str(&format!(
+            "undo with: {}\n",
+            state.command(&format!("rollback {}", journal.id))
+        ));
+    }
     out
 }
 
@@ -592,6 +597,7 @@ impl<'a> Row<'a> {
             "undoable": self.not_undoable.is_none(),
             "not_undoable_because": self.not_undoable,
             "drift": self.drift,
+            "guard": j.guard,
         })
     }
 }
@@ -629,6 +635,22 @@ fn history_text(rows: &[Row], unreadable: &[apply::Unreadable], state: &StateDir
                     )
                 };
                 out.push_str(&format!("      cannot be undone: {why}{hint}\n"));
+            }
+        }
+        if let Some(guard) = &j.guard {
+            match &guard.result {
+                Some(result) if result != "passed" => {
+                    out.push_str(&format!("      guard {result}\n"));
+                }
+                None if j.status == StateStatus::Complete && guard.interrupted() => {
+                    out.push_str(&format!(
+                        "      its guard (pid {}) was stopped before it decided: roll it back, \
+                         or keep it with `{}`\n",
+                        guard.pid,
+                        state.command(&format!("rollback --forget {} --force", j.id))
+                    ));
+                }
+                _ => {}
             }
         }
         match row.drift.as_deref() {

@@ -344,7 +344,7 @@ impl GuardReport {
         let plan = &self.plan;
         let mut out = String::new();
         let watched = format!(
-            "{} ({}), baseline {} before the change",
+            "{} every {}, baseline {} before the change",
             plan.watch
                 .metrics
                 .iter()
