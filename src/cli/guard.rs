@@ -217,8 +217,9 @@ impl Guarding {
         backend: &Backend,
         mut journal: Journal,
     ) -> anyhow::Result<(GuardReport, Journal)> {
+        // Samples keep the baseline's clock (the sampler reads the
+        // settings again on it); intervals are counted from the change.
         let changed = Instant::now();
-        self.start = changed;
         say(&format!(
             "guard: state {} applied; watching for {} (interval {})",
             journal.id,
