@@ -16,7 +16,7 @@ use anyhow::Context as _;
 use nix::fcntl::{Flock, FlockArg};
 use serde::{Deserialize, Deserializer, Serialize};
 
-use crate::base::records::{SteerRecord, XdpRecord};
+use crate::base::records::{GuardRecord, SteerRecord, XdpRecord};
 use crate::plan::{PlanOptions, Profile, Target, Value};
 
 /// The journal format this nettune writes. Bumped when a field changes
@@ -186,6 +186,9 @@ pub struct Journal {
     /// same place refuses to start until `nettune rollback` restores it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub experiment: Option<String>,
+    /// The guard of `apply --guard` watching (or that watched) this state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guard: Option<GuardRecord>,
 }
 
 impl Journal {
@@ -654,6 +657,7 @@ pub(crate) mod tests {
             options: Some(PlanOptions::new(Profile::Pps)),
             steer: None,
             xdp: None,
+            guard: None,
             root: None,
             netns: None,
             netns_inode: None,

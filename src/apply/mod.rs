@@ -21,7 +21,9 @@ use std::path::Path;
 
 use anyhow::Context as _;
 
-pub use crate::base::records::{self, SteerRecord, XdpRecord, NO_RULE, XDP_ATTACHED, XDP_DETACHED};
+pub use crate::base::records::{
+    self, GuardRecord, SteerRecord, XdpRecord, NO_RULE, XDP_ATTACHED, XDP_DETACHED,
+};
 pub use crate::plan::drift::Drift;
 pub use drift::drift;
 pub use journal::{
@@ -60,6 +62,9 @@ pub struct Request<'a> {
     /// The experiment applying it (its result directory), recorded in the
     /// journal; `None` for `nettune apply`.
     pub experiment: Option<&'a str>,
+    /// The guard that will watch the change (`apply --guard`), recorded
+    /// in the journal before the first change.
+    pub guard: Option<GuardRecord>,
 }
 
 /// How an apply ended (errors aside).
@@ -97,6 +102,7 @@ pub fn apply(state: &StateDir, backend: &Backend, req: &Request) -> anyhow::Resu
         Purpose::Steer(record) => journal.steer = Some(record.clone()),
     }
     journal.experiment = req.experiment.map(str::to_string);
+    journal.guard = req.guard.clone();
     state.save(&journal)?;
     write_changes(state, backend, &mut journal)?;
     if journal.change_count() == 0 {
@@ -161,6 +167,7 @@ fn new_journal(
         rolled_back_at: None,
         forgotten_at: None,
         experiment: None,
+        guard: None,
     })
 }
 
@@ -252,7 +259,39 @@ fn refuse_after_an_interrupted_apply(state: &StateDir, here: &Place) -> anyhow::
             state.command(&format!("rollback {}", open.id))
         );
     }
+    if let Some(unjudged) = listing.journals.iter().rev().find(|j| {
+        j.status == StateStatus::Complete
+            && j.guard.as_ref().is_some_and(GuardRecord::interrupted)
+            && Place::of(j).same(here)
+            && place::not_undoable(j).is_none()
+    }) {
+        anyhow::bail!(
+            "state {} ({}, {}) was applied under a guard that was stopped before it decided \
+             whether the change made things worse; run `{}` first (or keep it with `{}`); \
+             nothing was changed",
+            unjudged.id,
+            unjudged.what(),
+            unjudged.time,
+            state.command(&format!("rollback {}", unjudged.id)),
+            state.command(&format!("rollback --forget {} --force", unjudged.id))
+        );
+    }
     Ok(())
+}
+
+/// Guard `journal`'s verdict: `passed`, or `rolled back: WHY` (saved
+/// before the rollback starts, so a rollback that fails keeps it).
+pub fn guard_result(state: &StateDir, journal: &mut Journal, result: &str) -> anyhow::Result<()> {
+    if let Some(guard) = &mut journal.guard {
+        guard.result = Some(result.to_string());
+    }
+    state.save(journal)
+}
+
+/// How many of `planned` do not hold their planned value now (what
+/// `apply` would change), read through `backend`.
+pub fn pending(backend: &Backend, planned: &[Change]) -> anyhow::Result<usize> {
+    Ok(originals(backend, planned)?.len())
 }
 
 /// Every planned target's current value, read now (not from the model):

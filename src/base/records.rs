@@ -55,6 +55,44 @@ impl XdpRecord {
     }
 }
 
+/// The guard of `apply --guard`, recorded with the state before the first
+/// change: a guard that was killed while it watched leaves a state that
+/// nobody judged, which the next apply of the same place refuses to build
+/// on and `rollback` undoes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GuardRecord {
+    /// How long it watches after the change, in milliseconds.
+    pub duration_ms: u64,
+    /// What it watches (`drops`, `softnet`, `udp-rcvbuf`, `findings`).
+    pub metrics: Vec<String>,
+    /// The process that watches, and its start time (as [`XdpRecord`]).
+    pub pid: u32,
+    pub pid_start: Option<u64>,
+    /// How it ended: `passed`, `rolled back: WHY`; `None` while it
+    /// watches, or when it was killed before it decided.
+    pub result: Option<String>,
+}
+
+impl GuardRecord {
+    /// A guard of `duration_ms` watching `metrics` from this process.
+    pub fn here(duration_ms: u64, metrics: Vec<String>) -> GuardRecord {
+        let pid = std::process::id();
+        GuardRecord {
+            duration_ms,
+            metrics,
+            pid,
+            pid_start: process_start(pid),
+            result: None,
+        }
+    }
+
+    /// It ended without a verdict: its process is gone (killed).
+    pub fn interrupted(&self) -> bool {
+        self.result.is_none()
+            && !(self.pid_start.is_some() && process_start(self.pid) == self.pid_start)
+    }
+}
+
 /// The start time of process `pid` (field 22 of /proc/PID/stat).
 pub fn process_start(pid: u32) -> Option<u64> {
     let text = crate::base::Root::live()

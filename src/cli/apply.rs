@@ -9,6 +9,7 @@ use serde_json::json;
 use crate::apply::journal::{Journal, Outcome, StateDir, StateStatus, DEFAULT_STATE_DIR};
 use crate::apply::{self, place, Applied, Backend, Request};
 use crate::base::text::sh_word;
+use crate::cli::guard::{GuardArgs, GuardReport, GuardResult};
 use crate::cli::plan::{chosen_format, print, resolve, Format, TuneArgs};
 use crate::error::Status;
 use crate::host;
@@ -49,6 +50,8 @@ pub struct ApplyArgs {
     /// --dry-run, the plan as JSON.
     #[arg(long, conflicts_with = "format")]
     pub json: bool,
+    #[command(flatten)]
+    pub guard: GuardArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -188,6 +191,8 @@ pub fn run_apply(args: ApplyArgs) -> anyhow::Result<Status> {
              reboot; nothing was changed"
         );
     }
+    // The guard's options are checked before anything is read.
+    args.guard.plan(args.tune.target.netns.is_some())?;
     let root_dir = match &args.tune.target.root {
         Some(dir) => Some(tree(dir, "apply")?),
         None => None,
@@ -202,7 +207,7 @@ pub fn run_apply(args: ApplyArgs) -> anyhow::Result<Status> {
         crate::base::netns::own_sysfs()?;
     }
     let (opts, plan, host) = crate::cli::plan::resolve_with_host(&args.tune)?;
-    let request = Request {
+    let mut request = Request {
         changes: &plan.changes,
         purpose: apply::Purpose::Profile(opts.clone()),
         root: root_dir.as_deref(),
@@ -211,13 +216,34 @@ pub fn run_apply(args: ApplyArgs) -> anyhow::Result<Status> {
         irqbalance_running: host.irqbalance.running,
         allow_irqbalance: args.allow_irqbalance,
         experiment: None,
+        guard: None,
     };
     // Refusals come before the lock, which creates the state directory.
     let here = apply::Place::here(request.root, request.netns)?;
     apply::refuse(&state, &request, &here)?;
+    let guard = args.guard.plan(here.is_namespace())?;
+    let stop = match guard {
+        Some(_) => Some(super::signals::stop_on_signals()?),
+        None => None,
+    };
     let _lock = state.lock()?;
     let backend = Backend::new(host::open_root(root_dir.as_deref())?);
+    // The baseline is measured only when there is something to change.
+    let guarding = match (guard, stop) {
+        (Some(guard), Some(stop)) if apply::pending(&backend, request.changes)? > 0 => {
+            Some(guard.measure(root_dir.as_deref(), request.netns, stop)?)
+        }
+        _ => None,
+    };
+    request.guard = guarding.as_ref().map(|g| g.record());
     let applied = apply::apply(&state, &backend, &request)?;
+    let (applied, guarded) = match (applied, guarding) {
+        (Applied::Done(journal), Some(guarding)) => {
+            let (report, journal) = guarding.watch(&state, &backend, journal)?;
+            (Applied::Done(journal), Some(report))
+        }
+        (applied, _) => (applied, None),
+    };
     // Where it was applied, also when nettune was started inside a
     // namespace without --netns.
     let place = match &here {
@@ -236,7 +262,13 @@ pub fn run_apply(args: ApplyArgs) -> anyhow::Result<Status> {
             "nothing to change on {place}: the kernel refused every planned change\n{}{host_wide}",
             refusals(journal)
         ),
-        Applied::Done(journal) => summary(journal, &place, &state, &host_wide),
+        Applied::Done(journal) => {
+            let mut text = summary(journal, &place, &state, &host_wide);
+            if let Some(report) = &guarded {
+                text.push_str(&report.text(&state, journal));
+            }
+            text
+        }
     };
     if args.json {
         let mut value = match &applied {
@@ -250,11 +282,43 @@ pub fn run_apply(args: ApplyArgs) -> anyhow::Result<Status> {
         };
         value["host_wide"] = json!(plan.host_wide);
         value["host_command"] = json!(plan.host_command);
+        if let Some(report) = &guarded {
+            value["guard"] = report.json();
+        }
         crate::output::print(&(serde_json::to_string_pretty(&value)? + "\n"))?;
     } else {
         crate::output::print(&text)?;
     }
-    Ok(Status::Clean)
+    match (&guarded, &applied) {
+        (Some(report), Applied::Done(journal)) => guard_status(report, journal, &state),
+        _ => Ok(Status::Clean),
+    }
+}
+
+/// The exit status of a guarded apply: 0 the change stays, 1 the guard
+/// rolled it back, 2 (an error) when rolling back failed or the guard was
+/// interrupted.
+fn guard_status(
+    report: &GuardReport,
+    journal: &Journal,
+    state: &StateDir,
+) -> anyhow::Result<Status> {
+    match report.result {
+        GuardResult::Passed => Ok(Status::Clean),
+        GuardResult::RolledBack => Ok(Status::Findings),
+        GuardResult::Interrupted => anyhow::bail!(
+            "the guard was interrupted after {:.1} s of its {:.1} s; state {} was rolled back",
+            report.watched_secs,
+            report.plan.duration_secs(),
+            journal.id
+        ),
+        GuardResult::RollbackFailed => anyhow::bail!(
+            "the guard fired and rolling back state {} failed: {}; fix the cause and run `{}`",
+            journal.id,
+            report.rollback_error.as_deref().unwrap_or("unknown error"),
+            state.command(&format!("rollback {}", journal.id))
+        ),
+    }
 }
 
 /// What was applied, what was refused, `host_wide` (the host-wide values
@@ -282,10 +346,13 @@ fn summary(journal: &Journal, place: &str, state: &StateDir, host_wide: &str) ->
         ));
     }
     out.push_str(host_wide);
-    out.push_str(&format!(
-        "undo with: {}\n",
-        state.command(&format!("rollback {}", journal.id))
-    ));
+    // A guard that rolled the state back says so after this.
+    if journal.status != StateStatus::RolledBack {
+        out.push_str(&format!(
+            "undo with: {}\n",
+            state.command(&format!("rollback {}", journal.id))
+        ));
+    }
     out
 }
 
@@ -530,6 +597,7 @@ impl<'a> Row<'a> {
             "undoable": self.not_undoable.is_none(),
             "not_undoable_because": self.not_undoable,
             "drift": self.drift,
+            "guard": j.guard,
         })
     }
 }
@@ -567,6 +635,22 @@ fn history_text(rows: &[Row], unreadable: &[apply::Unreadable], state: &StateDir
                     )
                 };
                 out.push_str(&format!("      cannot be undone: {why}{hint}\n"));
+            }
+        }
+        if let Some(guard) = &j.guard {
+            match &guard.result {
+                Some(result) if result != "passed" => {
+                    out.push_str(&format!("      guard {result}\n"));
+                }
+                None if j.status == StateStatus::Complete && guard.interrupted() => {
+                    out.push_str(&format!(
+                        "      its guard (pid {}) was stopped before it decided: roll it back, \
+                         or keep it with `{}`\n",
+                        guard.pid,
+                        state.command(&format!("rollback --forget {} --force", j.id))
+                    ));
+                }
+                _ => {}
             }
         }
         match row.drift.as_deref() {

@@ -13,6 +13,7 @@ pub mod apply;
 pub mod bench;
 pub mod doctor;
 pub mod experiment;
+pub mod guard;
 pub mod inspect;
 pub mod manual;
 pub mod monitor;

@@ -107,6 +107,7 @@ pub fn run(args: SteerArgs) -> anyhow::Result<Status> {
             irqbalance_running: host.irqbalance.running,
             allow_irqbalance: false,
             experiment: None,
+            guard: None,
         },
     )?;
     let journal = match &applied {

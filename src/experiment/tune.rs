@@ -429,6 +429,7 @@ impl Tuner {
             irqbalance_running: irqbalance,
             allow_irqbalance: self.allow_irqbalance,
             experiment: Some(&self.experiment),
+            guard: None,
         };
         apply::apply(&self.state, &backend, &request)
     }

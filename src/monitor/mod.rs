@@ -32,6 +32,7 @@
 
 pub mod feed;
 pub mod findings;
+pub mod guard;
 pub mod ladder;
 pub mod prom;
 pub mod rates;

@@ -5,6 +5,7 @@
 #[macro_use]
 mod common;
 mod apply;
+mod apply_guard;
 mod apply_netns;
 mod apply_safety;
 mod bad_files;
