@@ -27,12 +27,15 @@ mod engine;
 pub mod flows;
 mod measure;
 pub mod output;
+pub mod report;
 pub mod server;
+mod server_thread;
 mod uring_server;
 pub mod wire;
 
-pub use client::{run as run_client, RrReport};
+pub use client::run as run_client;
 pub use measure::Interval;
+pub use report::RrReport;
 pub use server::{open as open_server, RrServer, ServerReport};
 pub use wire::{MAX_TCP_SIZE, MAX_UDP_SIZE};
 

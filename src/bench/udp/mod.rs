@@ -25,6 +25,7 @@ mod flood;
 mod flows;
 pub mod gso;
 mod mmsg;
+mod receive;
 pub mod render;
 mod sink;
 mod uring_sink;
@@ -35,10 +36,8 @@ pub use flows::SequenceSummary;
 pub(crate) use flows::{summarize, FlowTable};
 pub(crate) use sink::Meter;
 pub use sink::{open as open_sink, KernelDelta, RcvBuf, Sink, SinkReport};
-pub use wire::HEADER_LEN;
+pub use wire::{HEADER_LEN, MAX_PAYLOAD};
 
-/// The largest UDP payload over IPv4 (65535 - 20 IP - 8 UDP).
-pub const MAX_PAYLOAD: usize = 65_507;
 /// Most threads an engine starts.
 pub const MAX_THREADS: u32 = 1024;
 /// Most packets per recvmmsg/sendmmsg call (the kernel's UIO_MAXIOV).
