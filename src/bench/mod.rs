@@ -13,9 +13,9 @@
 //! [`Observer`]: crate::base::observe::Observer
 
 pub mod addr;
+pub mod backend;
 pub mod busy_poll;
 pub mod cpu;
-pub mod engine;
 pub mod errqueue;
 pub mod frame;
 pub mod harness;

@@ -15,8 +15,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::base::http::is_token;
+pub use crate::bench::backend::Backend;
 use crate::bench::busy_poll::BusyPoll;
-pub use crate::bench::engine::Engine;
 use crate::bench::within;
 
 mod event_loop;
@@ -98,7 +98,7 @@ pub struct ServerConfig {
     pub peer: Option<IpAddr>,
     /// The I/O engine of every server thread.
     #[serde(default)]
-    pub engine: Engine,
+    pub engine: Backend,
 }
 
 impl ServerConfig {
@@ -123,7 +123,7 @@ impl ServerConfig {
             netns: None,
             share_port: false,
             peer: None,
-            engine: Engine::Epoll,
+            engine: Backend::Epoll,
         }
     }
 

@@ -17,8 +17,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::bench::backend::Backend;
 use crate::bench::busy_poll::BusyPoll;
-pub use crate::bench::engine::Engine;
 use crate::bench::within;
 
 pub mod client;
@@ -126,7 +126,7 @@ pub struct ServerConfig {
     pub busy: BusyPoll,
     /// The I/O engine of every server thread.
     #[serde(default)]
-    pub engine: Engine,
+    pub engine: Backend,
 }
 
 impl ServerConfig {
@@ -142,7 +142,7 @@ impl ServerConfig {
             peer: None,
             max_reply: None,
             busy: BusyPoll::default(),
-            engine: Engine::Epoll,
+            engine: Backend::Epoll,
         }
     }
 

@@ -17,7 +17,7 @@ use super::server_thread::{
     accept_starved, take_requests, After, Conn, Plan, Sockets, ACCEPT_PAUSE, HELLO_DEADLINE,
 };
 use super::wire::{CookieKey, MAX_UDP_SIZE};
-use super::{Engine, ServerConfig};
+use super::{Backend, ServerConfig};
 use crate::base::epoll::{Epoll, Interest, Ready};
 use crate::base::observe::Observer;
 use crate::base::stop::Stop;
@@ -82,7 +82,7 @@ impl ServerReport {
 /// An rr-server with its sockets bound, ready to [`run`](RrServer::run).
 pub struct RrServer {
     config: ServerConfig,
-    engine: Engine,
+    engine: Backend,
     engine_warning: Option<String>,
     bound: SocketAddr,
     sockets: Vec<Sockets>,
@@ -120,7 +120,7 @@ pub fn open(config: ServerConfig) -> anyhow::Result<RrServer> {
         // io_uring has no epoll instance to take the parameters; its
         // sockets still get the socket options.
         epoll_params: busy.is_on()
-            && engine != Engine::IoUring
+            && engine != Backend::IoUring
             && crate::bench::busy_poll::epoll_params_supported(),
         config,
         engine,
@@ -189,7 +189,7 @@ impl RrServer {
                     busy,
                     key: key.clone(),
                 };
-                if engine == Engine::IoUring {
+                if engine == Backend::IoUring {
                     super::uring_server::serve(sockets, &plan, phase)
                 } else {
                     serve(sockets, &plan, phase)

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::bench::engine::Engine;
+pub use crate::bench::backend::Backend;
 use crate::bench::within;
 
 mod flood;
@@ -75,7 +75,7 @@ pub struct SinkConfig {
     pub gro: bool,
     /// The I/O engine: recvmmsg (epoll), multishot recvmsg (io_uring).
     #[serde(default)]
-    pub engine: Engine,
+    pub engine: Backend,
 }
 
 impl SinkConfig {
@@ -91,7 +91,7 @@ impl SinkConfig {
             duration: Some(Duration::from_secs(10)),
             netns: None,
             gro: false,
-            engine: Engine::Epoll,
+            engine: Backend::Epoll,
         }
     }
 

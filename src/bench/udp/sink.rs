@@ -19,7 +19,7 @@ use super::flows::{self, FlowTable, SequenceSummary};
 use super::gso;
 use super::mmsg::Batch;
 use super::receive::{Receive, ThreadResult, GRO_SLOT, SLOT};
-use super::{Engine, Interval, SinkConfig};
+use super::{Backend, Interval, SinkConfig};
 use crate::base::counter::{delta, Width};
 use crate::base::observe::Observer;
 use crate::base::stop::Stop;
@@ -142,7 +142,7 @@ impl SinkReport {
 /// A sink with its sockets bound, ready to [`run`](Sink::run).
 pub struct Sink {
     config: SinkConfig,
-    engine: Engine,
+    engine: Backend,
     engine_warning: Option<String>,
     sockets: Vec<UdpSocket>,
     bound: SocketAddr,
@@ -239,7 +239,7 @@ impl Sink {
         let how = Receive {
             batch: config.batch as usize,
             gro: config.gro,
-            uring: self.engine == Engine::IoUring,
+            uring: self.engine == Backend::IoUring,
         };
         let pinning = &self.pinning;
         let done = harness::run(

@@ -10,7 +10,7 @@ use crate::base::observe::Observer;
 use crate::base::stop::Stop;
 use crate::bench::addr::parse_bind;
 use crate::bench::http::{
-    self, output, server, Engine, Header, LoadConfig, LoadInterval, Locality, Sched, ServerConfig,
+    self, output, server, Backend, Header, LoadConfig, LoadInterval, Locality, Sched, ServerConfig,
     ServerInterval, Url,
 };
 use crate::bench::pin::Pinning;
@@ -71,7 +71,7 @@ pub struct ServerArgs {
     /// provided buffer ring, batched submissions; Linux 6.0), or auto
     /// (io_uring where the kernel serves it, else epoll with a warning).
     #[arg(long, value_enum, default_value = "epoll")]
-    pub engine: Engine,
+    pub engine: Backend,
     /// Print the final report as JSON on stdout, after the listening line
     /// (see docs/bench-http.md).
     #[arg(long)]

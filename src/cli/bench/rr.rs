@@ -10,7 +10,7 @@ use super::{duration, finish, pin_list, CpuList, Lines};
 use crate::base::observe::Observer;
 use crate::base::stop::Stop;
 use crate::bench::addr::{parse_bind, parse_destination};
-use crate::bench::rr::{self, output, ClientConfig, Engine, Interval, Proto, ServerConfig, Sizes};
+use crate::bench::rr::{self, output, Backend, ClientConfig, Interval, Proto, ServerConfig, Sizes};
 use crate::error::Status;
 
 /// Answer rr requests over TCP and UDP.
@@ -48,7 +48,7 @@ pub struct ServerArgs {
     /// into provided buffer rings, batched submissions; Linux 6.0), or auto
     /// (io_uring where the kernel serves it, else epoll with a warning).
     #[arg(long, value_enum, default_value = "epoll")]
-    pub engine: Engine,
+    pub engine: Backend,
     /// Print the final report as JSON on stdout (after the address line).
     #[arg(long)]
     pub json: bool,

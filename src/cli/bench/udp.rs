@@ -7,7 +7,7 @@ use super::remote::{self, RemoteArgs};
 use super::{duration, finish, pin_list, rate, CpuList, Lines};
 use crate::base::observe::Observer;
 use crate::bench::addr::{parse_bind, parse_destination};
-use crate::bench::udp::{self, render, Engine, FloodConfig, Interval, SinkConfig};
+use crate::bench::udp::{self, render, Backend, FloodConfig, Interval, SinkConfig};
 use crate::error::Status;
 
 /// Receive UDP packets as fast as possible and account for every one.
@@ -63,7 +63,7 @@ pub struct SinkArgs {
     /// provided buffer ring, Linux 6.0), or auto (io_uring where the kernel
     /// serves it, else epoll with a warning).
     #[arg(long, value_enum, default_value = "epoll")]
-    pub engine: Engine,
+    pub engine: Backend,
     /// Print the final report as JSON on stdout (see docs/bench-udp.md).
     #[arg(long)]
     pub json: bool,

@@ -199,7 +199,7 @@ pub fn sink(args: &super::SinkArgs, stop: &Stop) -> anyhow::Result<Status> {
         || args.reuseport
         || args.rcvbuf.is_some()
         || args.gro
-        || args.engine != crate::bench::engine::Engine::Epoll;
+        || args.engine != crate::bench::backend::Backend::Epoll;
     if socket_only {
         anyhow::bail!(
             "--threads, --reuseport, --rcvbuf, --gro and --engine do not apply to --xdp: one \

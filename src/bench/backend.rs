@@ -1,5 +1,6 @@
-//! `--engine epoll|io_uring|auto`: which I/O engine a server or sink uses,
-//! decided once at the start.
+//! The I/O backend a server or sink uses, decided once at the start; the
+//! user picks it with `--engine epoll|io_uring|auto`, and reports name it
+//! as `engine`.
 //!
 //! - `epoll`: readiness (epoll, recv/send, recvmmsg): works everywhere.
 //! - `io_uring`: completions (multishot accept and receive into a provided
@@ -15,9 +16,9 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The engine asked for.
+/// The backend asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, Serialize, Deserialize)]
-pub enum Engine {
+pub enum Backend {
     /// epoll and plain system calls (the default).
     #[default]
     #[value(name = "epoll")]
@@ -33,31 +34,31 @@ pub enum Engine {
     Auto,
 }
 
-impl Engine {
+impl Backend {
     pub fn name(self) -> &'static str {
         match self {
-            Engine::Epoll => "epoll",
-            Engine::IoUring => "io_uring",
-            Engine::Auto => "auto",
+            Backend::Epoll => "epoll",
+            Backend::IoUring => "io_uring",
+            Backend::Auto => "auto",
         }
     }
 
-    /// The engine to run: `Epoll` or `IoUring`, and a warning when `auto`
+    /// The backend to run: `Epoll` or `IoUring`, and a warning when `auto`
     /// fell back. An explicit `io_uring` this kernel cannot serve is an
     /// error naming what is missing.
-    pub fn resolve(self) -> anyhow::Result<(Engine, Option<String>)> {
+    pub fn resolve(self) -> anyhow::Result<(Backend, Option<String>)> {
         match self {
-            Engine::Epoll => Ok((Engine::Epoll, None)),
-            Engine::IoUring => match crate::bench::uring::check() {
-                Ok(()) => Ok((Engine::IoUring, None)),
+            Backend::Epoll => Ok((Backend::Epoll, None)),
+            Backend::IoUring => match crate::bench::uring::check() {
+                Ok(()) => Ok((Backend::IoUring, None)),
                 Err(missing) => Err(anyhow::anyhow!(
                     "--engine io_uring: {missing}; use --engine epoll (or auto, which falls back)"
                 )),
             },
-            Engine::Auto => match crate::bench::uring::check() {
-                Ok(()) => Ok((Engine::IoUring, None)),
+            Backend::Auto => match crate::bench::uring::check() {
+                Ok(()) => Ok((Backend::IoUring, None)),
                 Err(missing) => Ok((
-                    Engine::Epoll,
+                    Backend::Epoll,
                     Some(format!("--engine auto: using epoll: {missing}")),
                 )),
             },
