@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use super::busy::BusyPollArgs;
-use super::{duration, finish, pin_list, CpuList};
+use super::common::{duration, finish, pin_list, CpuList};
 use crate::base::observe::Observer;
 use crate::base::stop::Stop;
 use crate::bench::addr::parse_bind;
@@ -105,7 +105,7 @@ pub struct LoadArgs {
     /// Open loop: this many requests per second in all, scheduled per thread;
     /// latency counts from each request's scheduled send time (corrected
     /// for coordinated omission) and, separately, from its actual send.
-    #[arg(short = 'R', long, value_name = "RPS", value_parser = super::rate)]
+    #[arg(short = 'R', long, value_name = "RPS", value_parser = super::common::rate)]
     pub rate: Option<u64>,
     /// Pin thread i to the i-th CPU this process may use (twrk's option).
     #[arg(long, conflicts_with = "pin")]

@@ -37,15 +37,15 @@ pub struct RemoteArgs {
     /// Pin the server side's thread i to the i-th CPU of this list on the
     /// daemon's host.
     #[arg(long, value_name = "CPUS", requires = "remote", value_parser = remote_cpus)]
-    pub remote_pin: Option<super::CpuList>,
+    pub remote_pin: Option<super::common::CpuList>,
 }
 
-fn remote_cpus(text: &str) -> Result<super::CpuList, String> {
+fn remote_cpus(text: &str) -> Result<super::common::CpuList, String> {
     let cpus = crate::base::cpuset::parse_list(text).map_err(|e| format!("'{text}': {e}"))?;
     if cpus.is_empty() {
         return Err(format!("'{text}' names no CPU"));
     }
-    Ok(super::CpuList(cpus))
+    Ok(super::common::CpuList(cpus))
 }
 
 /// TLS 1.3 to a `nettune serve` daemon (docs/serve.md): every control
@@ -129,7 +129,7 @@ impl RemoteArgs {
         let start = Start {
             side,
             seconds: seconds + MARGIN,
-            pin: super::CpuList::of(&self.remote_pin),
+            pin: super::common::CpuList::of(&self.remote_pin),
         };
         let test = crate::bench::netns::within(netns, || remote.start(&start))?;
         eprintln!("remote: {} (test {})", test.detail, test.test);
@@ -147,7 +147,7 @@ pub fn finish<R: Serialize>(
     problem: Option<String>,
 ) -> anyhow::Result<Status> {
     let Some(test) = remote else {
-        return super::finish(report, json, text, problem);
+        return super::common::finish(report, json, text, problem);
     };
     let remote = test.finish();
     if json {

@@ -5,8 +5,8 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use super::busy::BusyPollArgs;
+use super::common::{duration, finish, pin_list, CpuList, Lines};
 use super::remote::{self, RemoteArgs};
-use super::{duration, finish, pin_list, CpuList, Lines};
 use crate::base::observe::Observer;
 use crate::base::stop::Stop;
 use crate::bench::addr::{parse_bind, parse_destination};
@@ -226,7 +226,7 @@ pub fn client(args: &ClientArgs, stop: &Stop) -> anyhow::Result<Status> {
     };
     let seconds = (args.warmup + args.duration).as_secs_f64();
     let remote = args.remote.start(side, seconds, args.netns.as_deref())?;
-    let to = super::target(args.to, remote.as_ref())?;
+    let to = super::common::target(args.to, remote.as_ref())?;
     let mut lines = ClientLines(Lines::new("rr", args.json));
     let report = rr::run_client(&args.config(to), stop, &mut lines)?;
     lines.0.done();

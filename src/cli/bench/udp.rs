@@ -3,8 +3,8 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use super::common::{duration, finish, pin_list, rate, CpuList, Lines};
 use super::remote::{self, RemoteArgs};
-use super::{duration, finish, pin_list, rate, CpuList, Lines};
 use crate::base::observe::Observer;
 use crate::bench::addr::{parse_bind, parse_destination};
 use crate::bench::udp::{self, render, Backend, FloodConfig, Interval, SinkConfig};
@@ -187,7 +187,26 @@ impl Observer<Interval> for Progress {
 
 pub fn sink(args: &SinkArgs, stop: &crate::base::stop::Stop) -> anyhow::Result<Status> {
     if args.xdp.xdp {
-        return super::xsk::sink(args, stop);
+        let socket_only = args.threads != 1
+            || args.reuseport
+            || args.rcvbuf.is_some()
+            || args.gro
+            || args.engine != Backend::Epoll;
+        if socket_only {
+            anyhow::bail!(
+                "--threads, --reuseport, --rcvbuf, --gro and --engine do not apply to --xdp: one \
+                 reader takes the queue's frames from the AF_XDP socket's ring"
+            );
+        }
+        let basics = super::xsk::Basics {
+            bind: args.bind,
+            batch: args.batch,
+            duration: args.duration,
+            netns: args.netns.clone(),
+            pin: &args.pin,
+            json: args.json,
+        };
+        return super::xsk::sink(&args.xdp, basics, stop);
     }
     let sink = udp::open_sink(args.config())?;
     let mut progress = Progress(Lines::new("udp-sink", args.json));
