@@ -19,6 +19,7 @@ pub use crate::bench::backend::Backend;
 use crate::bench::busy_poll::BusyPoll;
 use crate::bench::within;
 
+pub mod entry;
 mod event_loop;
 mod load;
 pub mod output;

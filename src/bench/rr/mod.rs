@@ -24,6 +24,7 @@ use crate::bench::within;
 pub mod client;
 mod conn;
 mod engine;
+pub mod entry;
 pub mod flows;
 mod measure;
 pub mod output;

@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 use crate::bench::within;
 
 pub mod client;
+pub mod entry;
 mod pump;
 pub mod render;
 pub mod report;

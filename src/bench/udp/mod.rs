@@ -21,6 +21,7 @@ use serde::{Deserialize, Serialize};
 pub use crate::bench::backend::Backend;
 use crate::bench::within;
 
+pub mod entry;
 mod flood;
 mod flows;
 pub mod gso;

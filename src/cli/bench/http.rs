@@ -291,9 +291,12 @@ pub fn load(args: &LoadArgs, stop: &Stop) -> anyhow::Result<Status> {
         json: args.json,
         progress: Progress::new(true),
     };
-    let side = crate::serve::ServerSide::HttpServer {
-        threads: args.remote.remote_threads,
-    };
+    let side = crate::serve::ServerSide::of(
+        &http::entry::Http,
+        &http::entry::ServerParams {
+            threads: args.remote.remote_threads,
+        },
+    );
     let seconds = (args.warmup + args.duration).as_secs_f64();
     let remote = args.remote.start(side, seconds, args.netns.as_deref())?;
     let url = args.url(remote.as_ref())?;

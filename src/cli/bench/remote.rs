@@ -189,35 +189,11 @@ fn remote_text(r: &RemoteReport) -> String {
         "\nremote: the daemon's {} (test {}) ended {} after {:.1} s\n",
         r.bench, r.test, r.ended, r.seconds
     );
-    let num = |v: &Value, path: &str| v.pointer(path).and_then(Value::as_f64).unwrap_or(0.0);
     if let Some(v) = &r.report {
-        let line = match r.bench.as_str() {
-            "udp-sink" => format!(
-                "received {} packets ({:.0} pps), {} lost in sequence, {} dropped for a full buffer (RcvbufErrors)",
-                num(v, "/packets"),
-                num(v, "/pps"),
-                num(v, "/sequence/lost"),
-                num(v, "/kernel/udp_rcvbuf_errors")
-            ),
-            "rr-server" => format!(
-                "answered {} TCP and {} UDP transactions",
-                num(v, "/total/tcp_transactions"),
-                num(v, "/total/udp_transactions")
-            ),
-            "http-server" => format!(
-                "answered {} requests ({:.0}/s) on {} connections",
-                num(v, "/requests"),
-                num(v, "/requests_per_s"),
-                num(v, "/connections")
-            ),
-            "stream-server" => format!(
-                "{} bytes in {:.2} s ({:.2} Gbit/s)",
-                num(v, "/tests/0/bytes"),
-                num(v, "/tests/0/seconds"),
-                num(v, "/tests/0/bits_per_second") / 1e9
-            ),
-            _ => String::new(),
-        };
+        // The figures that matter for the bench, as its engine says.
+        let line = crate::bench::registry::by_server(&r.bench)
+            .map(|engine| engine.summary(v))
+            .unwrap_or_default();
         let _ = writeln!(out, "remote: {line}");
     }
     if let Some(error) = &r.error {

@@ -220,10 +220,13 @@ pub fn server(args: &ServerArgs, stop: &Stop) -> anyhow::Result<Status> {
 }
 
 pub fn client(args: &ClientArgs, stop: &Stop) -> anyhow::Result<Status> {
-    let side = crate::serve::ServerSide::RrServer {
-        threads: args.remote.remote_threads,
-        max_reply: args.size.reply as u32,
-    };
+    let side = crate::serve::ServerSide::of(
+        &rr::entry::Rr,
+        &rr::entry::ServerParams {
+            threads: args.remote.remote_threads,
+            max_reply: args.size.reply as u32,
+        },
+    );
     let seconds = (args.warmup + args.duration).as_secs_f64();
     let remote = args.remote.start(side, seconds, args.netns.as_deref())?;
     let to = super::common::target(args.to, remote.as_ref())?;

@@ -214,7 +214,8 @@ pub fn server(args: &ServerArgs, stop: &Stop) -> anyhow::Result<Status> {
 
 pub fn client(args: &ClientArgs, stop: &Stop) -> anyhow::Result<Status> {
     let seconds = (args.warmup + args.duration).as_secs_f64();
-    let side = crate::serve::ServerSide::StreamServer {};
+    let side =
+        crate::serve::ServerSide::of(&stream::entry::Stream, &stream::entry::ServerParams {});
     let remote = args.remote.start(side, seconds, args.netns.as_deref())?;
     let to = super::common::target(args.to, remote.as_ref())?;
     let mut config = args.config(to);

@@ -216,11 +216,14 @@ pub fn sink(args: &SinkArgs, stop: &crate::base::stop::Stop) -> anyhow::Result<S
 }
 
 pub fn flood(args: &FloodArgs, stop: &crate::base::stop::Stop) -> anyhow::Result<Status> {
-    let side = crate::serve::ServerSide::UdpSink {
-        threads: args.remote.remote_threads,
-        reuseport: args.remote.remote_threads > 1,
-        rcvbuf: None,
-    };
+    let side = crate::serve::ServerSide::of(
+        &udp::entry::Udp,
+        &udp::entry::SinkParams {
+            threads: args.remote.remote_threads,
+            reuseport: args.remote.remote_threads > 1,
+            rcvbuf: None,
+        },
+    );
     let remote = args
         .remote
         .start(side, args.duration.as_secs_f64(), args.netns.as_deref())?;
