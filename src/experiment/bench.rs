@@ -300,3 +300,158 @@ fn beside<S: Send, C>(
         Ok((report?, served))
     })
 }
+
+#[cfg(test)]
+mod tests {
+    //! An engine the library has never heard of, defined here: an
+    //! experiment runs it with no change anywhere else.
+
+    use std::any::Any;
+    use std::net::{IpAddr, Ipv4Addr, TcpListener, TcpStream};
+
+    use super::*;
+    use crate::bench::engine::{params, tagged, Params, Server};
+
+    /// Counts the TCP connections its client opens.
+    struct Knock;
+
+    #[derive(Debug, Clone, Serialize, Deserialize)]
+    struct KnockParams {
+        threads: u32,
+    }
+
+    impl Engine for Knock {
+        fn server(&self) -> &'static str {
+            "knock-server"
+        }
+        fn client(&self) -> &'static str {
+            "knock"
+        }
+        fn metric(&self) -> &'static str {
+            "knocks"
+        }
+        fn check_params(&self, params: &Params) -> Result<(), String> {
+            crate::bench::engine::typed::<KnockParams>(params).map(|_| ())
+        }
+        fn threads(&self, _params: &Params) -> u32 {
+            1
+        }
+        fn open(&self, _params: &Params, at: &Placement) -> anyhow::Result<Box<dyn Server>> {
+            let listener = TcpListener::bind(at.bind)?;
+            listener.set_nonblocking(true)?;
+            Ok(Box::new(Door(listener)))
+        }
+        fn summary(&self, _report: &serde_json::Value) -> String {
+            String::new()
+        }
+    }
+
+    struct Door(TcpListener);
+
+    impl Server for Door {
+        fn local_addr(&self) -> SocketAddr {
+            self.0.local_addr().expect("bound")
+        }
+        fn run(self: Box<Self>, stop: &Stop) -> anyhow::Result<Served> {
+            let mut heard = 0u64;
+            loop {
+                match self.0.accept() {
+                    Ok(_) => heard += 1,
+                    // Connections made before the stop are all taken.
+                    Err(_) if stop.is_set() => break,
+                    Err(_) => std::thread::sleep(Duration::from_millis(5)),
+                }
+            }
+            Ok(Served {
+                report: serde_json::json!({ "heard": heard }),
+                problem: None,
+            })
+        }
+    }
+
+    #[derive(Debug, Clone, Serialize)]
+    struct KnockConfig {
+        knocks: u32,
+        duration: Duration,
+    }
+
+    impl Load for KnockConfig {
+        fn engine(&self) -> &'static dyn Engine {
+            &Knock
+        }
+        fn duration(&self) -> Duration {
+            self.duration
+        }
+        fn set_duration(&mut self, duration: Duration) {
+            self.duration = duration;
+        }
+        fn warmup(&self) -> Option<Duration> {
+            Some(Duration::ZERO)
+        }
+        fn pin(&self) -> &[u32] {
+            &[]
+        }
+        fn server_params(&self, threads: u32) -> Params {
+            params(&KnockParams { threads })
+        }
+        fn run(
+            &self,
+            to: SocketAddr,
+            _netns: Option<String>,
+            _stop: &Stop,
+            mark: &mut dyn FnMut(),
+        ) -> anyhow::Result<Ran> {
+            mark();
+            for _ in 0..self.knocks {
+                TcpStream::connect(to)?;
+            }
+            Ok(Ran {
+                rate: f64::from(self.knocks),
+                latency: None,
+                sent: None,
+                problem: None,
+                report: json(self),
+            })
+        }
+        fn to_json(&self) -> serde_json::Value {
+            tagged(Knock.client(), self)
+        }
+        fn clone_box(&self) -> Box<dyn Load> {
+            Box::new(self.clone())
+        }
+        fn as_any(&self) -> &dyn Any {
+            self
+        }
+    }
+
+    #[test]
+    fn an_engine_defined_outside_the_library_runs_as_an_experiment_bench() {
+        let bench = Bench {
+            name: "knock".to_string(),
+            client: Box::new(KnockConfig {
+                knocks: 5,
+                duration: Duration::from_secs(1),
+            }),
+            udp_warmup: Duration::ZERO,
+        };
+        assert_eq!(
+            (bench.kind(), bench.server_kind(), bench.metric()),
+            ("knock", "knock-server", "knocks")
+        );
+        assert_eq!(bench.client_json()["kind"], "knock");
+        let sides = Sides {
+            server_addr: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            server_netns: None,
+            server_pin: Vec::new(),
+            client_netns: None,
+            remote: None,
+        };
+        let mut marked = false;
+        let outcome = run(&bench, &sides, &Stop::new(), &mut || marked = true).expect("run");
+        assert!(marked);
+        assert_eq!(outcome.value, 5.0);
+        assert_eq!(outcome.lost, None);
+        assert_eq!(outcome.server_report["heard"], 5);
+        assert_eq!(outcome.client_report["knocks"], 5);
+    }
+}
