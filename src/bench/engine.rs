@@ -130,9 +130,30 @@ pub struct Served {
     pub problem: Option<String>,
 }
 
+/// What every client config has by being a serializable value: given to
+/// each [`Load`] by the blanket impl below.
+pub trait Config {
+    /// The config as JSON, its engine's client name as `kind`.
+    fn to_json(&self) -> Value;
+    fn clone_box(&self) -> Box<dyn Load>;
+    fn as_any(&self) -> &dyn Any;
+}
+
+impl<T: Load + Clone + Serialize + 'static> Config for T {
+    fn to_json(&self) -> Value {
+        tagged(self.engine().client(), self)
+    }
+    fn clone_box(&self) -> Box<dyn Load> {
+        Box::new(self.clone())
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
 /// A client's config as an experiment keeps it: the target and namespace
 /// are filled in at each run.
-pub trait Load: Debug + Send + Sync {
+pub trait Load: Config + Debug + Send + Sync {
     fn engine(&self) -> &'static dyn Engine;
     /// The measured time of a run.
     fn duration(&self) -> Duration;
@@ -154,10 +175,6 @@ pub trait Load: Debug + Send + Sync {
         stop: &Stop,
         mark: &mut dyn FnMut(),
     ) -> anyhow::Result<Ran>;
-    /// The config as JSON, its engine's client name as `kind`.
-    fn to_json(&self) -> Value;
-    fn clone_box(&self) -> Box<dyn Load>;
-    fn as_any(&self) -> &dyn Any;
 }
 
 /// A client's run.

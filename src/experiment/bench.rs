@@ -306,11 +306,10 @@ mod tests {
     //! An engine the library has never heard of, defined here: an
     //! experiment runs it with no change anywhere else.
 
-    use std::any::Any;
     use std::net::{IpAddr, Ipv4Addr, TcpListener, TcpStream};
 
     use super::*;
-    use crate::bench::engine::{params, tagged, Params, Server};
+    use crate::bench::engine::{params, Params, Server};
 
     /// Counts the TCP connections its client opens.
     struct Knock;
@@ -412,15 +411,6 @@ mod tests {
                 problem: None,
                 report: json(self),
             })
-        }
-        fn to_json(&self) -> serde_json::Value {
-            tagged(Knock.client(), self)
-        }
-        fn clone_box(&self) -> Box<dyn Load> {
-            Box::new(self.clone())
-        }
-        fn as_any(&self) -> &dyn Any {
-            self
         }
     }
 

@@ -1,7 +1,6 @@
 //! http-server and http as a registered engine: judged by the load's
 //! requests per second.
 
-use std::any::Any;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -12,7 +11,7 @@ use super::{open_server, run_load, HttpServer, LoadConfig, ServerConfig};
 use crate::base::observe::Quiet;
 use crate::base::stop::Stop;
 use crate::bench::engine::{
-    json, params, tagged, typed, Engine, Load, Marker, Params, Placement, Ran, Served, Server,
+    json, params, typed, Engine, Load, Marker, Params, Placement, Ran, Served, Server,
 };
 use crate::bench::udp::entry::num;
 
@@ -112,14 +111,5 @@ impl Load for LoadConfig {
             problem: report.problem(),
             report: json(&report),
         })
-    }
-    fn to_json(&self) -> Value {
-        tagged(Http.client(), self)
-    }
-    fn clone_box(&self) -> Box<dyn Load> {
-        Box::new(self.clone())
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }

@@ -1,7 +1,6 @@
 //! rr-server and rr as a registered engine: judged by the client's
 //! transactions per second.
 
-use std::any::Any;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -12,8 +11,7 @@ use super::{open_server, run_client, ClientConfig, RrServer, ServerConfig};
 use crate::base::observe::Quiet;
 use crate::base::stop::Stop;
 use crate::bench::engine::{
-    json, params, tagged, typed, Engine, Load, Marker, Params, Placement, Ran, Served, Server,
-    ServerLimits,
+    json, params, typed, Engine, Load, Marker, Params, Placement, Ran, Served, Server, ServerLimits,
 };
 use crate::bench::udp::entry::num;
 
@@ -130,14 +128,5 @@ impl Load for ClientConfig {
             problem: report.problem(),
             report: json(&report),
         })
-    }
-    fn to_json(&self) -> Value {
-        tagged(Rr.client(), self)
-    }
-    fn clone_box(&self) -> Box<dyn Load> {
-        Box::new(self.clone())
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }

@@ -1,7 +1,6 @@
 //! udp-sink and udp-flood as a registered engine: judged by what the sink
 //! receives.
 
-use std::any::Any;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -12,7 +11,7 @@ use super::{open_sink, run_flood, FloodConfig, Sink, SinkConfig};
 use crate::base::observe::Quiet;
 use crate::base::stop::Stop;
 use crate::bench::engine::{
-    json, params, tagged, typed, Engine, Load, Params, Placement, Ran, Served, Server,
+    json, params, typed, Engine, Load, Params, Placement, Ran, Served, Server,
 };
 
 /// How long a sink keeps receiving after the flood ends: packets in a
@@ -141,14 +140,5 @@ impl Load for FloodConfig {
             problem: sent.problem(),
             report: json(&sent),
         })
-    }
-    fn to_json(&self) -> Value {
-        tagged(Udp.client(), self)
-    }
-    fn clone_box(&self) -> Box<dyn Load> {
-        Box::new(self.clone())
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
