@@ -13,6 +13,7 @@
 //! [`Observer`]: crate::base::observe::Observer
 
 pub mod addr;
+pub mod backend;
 pub mod busy_poll;
 pub mod cpu;
 pub mod engine;
@@ -24,6 +25,7 @@ pub mod latency;
 pub mod netns;
 pub mod pin;
 pub mod port;
+pub mod registry;
 pub mod report;
 pub mod rr;
 pub mod secs;

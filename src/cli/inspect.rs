@@ -3,7 +3,7 @@
 use crate::error::Status;
 use crate::host::Selection;
 
-use super::HostArgs;
+use super::host_args::HostArgs;
 
 #[derive(Debug, clap::Args)]
 pub struct InspectArgs {

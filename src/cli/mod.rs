@@ -14,6 +14,7 @@ pub mod bench;
 pub mod doctor;
 pub mod experiment;
 pub mod guard;
+mod host_args;
 pub mod inspect;
 pub mod manual;
 pub mod monitor;
@@ -25,6 +26,8 @@ pub mod signals;
 pub mod steer;
 pub mod testbed;
 pub mod trace;
+
+pub use host_args::HostArgs;
 
 use apply::{ApplyArgs, HistoryArgs, RollbackArgs};
 use doctor::DoctorArgs;
@@ -208,18 +211,6 @@ pub enum Command {
     ///   nettune man ~/.local/share/man/man8 && man nettune-apply
     #[command(verbatim_doc_comment)]
     Man(manual::ManArgs),
-}
-
-/// Which host to read: live (default), a named network namespace, or a
-/// captured tree.
-#[derive(Debug, Clone, Default, clap::Args)]
-pub struct HostArgs {
-    /// Read a captured or fixture tree (DIR/proc, DIR/sys) instead of this host.
-    #[arg(long, value_name = "DIR")]
-    pub root: Option<PathBuf>,
-    /// Look inside a named network namespace (as `ip netns exec NAME` would).
-    #[arg(long, value_name = "NAME")]
-    pub netns: Option<String>,
 }
 
 #[derive(Debug, clap::Args)]

@@ -10,7 +10,7 @@ use crate::host::{self, Host, Selection};
 use crate::plan::admit::{Limits, Scope};
 use crate::plan::saved::{self, MadeFor};
 
-use super::HostArgs;
+use super::host_args::HostArgs;
 use crate::base::units::{parse_rate_within, parse_time_within};
 use crate::plan::{render, Plan, PlanOptions, Profile};
 

@@ -4,94 +4,99 @@
 //! http-server), pinned to the server CPUs, each in its namespace. A run
 //! gives one number (the rate the bench is judged by), the latency
 //! percentiles when the bench has them, and the engines' own reports.
+//! Every engine is driven through [`crate::bench::engine`]: nothing here
+//! names one.
 
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::base::observe::{Observer, Quiet};
 use crate::base::stop::Stop;
+use crate::bench::engine::{json, Engine, Load, Placement, Ran, Served};
 use crate::bench::latency::LatencySummary;
-use crate::bench::{http, rr, udp};
-
-/// The client side of a bench, as a config whose target is filled in at
-/// each run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
-pub enum Client {
-    UdpFlood(udp::FloodConfig),
-    Rr(rr::ClientConfig),
-    Http(http::LoadConfig),
-}
 
 /// A bench of an experiment.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug)]
 pub struct Bench {
     /// As the user wrote it (`rr --proto tcp --instances 100`).
     pub name: String,
-    pub client: Client,
-    /// udp-flood has no warm-up of its own: a discarded run this long comes
-    /// first. (rr and http warm up inside the engine.)
-    #[serde(with = "crate::bench::secs")]
+    /// The client side, as a config whose target is filled in at each run.
+    pub client: Box<dyn Load>,
+    /// A client without a warm-up of its own (udp-flood) gets a discarded
+    /// run this long first.
     pub udp_warmup: Duration,
 }
 
-impl Bench {
-    pub fn kind(&self) -> &'static str {
-        match self.client {
-            Client::UdpFlood(_) => "udp-flood",
-            Client::Rr(_) => "rr",
-            Client::Http(_) => "http",
+impl Clone for Bench {
+    fn clone(&self) -> Bench {
+        Bench {
+            name: self.name.clone(),
+            client: self.client.clone_box(),
+            udp_warmup: self.udp_warmup,
         }
+    }
+}
+
+impl PartialEq for Bench {
+    fn eq(&self, other: &Bench) -> bool {
+        self.name == other.name
+            && self.client.to_json() == other.client.to_json()
+            && self.udp_warmup == other.udp_warmup
+    }
+}
+
+impl Bench {
+    fn engine(&self) -> &'static dyn Engine {
+        self.client.engine()
+    }
+
+    pub fn kind(&self) -> &'static str {
+        self.engine().client()
     }
 
     /// What the number of a run counts.
     pub fn metric(&self) -> &'static str {
-        match self.client {
-            Client::UdpFlood(_) => "packets/s",
-            Client::Rr(_) => "transactions/s",
-            Client::Http(_) => "requests/s",
-        }
+        self.engine().metric()
     }
 
     /// The server side's name.
     pub fn server_kind(&self) -> &'static str {
-        match self.client {
-            Client::UdpFlood(_) => "udp-sink",
-            Client::Rr(_) => "rr-server",
-            Client::Http(_) => "http-server",
-        }
+        self.engine().server()
+    }
+
+    /// The client's config as JSON, its kind first.
+    pub fn client_json(&self) -> serde_json::Value {
+        self.client.to_json()
     }
 
     /// Warm-up and measured time of one run: the time the bench itself
     /// needs, against which an experiment's overhead is counted.
     pub fn own_time(&self) -> Duration {
-        match &self.client {
-            Client::UdpFlood(c) => self.udp_warmup + c.duration,
-            Client::Rr(c) => c.warmup + c.duration,
-            Client::Http(c) => c.warmup + c.duration,
-        }
+        self.warmup() + self.client.duration()
+    }
+
+    /// The warm-up before the measured part: the engine's own, or the
+    /// discarded run.
+    fn warmup(&self) -> Duration {
+        self.client.warmup().unwrap_or(self.udp_warmup)
     }
 
     /// The same bench measuring for `duration` (the search's short runs).
     pub fn with_duration(&self, duration: Duration) -> Bench {
         let mut b = self.clone();
-        match &mut b.client {
-            Client::UdpFlood(c) => c.duration = duration,
-            Client::Rr(c) => c.duration = duration,
-            Client::Http(c) => c.duration = duration,
-        }
+        b.client.set_duration(duration);
         b
     }
 
     /// The CPUs the client's threads are pinned to (empty: not pinned).
     pub fn client_pin(&self) -> &[u32] {
-        match &self.client {
-            Client::UdpFlood(c) => &c.pin,
-            Client::Rr(c) => &c.pin,
-            Client::Http(c) => &c.pin,
-        }
+        self.client.pin()
+    }
+
+    /// Whether a discarded run comes first.
+    fn discarded_warmup(&self) -> bool {
+        self.client.warmup().is_none() && !self.udp_warmup.is_zero()
     }
 }
 
@@ -130,21 +135,6 @@ pub struct Outcome {
     pub server_report: serde_json::Value,
 }
 
-/// Calls `mark` when the measured part of a run starts.
-struct Marker<'a> {
-    mark: &'a mut dyn FnMut(),
-    marked: bool,
-}
-
-impl<I> Observer<I> for Marker<'_> {
-    fn measuring(&mut self) {
-        if !self.marked {
-            self.marked = true;
-            (self.mark)();
-        }
-    }
-}
-
 /// Stop the server when the client is done (or the caller stops), after
 /// `linger`: a moment for the datagrams still in flight to be received.
 fn stop_after<T>(server: &Stop, linger: Duration, result: T) -> T {
@@ -153,81 +143,21 @@ fn stop_after<T>(server: &Stop, linger: Duration, result: T) -> T {
     result
 }
 
-/// How long a sink keeps receiving after the flood ends: packets in a
-/// backlog or socket queue are processed within microseconds to a few
-/// milliseconds.
-const UDP_LINGER: Duration = Duration::from_millis(20);
-
-fn json<T: Serialize>(report: &T) -> serde_json::Value {
-    serde_json::to_value(report).unwrap_or(serde_json::Value::Null)
-}
-
-/// What a run takes from a request/response client's report.
-trait Measured: Serialize {
-    fn problem(&self) -> Option<String>;
-    fn rate(&self) -> f64;
-    fn latency(&self) -> LatencySummary;
-}
-
-impl Measured for rr::RrReport {
-    fn problem(&self) -> Option<String> {
-        rr::RrReport::problem(self)
+/// A run's outcome from the client's run and the server side's report
+/// (`served`); `received`: what the receiver counted, for an engine judged
+/// by it.
+fn outcome(ran: Ran, served: serde_json::Value, received: Option<(f64, u64)>) -> Outcome {
+    let (value, lost) = match received {
+        Some((rate, got)) => (rate, ran.sent.map(|sent| sent.saturating_sub(got))),
+        None => (ran.rate, None),
+    };
+    Outcome {
+        value,
+        latency: ran.latency,
+        lost,
+        client_report: ran.report,
+        server_report: served,
     }
-    fn rate(&self) -> f64 {
-        self.transactions_per_sec
-    }
-    fn latency(&self) -> LatencySummary {
-        self.latency.clone()
-    }
-}
-
-impl Measured for http::LoadReport {
-    fn problem(&self) -> Option<String> {
-        http::LoadReport::problem(self)
-    }
-    fn rate(&self) -> f64 {
-        self.requests_per_s
-    }
-    fn latency(&self) -> LatencySummary {
-        self.latency.summary.clone()
-    }
-}
-
-/// A run's outcome from the client's report and the server side's; an
-/// error when the client's run is not a measurement.
-fn outcome<R: Measured, S: Serialize>(report: &R, served: &S) -> anyhow::Result<Outcome> {
-    if let Some(problem) = report.problem() {
-        anyhow::bail!("{problem}");
-    }
-    Ok(Outcome {
-        value: report.rate(),
-        latency: Some(report.latency()),
-        lost: None,
-        client_report: json(report),
-        server_report: json(served),
-    })
-}
-
-/// The rr client against `to`, run from the client's namespace.
-fn rr_client(config: &rr::ClientConfig, to: SocketAddr, sides: &Sides) -> rr::ClientConfig {
-    let mut client = config.clone();
-    client.to = to;
-    client.netns = sides.client_netns.clone();
-    client
-}
-
-/// The load against the server at `addr` (the line's path kept), run from
-/// the client's namespace.
-fn http_load(
-    config: &http::LoadConfig,
-    addr: SocketAddr,
-    sides: &Sides,
-) -> anyhow::Result<http::LoadConfig> {
-    let mut load = config.clone();
-    load.url = http::url::parse(&format!("http://{addr}{}", config.url.path))
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-    load.netns = sides.client_netns.clone();
-    Ok(load)
 }
 
 /// Run `bench` once: start its server side, warm up, measure. `mark` is
@@ -242,56 +172,49 @@ pub fn run(
     if let Some(remote) = &sides.remote {
         return run_remote(bench, sides, remote, stop, mark);
     }
-    let bind = SocketAddr::new(sides.server_addr, 0);
-    let threads = (sides.server_pin.len() as u32).max(1);
-    match &bench.client {
-        Client::UdpFlood(config) => {
-            if !bench.udp_warmup.is_zero() {
-                let mut warm = config.clone();
-                warm.duration = bench.udp_warmup;
-                udp_run(&warm, sides, bind, threads, stop, &mut || {})?;
-            }
-            udp_run(config, sides, bind, threads, stop, mark)
-        }
-        Client::Rr(config) => {
-            let mut server = rr::ServerConfig::new(bind);
-            server.threads = threads;
-            server.pin = sides.server_pin.clone();
-            server.netns = sides.server_netns.clone();
-            let server = rr::open_server(server)?;
-            let client = rr_client(config, server.local_addr(), sides);
-            let mut marker = Marker {
-                mark,
-                marked: false,
-            };
-            let (report, served) = beside(
-                "rr-server",
-                move |st| server.run(st, &mut Quiet),
-                Duration::ZERO,
-                || rr::run_client(&client, stop, &mut marker),
-            )?;
-            outcome(&report, &served)
-        }
-        Client::Http(config) => {
-            let mut server = http::ServerConfig::new(bind);
-            server.threads = Some(threads);
-            server.pin = sides.server_pin.clone();
-            server.netns = sides.server_netns.clone();
-            let server = http::open_server(server)?;
-            let load = http_load(config, server.local_addr(), sides)?;
-            let mut marker = Marker {
-                mark,
-                marked: false,
-            };
-            let (report, served) = beside(
-                "http-server",
-                move |st| server.run(st, &mut Quiet),
-                Duration::ZERO,
-                || http::run_load(&load, stop, &mut marker),
-            )?;
-            outcome(&report, &served)
-        }
+    if bench.discarded_warmup() {
+        let warm = bench.with_duration(bench.udp_warmup);
+        run_local(&warm, sides, stop, &mut || {})?;
     }
+    run_local(bench, sides, stop, mark)
+}
+
+/// One run with the server side here, on a thread of its own.
+fn run_local(
+    bench: &Bench,
+    sides: &Sides,
+    stop: &Stop,
+    mark: &mut dyn FnMut(),
+) -> anyhow::Result<Outcome> {
+    let engine = bench.engine();
+    let threads = (sides.server_pin.len() as u32).max(1);
+    let mut at = Placement::new(SocketAddr::new(sides.server_addr, 0));
+    at.pin = sides.server_pin.clone();
+    at.netns = sides.server_netns.clone();
+    let server = engine.open(&bench.client.server_params(threads), &at)?;
+    let to = server.local_addr();
+    let (ran, served) = beside(
+        engine.server(),
+        move |st| server.run(st),
+        engine.linger(),
+        || bench.client.run(to, sides.client_netns.clone(), stop, mark),
+    )?;
+    let Served { report, problem } = served;
+    let judged = engine.judged_by_receiver();
+    let problem = if judged {
+        ran.problem.clone().or(problem)
+    } else {
+        ran.problem.clone()
+    };
+    if let Some(problem) = problem {
+        anyhow::bail!("{problem}");
+    }
+    let received = if judged {
+        engine.received(&report)
+    } else {
+        None
+    };
+    Ok(outcome(ran, report, received))
 }
 
 /// Ask the daemon for the server side, run the client against it here, and
@@ -305,19 +228,9 @@ fn run_remote(
     mark: &mut dyn FnMut(),
 ) -> anyhow::Result<Outcome> {
     use crate::serve::{ServerSide, Start};
+    let engine = bench.engine();
     let threads = (sides.server_pin.len() as u32).max(1);
-    let side = match &bench.client {
-        Client::UdpFlood(_) => ServerSide::UdpSink {
-            threads,
-            reuseport: threads > 1,
-            rcvbuf: None,
-        },
-        Client::Rr(c) => ServerSide::RrServer {
-            threads,
-            max_reply: u32::try_from(c.size.reply).unwrap_or(u32::MAX),
-        },
-        Client::Http(_) => ServerSide::HttpServer { threads },
-    };
+    let side = ServerSide::new(engine, bench.client.server_params(threads));
     let start = |seconds: f64| Start {
         side: side.clone(),
         seconds: seconds + REMOTE_MARGIN,
@@ -328,70 +241,44 @@ fn run_remote(
             remote.start(&start(seconds))
         })
     };
-    let mut marker = Marker {
-        mark,
-        marked: false,
+    if bench.discarded_warmup() {
+        let test = begin(bench.udp_warmup.as_secs_f64())?;
+        let warm = bench.with_duration(bench.udp_warmup);
+        let _ = warm
+            .client
+            .run(test.addr, sides.client_netns.clone(), stop, &mut || {});
+        test.finish()?;
+    }
+    let own = bench.client.warmup().unwrap_or(Duration::ZERO) + bench.client.duration();
+    let test = begin(own.as_secs_f64())?;
+    let ran = bench
+        .client
+        .run(test.addr, sides.client_netns.clone(), stop, mark);
+    std::thread::sleep(engine.linger());
+    let received = test.finish()?;
+    let ran = ran?;
+    if let Some(problem) = &ran.problem {
+        anyhow::bail!("{problem}");
+    }
+    let report = received.report.clone().unwrap_or(serde_json::Value::Null);
+    let counted = if engine.judged_by_receiver() {
+        // Its report must be there.
+        Some(engine.received(&report).ok_or_else(|| {
+            anyhow::anyhow!(
+                "the daemon's {} sent no report ({}{})",
+                engine.server(),
+                received.ended,
+                received
+                    .error
+                    .as_deref()
+                    .map(|e| format!(": {e}"))
+                    .unwrap_or_default()
+            )
+        })?)
+    } else {
+        None
     };
-    let outcome = match &bench.client {
-        Client::UdpFlood(config) => {
-            if !bench.udp_warmup.is_zero() {
-                let test = begin(bench.udp_warmup.as_secs_f64())?;
-                let mut warm = config.clone();
-                warm.duration = bench.udp_warmup;
-                warm.to = vec![test.addr];
-                warm.netns = sides.client_netns.clone();
-                let _ = udp::run_flood(&warm, stop, &mut Quiet);
-                test.finish()?;
-            }
-            let test = begin(config.duration.as_secs_f64())?;
-            let mut flood = config.clone();
-            flood.to = vec![test.addr];
-            flood.netns = sides.client_netns.clone();
-            (marker.mark)();
-            let sent = udp::run_flood(&flood, stop, &mut Quiet);
-            std::thread::sleep(UDP_LINGER);
-            let received = test.finish()?;
-            let sent = sent?;
-            if let Some(problem) = sent.problem() {
-                anyhow::bail!("{problem}");
-            }
-            let report = received.report.clone().unwrap_or(serde_json::Value::Null);
-            let pps = report["pps"].as_f64().ok_or_else(|| {
-                anyhow::anyhow!(
-                    "the daemon's udp-sink sent no report ({}{})",
-                    received.ended,
-                    received
-                        .error
-                        .as_deref()
-                        .map(|e| format!(": {e}"))
-                        .unwrap_or_default()
-                )
-            })?;
-            let got = report["packets"].as_u64().unwrap_or(0);
-            Outcome {
-                value: pps,
-                latency: None,
-                lost: Some(sent.packets.saturating_sub(got)),
-                client_report: json(&sent),
-                server_report: json(&received),
-            }
-        }
-        Client::Rr(config) => {
-            let test = begin((config.warmup + config.duration).as_secs_f64())?;
-            let client = rr_client(config, test.addr, sides);
-            let report = rr::run_client(&client, stop, &mut marker);
-            let served = test.finish()?;
-            outcome(&report?, &served)?
-        }
-        Client::Http(config) => {
-            let test = begin((config.warmup + config.duration).as_secs_f64())?;
-            let load = http_load(config, test.addr, sides)?;
-            let report = http::run_load(&load, stop, &mut marker);
-            let served = test.finish()?;
-            outcome(&report?, &served)?
-        }
-    };
-    Ok(outcome)
+    Ok(outcome(ran, json(&received), counted))
 }
 
 /// Run a server side on a thread of its own (`serve`, until its stop
@@ -414,43 +301,147 @@ fn beside<S: Send, C>(
     })
 }
 
-/// A udp-flood run: the sink receives until the flood is done; the rate is
-/// the sink's (packets that reached the application).
-fn udp_run(
-    config: &udp::FloodConfig,
-    sides: &Sides,
-    bind: SocketAddr,
-    threads: u32,
-    stop: &Stop,
-    mark: &mut dyn FnMut(),
-) -> anyhow::Result<Outcome> {
-    let mut sink = udp::SinkConfig::new(bind);
-    sink.threads = threads;
-    sink.reuseport = threads > 1;
-    sink.pin = sides.server_pin.clone();
-    sink.duration = None;
-    sink.netns = sides.server_netns.clone();
-    let sink = udp::open_sink(sink)?;
-    let mut flood = config.clone();
-    flood.to = vec![sink.local_addr()];
-    flood.netns = sides.client_netns.clone();
-    let (sent, received) = beside(
-        "udp-sink",
-        move |st| sink.run(st, &mut Quiet),
-        UDP_LINGER,
-        || {
-            mark();
-            udp::run_flood(&flood, stop, &mut Quiet)
-        },
-    )?;
-    if let Some(problem) = sent.problem().or_else(|| received.problem()) {
-        anyhow::bail!("{problem}");
+#[cfg(test)]
+mod tests {
+    //! An engine the library has never heard of, defined here: an
+    //! experiment runs it with no change anywhere else.
+
+    use std::net::{IpAddr, Ipv4Addr, TcpListener, TcpStream};
+
+    use super::*;
+    use crate::bench::engine::{params, Params, Server};
+
+    /// Counts the TCP connections its client opens.
+    struct Knock;
+
+    #[derive(Debug, Clone, Serialize, Deserialize)]
+    struct KnockParams {
+        threads: u32,
     }
-    Ok(Outcome {
-        value: received.pps,
-        latency: None,
-        lost: Some(sent.packets.saturating_sub(received.packets)),
-        client_report: json(&sent),
-        server_report: json(&received),
-    })
+
+    impl Engine for Knock {
+        fn server(&self) -> &'static str {
+            "knock-server"
+        }
+        fn client(&self) -> &'static str {
+            "knock"
+        }
+        fn metric(&self) -> &'static str {
+            "knocks"
+        }
+        fn check_params(&self, params: &Params) -> Result<(), String> {
+            crate::bench::engine::typed::<KnockParams>(params).map(|_| ())
+        }
+        fn threads(&self, _params: &Params) -> u32 {
+            1
+        }
+        fn open(&self, _params: &Params, at: &Placement) -> anyhow::Result<Box<dyn Server>> {
+            let listener = TcpListener::bind(at.bind)?;
+            listener.set_nonblocking(true)?;
+            Ok(Box::new(Door(listener)))
+        }
+        fn summary(&self, _report: &serde_json::Value) -> String {
+            String::new()
+        }
+    }
+
+    struct Door(TcpListener);
+
+    impl Server for Door {
+        fn local_addr(&self) -> SocketAddr {
+            self.0.local_addr().expect("bound")
+        }
+        fn run(self: Box<Self>, stop: &Stop) -> anyhow::Result<Served> {
+            let mut heard = 0u64;
+            loop {
+                match self.0.accept() {
+                    Ok(_) => heard += 1,
+                    // Connections made before the stop are all taken.
+                    Err(_) if stop.is_set() => break,
+                    Err(_) => std::thread::sleep(Duration::from_millis(5)),
+                }
+            }
+            Ok(Served {
+                report: serde_json::json!({ "heard": heard }),
+                problem: None,
+            })
+        }
+    }
+
+    #[derive(Debug, Clone, Serialize)]
+    struct KnockConfig {
+        knocks: u32,
+        duration: Duration,
+    }
+
+    impl Load for KnockConfig {
+        fn engine(&self) -> &'static dyn Engine {
+            &Knock
+        }
+        fn duration(&self) -> Duration {
+            self.duration
+        }
+        fn set_duration(&mut self, duration: Duration) {
+            self.duration = duration;
+        }
+        fn warmup(&self) -> Option<Duration> {
+            Some(Duration::ZERO)
+        }
+        fn pin(&self) -> &[u32] {
+            &[]
+        }
+        fn server_params(&self, threads: u32) -> Params {
+            params(&KnockParams { threads })
+        }
+        fn run(
+            &self,
+            to: SocketAddr,
+            _netns: Option<String>,
+            _stop: &Stop,
+            mark: &mut dyn FnMut(),
+        ) -> anyhow::Result<Ran> {
+            mark();
+            for _ in 0..self.knocks {
+                TcpStream::connect(to)?;
+            }
+            Ok(Ran {
+                rate: f64::from(self.knocks),
+                latency: None,
+                sent: None,
+                problem: None,
+                report: json(self),
+            })
+        }
+    }
+
+    #[test]
+    fn an_engine_defined_outside_the_library_runs_as_an_experiment_bench() {
+        let bench = Bench {
+            name: "knock".to_string(),
+            client: Box::new(KnockConfig {
+                knocks: 5,
+                duration: Duration::from_secs(1),
+            }),
+            udp_warmup: Duration::ZERO,
+        };
+        assert_eq!(
+            (bench.kind(), bench.server_kind(), bench.metric()),
+            ("knock", "knock-server", "knocks")
+        );
+        assert_eq!(bench.client_json()["kind"], "knock");
+        let sides = Sides {
+            server_addr: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            server_netns: None,
+            server_pin: Vec::new(),
+            client_netns: None,
+            remote: None,
+        };
+        let mut marked = false;
+        let outcome = run(&bench, &sides, &Stop::new(), &mut || marked = true).expect("run");
+        assert!(marked);
+        assert_eq!(outcome.value, 5.0);
+        assert_eq!(outcome.lost, None);
+        assert_eq!(outcome.server_report["heard"], 5);
+        assert_eq!(outcome.client_report["knocks"], 5);
+    }
 }

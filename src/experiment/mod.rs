@@ -8,5 +8,6 @@ pub mod results;
 pub mod run;
 pub mod sample;
 pub mod search;
+pub mod space;
 pub mod stats;
 pub mod tune;

@@ -173,7 +173,7 @@ fn bench_infos(spec: &Spec) -> Vec<BenchInfo> {
             kind: b.kind().to_string(),
             metric: b.metric().to_string(),
             server: b.server_kind().to_string(),
-            client: serde_json::to_value(&b.client).unwrap_or(serde_json::Value::Null),
+            client: b.client_json(),
         })
         .collect()
 }

@@ -16,7 +16,7 @@ use std::fs::File;
 
 use serde::{Deserialize, Serialize};
 
-use super::search::{self, Dimension, Space};
+use super::space::{self as search, Dimension, Space};
 use crate::apply::{self, Applied, Backend, Journal, StateDir, StateStatus};
 use crate::base::Root;
 use crate::host::Host;

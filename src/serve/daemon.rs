@@ -26,17 +26,18 @@ use serde::{Deserialize, Serialize};
 use super::admit::{Admission, Refused, Source, Ticket};
 pub use super::admit::{MAX_PENDING, MAX_PER_SOURCE};
 use super::proto::{
-    self, AuthKind, ErrorKind, FromClient, FromDaemon, Limits, RemoteReport, ServerSide, Start,
-    FLAG_TLS, MAX_MESSAGE, NONCE_LEN, PREAMBLE_LEN,
+    self, AuthKind, ErrorKind, FromClient, FromDaemon, Limits, RemoteReport, Start, FLAG_TLS,
+    MAX_MESSAGE, NONCE_LEN, PREAMBLE_LEN,
 };
 use super::token::Token;
-use crate::base::observe::{Observer, Quiet};
+use crate::base::observe::Observer;
 use crate::base::stop::{Stop, POLL};
 use crate::base::tls::{HandshakeError, ServerTls};
 use crate::base::Root;
 use crate::bench::cpu::CpuUsage;
+use crate::bench::engine::{Engine, Placement, Server, ServerLimits};
 use crate::bench::frame::{self, Conn, FrameError};
-use crate::bench::{http, rr, stream, udp};
+use crate::bench::stream;
 use crate::host::stat;
 
 /// How long a new connection has for the preamble, TLS and
@@ -116,6 +117,14 @@ impl DaemonConfig {
             (Some(_), _) => AuthKind::Token,
             (None, Some(tls)) if tls.client_ca().is_some() => AuthKind::Certificate,
             _ => AuthKind::None,
+        }
+    }
+
+    /// What every server side of this daemon is bounded by.
+    fn server_limits(&self) -> ServerLimits {
+        ServerLimits {
+            max_reply: self.max_reply,
+            max_rate: Some(self.max_rate),
         }
     }
 
@@ -555,34 +564,6 @@ fn greet(tcp: TcpStream, shared: &Shared<'_>) -> Result<Conn, Refusal> {
     Ok(conn)
 }
 
-/// A server side, bound and ready to run.
-enum Side {
-    Sink(udp::Sink),
-    Rr(rr::RrServer),
-    Http(http::HttpServer),
-    Stream(stream::StreamServer),
-}
-
-impl Side {
-    fn port(&self) -> u16 {
-        match self {
-            Side::Sink(s) => s.local_addr().port(),
-            Side::Rr(s) => s.local_addr().port(),
-            Side::Http(s) => s.local_addr().port(),
-            Side::Stream(s) => s.local_addr().port(),
-        }
-    }
-
-    fn run(self, stop: &Stop) -> anyhow::Result<serde_json::Value> {
-        Ok(match self {
-            Side::Sink(s) => serde_json::to_value(s.run(stop, &mut Quiet)?)?,
-            Side::Rr(s) => serde_json::to_value(s.run(stop, &mut Quiet)?)?,
-            Side::Http(s) => serde_json::to_value(s.run(stop, &mut Quiet)?)?,
-            Side::Stream(s) => serde_json::to_value(s.run(stop, &mut Quiet)?)?,
-        })
-    }
-}
-
 /// Check a request against the daemon's limits.
 fn check(start: &Start, config: &DaemonConfig) -> anyhow::Result<Duration> {
     if !(start.seconds.is_finite() && start.seconds > 0.0) {
@@ -596,27 +577,24 @@ fn check(start: &Start, config: &DaemonConfig) -> anyhow::Result<Duration> {
             config.max_duration.as_secs_f64()
         );
     }
-    let threads = match &start.side {
-        ServerSide::UdpSink { threads, .. }
-        | ServerSide::RrServer { threads, .. }
-        | ServerSide::HttpServer { threads } => *threads,
-        ServerSide::StreamServer {} => 1,
-    };
+    let engine = side_engine(start)?;
+    let threads = engine.threads(&start.side.params);
     crate::bench::within(
         "remote-threads",
         u64::from(threads),
         1,
         u64::from(config.max_threads),
     )?;
-    if let ServerSide::RrServer { max_reply, .. } = &start.side {
-        if *max_reply > config.max_reply {
-            anyhow::bail!(
-                "rr replies of {max_reply} bytes are more than this daemon sends ({}, --max-reply)",
-                config.max_reply
-            );
-        }
-    }
+    engine.within(&start.side.params, &config.server_limits())?;
     Duration::try_from_secs_f64(start.seconds).context("the duration")
+}
+
+/// The engine of a request's server side.
+fn side_engine(start: &Start) -> anyhow::Result<&'static dyn Engine> {
+    start
+        .side
+        .engine()
+        .ok_or_else(|| anyhow::anyhow!("no server side called '{}'", start.side.name()))
 }
 
 /// Open the requested server side on `local` (the address the client
@@ -627,52 +605,15 @@ fn open_side(
     peer: IpAddr,
     seconds: Duration,
     config: &DaemonConfig,
-) -> anyhow::Result<Side> {
-    let bind = SocketAddr::new(local, 0);
-    let pin = start.pin.clone();
-    Ok(match &start.side {
-        ServerSide::UdpSink {
-            threads,
-            reuseport,
-            rcvbuf,
-        } => {
-            let mut c = udp::SinkConfig::new(bind);
-            c.threads = *threads;
-            c.reuseport = *reuseport;
-            c.rcvbuf = *rcvbuf;
-            c.pin = pin;
-            c.duration = Some(seconds);
-            Side::Sink(udp::open_sink(c)?)
-        }
-        ServerSide::RrServer { threads, max_reply } => {
-            let mut c = rr::ServerConfig::new(bind);
-            c.threads = *threads;
-            c.pin = pin;
-            c.duration = Some(seconds);
-            c.peer = Some(peer);
-            c.max_reply = Some(*max_reply);
-            Side::Rr(rr::open_server(c)?)
-        }
-        ServerSide::HttpServer { threads } => {
-            let mut c = http::ServerConfig::new(bind);
-            c.threads = Some(*threads);
-            c.pin = pin;
-            c.duration = Some(seconds);
-            c.peer = Some(peer);
-            Side::Http(http::open_server(c)?)
-        }
-        ServerSide::StreamServer {} => {
-            let mut c = stream::ServerConfig::new(bind);
-            c.pin = pin;
-            c.duration = Some(seconds);
-            c.tests = Some(1);
-            c.peer = Some(peer);
-            c.max_test = seconds;
-            c.max_rate = Some(config.max_rate);
-            c.tls = config.tls.clone();
-            Side::Stream(stream::open_server(c)?)
-        }
-    })
+) -> anyhow::Result<Box<dyn Server>> {
+    let mut at = Placement::new(SocketAddr::new(local, 0));
+    at.pin = start.pin.clone();
+    at.duration = Some(seconds);
+    at.peer = Some(peer);
+    at.one_test = true;
+    at.limits = config.server_limits();
+    at.tls = config.tls.clone();
+    side_engine(start)?.open(&start.side.params, &at)
 }
 
 /// Reserves one of `max_tests` slots; frees it when dropped.
@@ -717,15 +658,16 @@ fn test(conn: &Conn, peer: SocketAddr, start: &Start, shared: &Shared<'_>) {
     };
     let id = shared.next_test.fetch_add(1, Ordering::SeqCst);
     let bench = start.side.name();
-    let port = side.port();
+    let port = side.local_addr().port();
     let started = FromDaemon::Started {
         test: id,
         port,
         detail: format!(
             "{bench} on {local}:{port} {}, {:.1} s at most",
-            match start.side {
-                ServerSide::UdpSink { .. } => "(it sends nothing)".to_string(),
-                _ => format!("for {} only", peer.ip()),
+            if start.side.engine().is_some_and(|e| !e.answers()) {
+                "(it sends nothing)".to_string()
+            } else {
+                format!("for {} only", peer.ip())
             },
             seconds.as_secs_f64()
         ),
@@ -752,7 +694,7 @@ fn test(conn: &Conn, peer: SocketAddr, start: &Start, shared: &Shared<'_>) {
     });
     let cpu_after = stat::read(&Root::live()).ok();
     let (report, error) = match result {
-        Ok(value) => (Some(value), None),
+        Ok(served) => (Some(served.report), None),
         Err(e) => (None, Some(format!("{e:#}"))),
     };
     let remote = RemoteReport {

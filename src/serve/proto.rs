@@ -34,6 +34,8 @@ use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
 use crate::bench::cpu::CpuUsage;
+use crate::bench::engine::{Engine, Params};
+use crate::bench::registry;
 
 pub const MAGIC: [u8; 4] = *b"NTsv";
 /// The version this build speaks.
@@ -96,33 +98,66 @@ pub struct Limits {
     pub max_threads: u32,
 }
 
-/// The server side a client asks for.
+/// The server side a client asks for: `bench` names it (a server side of
+/// [`crate::bench::registry`]: `udp-sink`, `rr-server`, `http-server`,
+/// `stream-server`), and the other fields are its parameters, which the
+/// engine checks (`rr-server` takes `threads` and `max_reply`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "bench", rename_all = "kebab-case")]
-pub enum ServerSide {
-    /// `bench udp-sink`: counts what a udp-flood sends (it sends nothing).
-    UdpSink {
-        threads: u32,
-        reuseport: bool,
-        rcvbuf: Option<u32>,
-    },
-    /// `bench rr-server`, answering replies of at most `max_reply` bytes.
-    RrServer { threads: u32, max_reply: u32 },
-    /// `bench http-server`.
-    HttpServer { threads: u32 },
-    /// `bench stream-server` for one test (its parameters travel on the
-    /// stream's own control connection).
-    StreamServer {},
+#[serde(try_from = "AnySide")]
+pub struct ServerSide {
+    pub bench: String,
+    #[serde(flatten)]
+    pub params: Params,
+}
+
+/// A `side` as it arrives, before its engine has checked it.
+#[derive(Deserialize)]
+struct AnySide {
+    bench: String,
+    #[serde(flatten)]
+    params: Params,
+}
+
+impl TryFrom<AnySide> for ServerSide {
+    type Error = String;
+
+    fn try_from(side: AnySide) -> Result<ServerSide, String> {
+        let engine = registry::by_server(&side.bench).ok_or_else(|| {
+            format!(
+                "unknown variant `{}`, expected one of `{}`",
+                side.bench,
+                registry::servers().join("`, `")
+            )
+        })?;
+        engine.check_params(&side.params)?;
+        Ok(ServerSide {
+            bench: side.bench,
+            params: side.params,
+        })
+    }
 }
 
 impl ServerSide {
-    pub fn name(&self) -> &'static str {
-        match self {
-            ServerSide::UdpSink { .. } => "udp-sink",
-            ServerSide::RrServer { .. } => "rr-server",
-            ServerSide::HttpServer { .. } => "http-server",
-            ServerSide::StreamServer {} => "stream-server",
+    /// `engine`'s server side with these parameters.
+    pub fn new(engine: &dyn Engine, params: Params) -> ServerSide {
+        ServerSide {
+            bench: engine.server().to_string(),
+            params,
         }
+    }
+
+    /// `engine`'s server side with its typed parameters.
+    pub fn of<T: Serialize>(engine: &dyn Engine, params: &T) -> ServerSide {
+        ServerSide::new(engine, crate::bench::engine::params(params))
+    }
+
+    pub fn name(&self) -> &str {
+        &self.bench
+    }
+
+    /// Its engine (every `ServerSide` read from the wire has one).
+    pub fn engine(&self) -> Option<&'static dyn Engine> {
+        registry::by_server(&self.bench)
     }
 }
 
@@ -277,20 +312,40 @@ mod tests {
             text,
             r#"{"type":"error","kind":"upgrade","message":"upgrade"}"#
         );
+        let mut params = Params::new();
+        params.insert("threads".into(), 1.into());
+        params.insert("max_reply".into(), 64.into());
         let start = FromClient::Start(Start {
-            side: ServerSide::RrServer {
-                threads: 1,
-                max_reply: 64,
-            },
+            side: ServerSide::new(&crate::bench::rr::entry::Rr, params),
             seconds: 5.0,
             pin: vec![],
         });
         let text = serde_json::to_string(&start).expect("json");
-        assert!(text.contains(r#""bench":"rr-server""#), "{text}");
+        assert!(
+            text.contains(r#""side":{"bench":"rr-server","threads":1,"max_reply":64}"#),
+            "{text}"
+        );
         assert_eq!(
             serde_json::from_str::<FromClient>(&text).expect("back"),
             start
         );
         assert_eq!(unhex(&hex(&[0, 255, 16])), Some(vec![0, 255, 16]));
+    }
+
+    #[test]
+    fn a_side_no_engine_knows_or_with_wrong_parameters_is_malformed() {
+        for text in [
+            r#"{"bench":"iperf3"}"#,
+            r#"{"bench":"rr-server","threads":1}"#,
+            r#"{"bench":"udp-sink","threads":"x","reuseport":false}"#,
+        ] {
+            assert!(serde_json::from_str::<ServerSide>(text).is_err(), "{text}");
+        }
+        let side: ServerSide = serde_json::from_str(r#"{"bench":"stream-server"}"#).expect("ok");
+        assert_eq!(side.name(), "stream-server");
+        let side: ServerSide =
+            serde_json::from_str(r#"{"bench":"udp-sink","threads":2,"reuseport":true}"#)
+                .expect("rcvbuf may be left out");
+        assert_eq!(side.name(), "udp-sink");
     }
 }

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use nettune::base::observe::Quiet;
 use nettune::base::stop::Stop;
-use nettune::bench::rr::{self, Engine, ServerConfig};
+use nettune::bench::rr::{self, Backend, ServerConfig};
 
 fn hello(request: u32, reply: u32) -> Vec<u8> {
     let mut out = b"nettrr01".to_vec();
@@ -54,8 +54,8 @@ fn answer(socket: &UdpSocket, wait: Duration) -> Option<Vec<u8>> {
 fn rr_server_refuses_a_udp_hello_beyond_a_datagram(engine: &str) {
     let mut config = ServerConfig::new("127.0.0.1:0".parse().expect("addr"));
     config.engine = match engine {
-        "io_uring" => Engine::IoUring,
-        _ => Engine::Epoll,
+        "io_uring" => Backend::IoUring,
+        _ => Backend::Epoll,
     };
     let server = rr::open_server(config).expect("open the rr server");
     let addr = server.local_addr();

@@ -607,10 +607,13 @@ fn the_library_client_api_starts_a_server_side_and_returns_its_report() {
         let _guard = StopOnDrop(stop.clone());
         let running = s.spawn(move || daemon.run(&daemon_stop, &mut Quiet));
         let start = Start {
-            side: ServerSide::RrServer {
-                threads: 1,
-                max_reply: 32,
-            },
+            side: ServerSide::of(
+                &rr::entry::Rr,
+                &rr::entry::ServerParams {
+                    threads: 1,
+                    max_reply: 32,
+                },
+            ),
             seconds: 10.0,
             pin: Vec::new(),
         };

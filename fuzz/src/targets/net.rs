@@ -101,9 +101,9 @@ fn rr_server(uring: bool) -> SocketAddr {
     *cell.get_or_init(|| {
         let mut config = nettune::bench::rr::ServerConfig::new(loopback());
         config.engine = if uring {
-            nettune::bench::rr::Engine::IoUring
+            nettune::bench::rr::Backend::IoUring
         } else {
-            nettune::bench::rr::Engine::Epoll
+            nettune::bench::rr::Backend::Epoll
         };
         start(
             "an rr server",

@@ -17,12 +17,12 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 use super::output::{self, LoadReport};
-use super::worker::Worker;
+use super::worker::{Plan, Shared, Worker};
 use super::{Header, LoadConfig, Url};
 use crate::base::observe::Observer;
 use crate::base::stop::Stop;
 use crate::base::Root;
-use crate::bench::harness::{self, Control, Phase as RunPhase, Placement, Timeline};
+use crate::bench::harness::{self, Control, Placement, Timeline};
 use crate::bench::netns;
 use crate::bench::pin::Pinning;
 use crate::bench::report::LiveCounter;
@@ -180,27 +180,6 @@ fn build_request(url: &Url, headers: &[Header]) -> Vec<u8> {
     }
     text.push_str("\r\n");
     text.into_bytes()
-}
-
-/// What every thread shares (read only).
-pub(super) struct Shared<'a> {
-    pub(super) addr: SocketAddr,
-    /// The request repeated `pipeline` times: any run of queued requests is
-    /// a suffix of it, so unsent output is just a byte count.
-    pub(super) batch: &'a [u8],
-    pub(super) request_len: usize,
-    pub(super) pipeline: usize,
-    pub(super) timeout: Duration,
-    /// Statistics count from here (after the warm-up).
-    pub(super) record_from: Instant,
-    pub(super) phase: &'a RunPhase,
-}
-
-/// One thread's share.
-pub(super) struct Plan {
-    pub(super) cpu: Option<u32>,
-    pub(super) connections: usize,
-    pub(super) rate: Option<u64>,
 }
 
 #[cfg(test)]

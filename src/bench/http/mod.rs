@@ -15,10 +15,11 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::base::http::is_token;
+pub use crate::bench::backend::Backend;
 use crate::bench::busy_poll::BusyPoll;
-pub use crate::bench::engine::Engine;
 use crate::bench::within;
 
+pub mod entry;
 mod event_loop;
 mod load;
 pub mod output;
@@ -98,7 +99,7 @@ pub struct ServerConfig {
     pub peer: Option<IpAddr>,
     /// The I/O engine of every server thread.
     #[serde(default)]
-    pub engine: Engine,
+    pub engine: Backend,
 }
 
 impl ServerConfig {
@@ -123,7 +124,7 @@ impl ServerConfig {
             netns: None,
             share_port: false,
             peer: None,
-            engine: Engine::Epoll,
+            engine: Backend::Epoll,
         }
     }
 

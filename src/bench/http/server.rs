@@ -26,7 +26,7 @@ use super::event_loop::{
     EpollLoop, EventLoop, LoopOptions, ThreadCounts, BUSY_POLL_WAIT, LONG_WAIT,
 };
 use super::uring_loop::UringLoop;
-use super::{Engine, Locality, Sched, ServerConfig};
+use super::{Backend, Locality, Sched, ServerConfig};
 use crate::base::observe::Observer;
 use crate::base::stop::Stop;
 use crate::base::{cpuset, Root};
@@ -100,7 +100,7 @@ pub struct HttpServer {
     pinning: Pinning,
     locality: Locality,
     wait: Duration,
-    engine: Engine,
+    engine: Backend,
     warnings: Vec<String>,
     /// This kernel has EPIOCSPARAMS: epoll instances busy-poll too.
     epoll_params: bool,
@@ -183,7 +183,7 @@ pub fn open(config: ServerConfig) -> anyhow::Result<HttpServer> {
         // io_uring has no epoll instance to take the parameters; its
         // sockets still get the socket options.
         epoll_params: config.busy().is_on()
-            && engine != Engine::IoUring
+            && engine != Backend::IoUring
             && crate::bench::busy_poll::epoll_params_supported(),
         config,
         bound,
@@ -273,7 +273,7 @@ impl HttpServer {
                 if sched == Sched::Batch {
                     set_sched_batch()?;
                 }
-                if engine == Engine::IoUring {
+                if engine == Backend::IoUring {
                     UringLoop::new(listener, options)?.run(phase, live)
                 } else {
                     EpollLoop::new(listener, options)?.run(phase, live)

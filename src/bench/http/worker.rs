@@ -14,10 +14,10 @@ use nix::sys::socket::{
     self, recv, send, sockopt, AddressFamily, MsgFlags, SockFlag, SockType, SockaddrStorage,
 };
 
-use super::load::{Plan, Shared};
 use super::output::ThreadStats;
 use super::response::{Completed, ResponseReader};
 use crate::base::epoll::{Epoll, Interest, Ready};
+use crate::bench::harness::Phase as RunPhase;
 use crate::bench::latency::Latency;
 use crate::bench::report::LiveCounter;
 
@@ -76,6 +76,27 @@ struct Conn {
     /// Open loop: in the free list.
     listed: bool,
     since: Instant,
+}
+
+/// What every thread shares (read only).
+pub(super) struct Shared<'a> {
+    pub(super) addr: SocketAddr,
+    /// The request repeated `pipeline` times: any run of queued requests is
+    /// a suffix of it, so unsent output is just a byte count.
+    pub(super) batch: &'a [u8],
+    pub(super) request_len: usize,
+    pub(super) pipeline: usize,
+    pub(super) timeout: Duration,
+    /// Statistics count from here (after the warm-up).
+    pub(super) record_from: Instant,
+    pub(super) phase: &'a RunPhase,
+}
+
+/// One thread's share.
+pub(super) struct Plan {
+    pub(super) cpu: Option<u32>,
+    pub(super) connections: usize,
+    pub(super) rate: Option<u64>,
 }
 
 pub(super) struct Worker<'a> {

@@ -17,22 +17,26 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::bench::backend::Backend;
 use crate::bench::busy_poll::BusyPoll;
-pub use crate::bench::engine::Engine;
 use crate::bench::within;
 
 pub mod client;
 mod conn;
 mod engine;
+pub mod entry;
 pub mod flows;
 mod measure;
 pub mod output;
+pub mod report;
 pub mod server;
+mod server_thread;
 mod uring_server;
 pub mod wire;
 
-pub use client::{run as run_client, RrReport};
+pub use client::run as run_client;
 pub use measure::Interval;
+pub use report::RrReport;
 pub use server::{open as open_server, RrServer, ServerReport};
 pub use wire::{MAX_TCP_SIZE, MAX_UDP_SIZE};
 
@@ -123,7 +127,7 @@ pub struct ServerConfig {
     pub busy: BusyPoll,
     /// The I/O engine of every server thread.
     #[serde(default)]
-    pub engine: Engine,
+    pub engine: Backend,
 }
 
 impl ServerConfig {
@@ -139,7 +143,7 @@ impl ServerConfig {
             peer: None,
             max_reply: None,
             busy: BusyPoll::default(),
-            engine: Engine::Epoll,
+            engine: Backend::Epoll,
         }
     }
 

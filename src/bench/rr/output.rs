@@ -4,8 +4,8 @@
 
 use std::fmt::Write as _;
 
-use super::client::RrReport;
 use super::measure::Interval;
+use super::report::RrReport;
 use super::server::ServerReport;
 use super::ClientConfig;
 use crate::base::cpuset;

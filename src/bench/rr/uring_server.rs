@@ -27,7 +27,7 @@ use anyhow::Context;
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
 use super::flows::{Answer, UdpFlows};
-use super::server::{
+use super::server_thread::{
     accept_starved, take_requests, After, Conn, Plan, Sockets, ThreadReport, ACCEPT_PAUSE,
 };
 use super::wire::{CHECK_LEN, MAX_UDP_SIZE};

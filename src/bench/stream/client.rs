@@ -13,9 +13,9 @@ use anyhow::Context;
 use nix::errno::Errno;
 use nix::sys::socket::{self, AddressFamily, SockFlag, SockType, SockaddrStorage};
 
-use super::pump::{self, Source};
+use super::pump::{self, Moved, Source};
 use super::report::{build_report, Interval, Outcome, Rtts, StreamInterval, StreamReport};
-use super::server::TestReport;
+use super::server_report::TestReport;
 use super::sock::{self, Buffers, Pacer, TcpInfo};
 use super::wire::{Header, Kind, Params, ToClient, ToServer, MAX_MESSAGE};
 use super::{StreamConfig, ZeroCopy};
@@ -118,8 +118,10 @@ pub fn run(
     Ok(build_report(
         config,
         &pinning,
-        &opened,
         Outcome {
+            window: opened.window.clone(),
+            pacer: opened.pacer,
+            congestion: opened.congestion.clone(),
             ended: done.ended.name(),
             elapsed: done.elapsed,
             ran,
@@ -134,12 +136,6 @@ pub fn run(
             intervals: std::mem::take(&mut meter.intervals),
         },
     ))
-}
-
-/// What a stream's thread brings back.
-pub(super) enum Moved {
-    Sent(pump::Sent),
-    Received(pump::Received),
 }
 
 /// Connect the control connection, agree on the test, connect the streams

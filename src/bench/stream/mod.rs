@@ -23,17 +23,20 @@ use serde::{Deserialize, Serialize};
 use crate::bench::within;
 
 pub mod client;
+pub mod entry;
 mod pump;
 pub mod render;
 pub mod report;
 pub mod server;
+pub mod server_report;
 mod sock;
 pub mod wire;
 
 pub use client::run as run_client;
 pub use pump::ZeroCopyStats;
 pub use report::{Interval, StreamReport};
-pub use server::{open as open_server, ServerInterval, ServerReport, StreamServer, TestReport};
+pub use server::{open as open_server, StreamServer};
+pub use server_report::{ServerInterval, ServerReport, TestReport};
 pub use sock::{check_cc, Buffers, Pacer, TcpInfo};
 
 /// Most streams in one test.

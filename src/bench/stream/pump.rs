@@ -103,6 +103,12 @@ fn memfd(size: usize) -> anyhow::Result<OwnedFd> {
     Ok(fd)
 }
 
+/// What a stream's thread brings back.
+pub(super) enum Moved {
+    Sent(Sent),
+    Received(Received),
+}
+
 /// What one sending loop did.
 #[derive(Debug, Clone, Default)]
 pub struct Sent {

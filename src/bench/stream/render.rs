@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use super::report::{Interval, StreamInterval, StreamReport};
-use super::server::{ServerInterval, ServerReport, TestReport};
+use super::server_report::{ServerInterval, ServerReport, TestReport};
 use super::sock::{Buffers, Pacer};
 use super::StreamConfig;
 use crate::base::units::{format_bytes, format_count};

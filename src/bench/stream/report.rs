@@ -8,9 +8,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::client::{Moved, Opened};
-use super::pump::ZeroCopyStats;
-use super::server::TestReport;
+use super::pump::{Moved, ZeroCopyStats};
+use super::server_report::TestReport;
 use super::sock::{Buffers, Pacer, TcpInfo};
 use super::{StreamConfig, ZeroCopy};
 use crate::bench::cpu::CpuUsage;
@@ -212,6 +211,11 @@ impl Rtts {
 
 /// Everything the run produced, for the report.
 pub(super) struct Outcome {
+    /// This side's buffers, pacing and congestion control, as its sockets
+    /// were set.
+    pub(super) window: Buffers,
+    pub(super) pacer: Option<Pacer>,
+    pub(super) congestion: String,
     pub(super) ended: &'static str,
     pub(super) elapsed: Duration,
     /// From the start of the harness to the end of the last stream.
@@ -235,12 +239,7 @@ fn rate(bytes: u64, seconds: f64) -> f64 {
     }
 }
 
-pub(super) fn build_report(
-    config: &StreamConfig,
-    pinning: &Pinning,
-    opened: &Opened,
-    o: Outcome,
-) -> StreamReport {
+pub(super) fn build_report(config: &StreamConfig, pinning: &Pinning, o: Outcome) -> StreamReport {
     let secs = o.elapsed.as_secs_f64();
     let (server, server_error) = match o.server {
         Ok(report) => {
@@ -288,7 +287,7 @@ pub(super) fn build_report(
         (Some(before), Some(after)) => Some(CpuUsage::between(before, after)),
         _ => None,
     };
-    let sides = SenderSettings::of(config, opened, server.as_ref());
+    let sides = SenderSettings::of(config, o.pacer, &o.congestion, server.as_ref());
     StreamReport {
         command: "stream".to_string(),
         to: config.to,
@@ -296,7 +295,7 @@ pub(super) fn build_report(
         reverse: config.reverse,
         num_streams: per_stream.len(),
         size: config.size,
-        window: opened.window.clone(),
+        window: o.window,
         pace_bits_per_second: sides.pace,
         pacer: sides.pacer,
         sender_tcp_congestion: sides.sender_congestion,
@@ -319,7 +318,8 @@ pub(super) fn build_report(
     }
 }
 
-/// The sender's pacing and each side's congestion control: the server
+/// The sender's pacing and each side's congestion control (`pacer` and
+/// `congestion` are this side's): the server
 /// sends with --reverse, this side otherwise.
 struct SenderSettings {
     pace: Option<u64>,
@@ -329,7 +329,12 @@ struct SenderSettings {
 }
 
 impl SenderSettings {
-    fn of(config: &StreamConfig, opened: &Opened, server: Option<&TestReport>) -> SenderSettings {
+    fn of(
+        config: &StreamConfig,
+        pacer: Option<Pacer>,
+        congestion: &str,
+        server: Option<&TestReport>,
+    ) -> SenderSettings {
         if config.reverse {
             SenderSettings {
                 pace: server.and_then(|s| s.pace_bits_per_second),
@@ -337,13 +342,13 @@ impl SenderSettings {
                 sender_congestion: server
                     .map(|s| s.congestion.clone())
                     .unwrap_or_else(|| "unknown".to_string()),
-                receiver_congestion: Some(opened.congestion.clone()),
+                receiver_congestion: Some(congestion.to_string()),
             }
         } else {
             SenderSettings {
                 pace: config.pace,
-                pacer: opened.pacer,
-                sender_congestion: opened.congestion.clone(),
+                pacer,
+                sender_congestion: congestion.to_string(),
                 receiver_congestion: server.map(|s| s.congestion.clone()),
             }
         }

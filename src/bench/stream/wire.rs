@@ -29,7 +29,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::server::TestReport;
+use super::server_report::TestReport;
 use super::ZeroCopy;
 
 pub const MAGIC: [u8; 4] = *b"NTst";

@@ -78,6 +78,29 @@ impl SendErrors {
     pub fn total(&self) -> u64 {
         self.enobufs + self.econnrefused + self.timeouts + self.other
     }
+
+    /// The send errors by kind, with what each means.
+    pub fn describe(&self) -> String {
+        let mut text = format!(
+            "{} ENOBUFS, {} ECONNREFUSED, {} send timeouts, {} other",
+            self.enobufs, self.econnrefused, self.timeouts, self.other
+        );
+        if self.econnrefused > 0 {
+            text.push_str("; ECONNREFUSED: nothing listens there, start the sink first");
+        }
+        if self.enobufs > 0 {
+            text.push_str("; ENOBUFS: an outgoing queue was full");
+        }
+        if self.timeouts > 0 {
+            text.push_str(
+                "; send timeouts: the socket buffer stayed full (an unresolved neighbour, a stuck queue)",
+            );
+        }
+        if let Some(last) = &self.last_other {
+            text.push_str(&format!("; last other error: {last}"));
+        }
+        text
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -141,7 +164,7 @@ impl FloodReport {
             return Some(format!(
                 "udp-flood measured nothing: no packet could be sent to {to} in {:.1} s ({})",
                 self.duration_s,
-                super::render::describe_errors(&self.send_errors)
+                self.send_errors.describe()
             ));
         }
         None

@@ -21,8 +21,7 @@ use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 use std::os::fd::{AsRawFd, BorrowedFd};
 use std::sync::OnceLock;
 
-use super::mmsg::set_int;
-use super::MAX_PAYLOAD;
+use super::wire::MAX_PAYLOAD;
 
 /// setsockopt(SOL_UDP, UDP_SEGMENT): segment size for every send.
 const UDP_SEGMENT: libc::c_int = 103;
@@ -162,6 +161,29 @@ pub fn check_mtu(socket: &UdpSocket, dest: SocketAddr, size: usize) -> anyhow::R
              to {dest} is {mtu} bytes, so a segment carries at most {} bytes; lower --size",
             mtu.saturating_sub(headers)
         );
+    }
+    Ok(())
+}
+
+/// setsockopt with an int value.
+pub fn set_int(
+    socket: BorrowedFd<'_>,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: libc::c_int,
+) -> io::Result<()> {
+    // SAFETY: a valid fd and a c_int option of the right size.
+    let rc = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            level,
+            name,
+            (&value as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
     }
     Ok(())
 }

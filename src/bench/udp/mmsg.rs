@@ -5,7 +5,7 @@
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd};
 
-use super::gso::{gro_size, CONTROL_LEN};
+use super::gso::{gro_size, set_int, CONTROL_LEN};
 use super::wire::HEADER_LEN;
 
 /// `count` buffers of `slot` bytes with one iovec and one mmsghdr each.
@@ -219,29 +219,6 @@ pub fn queue_errors(socket: BorrowedFd<'_>, ipv6: bool) -> io::Result<()> {
         (libc::SOL_IP, libc::IP_RECVERR)
     };
     set_int(socket, level, name, 1)
-}
-
-/// setsockopt with an int value.
-pub fn set_int(
-    socket: BorrowedFd<'_>,
-    level: libc::c_int,
-    name: libc::c_int,
-    value: libc::c_int,
-) -> io::Result<()> {
-    // SAFETY: a valid fd and a c_int option of the right size.
-    let rc = unsafe {
-        libc::setsockopt(
-            socket.as_raw_fd(),
-            level,
-            name,
-            (&value as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if rc < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
 }
 
 /// Drain the socket's error queue (see [`queue_errors`]), calling `seen`

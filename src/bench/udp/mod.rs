@@ -18,13 +18,15 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::bench::engine::Engine;
+pub use crate::bench::backend::Backend;
 use crate::bench::within;
 
+pub mod entry;
 mod flood;
 mod flows;
 pub mod gso;
 mod mmsg;
+mod receive;
 pub mod render;
 mod sink;
 mod uring_sink;
@@ -35,10 +37,8 @@ pub use flows::SequenceSummary;
 pub(crate) use flows::{summarize, FlowTable};
 pub(crate) use sink::Meter;
 pub use sink::{open as open_sink, KernelDelta, RcvBuf, Sink, SinkReport};
-pub use wire::HEADER_LEN;
+pub use wire::{HEADER_LEN, MAX_PAYLOAD};
 
-/// The largest UDP payload over IPv4 (65535 - 20 IP - 8 UDP).
-pub const MAX_PAYLOAD: usize = 65_507;
 /// Most threads an engine starts.
 pub const MAX_THREADS: u32 = 1024;
 /// Most packets per recvmmsg/sendmmsg call (the kernel's UIO_MAXIOV).
@@ -76,7 +76,7 @@ pub struct SinkConfig {
     pub gro: bool,
     /// The I/O engine: recvmmsg (epoll), multishot recvmsg (io_uring).
     #[serde(default)]
-    pub engine: Engine,
+    pub engine: Backend,
 }
 
 impl SinkConfig {
@@ -92,7 +92,7 @@ impl SinkConfig {
             duration: Some(Duration::from_secs(10)),
             netns: None,
             gro: false,
-            engine: Engine::Epoll,
+            engine: Backend::Epoll,
         }
     }
 

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use super::flows::SequenceSummary;
-use super::{FloodReport, KernelDelta, RcvBuf, SendErrors, SinkReport};
+use super::{FloodReport, KernelDelta, RcvBuf, SinkReport};
 use crate::bench::report::{format_rate, plural};
 
 /// The sink's final report.
@@ -114,7 +114,7 @@ pub fn flood_text(r: &FloodReport) -> String {
             .map(|n| format!("; UDP_SEGMENT {n} packets per send"))
             .unwrap_or_default()
     );
-    let _ = writeln!(out, "errors    {}", describe_errors(&r.send_errors));
+    let _ = writeln!(out, "errors    {}", r.send_errors.describe());
     out
 }
 
@@ -161,29 +161,6 @@ pub fn stopped(ended: &str) -> &'static str {
     } else {
         ""
     }
-}
-
-/// The send errors by kind, with what each means.
-pub fn describe_errors(e: &SendErrors) -> String {
-    let mut text = format!(
-        "{} ENOBUFS, {} ECONNREFUSED, {} send timeouts, {} other",
-        e.enobufs, e.econnrefused, e.timeouts, e.other
-    );
-    if e.econnrefused > 0 {
-        text.push_str("; ECONNREFUSED: nothing listens there, start the sink first");
-    }
-    if e.enobufs > 0 {
-        text.push_str("; ENOBUFS: an outgoing queue was full");
-    }
-    if e.timeouts > 0 {
-        text.push_str(
-            "; send timeouts: the socket buffer stayed full (an unresolved neighbour, a stuck queue)",
-        );
-    }
-    if let Some(last) = &e.last_other {
-        text.push_str(&format!("; last other error: {last}"));
-    }
-    text
 }
 
 /// One sentence on where the lost packets died, from the counters.

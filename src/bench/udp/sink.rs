@@ -8,7 +8,7 @@
 
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context;
 use nix::errno::Errno;
@@ -18,7 +18,8 @@ use serde::{Deserialize, Serialize};
 use super::flows::{self, FlowTable, SequenceSummary};
 use super::gso;
 use super::mmsg::Batch;
-use super::{Engine, Interval, SinkConfig};
+use super::receive::{Receive, ThreadResult, GRO_SLOT, SLOT};
+use super::{Backend, Interval, SinkConfig};
 use crate::base::counter::{delta, Width};
 use crate::base::observe::Observer;
 use crate::base::stop::Stop;
@@ -31,13 +32,6 @@ use crate::bench::port::{self, Transport};
 use crate::bench::report::{self, plural, IntervalMeter, LiveCounter};
 use crate::host::snmp::{self, Counters};
 use crate::host::softnet;
-
-/// Bytes of each packet the sink copies out: the header and a little more.
-/// MSG_TRUNC still reports every packet's real length.
-pub(super) const SLOT: usize = 64;
-/// With UDP_GRO a message may be a super-datagram of up to 64 KiB, whose
-/// every segment's header is read: room for the largest.
-pub(super) const GRO_SLOT: usize = 65_536;
 
 /// How long a thread waits in recvmmsg for a first packet before it looks
 /// at the phase again: the bound on how late it sees the end of the run.
@@ -148,7 +142,7 @@ impl SinkReport {
 /// A sink with its sockets bound, ready to [`run`](Sink::run).
 pub struct Sink {
     config: SinkConfig,
-    engine: Engine,
+    engine: Backend,
     engine_warning: Option<String>,
     sockets: Vec<UdpSocket>,
     bound: SocketAddr,
@@ -245,7 +239,7 @@ impl Sink {
         let how = Receive {
             batch: config.batch as usize,
             gro: config.gro,
-            uring: self.engine == Engine::IoUring,
+            uring: self.engine == Backend::IoUring,
         };
         let pinning = &self.pinning;
         let done = harness::run(
@@ -388,86 +382,6 @@ fn capped(rcvbuf: &RcvBuf) -> Option<String> {
             rcvbuf.granted
         )
     })
-}
-
-/// How the threads receive.
-pub(super) struct Receive {
-    /// Messages per recvmmsg call.
-    pub batch: usize,
-    /// UDP_GRO is on: split super-datagrams.
-    pub gro: bool,
-    /// The io_uring engine.
-    pub uring: bool,
-}
-
-/// What one receiving thread brings back.
-pub(super) struct ThreadResult {
-    cpu: Option<u32>,
-    packets: u64,
-    bytes: u64,
-    datagrams: u64,
-    first: Option<Instant>,
-    last: Option<Instant>,
-    flows: FlowTable,
-    /// CPU time the thread used.
-    cpu_time: Duration,
-}
-
-impl ThreadResult {
-    fn new(cpu: Option<u32>) -> ThreadResult {
-        ThreadResult {
-            cpu,
-            packets: 0,
-            bytes: 0,
-            datagrams: 0,
-            first: None,
-            last: None,
-            flows: FlowTable::new(),
-            cpu_time: Duration::ZERO,
-        }
-    }
-
-    /// A batch of messages arrived now.
-    #[inline]
-    pub(super) fn arrived(&mut self) {
-        let now = Instant::now();
-        self.first.get_or_insert(now);
-        self.last = Some(now);
-    }
-
-    /// Count one received message of `len` bytes whose first bytes are
-    /// `data`: one packet, or, with a UDP_GRO segment size, a
-    /// super-datagram of `len / size` packets (the last may be shorter),
-    /// each numbered by its own header.
-    #[inline]
-    pub(super) fn datagram(&mut self, len: usize, data: &[u8], gso: Option<usize>) {
-        self.datagrams += 1;
-        self.bytes += len as u64;
-        match gso {
-            Some(size) if len > size => {
-                let segments = len.div_ceil(size) as u64;
-                let mut seen = 0;
-                for segment in data.chunks(size) {
-                    self.flows.record(segment);
-                    seen += 1;
-                }
-                // A super-datagram cut short by the buffer (never with
-                // GRO_SLOT): its unseen segments count as packets
-                // without a readable header.
-                self.flows.foreign(segments - seen);
-                self.packets += segments;
-            }
-            _ => {
-                self.flows.record(data);
-                self.packets += 1;
-            }
-        }
-    }
-
-    #[inline]
-    pub(super) fn publish(&self, live: &LiveCounter) {
-        live.publish(self.packets, self.bytes);
-    }
 }
 
 /// One receiving thread: recvmmsg until the run is over. No allocation or

@@ -23,7 +23,7 @@ use anyhow::Context;
 use io_uring::{cqueue, opcode, types};
 
 use super::gso::{gro_size, CONTROL_LEN};
-use super::sink::{Receive, ThreadResult, GRO_SLOT, SLOT};
+use super::receive::{Receive, ThreadResult, GRO_SLOT, SLOT};
 use crate::bench::harness::Phase;
 use crate::bench::report::LiveCounter;
 use crate::bench::uring::{self, BufRing};

@@ -18,6 +18,8 @@
 
 /// Bytes the header takes; the smallest `--size`.
 pub const HEADER_LEN: usize = 16;
+/// The largest UDP payload over IPv4 (65535 - 20 IP - 8 UDP).
+pub const MAX_PAYLOAD: usize = 65_507;
 
 const MAGIC: u16 = 0x4e74;
 

@@ -14,6 +14,7 @@
 //! token. Dropping an [`Attached`] detaches the program (also when a panic
 //! unwinds through it). Nothing here prints, exits or handles signals.
 
+pub mod journaled;
 pub mod packet;
 pub mod program;
 mod sink;

@@ -5,12 +5,12 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use super::busy::BusyPollArgs;
-use super::{duration, finish, pin_list, CpuList};
+use super::common::{duration, finish, pin_list, CpuList};
 use crate::base::observe::Observer;
 use crate::base::stop::Stop;
 use crate::bench::addr::parse_bind;
 use crate::bench::http::{
-    self, output, server, Engine, Header, LoadConfig, LoadInterval, Locality, Sched, ServerConfig,
+    self, output, server, Backend, Header, LoadConfig, LoadInterval, Locality, Sched, ServerConfig,
     ServerInterval, Url,
 };
 use crate::bench::pin::Pinning;
@@ -71,7 +71,7 @@ pub struct ServerArgs {
     /// provided buffer ring, batched submissions; Linux 6.0), or auto
     /// (io_uring where the kernel serves it, else epoll with a warning).
     #[arg(long, value_enum, default_value = "epoll")]
-    pub engine: Engine,
+    pub engine: Backend,
     /// Print the final report as JSON on stdout, after the listening line
     /// (see docs/bench-http.md).
     #[arg(long)]
@@ -105,7 +105,7 @@ pub struct LoadArgs {
     /// Open loop: this many requests per second in all, scheduled per thread;
     /// latency counts from each request's scheduled send time (corrected
     /// for coordinated omission) and, separately, from its actual send.
-    #[arg(short = 'R', long, value_name = "RPS", value_parser = super::rate)]
+    #[arg(short = 'R', long, value_name = "RPS", value_parser = super::common::rate)]
     pub rate: Option<u64>,
     /// Pin thread i to the i-th CPU this process may use (twrk's option).
     #[arg(long, conflicts_with = "pin")]
@@ -291,9 +291,12 @@ pub fn load(args: &LoadArgs, stop: &Stop) -> anyhow::Result<Status> {
         json: args.json,
         progress: Progress::new(true),
     };
-    let side = crate::serve::ServerSide::HttpServer {
-        threads: args.remote.remote_threads,
-    };
+    let side = crate::serve::ServerSide::of(
+        &http::entry::Http,
+        &http::entry::ServerParams {
+            threads: args.remote.remote_threads,
+        },
+    );
     let seconds = (args.warmup + args.duration).as_secs_f64();
     let remote = args.remote.start(side, seconds, args.netns.as_deref())?;
     let url = args.url(remote.as_ref())?;

@@ -37,15 +37,15 @@ pub struct RemoteArgs {
     /// Pin the server side's thread i to the i-th CPU of this list on the
     /// daemon's host.
     #[arg(long, value_name = "CPUS", requires = "remote", value_parser = remote_cpus)]
-    pub remote_pin: Option<super::CpuList>,
+    pub remote_pin: Option<super::common::CpuList>,
 }
 
-fn remote_cpus(text: &str) -> Result<super::CpuList, String> {
+fn remote_cpus(text: &str) -> Result<super::common::CpuList, String> {
     let cpus = crate::base::cpuset::parse_list(text).map_err(|e| format!("'{text}': {e}"))?;
     if cpus.is_empty() {
         return Err(format!("'{text}' names no CPU"));
     }
-    Ok(super::CpuList(cpus))
+    Ok(super::common::CpuList(cpus))
 }
 
 /// TLS 1.3 to a `nettune serve` daemon (docs/serve.md): every control
@@ -129,7 +129,7 @@ impl RemoteArgs {
         let start = Start {
             side,
             seconds: seconds + MARGIN,
-            pin: super::CpuList::of(&self.remote_pin),
+            pin: super::common::CpuList::of(&self.remote_pin),
         };
         let test = crate::bench::netns::within(netns, || remote.start(&start))?;
         eprintln!("remote: {} (test {})", test.detail, test.test);
@@ -147,7 +147,7 @@ pub fn finish<R: Serialize>(
     problem: Option<String>,
 ) -> anyhow::Result<Status> {
     let Some(test) = remote else {
-        return super::finish(report, json, text, problem);
+        return super::common::finish(report, json, text, problem);
     };
     let remote = test.finish();
     if json {
@@ -189,35 +189,11 @@ fn remote_text(r: &RemoteReport) -> String {
         "\nremote: the daemon's {} (test {}) ended {} after {:.1} s\n",
         r.bench, r.test, r.ended, r.seconds
     );
-    let num = |v: &Value, path: &str| v.pointer(path).and_then(Value::as_f64).unwrap_or(0.0);
     if let Some(v) = &r.report {
-        let line = match r.bench.as_str() {
-            "udp-sink" => format!(
-                "received {} packets ({:.0} pps), {} lost in sequence, {} dropped for a full buffer (RcvbufErrors)",
-                num(v, "/packets"),
-                num(v, "/pps"),
-                num(v, "/sequence/lost"),
-                num(v, "/kernel/udp_rcvbuf_errors")
-            ),
-            "rr-server" => format!(
-                "answered {} TCP and {} UDP transactions",
-                num(v, "/total/tcp_transactions"),
-                num(v, "/total/udp_transactions")
-            ),
-            "http-server" => format!(
-                "answered {} requests ({:.0}/s) on {} connections",
-                num(v, "/requests"),
-                num(v, "/requests_per_s"),
-                num(v, "/connections")
-            ),
-            "stream-server" => format!(
-                "{} bytes in {:.2} s ({:.2} Gbit/s)",
-                num(v, "/tests/0/bytes"),
-                num(v, "/tests/0/seconds"),
-                num(v, "/tests/0/bits_per_second") / 1e9
-            ),
-            _ => String::new(),
-        };
+        // The figures that matter for the bench, as its engine says.
+        let line = crate::bench::registry::by_server(&r.bench)
+            .map(|engine| engine.summary(v))
+            .unwrap_or_default();
         let _ = writeln!(out, "remote: {line}");
     }
     if let Some(error) = &r.error {

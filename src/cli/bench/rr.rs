@@ -5,12 +5,12 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use super::busy::BusyPollArgs;
+use super::common::{duration, finish, pin_list, CpuList, Lines};
 use super::remote::{self, RemoteArgs};
-use super::{duration, finish, pin_list, CpuList, Lines};
 use crate::base::observe::Observer;
 use crate::base::stop::Stop;
 use crate::bench::addr::{parse_bind, parse_destination};
-use crate::bench::rr::{self, output, ClientConfig, Engine, Interval, Proto, ServerConfig, Sizes};
+use crate::bench::rr::{self, output, Backend, ClientConfig, Interval, Proto, ServerConfig, Sizes};
 use crate::error::Status;
 
 /// Answer rr requests over TCP and UDP.
@@ -48,7 +48,7 @@ pub struct ServerArgs {
     /// into provided buffer rings, batched submissions; Linux 6.0), or auto
     /// (io_uring where the kernel serves it, else epoll with a warning).
     #[arg(long, value_enum, default_value = "epoll")]
-    pub engine: Engine,
+    pub engine: Backend,
     /// Print the final report as JSON on stdout (after the address line).
     #[arg(long)]
     pub json: bool,
@@ -220,13 +220,16 @@ pub fn server(args: &ServerArgs, stop: &Stop) -> anyhow::Result<Status> {
 }
 
 pub fn client(args: &ClientArgs, stop: &Stop) -> anyhow::Result<Status> {
-    let side = crate::serve::ServerSide::RrServer {
-        threads: args.remote.remote_threads,
-        max_reply: args.size.reply as u32,
-    };
+    let side = crate::serve::ServerSide::of(
+        &rr::entry::Rr,
+        &rr::entry::ServerParams {
+            threads: args.remote.remote_threads,
+            max_reply: args.size.reply as u32,
+        },
+    );
     let seconds = (args.warmup + args.duration).as_secs_f64();
     let remote = args.remote.start(side, seconds, args.netns.as_deref())?;
-    let to = super::target(args.to, remote.as_ref())?;
+    let to = super::common::target(args.to, remote.as_ref())?;
     let mut lines = ClientLines(Lines::new("rr", args.json));
     let report = rr::run_client(&args.config(to), stop, &mut lines)?;
     lines.0.done();

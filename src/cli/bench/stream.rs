@@ -4,8 +4,8 @@ use std::io::Write as _;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use super::common::{duration, finish, pin_list, CpuList, Lines};
 use super::remote::{self, RemoteArgs};
-use super::{duration, finish, pin_list, CpuList, Lines};
 use crate::base::observe::Observer;
 use crate::base::stop::Stop;
 use crate::bench::addr::{parse_bind, parse_destination};
@@ -214,9 +214,10 @@ pub fn server(args: &ServerArgs, stop: &Stop) -> anyhow::Result<Status> {
 
 pub fn client(args: &ClientArgs, stop: &Stop) -> anyhow::Result<Status> {
     let seconds = (args.warmup + args.duration).as_secs_f64();
-    let side = crate::serve::ServerSide::StreamServer {};
+    let side =
+        crate::serve::ServerSide::of(&stream::entry::Stream, &stream::entry::ServerParams {});
     let remote = args.remote.start(side, seconds, args.netns.as_deref())?;
-    let to = super::target(args.to, remote.as_ref())?;
+    let to = super::common::target(args.to, remote.as_ref())?;
     let mut config = args.config(to);
     // The test's own control connection (it carries the server's side of
     // every stream) speaks TLS as the daemon's does.

@@ -3,11 +3,11 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use super::common::{duration, finish, pin_list, rate, CpuList, Lines};
 use super::remote::{self, RemoteArgs};
-use super::{duration, finish, pin_list, rate, CpuList, Lines};
 use crate::base::observe::Observer;
 use crate::bench::addr::{parse_bind, parse_destination};
-use crate::bench::udp::{self, render, Engine, FloodConfig, Interval, SinkConfig};
+use crate::bench::udp::{self, render, Backend, FloodConfig, Interval, SinkConfig};
 use crate::error::Status;
 
 /// Receive UDP packets as fast as possible and account for every one.
@@ -63,7 +63,7 @@ pub struct SinkArgs {
     /// provided buffer ring, Linux 6.0), or auto (io_uring where the kernel
     /// serves it, else epoll with a warning).
     #[arg(long, value_enum, default_value = "epoll")]
-    pub engine: Engine,
+    pub engine: Backend,
     /// Print the final report as JSON on stdout (see docs/bench-udp.md).
     #[arg(long)]
     pub json: bool,
@@ -187,7 +187,26 @@ impl Observer<Interval> for Progress {
 
 pub fn sink(args: &SinkArgs, stop: &crate::base::stop::Stop) -> anyhow::Result<Status> {
     if args.xdp.xdp {
-        return super::xsk::sink(args, stop);
+        let socket_only = args.threads != 1
+            || args.reuseport
+            || args.rcvbuf.is_some()
+            || args.gro
+            || args.engine != Backend::Epoll;
+        if socket_only {
+            anyhow::bail!(
+                "--threads, --reuseport, --rcvbuf, --gro and --engine do not apply to --xdp: one \
+                 reader takes the queue's frames from the AF_XDP socket's ring"
+            );
+        }
+        let basics = super::xsk::Basics {
+            bind: args.bind,
+            batch: args.batch,
+            duration: args.duration,
+            netns: args.netns.clone(),
+            pin: &args.pin,
+            json: args.json,
+        };
+        return super::xsk::sink(&args.xdp, basics, stop);
     }
     let sink = udp::open_sink(args.config())?;
     let mut progress = Progress(Lines::new("udp-sink", args.json));
@@ -197,11 +216,14 @@ pub fn sink(args: &SinkArgs, stop: &crate::base::stop::Stop) -> anyhow::Result<S
 }
 
 pub fn flood(args: &FloodArgs, stop: &crate::base::stop::Stop) -> anyhow::Result<Status> {
-    let side = crate::serve::ServerSide::UdpSink {
-        threads: args.remote.remote_threads,
-        reuseport: args.remote.remote_threads > 1,
-        rcvbuf: None,
-    };
+    let side = crate::serve::ServerSide::of(
+        &udp::entry::Udp,
+        &udp::entry::SinkParams {
+            threads: args.remote.remote_threads,
+            reuseport: args.remote.remote_threads > 1,
+            rcvbuf: None,
+        },
+    );
     let remote = args
         .remote
         .start(side, args.duration.as_secs_f64(), args.netns.as_deref())?;

@@ -1,22 +1,19 @@
 //! `bench udp-sink --xdp`: the AF_XDP sink on the command line. The
-//! program is recorded in the state directory before it is attached, and
-//! removed (and the record closed) on every exit nettune sees: the end of
-//! the run, Ctrl-C, SIGTERM, an error, a panic. After a kill -9 the record
-//! stays: `nettune doctor` reports the program and `nettune rollback`
-//! removes it.
+//! program is journaled ([`crate::bench::xsk::journaled`]) and removed on
+//! every exit nettune sees: the end of the run, Ctrl-C, SIGTERM, an error,
+//! a panic.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use super::{finish, Lines};
-use crate::apply::journal::{Journal, StateDir};
-use crate::apply::{self, XdpRecord};
+use super::common::{finish, Lines};
 use crate::base::driver::flow::{FlowProto, FlowSpec};
 use crate::base::driver::xdp::XdpMode;
 use crate::base::observe::Observer;
 use crate::base::stop::Stop;
 use crate::bench::report::Interval;
-use crate::bench::xsk::{self, Attached, CopyMode, XskSinkConfig};
+use crate::bench::xsk::journaled::{self, Journaled};
+use crate::bench::xsk::{self, CopyMode, XskSinkConfig};
 use crate::error::Status;
 
 /// The AF_XDP options of `udp-sink`.
@@ -121,45 +118,30 @@ impl Observer<Interval> for Progress {
     }
 }
 
-/// The program attached and its record: dropping it (end, error, panic)
-/// detaches the program and closes the record.
-struct Live {
-    attached: Attached,
-    state: StateDir,
-    journal: Journal,
-}
-
-impl Live {
-    /// Detach and close the record; an error leaves the record for
-    /// `rollback`.
-    fn remove(&mut self) -> anyhow::Result<()> {
-        if self.journal.status != apply::StateStatus::Complete {
-            return Ok(());
-        }
-        self.attached.detach()?;
-        // Another apply or rollback may hold the lock a moment.
-        let mut last = None;
-        for _ in 0..50 {
-            match self.state.lock() {
-                Ok(_lock) => return apply::xdp_removed(&self.state, &mut self.journal),
-                Err(e) => last = Some(e),
-            }
-            std::thread::sleep(std::time::Duration::from_millis(100));
-        }
-        Err(last.unwrap_or_else(|| anyhow::anyhow!("cannot lock the state directory")))
-    }
-}
+/// The journaled program: dropping it (an error, a panic) removes the
+/// program and closes the record, and says how to when it cannot.
+struct Live(Journaled);
 
 impl Drop for Live {
     fn drop(&mut self) {
-        if let Err(e) = self.remove() {
+        if let Err(e) = self.0.remove() {
             eprintln!(
                 "udp-sink: warning: {}; `{}` removes the program",
                 crate::error::message(&e),
-                self.state.command(&format!("rollback {}", self.journal.id))
+                self.0.rollback_command()
             );
         }
     }
+}
+
+/// What `udp-sink --xdp` takes from the socket sink's arguments.
+pub struct Basics<'a> {
+    pub bind: SocketAddr,
+    pub batch: u32,
+    pub duration: std::time::Duration,
+    pub netns: Option<String>,
+    pub pin: &'a Option<super::common::CpuList>,
+    pub json: bool,
 }
 
 /// The reader's CPU: --pin's first, else the CPU of the queue's IRQ (read
@@ -193,19 +175,7 @@ fn reader_cpu(pin: &[u32], iface: &str, queue: u32, netns: Option<&str>) -> (Opt
     }
 }
 
-pub fn sink(args: &super::SinkArgs, stop: &Stop) -> anyhow::Result<Status> {
-    let x = &args.xdp;
-    let socket_only = args.threads != 1
-        || args.reuseport
-        || args.rcvbuf.is_some()
-        || args.gro
-        || args.engine != crate::bench::engine::Engine::Epoll;
-    if socket_only {
-        anyhow::bail!(
-            "--threads, --reuseport, --rcvbuf, --gro and --engine do not apply to --xdp: one \
-             reader takes the queue's frames from the AF_XDP socket's ring"
-        );
-    }
+pub fn sink(x: &XdpArgs, args: Basics<'_>, stop: &Stop) -> anyhow::Result<Status> {
     let (Some(iface), Some(queue)) = (x.iface.clone(), x.queue) else {
         anyhow::bail!("--xdp needs --iface and --queue");
     };
@@ -231,53 +201,20 @@ pub fn sink(args: &super::SinkArgs, stop: &Stop) -> anyhow::Result<Status> {
              run it as root"
         );
     }
-    let pin = super::CpuList::of(&args.pin);
+    let pin = super::common::CpuList::of(args.pin);
     let (cpu, placement) = reader_cpu(&pin, &iface, queue, config.netns.as_deref());
     config.pin = cpu;
     let state = crate::cli::apply::state_dir(x.state_dir.as_deref(), None)?;
-    let loaded = xsk::load(config)?;
-    let program = loaded.program().clone();
-    let record = XdpRecord {
-        iface: program.iface.clone(),
-        queue,
-        id: program.id,
-        name: program.name.clone(),
-        mode: program.mode,
-        pid: std::process::id(),
-        pid_start: apply::records::process_start(std::process::id()),
-    };
-    let mut journal = {
-        let _lock = state.lock()?;
-        apply::record_xdp(&state, record, args.netns.as_deref())?
-    };
-    let attached = match loaded.attach() {
-        Ok(attached) => attached,
-        Err(e) => {
-            // Nothing was attached: the record goes.
-            if let Ok(_lock) = state.lock() {
-                let _ = state.remove(journal.id);
-            }
-            return Err(e);
-        }
-    };
-    {
-        let _lock = state.lock()?;
-        apply::xdp_attached(&state, &mut journal)?;
-    }
-    let mut live = Live {
-        attached,
-        state,
-        journal,
-    };
+    let mut live = Live(journaled::attach(config, state, args.netns.as_deref())?);
     let mut progress = Progress(Lines::new("udp-sink", args.json));
     progress.warning_free(&format!(
         "{placement}; program recorded as state {} (`{}` removes it if this process is killed)",
-        live.journal.id,
-        live.state.command(&format!("rollback {}", live.journal.id))
+        live.0.id(),
+        live.0.rollback_command()
     ));
-    let report = live.attached.run(stop, &mut progress);
+    let report = live.0.run(stop, &mut progress);
     progress.0.done();
-    let removed = live.remove();
+    let removed = live.0.remove();
     let report = report?;
     removed?;
     finish(&report, args.json, xsk::render, report.problem())

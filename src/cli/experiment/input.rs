@@ -10,10 +10,11 @@ use std::time::Duration;
 use clap::parser::ValueSource;
 use clap::{CommandFactory as _, FromArgMatches as _, Parser};
 
+use crate::bench::engine::Load;
 use crate::cli::bench::http::Target;
 use crate::cli::bench::{FloodArgs, HttpArgs, RrArgs};
 use crate::cli::plan::TuneArgs;
-use crate::experiment::bench::{Bench, Client};
+use crate::experiment::bench::Bench;
 use crate::experiment::tune::{Config, Tuning};
 use crate::plan::Profile;
 
@@ -99,7 +100,7 @@ pub fn bench(text: &str, duration: Duration, warmup: Duration) -> anyhow::Result
         })
     };
     let (own_duration, own_warmup) = (given("duration"), given("warmup"));
-    let client = match line {
+    let client: Box<dyn Load> = match line {
         BenchLine::UdpFlood(args) => {
             let mut c = args.config();
             if !own_duration {
@@ -107,7 +108,7 @@ pub fn bench(text: &str, duration: Duration, warmup: Duration) -> anyhow::Result
             }
             c.validate()
                 .map_err(|e| anyhow::anyhow!("--bench '{text}': {e}"))?;
-            Client::UdpFlood(c)
+            Box::new(c)
         }
         BenchLine::Rr(args) => {
             let to = args
@@ -123,7 +124,7 @@ pub fn bench(text: &str, duration: Duration, warmup: Duration) -> anyhow::Result
             c.size
                 .check_for(c.proto)
                 .map_err(|e| anyhow::anyhow!("--bench '{text}': {e}"))?;
-            Client::Rr(c)
+            Box::new(c)
         }
         BenchLine::Http(args) => {
             let url = match &args.url {
@@ -143,12 +144,13 @@ pub fn bench(text: &str, duration: Duration, warmup: Duration) -> anyhow::Result
             if !own_warmup {
                 c.warmup = warmup;
             }
-            Client::Http(c)
+            Box::new(c)
         }
     };
     Ok(Bench {
         name: text.split_whitespace().collect::<Vec<_>>().join(" "),
-        udp_warmup: if matches!(client, Client::UdpFlood(_)) {
+        // A client without a warm-up of its own gets a discarded run.
+        udp_warmup: if client.warmup().is_none() {
             warmup
         } else {
             Duration::ZERO
@@ -269,29 +271,45 @@ mod tests {
     #[test]
     fn bench_lines_parse_with_the_bench_flags() {
         let b = bench("rr --proto tcp --instances 100", S, W).expect("rr");
-        match &b.client {
-            Client::Rr(c) => {
+        match b
+            .client
+            .as_any()
+            .downcast_ref::<crate::bench::rr::ClientConfig>()
+        {
+            Some(c) => {
                 assert_eq!(c.instances, 100);
                 assert_eq!((c.duration, c.warmup), (S, W));
             }
-            other => panic!("{other:?}"),
+            None => panic!("{:?}", b.client),
         }
         let b = bench("udp-flood --flows 16 --duration 2", S, W).expect("udp");
-        match &b.client {
-            Client::UdpFlood(c) => assert_eq!((c.flows, c.duration), (16, Duration::from_secs(2))),
-            other => panic!("{other:?}"),
+        match b
+            .client
+            .as_any()
+            .downcast_ref::<crate::bench::udp::FloodConfig>()
+        {
+            Some(c) => assert_eq!((c.flows, c.duration), (16, Duration::from_secs(2))),
+            None => panic!("{:?}", b.client),
         }
         assert_eq!(b.udp_warmup, W);
         let b = bench("http -c 64 -D 0", S, W).expect("http");
-        match &b.client {
-            Client::Http(c) => assert_eq!((c.connections, c.warmup), (64, Duration::ZERO)),
-            other => panic!("{other:?}"),
+        match b
+            .client
+            .as_any()
+            .downcast_ref::<crate::bench::http::LoadConfig>()
+        {
+            Some(c) => assert_eq!((c.connections, c.warmup), (64, Duration::ZERO)),
+            None => panic!("{:?}", b.client),
         }
         // A path alone picks what is loaded; the experiment fills in the server.
         let b = bench("http -c 8 /json", S, W).expect("http with a path");
-        match &b.client {
-            Client::Http(c) => assert_eq!(c.url.path, "/json"),
-            other => panic!("{other:?}"),
+        match b
+            .client
+            .as_any()
+            .downcast_ref::<crate::bench::http::LoadConfig>()
+        {
+            Some(c) => assert_eq!(c.url.path, "/json"),
+            None => panic!("{:?}", b.client),
         }
     }
 

@@ -8,7 +8,8 @@ use std::time::Duration;
 use anyhow::Context as _;
 use serde_json::json;
 
-use super::{input, require_root, seed_or_clock, Place, WhereArgs};
+use super::input;
+use super::place::{absolute, require_root, seed_or_clock, Place, WhereArgs};
 use crate::error::{Failed, Status};
 use crate::experiment::bench::Bench;
 use crate::experiment::search::{self, Candidate, Dimension, Found, Round, Schedule};
@@ -104,7 +105,7 @@ pub fn run(args: SearchArgs) -> anyhow::Result<Status> {
             );
         }
     }
-    let out = args.out.as_ref().map(|o| super::absolute(o));
+    let out = args.out.as_ref().map(|o| absolute(o));
     require_root()?;
     let seed = seed_or_clock(args.place.seed);
     let place = Place::enter(&args.place)?;

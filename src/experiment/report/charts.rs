@@ -15,6 +15,26 @@ const WIDTH: u32 = 760;
 const HEIGHT: u32 = 420;
 const FONT: &str = "sans-serif";
 
+/// One chart: its file name in the directory, its SVG text, its caption.
+pub struct Chart {
+    pub file: String,
+    pub svg: String,
+    pub title: String,
+}
+
+/// Every chart of a report, in the order shown.
+pub struct Charts {
+    pub bars: Vec<Chart>,
+    pub latency: Vec<Chart>,
+    pub soft: Vec<Chart>,
+}
+
+impl Charts {
+    pub fn all(&self) -> impl Iterator<Item = &Chart> {
+        self.bars.iter().chain(&self.latency).chain(&self.soft)
+    }
+}
+
 fn err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
     anyhow::anyhow!("cannot draw a chart: {e:?}")
 }

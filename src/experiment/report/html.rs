@@ -4,8 +4,8 @@
 
 use std::fmt::Write as _;
 
+use super::charts::Charts;
 use super::text;
-use super::Charts;
 use crate::experiment::results::Results;
 use crate::experiment::stats::Verdict;
 

@@ -5,8 +5,8 @@
 
 use std::fmt::Write as _;
 
+use super::charts::Charts;
 use super::text;
-use super::Charts;
 use crate::experiment::results::Results;
 
 pub fn report(r: &Results, charts: &Charts) -> String {
