@@ -183,6 +183,13 @@ pub struct PlanArgs {
     /// text, json or sh. Default: text.
     #[arg(long, value_enum)]
     pub format: Option<Format>,
+    /// Whether the host already matches: exit 0 when nothing would change,
+    /// 1 when changes are pending (printed as usual), 2 when the plan
+    /// cannot be made. For configuration management ("would this change
+    /// anything?"). Inside a network namespace only what the namespace
+    /// can change counts: the host-wide values it names are listed apart.
+    #[arg(long)]
+    pub check: bool,
 }
 
 impl Format {
@@ -271,5 +278,24 @@ pub fn print(plan: &Plan, tune: &TuneArgs, format: Format) -> anyhow::Result<()>
 pub fn run(args: PlanArgs) -> anyhow::Result<Status> {
     let (_, plan) = resolve(&args.tune)?;
     print(&plan, &args.tune, args.format())?;
-    Ok(Status::Clean)
+    if !args.check {
+        return Ok(Status::Clean);
+    }
+    let pending = plan.changes.len();
+    if args.format() == Format::Text {
+        let line = if pending == 0 {
+            format!("check: {} already matches\n", args.tune.place())
+        } else {
+            format!(
+                "check: {pending} change(s) pending on {}\n",
+                args.tune.place()
+            )
+        };
+        crate::output::print(&line)?;
+    }
+    Ok(if pending == 0 {
+        Status::Clean
+    } else {
+        Status::Findings
+    })
 }
