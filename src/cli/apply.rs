@@ -234,7 +234,7 @@ pub fn run_apply(args: ApplyArgs) -> anyhow::Result<Status> {
         Applied::Nothing => format!(
             "nothing to change: {place} already satisfies profile {} ({} setting(s) left alone; \
              see `nettune plan`)\n{host_wide}",
-            opts.profile.name(),
+            opts.name(),
             plan.skipped.len()
         ),
         Applied::AllRefused(journal) => format!(

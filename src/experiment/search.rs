@@ -126,6 +126,7 @@ fn change(group: &str, target: Target, from: &str, to: Value, reason: &str) -> O
         to,
         reason: format!("experiment search: {reason}"),
         group: group.to_string(),
+        origin: None,
     })
 }
 
@@ -509,6 +510,7 @@ pub fn candidates(host: &Host, space: &Space) -> anyhow::Result<(Vec<Candidate>,
                 irqbalance: None,
                 host_wide: Vec::new(),
                 host_command: None,
+                site: None,
             },
         });
     }
@@ -588,6 +590,7 @@ pub fn settings_plan(
         irqbalance: None,
         host_wide: Vec::new(),
         host_command: None,
+        site: None,
     })
 }
 

@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::site::SiteProfile;
+
 /// What the host is tuned for. docs/profiles.md gives every value's reason.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, clap::ValueEnum,
@@ -36,6 +38,18 @@ impl Profile {
             Profile::Custom => "custom",
         }
     }
+
+    /// One line on what the profile is for (`nettune profiles`).
+    pub fn summary(self) -> &'static str {
+        match self {
+            Profile::Pps => "many small UDP packets per second",
+            Profile::Latency => "request/response latency",
+            Profile::Throughput => "bulk TCP over long paths",
+            Profile::Http => "many connections served per core",
+            Profile::Baseline => "kernel defaults: undo hand tuning",
+            Profile::Custom => "a plan saved in a file",
+        }
+    }
 }
 
 /// Everything besides the host that decides a plan.
@@ -56,6 +70,9 @@ pub struct PlanOptions {
     pub pace_bits: Option<u64>,
     /// Parallel streams sharing the path (throughput); `None`: 1.
     pub streams: Option<u32>,
+    /// A site profile laid over `profile` (the built-in one it includes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub site: Option<SiteProfile>,
 }
 
 impl PlanOptions {
@@ -68,6 +85,15 @@ impl PlanOptions {
             rtt_us: None,
             pace_bits: None,
             streams: None,
+            site: None,
+        }
+    }
+
+    /// The profile's name: the site profile's, else the built-in one's.
+    pub fn name(&self) -> &str {
+        match &self.site {
+            Some(site) => &site.name,
+            None => self.profile.name(),
         }
     }
 }
