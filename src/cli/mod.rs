@@ -438,7 +438,7 @@ mod tests {
 
     #[test]
     fn hints_stay_on_the_line() {
-        let line = usage_error(&["nettune", "plan", "--profile", "fast"]);
+        let line = usage_error(&["nettune", "plan", "--profile", "pps", "--format", "fast"]);
         assert!(
             line.contains("'fast'") && line.contains("possible values"),
             "{line}"

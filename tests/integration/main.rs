@@ -36,6 +36,7 @@ mod plan_file;
 mod plan_netns;
 mod plan_props;
 mod product_text;
+mod profiles;
 mod rr_peers;
 mod serve;
 mod serve_guard;
