@@ -31,7 +31,7 @@ pub struct TuneArgs {
     /// baseline) or a site profile from /etc/nettune/profiles or
     /// /usr/lib/nettune/profiles (`nettune profiles` lists them; what each
     /// sets, and why: docs/profiles.md).
-    #[arg(long, value_name = "NAME", required_unless_present_any = ["plan_file", "profile_file"])]
+    #[arg(long, value_name = "NAME", value_parser = ProfileName, required_unless_present_any = ["plan_file", "profile_file"])]
     pub profile: Option<String>,
     /// A site profile file (TOML) to use instead of a profile by name; its
     /// includes are looked up by name as for --profile.
@@ -175,6 +175,33 @@ impl TuneArgs {
     pub fn place(&self) -> String {
         let root = self.target.root.as_ref().map(|p| p.display().to_string());
         render::place(root.as_deref(), self.target.netns.as_deref())
+    }
+}
+
+/// A profile name: any text, resolved when the command runs (a site
+/// profile may be added at any time); the built-in names are offered to
+/// shell completion and shown in the man page.
+#[derive(Debug, Clone, Copy)]
+pub struct ProfileName;
+
+impl clap::builder::TypedValueParser for ProfileName {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        clap::builder::NonEmptyStringValueParser::new().parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(site::BUILT_IN.iter().map(|p| {
+            clap::builder::PossibleValue::new(p.name()).help(p.summary())
+        })))
     }
 }
 
