@@ -51,19 +51,9 @@ pub struct Identity {
 impl Identity {
     /// The identity of the host `host` was read from through `root`.
     pub fn of(host: &Host, root: &Root) -> Identity {
-        let machine_id =
-            fsio::read_text_bounded(&root.base().join("etc/machine-id"), 4096, "a machine id")
-                .ok()
-                .map(|s| s.trim().to_string())
-                .filter(|s| !s.is_empty());
-        let hostname = root
-            .read_value("/proc/sys/kernel/hostname")
-            .ok()
-            .flatten()
-            .filter(|s| !s.is_empty());
         Identity {
-            hostname,
-            machine_id_hash: machine_id.as_deref().map(hash_machine_id),
+            hostname: hostname(root),
+            machine_id_hash: machine_id(root).as_deref().map(hash_machine_id),
             kernel: host.kernel.clone(),
             nettune_version: env!("CARGO_PKG_VERSION").to_string(),
             cpus: host.online_cpus.len(),
@@ -83,6 +73,24 @@ impl Identity {
                 .collect(),
         }
     }
+}
+
+/// `/etc/machine-id` of the tree `root` shows (systemd's stable host
+/// identity: 32 hex digits, though a tree's may hold anything); `None`
+/// when there is none.
+pub fn machine_id(root: &Root) -> Option<String> {
+    fsio::read_text_bounded(&root.base().join("etc/machine-id"), 4096, "a machine id")
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+}
+
+/// `/proc/sys/kernel/hostname`; `None` when it cannot be read.
+pub fn hostname(root: &Root) -> Option<String> {
+    root.read_value("/proc/sys/kernel/hostname")
+        .ok()
+        .flatten()
+        .filter(|s| !s.is_empty())
 }
 
 /// The keyed hash of a machine id, 32 hex digits.
