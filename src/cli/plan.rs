@@ -125,7 +125,7 @@ impl TuneArgs {
                 .transpose()?,
             pace_bits: rate("--pace", &self.pace, PACE_RANGE)?,
             streams: self.streams,
-            site,
+            site: site.map(Box::new),
         })
     }
 

@@ -72,7 +72,7 @@ pub struct PlanOptions {
     pub streams: Option<u32>,
     /// A site profile laid over `profile` (the built-in one it includes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub site: Option<SiteProfile>,
+    pub site: Option<Box<SiteProfile>>,
 }
 
 impl PlanOptions {

@@ -321,6 +321,7 @@ mod tests {
             from: String::new(),
             reason: String::new(),
             group: group.to_string(),
+            origin: None,
         }
     }
 
@@ -407,6 +408,7 @@ mod tests {
             made_for: None,
             host_wide: Vec::new(),
             host_command: Some("sysctl -w a=1\nrm -rf /".to_string()),
+            site: None,
         };
         let script = shell(&plan, "network namespace x\nrm -rf /", Some("x\nrm -rf /"));
         assert_eq!(crate::base::text::bash_parses(&script), Ok(()), "{script}");

@@ -252,12 +252,14 @@ mod tests {
                 to: Value::cpu_mask(&[1]),
                 reason: "test".to_string(),
                 group: "veth0".to_string(),
+                origin: None,
             }],
             skipped: Vec::new(),
             made_for: Some(here()),
             irqbalance: None,
             host_wide: Vec::new(),
             host_command: None,
+            site: None,
         }
     }
 

@@ -271,7 +271,7 @@ fn load_chain(
             irq_cpus: None,
             sysctls: BTreeMap::new(),
         }
-    } else if seen.iter().any(|s| *s == include) {
+    } else if seen.contains(&include) {
         anyhow::bail!(
             "{}:{}: include = {}: the profile includes itself ({} -> {include}); include a \
              built-in profile or another site profile",
