@@ -5,7 +5,7 @@
 
 use super::admit::sysctl_reach;
 use super::draft::Draft;
-use super::site::{part_key, Part, Setting, SiteProfile};
+use super::profile::{Part, Setting, SiteProfile};
 use super::target::{RxFile, TxFile};
 use super::{Target, Value, KERNEL_GROUP};
 use crate::host::Host;
@@ -78,7 +78,7 @@ pub(super) fn overlay(d: &mut Draft, host: &Host, site: &SiteProfile, cpus_from_
                 &target,
                 &format!(
                     "left alone: {} = \"off\" ({}:{})",
-                    part_key(*part),
+                    part.key(),
                     at.file,
                     at.line
                 ),
@@ -90,7 +90,7 @@ pub(super) fn overlay(d: &mut Draft, host: &Host, site: &SiteProfile, cpus_from_
                 &c.target,
                 &format!(
                     "left alone: {} = \"off\" ({}:{})",
-                    part_key(*part),
+                    part.key(),
                     at.file,
                     at.line
                 ),

@@ -16,15 +16,15 @@
 //! sysctl."net.core.busy_poll" = "off"      # drop one value
 //! ```
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::fmt;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::admit::{admit_value, sysctl_rule, Limits};
-use super::Profile;
-use crate::base::cpuset::{format_list, parse_list, MAX_CPUS};
+use super::profile::Profile;
+pub use super::profile::{Origin, Part, Setting, SiteProfile};
+use crate::base::cpuset::{parse_list, MAX_CPUS};
 use crate::base::fsio;
 use crate::base::text::excerpt;
 
@@ -53,91 +53,6 @@ pub const BUILT_IN: [Profile; 5] = [
 /// The built-in profile called `name`.
 pub fn built_in(name: &str) -> Option<Profile> {
     BUILT_IN.iter().copied().find(|p| p.name() == name)
-}
-
-/// Where a value was set: file, line and key.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Origin {
-    pub file: String,
-    pub line: usize,
-    pub key: String,
-}
-
-impl fmt::Display for Origin {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{} {}", self.file, self.line, self.key)
-    }
-}
-
-/// A value a site profile gives: a new value, or "off" (leave it alone).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Setting {
-    Value(String),
-    Off,
-}
-
-/// Parts of a plan a site profile can leave alone as a whole.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Part {
-    /// RPS masks (rx-N/rps_cpus).
-    Rps,
-    /// RFS: rx-N/rps_flow_cnt and net.core.rps_sock_flow_entries.
-    Rfs,
-    /// XPS masks (tx-N/xps_cpus).
-    Xps,
-    /// IRQ affinity (`irq.affinity = "off"`).
-    Irq,
-}
-
-impl Part {
-    fn key(self) -> &'static str {
-        match self {
-            Part::Rps => "rps",
-            Part::Rfs => "rfs",
-            Part::Xps => "xps",
-            Part::Irq => "irq.affinity",
-        }
-    }
-}
-
-/// A site profile, its includes resolved: the built-in profile at the end
-/// of the chain and every override, the nearest file winning.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SiteProfile {
-    pub name: String,
-    /// The file that defines it.
-    pub file: String,
-    /// The built-in profile the include chain ends in.
-    pub base: Profile,
-    /// The names from this profile to the built-in one (`web`, `edge`, `pps`).
-    pub chain: Vec<String>,
-    /// Where the chain reaches the built-in profile.
-    pub include: Origin,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
-    /// Parts left alone.
-    #[serde(default)]
-    pub off: BTreeMap<Part, Origin>,
-    /// `irq.cpus`: the CPUs network work uses (as `--cpus`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub irq_cpus: Option<(Vec<u32>, Origin)>,
-    /// Sysctl (dotted name) -> its value or off.
-    #[serde(default)]
-    pub sysctls: BTreeMap<String, (Setting, Origin)>,
-}
-
-impl SiteProfile {
-    /// `web (/etc/nettune/profiles/web.toml, includes pps)`.
-    pub fn describe(&self) -> String {
-        format!(
-            "{} ({}, includes {})",
-            self.name,
-            self.file,
-            self.chain[1..].join(" -> ")
-        )
-    }
 }
 
 /// The directories searched: `$NETTUNE_PROFILE_PATH`, else the defaults.
@@ -605,19 +520,4 @@ pub fn list(dirs: &[PathBuf]) -> Vec<Listed> {
         });
     }
     out
-}
-
-/// Names of sysctls overridden in `site` that are not set by it: for tests.
-pub fn overridden(site: &SiteProfile) -> BTreeSet<String> {
-    site.sysctls.keys().cloned().collect()
-}
-
-/// `irq.cpus` as the list it names.
-pub fn cpus_text(site: &SiteProfile) -> Option<String> {
-    site.irq_cpus.as_ref().map(|(c, _)| format_list(c))
-}
-
-/// [`Part::key`], for messages.
-pub fn part_key(part: Part) -> &'static str {
-    part.key()
 }
