@@ -201,9 +201,11 @@ impl Journal {
         if let Some(x) = &self.xdp {
             return format!("XDP program {} (id {}) on {}", x.name, x.id, x.iface);
         }
-        match self.profile {
-            Some(p) => format!("profile {}", p.name()),
-            None => "unknown change".to_string(),
+        let site = self.options.as_ref().and_then(|o| o.site.as_ref());
+        match (self.profile, site) {
+            (Some(p), Some(site)) => format!("profile {} (site, includes {})", site.name, p.name()),
+            (Some(p), None) => format!("profile {}", p.name()),
+            (None, _) => "unknown change".to_string(),
         }
     }
 

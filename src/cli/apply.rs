@@ -77,6 +77,11 @@ pub struct RollbackArgs {
     /// /var/lib/nettune (DIR/var/lib/nettune with --root DIR).
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
+    /// Print what was restored as JSON, with apply --json's field names:
+    /// `rolled_back` (true when values were restored), `state_id`,
+    /// `changed` (values restored) and `state` (the journal).
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -255,7 +260,7 @@ pub fn run_apply(args: ApplyArgs) -> anyhow::Result<Status> {
         Applied::Nothing => format!(
             "nothing to change: {place} already satisfies profile {} ({} setting(s) left alone; \
              see `nettune plan`)\n{host_wide}",
-            opts.profile.name(),
+            opts.name(),
             plan.skipped.len()
         ),
         Applied::AllRefused(journal) => format!(
@@ -272,12 +277,14 @@ pub fn run_apply(args: ApplyArgs) -> anyhow::Result<Status> {
     };
     if args.json {
         let mut value = match &applied {
-            Applied::Nothing => json!({"applied": false, "reason": "nothing to change"}),
+            Applied::Nothing => {
+                json!({"applied": false, "reason": "nothing to change", "state_id": null, "changed": 0})
+            }
             Applied::AllRefused(j) => {
-                json!({"applied": false, "reason": "the kernel refused every change", "state": j})
+                json!({"applied": false, "reason": "the kernel refused every change", "state_id": j.id, "state": j, "changed": 0, "refused": j.refused_count()})
             }
             Applied::Done(j) => {
-                json!({"applied": true, "state": j, "changed": j.change_count(), "refused": j.refused_count()})
+                json!({"applied": true, "state_id": j.id, "state": j, "changed": j.change_count(), "refused": j.refused_count()})
             }
         };
         value["host_wide"] = json!(plan.host_wide);
@@ -401,7 +408,18 @@ pub fn run_rollback(args: RollbackArgs) -> anyhow::Result<Status> {
     match rollback_decision(&state, &args)? {
         Decision::Forget(journal) => {
             let journal = apply::forget(&state, journal)?;
-            crate::output::print(&forgotten(&journal))?;
+            if args.json {
+                let value = json!({
+                    "rolled_back": false,
+                    "forgotten": true,
+                    "state_id": journal.id,
+                    "changed": 0,
+                    "state": journal,
+                });
+                crate::output::print(&(serde_json::to_string_pretty(&value)? + "\n"))?;
+            } else {
+                crate::output::print(&forgotten(&journal))?;
+            }
         }
         Decision::Undo {
             journal,
@@ -419,6 +437,18 @@ pub fn run_rollback(args: RollbackArgs) -> anyhow::Result<Status> {
             }
             let backend = Backend::new(host::open_root(root_dir.as_deref())?);
             let journal = apply::undo(&state, &backend, journal)?;
+            if args.json {
+                let value = json!({
+                    "rolled_back": true,
+                    "state_id": journal.id,
+                    "changed": journal.change_count(),
+                    "place": place::Place::of(&journal).to_string(),
+                    "persisted_files_removed": !journal.persist.is_empty(),
+                    "state": journal,
+                });
+                crate::output::print(&(serde_json::to_string_pretty(&value)? + "\n"))?;
+                return Ok(Status::Clean);
+            }
             crate::output::print(&format!(
                 "rolled back state {} ({}, {} change(s)) on {}{}\n",
                 journal.id,

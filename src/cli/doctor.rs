@@ -128,7 +128,8 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<Status> {
         &args.ignore,
         rates.as_ref().map(|r| r.seconds),
     )
-    .with_unjudged(crate::doctor::unjudged(&host));
+    .with_unjudged(crate::doctor::unjudged(&host))
+    .with_host(crate::host::identity::Identity::of(&host, &root));
     let mut out = io::stdout().lock();
     if args.json {
         render_json(&report, &mut out)?;

@@ -1,7 +1,9 @@
 //! `nettune inspect`: read the host model and print it.
 
+use crate::base::Root;
 use crate::error::Status;
-use crate::host::Selection;
+use crate::host::identity::Identity;
+use crate::host::{Host, Selection};
 
 use super::host_args::HostArgs;
 
@@ -31,11 +33,30 @@ pub fn run(args: InspectArgs) -> anyhow::Result<Status> {
         &selection,
     )?;
     let text = if args.json {
-        serde_json::to_string_pretty(&host)? + "\n"
+        let root = crate::host::open_root(args.target.root.as_deref())?;
+        serde_json::to_string_pretty(&with_identity(&host, &root)?)? + "\n"
     } else {
         // Asking for one interface means wanting its detail even when down.
         crate::inspect::render(&host, host.interfaces.len() == 1)
     };
     crate::output::print(&text)?;
     Ok(Status::Clean)
+}
+
+/// The host model as JSON with the `host` block (who the host is) right
+/// after `schema_version`, where a fleet report looks first.
+fn with_identity(host: &Host, root: &Root) -> anyhow::Result<serde_json::Value> {
+    let identity = serde_json::to_value(Identity::of(host, root))?;
+    let serde_json::Value::Object(model) = serde_json::to_value(host)? else {
+        anyhow::bail!("the host model is not a JSON object");
+    };
+    let mut out = serde_json::Map::new();
+    for (key, value) in model {
+        let first = key == "schema_version";
+        out.insert(key, value);
+        if first {
+            out.insert("host".to_string(), identity.clone());
+        }
+    }
+    Ok(serde_json::Value::Object(out))
 }

@@ -225,6 +225,10 @@ const GENERIC_EXIT: [(&str, &str); 3] = [
 /// their own (the rest: nothing to report is 0).
 fn exit_one(page: &str) -> Option<&'static str> {
     Some(match page {
+        "nettune-plan" => {
+            "With --check: changes are pending (the host does not match the profile yet). \
+             Inside a network namespace only what the namespace can change counts."
+        }
         "nettune-doctor" => {
             "At least one finding at warn or crit (findings ignored with --ignore do not count)."
         }
@@ -293,10 +297,22 @@ fn takes(cmd: &clap::Command, id: &str, recursive: bool) -> bool {
 fn environment(roff: &mut Roff, cmd: &clap::Command, top: bool) {
     let state = takes(cmd, "state_dir", top);
     let view = cmd.get_name() == "monitor" || top;
-    if !state && !view {
+    let profiles = takes(cmd, "profile", top) || cmd.get_name() == "profiles";
+    if !state && !view && !profiles {
         return;
     }
     roff.control("SH", ["ENVIRONMENT"]);
+    if profiles {
+        item(
+            roff,
+            crate::plan::site::PATH_ENV,
+            &format!(
+                "The directories site profiles are looked up in, separated by ':', the first \
+                 holding a name winning (default {}).",
+                crate::plan::site::DEFAULT_DIRS.join(":")
+            ),
+        );
+    }
     if state {
         item(
             roff,
@@ -317,6 +333,19 @@ fn environment(roff: &mut Roff, cmd: &clap::Command, top: bool) {
 
 fn files(roff: &mut Roff, cmd: &clap::Command, page: &str, top: bool) {
     let mut entries: Vec<(String, String)> = Vec::new();
+    if takes(cmd, "profile", top) || cmd.get_name() == "profiles" {
+        let [site, vendor] = crate::plan::site::DEFAULT_DIRS;
+        entries.push((
+            format!("{site}/NAME.toml"),
+            "Site profiles: a built-in profile included and single values overridden or left \
+             alone (docs/profiles.md). One here hides a profile of the same name below."
+                .to_string(),
+        ));
+        entries.push((
+            format!("{vendor}/NAME.toml"),
+            "Profiles shipped with a package, in the same format.".to_string(),
+        ));
+    }
     if takes(cmd, "state_dir", top) {
         entries.push((
             format!("{DEFAULT_STATE_DIR}/"),
@@ -388,7 +417,7 @@ fn doc_of(page: &str) -> Option<&'static str> {
         "inspect" | "capture" => "inspect.md",
         "doctor" => "doctor.md",
         "monitor" => "monitor.md",
-        "plan" => "profiles.md",
+        "plan" | "profiles" => "profiles.md",
         "apply" | "rollback" | "history" => "apply.md",
         "steer" => "bypass.md",
         "serve" => "serve.md",

@@ -21,6 +21,7 @@ pub mod monitor;
 pub mod monitor_args;
 pub mod monitor_prom;
 pub mod plan;
+pub mod profiles;
 pub mod serve;
 pub mod signals;
 pub mod steer;
@@ -81,7 +82,12 @@ pub enum Command {
     ///
     /// Profiles: pps (many small UDP packets), latency (request/response),
     /// throughput (bulk TCP over long paths), http (many connections per
-    /// core), baseline (kernel defaults). Each value's reason: docs/profiles.md.
+    /// core), baseline (kernel defaults), and site profiles (files in
+    /// /etc/nettune/profiles: `nettune profiles`), whose every value names
+    /// the file and line that set it. Each value's reason: docs/profiles.md.
+    ///
+    /// --check exits 1 when changes are pending and 0 when the host already
+    /// matches, for configuration management.
     ///
     /// Examples:
     ///   nettune plan --profile pps
@@ -89,8 +95,27 @@ pub enum Command {
     ///   nettune plan --profile throughput --bandwidth 10gbit --rtt 80ms --streams 4
     ///   nettune plan --profile pps --format sh > tune.sh
     ///   nettune plan --profile http --root ./capture-web1
+    ///   nettune plan --profile dns-edge --check   (a site profile; exit 1: changes pending)
     #[command(verbatim_doc_comment)]
     Plan(PlanArgs),
+    /// List the profiles: the built-in ones and the site profiles in
+    /// /etc/nettune/profiles and /usr/lib/nettune/profiles, each with the
+    /// file it comes from and what it includes (exit 1 when a site file
+    /// cannot be used, with its error).
+    ///
+    /// A site profile is a TOML file that includes a profile and overrides
+    /// or leaves alone single values (docs/profiles.md):
+    ///   include = "pps"
+    ///   rps = "off"
+    ///   irq.cpus = "2-15"
+    ///   sysctl."net.core.rmem_max" = 67108864
+    ///
+    /// Examples:
+    ///   nettune profiles
+    ///   nettune plan --profile dns-edge
+    ///   nettune plan --profile-file ./dns-edge.toml --check
+    #[command(verbatim_doc_comment)]
+    Profiles(profiles::ProfilesArgs),
     /// Apply a profile with a journal; on any failure everything is restored.
     ///
     /// Journals the original values (synced to disk first), changes setting
@@ -295,6 +320,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Status> {
         Command::Capture(args) => capture(args),
         Command::Monitor(args) => monitor::run(args),
         Command::Plan(args) => plan::run(args),
+        Command::Profiles(args) => profiles::run(args),
         Command::Apply(args) => apply::run_apply(args),
         Command::Rollback(args) => apply::run_rollback(args),
         Command::History(args) => apply::run_history(args),
@@ -404,7 +430,7 @@ mod tests {
 
     #[test]
     fn hints_stay_on_the_line() {
-        let line = usage_error(&["nettune", "plan", "--profile", "fast"]);
+        let line = usage_error(&["nettune", "plan", "--profile", "pps", "--format", "fast"]);
         assert!(
             line.contains("'fast'") && line.contains("possible values"),
             "{line}"

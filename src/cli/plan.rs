@@ -12,7 +12,7 @@ use crate::plan::saved::{self, MadeFor};
 
 use super::host_args::HostArgs;
 use crate::base::units::{parse_rate_within, parse_time_within};
-use crate::plan::{render, Plan, PlanOptions, Profile};
+use crate::plan::{render, site, Plan, PlanOptions, Profile};
 
 /// The path bandwidth a user may give (`--bandwidth` of plan, apply and
 /// doctor): 1 Mbit/s to 10 Tbit/s.
@@ -27,9 +27,16 @@ pub const MAX_STREAMS: u32 = 1024;
 /// What to tune and for what: shared by `plan` and `apply`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct TuneArgs {
-    /// The profile (what each sets, and why: docs/profiles.md).
-    #[arg(long, value_enum, required_unless_present = "plan_file")]
-    pub profile: Option<Profile>,
+    /// The profile: a built-in one (pps, latency, throughput, http,
+    /// baseline) or a site profile from /etc/nettune/profiles or
+    /// /usr/lib/nettune/profiles (`nettune profiles` lists them; what each
+    /// sets, and why: docs/profiles.md).
+    #[arg(long, value_name = "NAME", value_parser = ProfileName, required_unless_present_any = ["plan_file", "profile_file"])]
+    pub profile: Option<String>,
+    /// A site profile file (TOML) to use instead of a profile by name; its
+    /// includes are looked up by name as for --profile.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["profile", "plan_file"])]
+    pub profile_file: Option<PathBuf>,
     /// A saved plan instead of a profile (`nettune plan --json > FILE`,
     /// `nettune experiment search --out FILE`): refused when it was made
     /// for another host or namespace, when a value it changes no longer
@@ -69,8 +76,14 @@ pub struct TuneArgs {
 impl TuneArgs {
     /// Check what the user typed and turn it into plan options.
     pub fn options(&self) -> anyhow::Result<PlanOptions> {
-        let Some(profile) = self.profile else {
-            anyhow::bail!("give --profile P (or --plan FILE)");
+        let site = self.site_profile()?;
+        let profile = match (&site, self.profile.as_deref()) {
+            (Some(site), _) => site.base,
+            (None, Some(name)) => match site::built_in(name) {
+                Some(p) => p,
+                None => anyhow::bail!("{}", site::unknown(name, &site::dirs())),
+            },
+            (None, None) => anyhow::bail!("give --profile NAME (or --plan FILE)"),
         };
         let sized = [
             ("--bandwidth", self.bandwidth.is_some()),
@@ -112,7 +125,38 @@ impl TuneArgs {
                 .transpose()?,
             pace_bits: rate("--pace", &self.pace, PACE_RANGE)?,
             streams: self.streams,
+            site: site.map(Box::new),
         })
+    }
+
+    /// The site profile named by --profile or given by --profile-file,
+    /// read with its includes; `None` for a built-in profile.
+    fn site_profile(&self) -> anyhow::Result<Option<site::SiteProfile>> {
+        let dirs = site::dirs();
+        if let Some(file) = &self.profile_file {
+            let name = file
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .filter(|n| site::valid_name(n))
+                .ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "--profile-file '{}': name the file NAME.toml, NAME of letters, digits, \
+                         '-', '_' and '.'",
+                        file.display()
+                    )
+                })?;
+            return site::load(name, file, &dirs).map(Some);
+        }
+        let Some(name) = self.profile.as_deref() else {
+            return Ok(None);
+        };
+        if site::built_in(name).is_some() {
+            return Ok(None);
+        }
+        match site::find(&dirs, name) {
+            Some(file) => site::load(name, &file, &dirs).map(Some),
+            None => Ok(None),
+        }
     }
 
     /// Read the host model (every interface, `lo` included).
@@ -134,12 +178,39 @@ impl TuneArgs {
     }
 }
 
+/// A profile name: any text, resolved when the command runs (a site
+/// profile may be added at any time); the built-in names are offered to
+/// shell completion and shown in the man page.
+#[derive(Debug, Clone, Copy)]
+pub struct ProfileName;
+
+impl clap::builder::TypedValueParser for ProfileName {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        clap::builder::NonEmptyStringValueParser::new().parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(site::BUILT_IN.iter().map(|p| {
+            clap::builder::PossibleValue::new(p.name()).help(p.summary())
+        })))
+    }
+}
+
 /// The `plan`/`apply` options that give `opts` again: `--profile pps
 /// --iface eth0 --cpus 0-3`, for hints that repeat an apply.
 pub fn option_flags(opts: &PlanOptions) -> String {
     use crate::base::cpuset::format_list;
     use crate::base::units::format_tc_rate;
-    let mut flags = format!("--profile {}", opts.profile.name());
+    let mut flags = format!("--profile {}", opts.name());
     for iface in &opts.ifaces {
         flags.push_str(&format!(" --iface {iface}"));
     }
@@ -183,6 +254,13 @@ pub struct PlanArgs {
     /// text, json or sh. Default: text.
     #[arg(long, value_enum)]
     pub format: Option<Format>,
+    /// Whether the host already matches: exit 0 when nothing would change,
+    /// 1 when changes are pending (printed as usual), 2 when the plan
+    /// cannot be made. For configuration management ("would this change
+    /// anything?"). Inside a network namespace only what the namespace
+    /// can change counts: the host-wide values it names are listed apart.
+    #[arg(long)]
+    pub check: bool,
 }
 
 impl Format {
@@ -271,5 +349,24 @@ pub fn print(plan: &Plan, tune: &TuneArgs, format: Format) -> anyhow::Result<()>
 pub fn run(args: PlanArgs) -> anyhow::Result<Status> {
     let (_, plan) = resolve(&args.tune)?;
     print(&plan, &args.tune, args.format())?;
-    Ok(Status::Clean)
+    if !args.check {
+        return Ok(Status::Clean);
+    }
+    let pending = plan.changes.len();
+    if args.format() == Format::Text {
+        let line = if pending == 0 {
+            format!("check: {} already matches\n", args.tune.place())
+        } else {
+            format!(
+                "check: {pending} change(s) pending on {}\n",
+                args.tune.place()
+            )
+        };
+        crate::output::print(&line)?;
+    }
+    Ok(if pending == 0 {
+        Status::Clean
+    } else {
+        Status::Findings
+    })
 }

@@ -36,9 +36,19 @@ impl Summary {
     }
 }
 
+/// The version of `doctor --json`'s layout: raised when a field changes
+/// meaning or goes away (new fields do not raise it). 2: `schema_version`
+/// and `host` added.
+pub const SCHEMA_VERSION: u32 = 2;
+
 /// What `doctor --json` prints.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Report {
+    pub schema_version: u32,
+    /// Who the host is (set by whoever read it); absent in a report made
+    /// from a model alone.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host: Option<crate::host::identity::Identity>,
     /// Worst first.
     pub findings: Vec<Finding>,
     pub summary: Summary,
@@ -61,6 +71,8 @@ impl Report {
             .filter(|f| !ignored.iter().any(|id| id == f.id))
             .collect();
         Report {
+            schema_version: SCHEMA_VERSION,
+            host: None,
             summary: Summary::of(&findings),
             suppressed: before - findings.len(),
             ignored: ignored.to_vec(),
@@ -71,6 +83,11 @@ impl Report {
     }
 
     /// With the rules that could not be judged (see `coverage`).
+    pub fn with_host(mut self, host: crate::host::identity::Identity) -> Report {
+        self.host = Some(host);
+        self
+    }
+
     pub fn with_unjudged(mut self, unjudged: Vec<super::Unjudged>) -> Report {
         self.unjudged = unjudged;
         self

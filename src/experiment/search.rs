@@ -259,6 +259,7 @@ mod tests {
                 irqbalance: None,
                 host_wide: Vec::new(),
                 host_command: None,
+                site: None,
             },
         }
     }

@@ -106,6 +106,7 @@ fn change(group: &str, target: Target, from: &str, to: Value, reason: &str) -> O
         to,
         reason: format!("experiment search: {reason}"),
         group: group.to_string(),
+        origin: None,
     })
 }
 
@@ -489,6 +490,7 @@ pub fn candidates(host: &Host, space: &Space) -> anyhow::Result<(Vec<Candidate>,
                 irqbalance: None,
                 host_wide: Vec::new(),
                 host_command: None,
+                site: None,
             },
         });
     }
@@ -568,6 +570,7 @@ pub fn settings_plan(
         irqbalance: None,
         host_wide: Vec::new(),
         host_command: None,
+        site: None,
     })
 }
 

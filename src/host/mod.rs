@@ -6,6 +6,7 @@
 
 pub mod cpufreq;
 pub mod cpuidle;
+pub mod identity;
 pub mod interrupts;
 pub mod irq;
 pub mod irqname;

@@ -649,6 +649,7 @@ mod tests {
             to: "50".to_string(),
             reason: String::new(),
             group: "kernel".to_string(),
+            origin: None,
         };
         let refusal = admit_change(&change, &netns(&[]), &TWO_CPUS).expect_err("host-wide");
         assert!(

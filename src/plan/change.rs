@@ -27,6 +27,10 @@ pub struct Change<V = Value> {
     pub reason: String,
     /// The interface name, or `kernel`.
     pub group: String,
+    /// With a site profile: the file and line that set the value, or the
+    /// built-in profile it comes from and the line that included it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<String>,
 }
 
 impl<V> Change<V> {
@@ -38,6 +42,7 @@ impl<V> Change<V> {
             to,
             reason: self.reason,
             group: self.group,
+            origin: self.origin,
         }
     }
 }
@@ -79,6 +84,9 @@ impl<V> HostWide<V> {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Plan<V = Value> {
     pub profile: Profile,
+    /// The site profile laid over `profile`: its name, file and includes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub site: Option<SiteRef>,
     /// The CPUs network work may use (after `--cpus` and the defaults).
     pub cpus: Vec<u32>,
     /// The interfaces planned for.
@@ -100,6 +108,15 @@ pub struct Plan<V = Value> {
     /// The shell command that sets every `host_wide` value, run on the host.
     #[serde(default)]
     pub host_command: Option<String>,
+}
+
+/// A site profile as a plan names it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SiteRef {
+    pub name: String,
+    pub file: String,
+    /// The profiles it includes, down to the built-in one.
+    pub includes: Vec<String>,
 }
 
 /// The group of host-wide settings.

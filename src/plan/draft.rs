@@ -34,6 +34,7 @@ impl Draft {
             to,
             reason,
             group: group.to_string(),
+            origin: None,
         });
     }
 

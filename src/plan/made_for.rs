@@ -5,8 +5,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::base::fsio;
 use crate::base::Root;
+use crate::host::identity;
 
 /// Where a plan was made.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -25,21 +25,10 @@ pub struct MadeFor {
 impl MadeFor {
     /// The identity of the place `root` (and `netns`) shows.
     pub fn of(root: &Root, tree: Option<&Path>, netns: Option<&str>) -> MadeFor {
-        // 32 hex digits (machine-id(5)); a tree's may be anything, and
-        // without one the host is named by its hostname.
-        let machine_id =
-            fsio::read_text_bounded(&root.base().join("etc/machine-id"), 4096, "a machine id")
-                .ok()
-                .map(|s| s.trim().to_string())
-                .filter(|s| !s.is_empty());
-        let hostname = root
-            .read_value("/proc/sys/kernel/hostname")
-            .ok()
-            .flatten()
-            .filter(|s| !s.is_empty());
+        // Without a machine id the host is named by its hostname.
         MadeFor {
-            machine_id,
-            hostname,
+            machine_id: identity::machine_id(root),
+            hostname: identity::hostname(root),
             netns: netns.map(str::to_string),
             root: tree.map(|t| {
                 std::fs::canonicalize(t)

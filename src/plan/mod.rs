@@ -23,11 +23,13 @@ pub mod irqbalance;
 mod kernel;
 pub mod made_for;
 mod napi;
+mod overlay;
 pub mod preflight;
 pub mod profile;
 mod queues;
 pub mod render;
 pub mod saved;
+pub mod site;
 pub mod steer;
 pub mod target;
 pub mod value;
@@ -35,7 +37,7 @@ pub mod values;
 
 use crate::host::{Host, Interface};
 
-pub use change::{Change, HostWide, Plan, Skipped, KERNEL_GROUP};
+pub use change::{Change, HostWide, Plan, SiteRef, Skipped, KERNEL_GROUP};
 pub use drift::Drift;
 pub use profile::{PlanOptions, Profile};
 pub use target::Target;
@@ -54,7 +56,29 @@ pub fn plan(host: &Host, opts: &PlanOptions) -> anyhow::Result<Plan> {
     if opts.streams == Some(0) {
         anyhow::bail!("--streams 0: give the number of parallel streams, 1 or more");
     }
-    let cpus = cpus::network_cpus(host, opts.cpus.as_deref())?;
+    let site = opts.site.as_ref();
+    let site_cpus = site.and_then(|s| s.irq_cpus.as_ref());
+    let cpus = match (&opts.cpus, site_cpus) {
+        (None, Some((list, at))) => {
+            let offline: Vec<u32> = list
+                .iter()
+                .copied()
+                .filter(|c| !host.online_cpus.contains(c))
+                .collect();
+            if !offline.is_empty() {
+                anyhow::bail!(
+                    "{}:{}: {}: CPU {} not online on this host (online: {}); name online CPUs only",
+                    at.file,
+                    at.line,
+                    at.key,
+                    crate::base::cpuset::format_list(&offline),
+                    crate::base::cpuset::format_list(&host.online_cpus)
+                );
+            }
+            cpus::network_cpus(host, Some(list))?
+        }
+        _ => cpus::network_cpus(host, opts.cpus.as_deref())?,
+    };
     let ifaces = select_interfaces(host, &opts.ifaces)?;
     let mut draft = Draft::default();
     if ifaces.is_empty() {
@@ -72,8 +96,16 @@ pub fn plan(host: &Host, opts: &PlanOptions) -> anyhow::Result<Plan> {
         napi::plan_napi(&mut draft, iface, opts);
     }
     kernel::plan_kernel(&mut draft, host, opts, &cpus, &ifaces);
+    if let Some(site) = site {
+        overlay::overlay(&mut draft, host, site, opts.cpus.is_none());
+    }
     Ok(Plan {
         profile: opts.profile,
+        site: site.map(|s| SiteRef {
+            name: s.name.clone(),
+            file: s.file.clone(),
+            includes: s.chain[1..].to_vec(),
+        }),
         cpus,
         interfaces: ifaces.iter().map(|i| i.name.clone()).collect(),
         irqbalance: irqbalance::warning(host, &irqs(&draft.changes)),

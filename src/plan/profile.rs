@@ -1,5 +1,8 @@
 //! What a plan is asked for: the profile and the options beside the host
-//! that decide it.
+//! that decide it, and a site profile's values (read by [`super::site`]).
+
+use std::collections::BTreeMap;
+use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
@@ -36,6 +39,18 @@ impl Profile {
             Profile::Custom => "custom",
         }
     }
+
+    /// One line on what the profile is for (`nettune profiles`).
+    pub fn summary(self) -> &'static str {
+        match self {
+            Profile::Pps => "many small UDP packets per second",
+            Profile::Latency => "request/response latency",
+            Profile::Throughput => "bulk TCP over long paths",
+            Profile::Http => "many connections served per core",
+            Profile::Baseline => "kernel defaults: undo hand tuning",
+            Profile::Custom => "a plan saved in a file",
+        }
+    }
 }
 
 /// Everything besides the host that decides a plan.
@@ -56,6 +71,9 @@ pub struct PlanOptions {
     pub pace_bits: Option<u64>,
     /// Parallel streams sharing the path (throughput); `None`: 1.
     pub streams: Option<u32>,
+    /// A site profile laid over `profile` (the built-in one it includes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub site: Option<Box<SiteProfile>>,
 }
 
 impl PlanOptions {
@@ -68,6 +86,101 @@ impl PlanOptions {
             rtt_us: None,
             pace_bits: None,
             streams: None,
+            site: None,
         }
+    }
+
+    /// The profile's name: the site profile's, else the built-in one's.
+    pub fn name(&self) -> &str {
+        match &self.site {
+            Some(site) => &site.name,
+            None => self.profile.name(),
+        }
+    }
+}
+
+/// Where a value was set: file, line and key.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Origin {
+    pub file: String,
+    pub line: usize,
+    pub key: String,
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{} {}", self.file, self.line, self.key)
+    }
+}
+
+/// A value a site profile gives: a new value, or "off" (leave it alone).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Setting {
+    Value(String),
+    Off,
+}
+
+/// Parts of a plan a site profile can leave alone as a whole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Part {
+    /// RPS masks (rx-N/rps_cpus).
+    Rps,
+    /// RFS: rx-N/rps_flow_cnt and net.core.rps_sock_flow_entries.
+    Rfs,
+    /// XPS masks (tx-N/xps_cpus).
+    Xps,
+    /// IRQ affinity (`irq.affinity = "off"`).
+    Irq,
+}
+
+impl Part {
+    /// The key of a profile file that leaves it alone.
+    pub fn key(self) -> &'static str {
+        match self {
+            Part::Rps => "rps",
+            Part::Rfs => "rfs",
+            Part::Xps => "xps",
+            Part::Irq => "irq.affinity",
+        }
+    }
+}
+
+/// A site profile, its includes resolved: the built-in profile at the end
+/// of the chain and every override, the nearest file winning.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SiteProfile {
+    pub name: String,
+    /// The file that defines it.
+    pub file: String,
+    /// The built-in profile the include chain ends in.
+    pub base: Profile,
+    /// The names from this profile to the built-in one (`web`, `edge`, `pps`).
+    pub chain: Vec<String>,
+    /// Where the chain reaches the built-in profile.
+    pub include: Origin,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Parts left alone.
+    #[serde(default)]
+    pub off: BTreeMap<Part, Origin>,
+    /// `irq.cpus`: the CPUs network work uses (as `--cpus`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub irq_cpus: Option<(Vec<u32>, Origin)>,
+    /// Sysctl (dotted name) -> its value or off.
+    #[serde(default)]
+    pub sysctls: BTreeMap<String, (Setting, Origin)>,
+}
+
+impl SiteProfile {
+    /// `web (/etc/nettune/profiles/web.toml, includes pps)`.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} ({}, includes {})",
+            self.name,
+            self.file,
+            self.chain[1..].join(" -> ")
+        )
     }
 }

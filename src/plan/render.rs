@@ -50,7 +50,15 @@ pub fn text(plan: &Plan, place: &str) -> String {
     let _ = writeln!(
         o,
         "nettune plan: profile {} on {place}\n  network CPUs {}   interfaces {}",
-        plan.profile.name(),
+        match &plan.site {
+            Some(site) => format!(
+                "{} ({}, includes {})",
+                site.name,
+                site.file,
+                site.includes.join(" -> ")
+            ),
+            None => plan.profile.name().to_string(),
+        },
         format_list(&plan.cpus),
         if plan.interfaces.is_empty() {
             "none".to_string()
@@ -82,6 +90,9 @@ pub fn text(plan: &Plan, place: &str) -> String {
                 change.reason,
                 irqbalance_mark(plan, change)
             );
+            if let Some(origin) = &change.origin {
+                let _ = writeln!(o, "  {:name_width$}  from {origin}", "");
+            }
         }
     }
     if !plan.host_wide.is_empty() {
@@ -310,6 +321,7 @@ mod tests {
             from: String::new(),
             reason: String::new(),
             group: group.to_string(),
+            origin: None,
         }
     }
 
@@ -396,6 +408,7 @@ mod tests {
             made_for: None,
             host_wide: Vec::new(),
             host_command: Some("sysctl -w a=1\nrm -rf /".to_string()),
+            site: None,
         };
         let script = shell(&plan, "network namespace x\nrm -rf /", Some("x\nrm -rf /"));
         assert_eq!(crate::base::text::bash_parses(&script), Ok(()), "{script}");

@@ -103,8 +103,18 @@ pub fn admit(
             .map_err(|r| refused(format!("host-wide value {r}")))?;
         host_wide.push(h.with_value(value));
     }
+    // Where a site profile's values came from is about the host the plan
+    // was made on: not carried over from a file.
+    let changes = changes
+        .into_iter()
+        .map(|mut c| {
+            c.origin = None;
+            c
+        })
+        .collect();
     Ok(Plan {
         profile: plan.profile,
+        site: None,
         cpus: plan.cpus,
         interfaces: plan.interfaces,
         changes,
@@ -242,12 +252,14 @@ mod tests {
                 to: Value::cpu_mask(&[1]),
                 reason: "test".to_string(),
                 group: "veth0".to_string(),
+                origin: None,
             }],
             skipped: Vec::new(),
             made_for: Some(here()),
             irqbalance: None,
             host_wide: Vec::new(),
             host_command: None,
+            site: None,
         }
     }
 

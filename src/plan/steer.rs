@@ -343,6 +343,7 @@ fn change(iface: &Interface, target: Target, from: String, to: Value, reason: St
         to,
         reason,
         group: iface.name.clone(),
+        origin: None,
     }
 }
 

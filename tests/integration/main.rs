@@ -38,6 +38,7 @@ mod plan_netns;
 mod plan_props;
 mod product_text;
 mod prom_contrib;
+mod profiles;
 mod rr_peers;
 mod serve;
 mod serve_guard;

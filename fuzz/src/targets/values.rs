@@ -124,6 +124,7 @@ pub fn plan_target(data: &[u8]) {
                 to,
                 reason: String::new(),
                 group: String::new(),
+                origin: None,
             };
             let _ = nettune::plan::render::command(&change);
         }

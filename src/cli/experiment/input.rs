@@ -198,10 +198,11 @@ pub fn config(text: &str, ifaces: &[String], cpus: Option<&str>) -> anyhow::Resu
         });
     }
     let (name, flags) = text.split_once(':').unwrap_or((text, ""));
-    if let Ok(profile) = <Profile as clap::ValueEnum>::from_str(name, false) {
-        if profile == Profile::Custom {
-            anyhow::bail!("config '{text}': custom plans are given as their file");
-        }
+    let site_profile = || crate::plan::site::find(&crate::plan::site::dirs(), name).is_some();
+    if name == Profile::Custom.name() {
+        anyhow::bail!("config '{text}': custom plans are given as their file");
+    }
+    if crate::plan::site::built_in(name).is_some() || site_profile() {
         let mut w = vec!["--profile".to_string(), name.to_string()];
         let extra = words(flags, "config")?;
         if let Some(bad) = extra.iter().find(|x| {
@@ -256,7 +257,8 @@ pub fn config(text: &str, ifaces: &[String], cpus: Option<&str>) -> anyhow::Resu
     }
     anyhow::bail!(
         "unknown config '{text}': give current, a profile (pps, latency, throughput, http, \
-         baseline; flags after a colon: throughput:--rtt=50ms), settings (rps=all, \
+         baseline, or a site profile of `nettune profiles`; flags after a colon: \
+         throughput:--rtt=50ms), settings (rps=all, \
          rps=app+rfs=on) or a saved plan file (no such file)"
     )
 }
