@@ -1,5 +1,5 @@
 //! `nettune bench stream-server` / `bench stream`, run as a user runs them:
-//! the server first (its first stdout line is the bound address), then a
+//! the server first (its listening line on stderr names the address), then a
 //! client against it; the server's own JSON report (one-off: it exits after
 //! the test) must agree with the client's.
 //!
@@ -57,7 +57,7 @@ impl Server {
             args,
         ]
         .concat();
-        Server(ServerChild::spawn(command(ns, &all).stderr(Stdio::null())))
+        Server(ServerChild::spawn_bench(&mut command(ns, &all)))
     }
 
     /// The JSON report it prints when its one test is over.

@@ -32,7 +32,7 @@ pub enum BenchCommand {
     /// --rate, from --flows source ports per thread.
     UdpFlood(FloodArgs),
     /// Answer `bench rr` request/response transactions over TCP and UDP on
-    /// one port (prints the bound ADDR:PORT first).
+    /// one port.
     RrServer(RrServerArgs),
     /// netperf-style TCP_RR / UDP_RR: transactions/s and latency
     /// percentiles of many concurrent request/response loops, with the
@@ -46,7 +46,7 @@ pub enum BenchCommand {
     /// with latency corrected for coordinated omission).
     Http(HttpArgs),
     /// Receive bulk TCP streams for `bench stream` (many tests at once,
-    /// each stream on a thread of its own; prints the bound ADDR:PORT first).
+    /// each stream on a thread of its own).
     StreamServer(StreamServerArgs),
     /// Bulk TCP throughput, iperf3 style: -P streams on pinned threads,
     /// --reverse, --window, --pace (SO_MAX_PACING_RATE), --cc, zero-copy;
@@ -126,6 +126,14 @@ pub(crate) fn rate(text: &str) -> Result<u64, String> {
         .map_err(|e| format!("{e:#}"))
 }
 
+/// How every bench server names where it listens: one line on stderr,
+/// `NAME: listening on ADDR:PORT (how)`, so that one pattern finds the
+/// address whatever the server, and stdout holds only what the run
+/// measured (the JSON report names the address again as `bind`).
+pub(crate) fn listening(name: &str, addr: std::net::SocketAddr, detail: &str) {
+    eprintln!("{name}: listening on {addr} ({detail})");
+}
+
 /// An engine's progress on a terminal: the ready line and warnings on
 /// stderr, a line per second on stdout (or, with `--json`, a status line on
 /// stderr that the final JSON replaces).
@@ -152,6 +160,12 @@ impl Lines {
     pub fn warning(&mut self, text: &str) {
         self.progress.clear();
         eprintln!("{}: warning: {text}", self.name);
+    }
+
+    /// A server's listening line (see [`listening`]).
+    pub fn listening(&mut self, addr: std::net::SocketAddr, detail: &str) {
+        self.progress.clear();
+        listening(self.name, addr, detail);
     }
 
     pub fn line(&mut self, second: u64, line: &str) {
