@@ -96,10 +96,11 @@ stop_server() { # pid
     wait "$1" 2>/dev/null || true
 }
 
-wait_for_address() { # file
-    local i
+wait_for_address() { # server's stderr file -> the address of its listening line
+    local i addr
     for i in $(seq 100); do
-        if [ -s "$1" ]; then head -1 "$1"; return; fi
+        addr=$(sed -n 's/.*: listening on \([^ ]*\).*/\1/p' "$1" 2>/dev/null | head -1)
+        if [ -n "$addr" ]; then echo "$addr"; return; fi
         sleep 0.05
     done
     echo "rr-server printed no address" >&2; exit 1
@@ -115,11 +116,11 @@ rr_one() { # variant -> "rate p50 p99 p999"
         napi) busy=(--busy-poll 50); apply_napi ;;
         prefer) busy=(--busy-poll 50 --prefer-busy-poll); apply_napi ;;
     esac
-    rm -f "$work/srv.out"
+    rm -f "$work/srv.err"
     ip netns exec "$nss" "${on_server[@]}" "$bin" bench rr-server --bind "$server_ip:0" \
-        --duration "$life" "${busy[@]}" >"$work/srv.out" 2>/dev/null &
+        --duration "$life" "${busy[@]}" >/dev/null 2>"$work/srv.err" &
     spid=$!; pids+=("$spid")
-    addr=$(wait_for_address "$work/srv.out")
+    addr=$(wait_for_address "$work/srv.err")
     ip netns exec "$nsc" "${on_client[@]}" "$bin" bench rr --to "$addr" --proto tcp --size "$size" \
         --warmup 1 --duration "$secs" "${busy[@]}" --json >"$work/rr.json" 2>"$work/rr.err" \
         || { echo "nettune rr failed ($v):" >&2; cat "$work/rr.err" >&2; }

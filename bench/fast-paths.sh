@@ -221,12 +221,12 @@ rr_part() {
         for engine in epoll io_uring; do
             local out="$WORK/rr-$RANDOM"
             timeout $((LIMIT * 5)) "$BIN" bench rr-server --bind 127.0.0.1:0 --threads 2 --engine "$engine" \
-                --duration $((DURATION * 5 + 10)) >"$out.srv" 2>/dev/null &
+                --duration $((DURATION * 5 + 10)) >/dev/null 2>"$out.srv" &
             local srv=$!
             PIDS+=("$srv")
-            until [ -s "$out.srv" ]; do sleep 0.05; done
+            until grep -q 'listening on' "$out.srv" 2>/dev/null; do sleep 0.05; done
             local addr
-            addr=$(head -1 "$out.srv")
+            addr=$(sed -n 's/.*: listening on \([^ ]*\).*/\1/p' "$out.srv" | head -1)
             for proto in tcp udp; do
                 for n in 1 100; do
                     echo "rr round $round $engine $proto $n" >&2

@@ -104,7 +104,7 @@ start_nettune() { # extra server options
     server_pid=$!
     pids+=("$server_pid")
     for _ in $(seq 100); do
-        server_addr=$(head -1 "$work/server.out" | sed -n 's/.*listening on \([^ ]*\).*/\1/p')
+        server_addr=$(sed -n 's/.*: listening on \([^ ]*\).*/\1/p' "$work/server.out" | head -1)
         [ -n "$server_addr" ] && break
         sleep 0.05
     done

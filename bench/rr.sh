@@ -101,10 +101,11 @@ sockperf_rate() { # log files...
 
 json_rate() { grep -m1 '"transactions_per_sec"' "$1" | tr -dc '0-9.\n' | cut -d. -f1; }
 
-wait_for_address() { # file -> first line once written
-    local i
+wait_for_address() { # server's stderr file -> the address of its listening line
+    local i addr
     for i in $(seq 100); do
-        if [ -s "$1" ]; then head -1 "$1"; return; fi
+        addr=$(sed -n 's/.*: listening on \([^ ]*\).*/\1/p' "$1" 2>/dev/null | head -1)
+        if [ -n "$addr" ]; then echo "$addr"; return; fi
         sleep 0.05
     done
     echo "rr-server printed no address" >&2; exit 1
@@ -125,11 +126,11 @@ sockperf_one() { # proto srv_cpu cli_cpu -> transactions/s
 
 nettune_one() { # proto srv_cpu cli_cpu -> transactions/s
     local spid addr
-    rm -f "$work/srv.out"
+    rm -f "$work/srv.err"
     "${in_server[@]}" "$bin" bench rr-server --bind "$server_ip:0" --pin "$2" --duration "$life" \
-        >"$work/srv.out" 2>/dev/null &
+        >/dev/null 2>"$work/srv.err" &
     spid=$!; pids+=("$spid")
-    addr=$(wait_for_address "$work/srv.out")
+    addr=$(wait_for_address "$work/srv.err")
     "${in_client[@]}" "$bin" bench rr --to "$addr" --proto "$1" --size "$size" --pin "$3" \
         --warmup 0.5 --duration "$secs" --json >"$work/rr.json" 2>"$work/rr.err" \
         || { echo "nettune rr failed ($where $1 $2/$3):" >&2; cat "$work/rr.err" >&2; echo '"transactions_per_sec": 0' >"$work/rr.json"; }
@@ -194,10 +195,10 @@ sockperf_many() { # proto -> "rate cpu_s wall_s"
 
 nettune_many() { # proto -> "rate cpu_s wall_s"
     local spid addr t0 t1
-    rm -f "$work/srv.out"
-    "$bin" bench rr-server --bind 127.0.0.1:0 --duration "$life" >"$work/srv.out" 2>/dev/null &
+    rm -f "$work/srv.err"
+    "$bin" bench rr-server --bind 127.0.0.1:0 --duration "$life" >/dev/null 2>"$work/srv.err" &
     spid=$!; pids+=("$spid")
-    addr=$(wait_for_address "$work/srv.out")
+    addr=$(wait_for_address "$work/srv.err")
     t0=$(date +%s%N)
     bash -c '"$0" bench rr --to "$1" --proto "$2" --size '"$size"' --instances '"$many"' \
         --threads 1 --warmup 0.5 --duration '"$secs"' --json >"$3" 2>/dev/null; times' \

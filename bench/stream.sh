@@ -4,8 +4,8 @@
 #      veth pair between two namespaces this script creates. Both tools run
 #      with their defaults (iperf3: 128 KiB writes, one thread; nettune: 1 MiB
 #      writes, a thread per stream), unpinned, server then client.
-#      Throughput: the receiver's bytes over the receiver's time (iperf3's
-#      end.sum_received, nettune's sum_received). CPU: user + system time of
+#      Throughput: the receiver's bytes over the receiver's time
+#      (end.sum_received: nettune writes iperf3's layout). CPU: user + system time of
 #      the client and the server process together (bash `times` of each),
 #      per 10^9 bytes received.
 #  (b) pacing: one stream paced at PACE (default 1gbit): nettune --pace and
@@ -83,13 +83,14 @@ cpu_of_times() {
     tail -1 "$1" | awk '{ s = 0; for (i = 1; i <= 2; i++) { split($i, p, "m"); sub("s", "", p[2]); s += p[1] * 60 + p[2] }
         printf "%.3f\n", s }'
 }
-# "bits_per_second bytes" of the receiver, from a JSON report.
-received() { # file iperf3|nettune
-    python3 - "$1" "$2" <<'EOF'
+# "bits_per_second bytes" of the receiver, from a JSON report (the same
+# path in both tools' reports).
+received() { # file
+    python3 - "$1" <<'EOF'
 import json, sys
 try:
     d = json.load(open(sys.argv[1]))
-    s = d["end"]["sum_received"] if sys.argv[2] == "iperf3" else d["sum_received"]
+    s = d["end"]["sum_received"]
     print(f'{s["bits_per_second"]:.0f} {s["bytes"]}')
 except Exception as e:
     print("0 0")
@@ -120,7 +121,7 @@ one() { # tool streams [client args...]
     wait "$spid" 2>/dev/null || true
     pids=("${pids[@]/$spid}")
     local bps bytes cpu
-    read -r bps bytes <<<"$(received "$work/cli.json" "$tool")"
+    read -r bps bytes <<<"$(received "$work/cli.json")"
     cpu=$(awk -v a="$(cpu_of_times "$work/cli.times")" -v b="$(cpu_of_times "$work/srv.times")" 'BEGIN { print a + b }')
     awk -v b="$bps" -v n="$bytes" -v c="$cpu" 'BEGIN { printf "%.2f/%.3f ", b / 1e9, (n > 0 ? c / (n / 1e9) : 0) }'
 }

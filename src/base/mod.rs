@@ -27,6 +27,7 @@ pub mod drop_layer;
 pub mod epoll;
 pub mod fsio;
 pub mod http;
+pub mod json_id;
 pub mod netns;
 pub mod observe;
 pub mod probe;

@@ -6,13 +6,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::Serialize;
 
-/// Packets and payload bytes over `secs`, as the article prints them:
-/// `0.352M pps 10.730MiB / 90.010Mb` (millions of packets, MiB of payload
-/// and megabits (10^6) of payload per second).
+/// Packets and payload bytes over `secs`, in the article's order with the
+/// unit of time on every rate: `0.352M pps 10.730MiB/s / 90.010Mbit/s`
+/// (millions of packets, MiB of payload and megabits (10^6) of payload per
+/// second).
 pub fn format_rate(packets: u64, bytes: u64, secs: f64) -> String {
     let (pps, bps) = per_second(packets, bytes, secs);
     format!(
-        "{:.3}M pps {:.3}MiB / {:.3}Mb",
+        "{:.3}M pps {:.3}MiB/s / {:.3}Mbit/s",
         pps / 1e6,
         bps / (1024.0 * 1024.0),
         bps * 8.0 / 1e6
@@ -214,16 +215,19 @@ mod tests {
     #[test]
     fn rate_matches_the_article_line() {
         // 351,602 packets of 32 bytes in one second: the article's
-        // `0.352M pps 10.730MiB / 90.010Mb`.
+        // `0.352M pps 10.730MiB / 90.010Mb`, each rate per second.
         assert_eq!(
             format_rate(351_602, 351_602 * 32, 1.0),
-            "0.352M pps 10.730MiB / 90.010Mb"
+            "0.352M pps 10.730MiB/s / 90.010Mbit/s"
         );
         assert_eq!(
             format_rate(703_204, 703_204 * 32, 2.0),
-            "0.352M pps 10.730MiB / 90.010Mb"
+            "0.352M pps 10.730MiB/s / 90.010Mbit/s"
         );
-        assert_eq!(format_rate(5, 160, 0.0), "0.000M pps 0.000MiB / 0.000Mb");
+        assert_eq!(
+            format_rate(5, 160, 0.0),
+            "0.000M pps 0.000MiB/s / 0.000Mbit/s"
+        );
         assert_eq!(format_mpps(1_234_567, 1.0), "1.235M");
     }
 
@@ -240,7 +244,7 @@ mod tests {
         assert_eq!(second.bytes, 6_400_000);
         assert_eq!(
             second.line(),
-            "0.200M pps 6.104MiB / 51.200Mb  threads: 0.200M 0.000M"
+            "0.200M pps 6.104MiB/s / 51.200Mbit/s  threads: 0.200M 0.000M"
         );
     }
 }

@@ -15,8 +15,10 @@ use crate::base::fsio::{self, FileError};
 use crate::bench::cpu::CpuRow;
 use crate::bench::latency::LatencySummary;
 
-/// Bumped when a field changes meaning or is removed.
-pub const SCHEMA_VERSION: u32 = 1;
+/// Bumped when a field changes meaning or is removed. 2: `settings.seed`
+/// is a string (a clock seed is past 2^53, where jq loses digits); files
+/// of version 1 are read as they are.
+pub const SCHEMA_VERSION: u32 = 2;
 /// The file name inside a result directory.
 pub const FILE: &str = "results.json";
 
@@ -51,7 +53,8 @@ pub struct Settings {
     pub duration_s: f64,
     pub warmup_s: f64,
     /// Seeds the shuffles and the bootstrap: the same runs and seed give
-    /// the same report.
+    /// the same report. A string in JSON: see `base::json_id`.
+    #[serde(with = "crate::base::json_id")]
     pub seed: u64,
     /// The testbed it ran on, if any.
     pub testbed: Option<String>,

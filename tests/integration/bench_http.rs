@@ -1,5 +1,5 @@
 //! `nettune bench http-server` and `bench http`, run as a user runs them:
-//! the server first (its first stdout line gives the bound address), then
+//! the server first (its listening line on stderr names the address), then
 //! the load generator or a raw client against it, reports read as JSON.
 //!
 //! All traffic stays on loopback. Every process is bounded in time and
@@ -7,7 +7,7 @@
 //! run one at a time (a lock): two load runs side by side on two CPUs would
 //! starve each other.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -51,22 +51,15 @@ impl Server {
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn nettune");
-        let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        let mut first = String::new();
-        stdout.read_line(&mut first).expect("read stdout");
-        let addr = first
-            .split("listening on ")
-            .nth(1)
-            .and_then(|rest| rest.split_whitespace().next())
-            .unwrap_or_else(|| {
+        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let addr = match crate::common::bench_server_addr(child.stderr.take().expect("stderr")) {
+            Ok((addr, _rest)) => addr,
+            Err(seen) => {
                 let _ = child.kill();
-                let mut err = String::new();
-                if let Some(mut e) = child.stderr.take() {
-                    let _ = e.read_to_string(&mut err);
-                }
-                panic!("no address in {first:?}; stderr: {err}")
-            })
-            .to_string();
+                let _ = child.wait();
+                panic!("no listening line on stderr: {seen:?}")
+            }
+        };
         Server {
             child,
             stdout,
@@ -617,7 +610,7 @@ fn a_port_another_program_serves_is_refused_unless_shared(engine: &str) {
     );
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--share-port") && err.contains(&held), "{err}");
-    let (code, out, err) = run_bounded(
+    let (code, _, err) = run_bounded(
         &[
             "bench",
             "http-server",
@@ -634,7 +627,35 @@ fn a_port_another_program_serves_is_refused_unless_shared(engine: &str) {
         Duration::from_secs(10),
     );
     assert_eq!(code, 1, "served, but nothing came: {err}");
-    assert!(out.contains(&format!("listening on {held}")), "{out}");
+    assert!(err.contains(&format!("listening on {held}")), "{err}");
+}
+
+/// A server started well before its load reports the load's rate, as
+/// udp-sink does: requests over the time it had traffic, not over its
+/// whole life (which would halve the rate here, and more on a server left
+/// running between loads).
+fn a_server_started_before_its_load_rates_over_its_traffic(engine: &str) {
+    let server = Server::start(engine, &["--threads", "1"]);
+    // Two idle seconds, then half a second of load.
+    std::thread::sleep(Duration::from_secs(2));
+    load_json(
+        &["-t", "1", "-c", "2", "-d", "0.5", &server.url("/plaintext")],
+        Duration::from_secs(20),
+    );
+    let served = server.stop();
+    let (requests, traffic, life) = (
+        u(&served, "/requests"),
+        f(&served, "/traffic_s"),
+        f(&served, "/duration_s"),
+    );
+    assert!(traffic > 0.0 && traffic + 1.5 < life, "{served:#}");
+    let rate = f(&served, "/requests_per_s");
+    assert!(
+        (rate * traffic - requests as f64).abs() < 1.0,
+        "{rate} req/s over {traffic} s is not {requests} requests"
+    );
+    let thread_rate = f(&served, "/per_thread/0/requests_per_s");
+    assert!((thread_rate - rate).abs() < 1e-6, "{served:#}");
 }
 
 /// SIGTERM ends the server like Ctrl-C: with its report.
@@ -743,5 +764,6 @@ each_engine!(
     cbpf_steers_each_connection_to_the_listener_of_its_cpu,
     a_port_another_program_serves_is_refused_unless_shared,
     sigterm_ends_the_server_with_its_report,
+    a_server_started_before_its_load_rates_over_its_traffic,
     netns_flag_runs_server_and_load_in_their_namespaces,
 );

@@ -1,5 +1,5 @@
 //! `nettune bench rr-server` / `bench rr`, run as a user runs them: the
-//! server first (its first stdout line is the bound address), then clients
+//! server first (its listening line on stderr names the address), then clients
 //! against it, then the server stopped with Ctrl-C (SIGINT) for its own
 //! JSON report, which must agree with the clients'.
 //!
@@ -59,7 +59,7 @@ impl Server {
             args,
         ]
         .concat();
-        Server(ServerChild::spawn(command(ns, &all).stderr(Stdio::null())))
+        Server(ServerChild::spawn_bench(&mut command(ns, &all)))
     }
 
     fn port(&self) -> &str {
@@ -536,10 +536,13 @@ fn a_port_another_program_serves_is_refused_unless_shared(engine: &str) {
     .stderr(Stdio::piped())
     .spawn()
     .expect("spawn");
-    let (code, out, err) = finish(child, LIMIT);
+    let (code, _, err) = finish(child, LIMIT);
     // It served (nothing came, so it says it measured nothing: exit 1).
     assert_eq!(code, Some(1), "{err}");
-    assert!(out.starts_with(&held), "{out}");
+    assert!(
+        err.starts_with(&format!("rr-server: listening on {held} (")),
+        "{err}"
+    );
     assert!(err.contains("measured nothing"), "{err}");
 }
 
@@ -653,6 +656,19 @@ fn busy_polling_without_a_napi_path_says_it_never_engaged() {
         "{stderr}"
     );
     assert!(stderr.contains("tso off"), "{stderr}");
+}
+
+/// Without --proto the client runs TCP_RR, as netperf and sockperf do by
+/// default (the server's count says which protocol it answered).
+#[test]
+fn proto_defaults_to_tcp() {
+    let server = Server::start("epoll", None, &["--bind", "127.0.0.1:0"]);
+    let report = client(None, &server.addr, &[]);
+    assert_eq!(report["proto"], "tcp", "{report:#}");
+    check_report(&report, 1, 1);
+    let served = server.stop();
+    assert!(u(&served, "/total/tcp_transactions") > 0, "{served:#}");
+    assert_eq!(u(&served, "/total/udp_transactions"), 0, "{served:#}");
 }
 
 each_engine!(

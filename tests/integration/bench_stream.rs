@@ -1,5 +1,5 @@
 //! `nettune bench stream-server` / `bench stream`, run as a user runs them:
-//! the server first (its first stdout line is the bound address), then a
+//! the server first (its listening line on stderr names the address), then a
 //! client against it; the server's own JSON report (one-off: it exits after
 //! the test) must agree with the client's.
 //!
@@ -57,7 +57,7 @@ impl Server {
             args,
         ]
         .concat();
-        Server(ServerChild::spawn(command(ns, &all).stderr(Stdio::null())))
+        Server(ServerChild::spawn_bench(&mut command(ns, &all)))
     }
 
     /// The JSON report it prints when its one test is over.
@@ -106,8 +106,8 @@ fn f(v: &Value, path: &str) -> f64 {
 /// Both reports agree stream by stream, to the byte, and with the server's
 /// own report of the test.
 fn check_exact(client: &Value, server: &Value, streams: usize, reverse: bool) {
-    assert_eq!(client["bytes_match"], true, "{client:#}");
-    let per_stream = client["per_stream"].as_array().expect("per_stream");
+    assert_eq!(client["end"]["bytes_match"], true, "{client:#}");
+    let per_stream = client["end"]["streams"].as_array().expect("end.streams");
     assert_eq!(per_stream.len(), streams);
     let tests = server["tests"].as_array().expect("tests");
     assert_eq!(tests.len(), 1, "{server:#}");
@@ -127,10 +127,10 @@ fn check_exact(client: &Value, server: &Value, streams: usize, reverse: bool) {
     let total: u64 = per_stream.iter().map(|s| u(s, "/receiver/bytes")).sum();
     if !reverse {
         // The receiver's count over the whole test is the server's.
-        assert_eq!(u(client, "/sum_received/bytes"), total);
+        assert_eq!(u(client, "/end/sum_received/bytes"), total);
     }
     assert_eq!(u(test, "/bytes"), total);
-    assert!(f(client, "/sum_sent/bits_per_second") > 0.0);
+    assert!(f(client, "/end/sum_sent/bits_per_second") > 0.0);
     // One whole second measured: one interval line, every stream in it.
     let intervals = client["intervals"].as_array().expect("intervals");
     assert_eq!(intervals.len(), 1, "{intervals:?}");
@@ -144,9 +144,9 @@ fn check_exact(client: &Value, server: &Value, streams: usize, reverse: bool) {
         assert!(intervals[0]["streams"][0]["rtt"].is_u64());
     }
     assert!(
-        f(client, "/cpu_seconds_per_gb/total") > 0.0,
+        f(client, "/end/cpu_seconds_per_gb/total") > 0.0,
         "{:#}",
-        client["cpu_seconds_per_gb"]
+        client["end"]["cpu_seconds_per_gb"]
     );
     // The server's per-CPU table over the test came back too.
     assert!(test["host_cpu"]["rows"]
@@ -193,7 +193,7 @@ fn totals_match_across_a_veth_pair_between_namespaces() {
     let (code, report, stderr) = client(None, &server.addr, &["-P", "2", "--netns", &tx.name]);
     assert_eq!(code, Some(0), "{stderr}");
     let report = report.expect("JSON report");
-    assert_eq!(report["netns"], tx.name.as_str());
+    assert_eq!(report["start"]["netns"], tx.name.as_str());
     let (_, server_report) = server.report();
     check_exact(&report, &server_report, 2, false);
 }
@@ -212,15 +212,16 @@ fn a_paced_stream_holds_its_pace() {
     );
     assert_eq!(code, Some(0), "{stderr}");
     let report = report.expect("JSON report");
-    let rate = f(&report, "/sum_sent/bits_per_second");
+    let rate = f(&report, "/end/sum_sent/bits_per_second");
     assert!(
         (180e6..=210e6).contains(&rate),
         "paced at 200 Mbit/s, measured {rate}: {:#}",
         report["intervals"]
     );
-    assert_eq!(u(&report, "/pace_bits_per_second"), 200_000_000);
+    assert_eq!(u(&report, "/start/pace_bits_per_second"), 200_000_000);
+    assert_eq!(u(&report, "/start/test_start/target_bitrate"), 200_000_000);
     // This kernel has no fq qdisc on lo: TCP paces itself, and says so.
-    assert_eq!(report["pacer"], "tcp-internal", "{report:#}");
+    assert_eq!(report["start"]["pacer"], "tcp-internal", "{report:#}");
     let pacing = u(&report, "/intervals/0/streams/0/pacing_bits_per_second");
     assert!(pacing <= 200_000_000, "{pacing}");
     drop(server);
@@ -247,13 +248,13 @@ fn msg_zerocopy_reaps_every_completion_and_says_the_kernel_copied() {
     let (code, report, stderr) = client(None, &server.addr, &["--zerocopy", "msg"]);
     assert_eq!(code, Some(0), "{stderr}");
     let report = report.expect("JSON report");
-    let zc = &report["per_stream"][0]["zerocopy"];
+    let zc = &report["end"]["streams"][0]["zerocopy"];
     let sends = u(zc, "/sends");
     assert!(sends > 0, "{zc:#}");
     assert_eq!(u(zc, "/completed"), sends, "{zc:#}");
     // Loopback: the local receiver gets a copy, and the kernel says so.
     assert_eq!(u(zc, "/copied"), sends, "{zc:#}");
-    assert_eq!(report["bytes_match"], true);
+    assert_eq!(report["end"]["bytes_match"], true);
     let (_, server_report) = server.report();
     assert_eq!(server_report["tests"][0]["ended"], "complete");
 }
@@ -269,7 +270,7 @@ fn garbage_on_the_server_port_is_dropped_and_the_next_test_runs() {
     silent.write_all(b"NT").expect("a trickle");
     let (code, report, stderr) = client(None, &server.addr, &["--size", "64K"]);
     assert_eq!(code, Some(0), "{stderr}");
-    assert_eq!(report.expect("report")["bytes_match"], true);
+    assert_eq!(report.expect("report")["end"]["bytes_match"], true);
     let (_, server_report) = server.report();
     assert!(
         u(&server_report, "/refused/bad_header") >= 1,

@@ -413,14 +413,15 @@ fn text_output_prints_the_article_line_each_second(engine: &str) {
     let (code, out, _) = sink.finish(Duration::from_secs(10));
     assert_eq!(code, Some(0));
     let lines: Vec<&str> = out.lines().collect();
-    // "0.010M pps 0.305MiB / 2.560Mb" for each of the 2 whole seconds.
+    // "0.010M pps 0.305MiB/s / 2.560Mbit/s" for each of the 2 whole
+    // seconds: every rate says its unit of time.
     let per_second = lines.iter().take(2).all(|l| {
         let w: Vec<&str> = l.split_whitespace().collect();
         w.len() == 5
             && w[0].ends_with('M')
             && w[1] == "pps"
-            && w[2].ends_with("MiB")
-            && w[4].ends_with("Mb")
+            && w[2].ends_with("MiB/s")
+            && w[4].ends_with("Mbit/s")
     });
     assert!(per_second, "{out}");
     assert!(out.contains("0 lost"), "{out}");

@@ -467,8 +467,43 @@ pub fn veth_pair(tx: &Netns, rx: &Netns, net: u8, queues: Option<u32>) -> (Strin
     (a, b)
 }
 
-/// A server child whose first stdout line is its bound address (as every
-/// `bench *-server` and `serve` prints it), killed by its PID on drop.
+/// Read a bench server's stderr up to its listening line (`NAME: listening
+/// on ADDR:PORT (...)`, the same for every `bench *-server`) and return the
+/// address, or everything read when the line never came. The rest of
+/// stderr is drained by a thread (a server must never block on a full
+/// pipe); its handle returns that text.
+pub fn bench_server_addr(
+    stderr: std::process::ChildStderr,
+) -> Result<(String, std::thread::JoinHandle<String>), String> {
+    use std::io::{BufRead, Read};
+    let mut reader = std::io::BufReader::new(stderr);
+    let mut seen = String::new();
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return Err(seen);
+        }
+        seen.push_str(&line);
+        let Some(rest) = line.split(": listening on ").nth(1) else {
+            continue;
+        };
+        let addr = rest.split_whitespace().next().unwrap_or_default();
+        if addr.parse::<std::net::SocketAddr>().is_err() {
+            return Err(seen);
+        }
+        let addr = addr.to_string();
+        let rest = std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = reader.read_to_string(&mut text);
+            text
+        });
+        return Ok((addr, rest));
+    }
+}
+
+/// A server child that names its bound address first, killed by its PID
+/// on drop: a `bench *-server` on stderr ([`bench_server_addr`]), `serve`
+/// as its first stdout line.
 pub struct ServerChild {
     child: Option<std::process::Child>,
     stdout: Option<std::io::BufReader<std::process::ChildStdout>>,
@@ -476,7 +511,30 @@ pub struct ServerChild {
 }
 
 impl ServerChild {
-    /// Spawn `cmd` with stdout piped and read the address line.
+    /// Spawn a `bench *-server` command with stdout and stderr piped and
+    /// read the address from its listening line on stderr.
+    pub fn spawn_bench(cmd: &mut Command) -> ServerChild {
+        let mut child = cmd
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn a server");
+        let stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+        match bench_server_addr(child.stderr.take().expect("stderr")) {
+            Ok((addr, _rest)) => ServerChild {
+                child: Some(child),
+                stdout: Some(stdout),
+                addr,
+            },
+            Err(seen) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("no listening line on stderr: {seen:?}");
+            }
+        }
+    }
+
+    /// Spawn `cmd` (`serve`) with stdout piped and read the address line.
     pub fn spawn(cmd: &mut Command) -> ServerChild {
         use std::io::BufRead;
         let mut child = cmd

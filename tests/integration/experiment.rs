@@ -168,6 +168,10 @@ fn a_matrix_on_the_testbed_restores_every_tuned_value() {
     )
     .expect("json");
     assert_eq!(results["complete"], true);
+    // The seed is a string: one from the clock is past 2^53, where jq
+    // loses digits of a number.
+    assert_eq!(results["settings"]["seed"], "7");
+    assert_eq!(results["schema_version"], 2);
     assert_eq!(results["runs"].as_array().map(Vec::len), Some(12));
     assert_eq!(results["cells"].as_array().map(Vec::len), Some(6));
     // Rounds are interleaved: every config ran in round 1 before round 2.

@@ -9,7 +9,7 @@
 //! shows in review what users will see.
 
 use std::collections::BTreeSet;
-use std::io::{BufRead as _, BufReader};
+use std::io::BufReader;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
@@ -159,29 +159,9 @@ fn bench_pair(server: &[&str], client: &[&str]) -> (Value, Value) {
         .spawn()
         .expect("spawn server");
     let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
-    // rr-server and stream-server print the address as the first line on
-    // stdout, http-server "http-server: listening on ADDR (...)" there;
-    // udp-sink says "listening on ADDR" on stderr.
-    let addr = if server[0] != "udp-sink" {
-        let mut line = String::new();
-        stdout.read_line(&mut line).expect("address line");
-        let line = line.split("listening on ").last().unwrap_or_default();
-        line.split_whitespace()
-            .next()
-            .unwrap_or_default()
-            .to_string()
-    } else {
-        let stderr = BufReader::new(child.stderr.take().expect("stderr"));
-        let mut found = String::new();
-        for line in stderr.lines() {
-            let line = line.expect("stderr line");
-            if let Some(rest) = line.split("listening on ").nth(1) {
-                found = rest.split_whitespace().next().unwrap_or("").to_string();
-                break;
-            }
-        }
-        found
-    };
+    // Every bench server names its address on stderr, the same way.
+    let (addr, _rest) = bench_server_addr(child.stderr.take().expect("stderr"))
+        .unwrap_or_else(|seen| panic!("{args:?}: no listening line: {seen}"));
     let mut cargs = vec!["bench"];
     cargs.extend_from_slice(client);
     let url = format!("http://{addr}/plaintext");

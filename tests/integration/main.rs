@@ -15,6 +15,7 @@ mod bench_http;
 mod bench_lib;
 mod bench_rr;
 mod bench_stream;
+mod bench_stream_iperf3;
 mod bench_udp;
 mod doctor;
 mod doctor_plan;

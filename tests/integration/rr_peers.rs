@@ -40,8 +40,7 @@ impl Server {
             engine,
             "--duration",
             duration,
-        ])
-        .stderr(Stdio::null());
+        ]);
         if let Some(n) = rlimit_nofile {
             // SAFETY: setrlimit is async-signal-safe; nothing else runs
             // between fork and exec.
@@ -58,7 +57,7 @@ impl Server {
                 });
             }
         }
-        let child = ServerChild::spawn(&mut cmd);
+        let child = ServerChild::spawn_bench(&mut cmd);
         let addr = child.addr.parse().expect("an address");
         Server { child, addr }
     }

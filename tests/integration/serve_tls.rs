@@ -171,7 +171,7 @@ fn benches_run_over_tls_end_to_end_and_plain_clients_are_refused() {
             // Both sides of the stream: the server's came over TLS.
             assert!(
                 report["server"]["bytes"].as_u64().is_some_and(|b| b > 0)
-                    && report["bytes_match"] == true,
+                    && report["end"]["bytes_match"] == true,
                 "{report:#}"
             );
         }

@@ -41,6 +41,23 @@ pub struct ThreadCounts {
     pub idle_closed: u64,
     /// accept() failures other than "nothing to accept" (e.g. EMFILE).
     pub accept_errors: u64,
+    /// When the first and the last wake-up that answered a request began:
+    /// the report's rates are over this span, not the server's lifetime.
+    #[serde(skip)]
+    pub first_request: Option<Instant>,
+    #[serde(skip)]
+    pub last_request: Option<Instant>,
+}
+
+impl ThreadCounts {
+    /// A wake-up that began at `now` is over; `before` is the request count
+    /// it began with.
+    pub fn note_traffic(&mut self, before: u64, now: Instant) {
+        if self.requests > before {
+            self.first_request.get_or_insert(now);
+            self.last_request = Some(now);
+        }
+    }
 }
 
 /// One server thread's engine: accept on its own listener, serve its
@@ -396,6 +413,7 @@ impl EventLoop for EpollLoop {
             };
             let now = Instant::now();
             self.responses.refresh(unix_secs());
+            let before = self.counts.requests;
             for &event in &ready {
                 if event.token == LISTENER {
                     self.accept_all(now);
@@ -403,6 +421,7 @@ impl EventLoop for EpollLoop {
                     self.on_event(event, now);
                 }
             }
+            self.counts.note_traffic(before, now);
             // The live counter's second field carries connections here.
             live.publish(self.counts.requests, self.counts.connections);
             if now >= next_sweep {

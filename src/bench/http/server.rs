@@ -62,6 +62,10 @@ pub struct ServerReport {
     /// `duration` or `interrupted` (the stop token).
     pub ended: String,
     pub duration_s: f64,
+    /// From the first request answered to the last (udp-sink's
+    /// `traffic_s`): the rates are over it, so a server started long before
+    /// its load reports the load's rate.
+    pub traffic_s: f64,
     pub requests: u64,
     pub requests_per_s: f64,
     pub connections: u64,
@@ -502,7 +506,15 @@ fn build_report(
     counts: Vec<ThreadCounts>,
 ) -> ServerReport {
     let secs = elapsed.as_secs_f64();
-    let rate = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
+    let first = counts.iter().filter_map(|c| c.first_request).min();
+    let last = counts.iter().filter_map(|c| c.last_request).max();
+    let traffic_s = match (first, last) {
+        (Some(first), Some(last)) => (last - first).as_secs_f64(),
+        _ => 0.0,
+    };
+    // One wake-up alone has no duration: fall back to the whole run.
+    let window = if traffic_s > 0.0 { traffic_s } else { secs };
+    let rate = |n: u64| if window > 0.0 { n as f64 / window } else { 0.0 };
     let per_thread: Vec<ThreadReport> = counts
         .into_iter()
         .enumerate()
@@ -526,6 +538,7 @@ fn build_report(
         busy_poll: None,
         ended: ended.to_string(),
         duration_s: secs,
+        traffic_s,
         requests,
         requests_per_s: rate(requests),
         connections: per_thread.iter().map(|t| t.counts.connections).sum(),
@@ -540,9 +553,11 @@ pub fn text(r: &ServerReport) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "http-server: {} requests in {:.2}s ({:.2} req/s), {} connections, {} refused{}",
+        "http-server: {} requests in {:.2} s ({:.2} s of traffic, {:.2} req/s), {} connections, \
+         {} refused{}",
         r.requests,
         r.duration_s,
+        r.traffic_s,
         r.requests_per_s,
         r.connections,
         r.refused,

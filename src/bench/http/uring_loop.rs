@@ -481,9 +481,11 @@ impl EventLoop for UringLoop {
                         .completion()
                         .map(|c| (c.user_data(), c.result(), c.flags())),
                 );
+                let before = self.counts.requests;
                 for &(user_data, res, flags) in &completions {
                     self.dispatch(user_data, res, flags, now)?;
                 }
+                self.counts.note_traffic(before, now);
                 self.completions = completions;
                 self.buffers.publish();
                 live.publish(self.counts.requests, self.counts.connections);

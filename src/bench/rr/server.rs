@@ -143,8 +143,7 @@ impl RrServer {
         observer.ready(
             Some(self.bound),
             &format!(
-                "answering TCP and UDP on {} with {threads} thread{} ({}){}{}",
-                self.bound,
+                "TCP and UDP, {threads} thread{} ({}){}{}",
                 if threads == 1 { "" } else { "s" },
                 self.engine.name(),
                 match self.pinning.cpus() {

@@ -7,14 +7,16 @@ use std::cell::Cell;
 use std::io::Write as _;
 use std::net::{SocketAddr, TcpStream};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Context;
 use nix::errno::Errno;
 use nix::sys::socket::{self, AddressFamily, SockFlag, SockType, SockaddrStorage};
 
 use super::pump::{self, Moved, Source};
-use super::report::{build_report, Interval, Outcome, Rtts, StreamInterval, StreamReport};
+use super::report::{
+    build_report, Interval, Opening, Outcome, Rtts, StreamInterval, StreamReport,
+};
 use super::server_report::TestReport;
 use super::sock::{self, Buffers, Pacer, TcpInfo};
 use super::wire::{Header, Kind, Params, ToClient, ToServer, MAX_MESSAGE};
@@ -45,6 +47,13 @@ pub(super) struct Opened {
     pub(super) window: Buffers,
     pub(super) pacer: Option<Pacer>,
     pub(super) congestion: String,
+    /// The server's id of the test.
+    pub(super) test: u64,
+    /// Each stream's socket, local and remote address, as connected (a
+    /// closed socket no longer names its peer).
+    pub(super) connected: Vec<(i32, SocketAddr, SocketAddr)>,
+    /// When the streams were connected (the report's start time).
+    pub(super) began: SystemTime,
 }
 
 /// Open a test on the server (inside the config's namespace), run it for
@@ -119,9 +128,14 @@ pub fn run(
         config,
         &pinning,
         Outcome {
-            window: opened.window.clone(),
-            pacer: opened.pacer,
-            congestion: opened.congestion.clone(),
+            opening: Opening {
+                window: opened.window.clone(),
+                pacer: opened.pacer,
+                congestion: opened.congestion.clone(),
+                test: opened.test,
+                connected: opened.connected.clone(),
+                began: opened.began,
+            },
             ended: done.ended.name(),
             elapsed: done.elapsed,
             ran,
@@ -198,12 +212,19 @@ fn open_test(config: &StreamConfig) -> anyhow::Result<Opened> {
         .map(|s| sock::congestion(s.as_fd()))
         .unwrap_or_default();
     let _ = ctl.tcp().set_nodelay(true);
+    let connected = streams
+        .iter()
+        .filter_map(|s| Some((s.as_raw_fd(), s.local_addr().ok()?, s.peer_addr().ok()?)))
+        .collect();
     Ok(Opened {
         ctl,
         streams,
         window: window.ok_or_else(|| anyhow::anyhow!("no stream was opened"))?,
         pacer,
         congestion,
+        test,
+        connected,
+        began: SystemTime::now(),
     })
 }
 
@@ -444,16 +465,10 @@ impl Control for Meter<'_> {
         for (i, stream) in self.streams.iter().enumerate() {
             let bytes = now[i].saturating_sub(self.last[i]);
             let info = sock::info_of(stream);
-            let mut interval = StreamInterval {
-                stream: i as u32,
-                bytes,
-                bits_per_second: bytes as f64 * 8.0,
-                retransmits: None,
-                snd_cwnd: None,
-                rtt: info.map(|t| t.rtt),
-                rttvar: info.map(|t| t.rttvar),
-                pacing_bits_per_second: None,
-            };
+            let mut interval =
+                StreamInterval::of_second(second, stream.as_raw_fd(), i as u32, bytes, self.sender);
+            interval.rtt = info.map(|t| t.rtt);
+            interval.rttvar = info.map(|t| t.rttvar);
             if let (Some(info), true) = (info, self.sender) {
                 interval.retransmits = Some(u64::from(
                     info.total_retrans.saturating_sub(self.last_retrans[i]),
@@ -466,16 +481,7 @@ impl Control for Meter<'_> {
             streams.push(interval);
         }
         self.last = now;
-        let bytes = streams.iter().map(|s| s.bytes).sum::<u64>();
-        let interval = Interval {
-            second,
-            bytes,
-            bits_per_second: bytes as f64 * 8.0,
-            retransmits: self
-                .sender
-                .then(|| streams.iter().filter_map(|s| s.retransmits).sum()),
-            streams,
-        };
+        let interval = Interval::of(second, streams, self.sender);
         self.observer.interval(&interval);
         self.intervals.push(interval);
     }

@@ -112,14 +112,8 @@ pub fn interval_lines(i: &Interval) -> Vec<String> {
         .collect();
     if i.streams.len() > 1 {
         let sum = StreamInterval {
-            stream: 0,
-            bytes: i.bytes,
-            bits_per_second: i.bits_per_second,
-            retransmits: i.retransmits,
-            snd_cwnd: None,
-            rtt: None,
-            rttvar: None,
-            pacing_bits_per_second: None,
+            retransmits: i.sum.retransmits,
+            ..StreamInterval::of_second(i.second, -1, 0, i.sum.bytes, i.sum.sender)
         };
         lines.push(stream_line("SUM", i.second, &sum));
     }
@@ -133,23 +127,30 @@ fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
 /// The client's final report.
 pub fn text(r: &StreamReport) -> String {
     let mut out = String::new();
+    let (start, end) = (&r.start, &r.end);
+    let streams = start.test_start.num_streams;
     let _ = writeln!(
         out,
         "stream: {} stream{} {} {}, {:.2} s measured ({}), {} per call, sender cc {}",
-        r.num_streams,
-        plural(r.num_streams),
-        if r.reverse { "from" } else { "to" },
-        r.to,
-        r.duration_s,
-        r.ended,
-        format_bytes(r.size as u64),
-        r.sender_tcp_congestion
+        streams,
+        plural(streams),
+        if reverse(r) { "from" } else { "to" },
+        start.to,
+        end.duration_s,
+        end.ended,
+        format_bytes(start.test_start.blksize as u64),
+        end.sender_tcp_congestion
     );
     write_stream_table(&mut out, r);
     write_sums(&mut out, r);
     write_pacing_and_cpu(&mut out, r);
     write_notes(&mut out, r);
     out
+}
+
+/// The server sent (--reverse).
+fn reverse(r: &StreamReport) -> bool {
+    r.start.test_start.reverse != 0
 }
 
 /// One row per stream: bytes each side counted, rate, retransmits, cwnd,
@@ -167,8 +168,8 @@ fn write_stream_table(out: &mut String, r: &StreamReport) {
         "rtt min/mean/max",
         "exact"
     );
-    for s in &r.per_stream {
-        let rate = if r.reverse {
+    for s in &r.end.streams {
+        let rate = if reverse(r) {
             s.receiver.as_ref().map_or(0.0, |x| x.bits_per_second)
         } else {
             s.sender.bits_per_second
@@ -200,18 +201,19 @@ fn write_stream_table(out: &mut String, r: &StreamReport) {
 /// What was sent and received in all, and whether every stream's counts
 /// agree.
 fn write_sums(out: &mut String, r: &StreamReport) {
+    let end = &r.end;
     let _ = writeln!(
         out,
         "sent:     {} over {:.2} s ({} bytes{})",
-        gbits(r.sum_sent.bits_per_second),
-        r.sum_sent.seconds,
-        format_count(r.sum_sent.bytes),
-        r.sum_sent
+        gbits(end.sum_sent.bits_per_second),
+        end.sum_sent.seconds,
+        format_count(end.sum_sent.bytes),
+        end.sum_sent
             .retransmits
             .map(|n| format!(", {n} retransmits"))
             .unwrap_or_default()
     );
-    match &r.sum_received {
+    match &end.sum_received {
         Some(sum) => {
             let _ = writeln!(
                 out,
@@ -219,7 +221,7 @@ fn write_sums(out: &mut String, r: &StreamReport) {
                 gbits(sum.bits_per_second),
                 sum.seconds,
                 format_count(sum.bytes),
-                if r.bytes_match {
+                if end.bytes_match {
                     "every stream's receiver counted exactly what its sender sent"
                 } else {
                     "the receiver's count DIFFERS from the sender's"
@@ -234,15 +236,16 @@ fn write_sums(out: &mut String, r: &StreamReport) {
 
 /// The pacing rate, and the CPU cost of both sides.
 fn write_pacing_and_cpu(out: &mut String, r: &StreamReport) {
-    if let Some(pace) = r.pace_bits_per_second {
+    if let Some(pace) = r.start.pace_bits_per_second {
         let _ = writeln!(
             out,
             "pacing:   {} per stream (SO_MAX_PACING_RATE), enforced by {}",
             gbits(pace as f64),
-            r.pacer.map_or("the kernel", |p| p.describe())
+            r.start.pacer.map_or("the kernel", |p| p.describe())
         );
     }
-    let c = &r.cpu_utilization_percent;
+    let c = &r.end.cpu_utilization_percent;
+    let per_gb_of = &r.end.cpu_seconds_per_gb;
     let _ = writeln!(
         out,
         "CPU:      this side {:.1}% of one CPU (user {:.1}, system {:.1}), server {}; per GB received: sender {} s, receiver {} s, both {} s",
@@ -250,16 +253,16 @@ fn write_pacing_and_cpu(out: &mut String, r: &StreamReport) {
         c.host_user,
         c.host_system,
         c.remote_total.map_or_else(|| "-".to_string(), |p| format!("{p:.1}%")),
-        per_gb(r.cpu_seconds_per_gb.sender),
-        per_gb(r.cpu_seconds_per_gb.receiver),
-        per_gb(r.cpu_seconds_per_gb.total),
+        per_gb(per_gb_of.sender),
+        per_gb(per_gb_of.receiver),
+        per_gb(per_gb_of.total),
     );
 }
 
 /// Zero-copy completions per stream, the server's error, and the per-CPU
 /// time of this host.
 fn write_notes(out: &mut String, r: &StreamReport) {
-    for s in &r.per_stream {
+    for s in &r.end.streams {
         if let Some(zc) = &s.zerocopy {
             let _ = writeln!(
                 out,
@@ -279,7 +282,7 @@ fn write_notes(out: &mut String, r: &StreamReport) {
     if let Some(error) = &r.server_error {
         let _ = writeln!(out, "server:   {error}");
     }
-    if let Some(cpu) = &r.host_cpu {
+    if let Some(cpu) = &r.end.host_cpu {
         let mut table = Vec::new();
         if cpu.write_table(&mut table).is_ok() {
             out.push_str("\nper-CPU time over the run (this host):\n");

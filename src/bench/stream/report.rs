@@ -1,10 +1,15 @@
-//! The client's report of a stream test: both sides of every stream, the
-//! sums and CPU cost, with iperf3's field names where the meaning is the
-//! same (`bits_per_second`, `retransmits`, `snd_cwnd`, `rtt`, `sum_sent`,
-//! `sum_received`, `cpu_utilization_percent`).
+//! The client's report of a stream test in iperf3's `-J` layout: `start`
+//! (who connected to what, when, with which test parameters), `intervals[]`
+//! (each second's `streams[]` and `sum`) and `end` (every stream's
+//! `sender` and `receiver`, `sum_sent`, `sum_received`,
+//! `cpu_utilization_percent`), with iperf3's field names and units where
+//! the meaning is the same, so a script written for `iperf3 -J` reads it
+//! unchanged (`jq .end.sum_received.bits_per_second`). nettune's own
+//! figures sit beside them (exact byte matching, pacing, CPU per GB, the
+//! per-CPU table, the server's report).
 
 use std::net::SocketAddr;
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
@@ -16,10 +21,20 @@ use crate::bench::cpu::CpuUsage;
 use crate::bench::pin::Pinning;
 use crate::host::CpuTime;
 
-/// One stream in one second.
+/// The layout of `bench stream --json`: 2 is iperf3's `start` /
+/// `intervals` / `end` (1 was a flat document with iperf3's field names).
+pub const STREAM_SCHEMA_VERSION: u32 = 2;
+
+/// One stream in one second (iperf3's `intervals[].streams[]`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StreamInterval {
-    pub stream: u32,
+    /// The stream's socket (its file descriptor, as iperf3 names streams;
+    /// `start.connected[]` says where it goes).
+    pub socket: i32,
+    /// Seconds since the measured part began.
+    pub start: f64,
+    pub end: f64,
+    pub seconds: f64,
     pub bytes: u64,
     pub bits_per_second: f64,
     /// Segments retransmitted in the second (sender only).
@@ -29,56 +44,153 @@ pub struct StreamInterval {
     /// Smoothed RTT and its variation, microseconds.
     pub rtt: Option<u32>,
     pub rttvar: Option<u32>,
-    /// The rate TCP paces at (sender only), bits per second.
+    /// Always false: the warm-up (iperf3's omitted seconds) is not listed.
+    pub omitted: bool,
+    /// This side sent (false with --reverse).
+    pub sender: bool,
+    /// nettune: the stream's number (0, 1, ...).
+    pub stream: u32,
+    /// nettune: the rate TCP paces at (sender only), bits per second.
     pub pacing_bits_per_second: Option<u64>,
+}
+
+impl StreamInterval {
+    /// Stream `stream` on `socket` moved `bytes` in whole second `second`
+    /// (1, 2, ...) of the measured part; the TCP figures are for the caller.
+    pub(super) fn of_second(
+        second: u64,
+        socket: i32,
+        stream: u32,
+        bytes: u64,
+        sender: bool,
+    ) -> Self {
+        StreamInterval {
+            socket,
+            start: second.saturating_sub(1) as f64,
+            end: second as f64,
+            seconds: 1.0,
+            bytes,
+            bits_per_second: bytes as f64 * 8.0,
+            retransmits: None,
+            snd_cwnd: None,
+            rtt: None,
+            rttvar: None,
+            omitted: false,
+            sender,
+            stream,
+            pacing_bits_per_second: None,
+        }
+    }
+}
+
+/// The streams' sum in one second (iperf3's `intervals[].sum`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IntervalSum {
+    pub start: f64,
+    pub end: f64,
+    pub seconds: f64,
+    pub bytes: u64,
+    pub bits_per_second: f64,
+    pub retransmits: Option<u64>,
+    pub omitted: bool,
+    pub sender: bool,
 }
 
 /// One second of the measured part, every stream and their sum.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Interval {
-    pub second: u64,
     pub streams: Vec<StreamInterval>,
-    pub bytes: u64,
-    pub bits_per_second: f64,
-    pub retransmits: Option<u64>,
+    pub sum: IntervalSum,
+    /// nettune: the second's number (1, 2, ...).
+    pub second: u64,
 }
 
-/// One side of one stream over the whole test.
+impl Interval {
+    /// Second `second` of `streams`, with their sum.
+    pub(super) fn of(second: u64, streams: Vec<StreamInterval>, sender: bool) -> Interval {
+        let bytes = streams.iter().map(|s| s.bytes).sum::<u64>();
+        let sum = IntervalSum {
+            start: second.saturating_sub(1) as f64,
+            end: second as f64,
+            seconds: 1.0,
+            bytes,
+            bits_per_second: bytes as f64 * 8.0,
+            retransmits: sender.then(|| streams.iter().filter_map(|s| s.retransmits).sum()),
+            omitted: false,
+            sender,
+        };
+        Interval {
+            streams,
+            sum,
+            second,
+        }
+    }
+}
+
+/// One side of one stream over the whole test (iperf3's
+/// `end.streams[].sender` and `.receiver`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SideTotals {
+    /// This side's socket of the stream.
+    pub socket: i32,
+    pub start: f64,
+    /// `seconds` after `start`.
+    pub end: f64,
+    pub seconds: f64,
     /// Bytes over the connection's life (warm-up included).
     pub bytes: u64,
-    pub seconds: f64,
     pub bits_per_second: f64,
     pub retransmits: Option<u64>,
     pub max_snd_cwnd: Option<u64>,
-    pub min_rtt: Option<u32>,
+    /// Microseconds.
     pub max_rtt: Option<u32>,
+    pub min_rtt: Option<u32>,
     pub mean_rtt: Option<u32>,
+    /// This side sent (as iperf3 writes it on both entries).
+    pub sender: bool,
 }
 
-/// Both sides of one stream.
+/// Both sides of one stream (iperf3's `end.streams[]`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StreamTotals {
-    pub stream: u32,
-    /// This side's CPU for the stream's thread.
-    pub cpu: Option<u32>,
     pub sender: SideTotals,
     /// `None` when the server sent no results.
     pub receiver: Option<SideTotals>,
-    /// The receiver read the sender's FIN and counted exactly the bytes
-    /// the sender's kernel accepted.
+    /// nettune: the stream's number.
+    pub stream: u32,
+    /// nettune: this side's CPU for the stream's thread.
+    pub cpu: Option<u32>,
+    /// nettune: the receiver read the sender's FIN and counted exactly the
+    /// bytes the sender's kernel accepted.
     pub bytes_match: bool,
     pub zerocopy: Option<ZeroCopyStats>,
 }
 
-/// A sum over the streams (iperf3's `sum_sent` / `sum_received`).
+/// A sum over the streams (iperf3's `end.sum_sent` / `end.sum_received`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Sum {
-    pub bytes: u64,
+    pub start: f64,
+    pub end: f64,
     pub seconds: f64,
+    pub bytes: u64,
     pub bits_per_second: f64,
     pub retransmits: Option<u64>,
+    /// This side sent.
+    pub sender: bool,
+}
+
+impl Sum {
+    fn new(bytes: u64, seconds: f64, retransmits: Option<u64>, sender: bool) -> Sum {
+        Sum {
+            start: 0.0,
+            end: seconds,
+            seconds,
+            bytes,
+            bits_per_second: rate(bytes, seconds),
+            retransmits,
+            sender,
+        }
+    }
 }
 
 /// Stream threads' CPU time as a percentage of one CPU over the test, as
@@ -103,44 +215,116 @@ pub struct CpuPerGb {
     pub total: Option<f64>,
 }
 
+/// One stream's connection (iperf3's `start.connected[]`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct StreamReport {
-    pub command: String,
+pub struct Connected {
+    pub socket: i32,
+    pub local_host: String,
+    pub local_port: u16,
+    pub remote_host: String,
+    pub remote_port: u16,
+}
+
+/// When the test began (iperf3's `start.timestamp`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Timestamp {
+    /// `Fri, 27 Nov 2026 00:03:43 GMT`.
+    pub time: String,
+    /// Seconds since the Unix epoch.
+    pub timesecs: u64,
+}
+
+/// Where the test went (iperf3's `start.connecting_to`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConnectingTo {
+    pub host: String,
+    pub port: u16,
+}
+
+/// The test's parameters (iperf3's `start.test_start`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TestStart {
+    /// Always `TCP`.
+    pub protocol: String,
+    pub num_streams: usize,
+    /// Bytes per write and read.
+    pub blksize: usize,
+    /// The warm-up, seconds (iperf3 --omit).
+    pub omit: f64,
+    /// The measured time asked for, seconds.
+    pub duration: f64,
+    /// Always 0: tests run for a time, not a byte or block count.
+    pub bytes: u64,
+    pub blocks: u64,
+    /// 1 with --reverse (the server sent), else 0, as iperf3 writes it.
+    pub reverse: u8,
+    pub tos: u8,
+    /// The pace per stream, bits per second (0: none).
+    pub target_bitrate: u64,
+}
+
+/// What the test was (iperf3's `start`), and nettune's settings beside.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Start {
+    pub connected: Vec<Connected>,
+    /// `nettune VERSION`.
+    pub version: String,
+    pub timestamp: Timestamp,
+    pub connecting_to: ConnectingTo,
+    /// The server's random test id (a string, as iperf3's cookie).
+    pub cookie: String,
+    /// `--window`, bytes (0: the kernel autotunes).
+    pub sock_bufsize: u64,
+    /// SO_SNDBUF and SO_RCVBUF of this side's first stream, bytes.
+    pub sndbuf_actual: usize,
+    pub rcvbuf_actual: usize,
+    pub test_start: TestStart,
+    /// nettune: the server's address as given.
     pub to: SocketAddr,
     pub netns: Option<String>,
-    /// The server sent, this side received.
-    pub reverse: bool,
-    pub num_streams: usize,
-    /// Bytes per write and read (iperf3's blksize).
-    pub size: usize,
-    /// This side's buffers (first stream).
+    /// nettune: this side's buffers (first stream).
     pub window: Buffers,
-    /// SO_MAX_PACING_RATE per stream on the sender, bits per second.
+    /// nettune: SO_MAX_PACING_RATE per stream on the sender, bits per
+    /// second, and who enforces it: the fq qdisc, or TCP's own pacing.
     pub pace_bits_per_second: Option<u64>,
-    /// Who enforces it: the fq qdisc, or TCP's own pacing.
     pub pacer: Option<Pacer>,
-    pub sender_tcp_congestion: String,
-    pub receiver_tcp_congestion: Option<String>,
     pub zerocopy: Option<ZeroCopy>,
     pub pin: Vec<u32>,
     pub warmup_s: f64,
-    /// `duration` or `interrupted` (the stop token).
-    pub ended: String,
-    /// The measured time; rates are over it.
-    pub duration_s: f64,
-    pub intervals: Vec<Interval>,
-    pub per_stream: Vec<StreamTotals>,
+}
+
+/// How the test went (iperf3's `end`), and nettune's figures beside.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct End {
+    pub streams: Vec<StreamTotals>,
     /// The sender's bytes in the measured part and their rate.
     pub sum_sent: Sum,
     /// The receiver's count over the whole test (`None`: no results from
     /// the server).
     pub sum_received: Option<Sum>,
-    /// Every stream's receiver counted exactly what its sender sent.
-    pub bytes_match: bool,
     pub cpu_utilization_percent: CpuPercent,
+    pub sender_tcp_congestion: String,
+    pub receiver_tcp_congestion: Option<String>,
+    /// nettune: `duration` or `interrupted` (the stop token).
+    pub ended: String,
+    /// nettune: the measured time; the interval rates are over it.
+    pub duration_s: f64,
+    /// nettune: every stream's receiver counted exactly what its sender
+    /// sent.
+    pub bytes_match: bool,
     pub cpu_seconds_per_gb: CpuPerGb,
-    /// This host's per-CPU time over the measured part.
+    /// nettune: this host's per-CPU time over the measured part.
     pub host_cpu: Option<CpuUsage>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StreamReport {
+    /// [`STREAM_SCHEMA_VERSION`].
+    pub schema_version: u32,
+    pub command: String,
+    pub start: Start,
+    pub intervals: Vec<Interval>,
+    pub end: End,
     /// The server's own report of the test (its per-CPU table included).
     pub server: Option<TestReport>,
     /// Why the server's report is missing, or what went wrong there.
@@ -150,18 +334,20 @@ pub struct StreamReport {
 impl StreamReport {
     /// Why this run is not a measurement, if it is not.
     pub fn problem(&self) -> Option<String> {
-        if self.sum_sent.bytes == 0 {
+        let to = self.start.to;
+        if self.end.sum_sent.bytes == 0 {
             return Some(format!(
-                "stream measured nothing: no byte moved to or from '{}' in {:.1} s",
-                self.to, self.duration_s
+                "stream measured nothing: no byte moved to or from '{to}' in {:.1} s",
+                self.end.duration_s
             ));
         }
         if let Some(error) = &self.server_error {
-            return Some(format!("stream: the server at '{}': {error}", self.to));
+            return Some(format!("stream: the server at '{to}': {error}"));
         }
-        if !self.bytes_match {
+        if !self.end.bytes_match {
             let bad: Vec<String> = self
-                .per_stream
+                .end
+                .streams
                 .iter()
                 .filter(|s| !s.bytes_match)
                 .map(|s| {
@@ -210,12 +396,23 @@ impl Rtts {
 }
 
 /// Everything the run produced, for the report.
-pub(super) struct Outcome {
+/// What the client learned opening the test, for the report.
+pub(super) struct Opening {
     /// This side's buffers, pacing and congestion control, as its sockets
     /// were set.
     pub(super) window: Buffers,
     pub(super) pacer: Option<Pacer>,
     pub(super) congestion: String,
+    /// The server's id of the test.
+    pub(super) test: u64,
+    /// Each stream's socket, local and remote address, as connected.
+    pub(super) connected: Vec<(i32, SocketAddr, SocketAddr)>,
+    /// When the streams were connected (the report's start time).
+    pub(super) began: SystemTime,
+}
+
+pub(super) struct Outcome {
+    pub(super) opening: Opening,
     pub(super) ended: &'static str,
     pub(super) elapsed: Duration,
     /// From the start of the harness to the end of the last stream.
@@ -240,6 +437,7 @@ fn rate(bytes: u64, seconds: f64) -> f64 {
 }
 
 pub(super) fn build_report(config: &StreamConfig, pinning: &Pinning, o: Outcome) -> StreamReport {
+    let opened = &o.opening;
     let secs = o.elapsed.as_secs_f64();
     let (server, server_error) = match o.server {
         Ok(report) => {
@@ -256,6 +454,7 @@ pub(super) fn build_report(config: &StreamConfig, pinning: &Pinning, o: Outcome)
     for (i, moved) in o.moved.iter().enumerate() {
         let this = OneStream {
             index: i,
+            socket: opened.connected.get(i).map_or(-1, |c| c.0),
             moved,
             measured: o.at_end[i].saturating_sub(o.baseline[i]),
             secs,
@@ -287,39 +486,90 @@ pub(super) fn build_report(config: &StreamConfig, pinning: &Pinning, o: Outcome)
         (Some(before), Some(after)) => Some(CpuUsage::between(before, after)),
         _ => None,
     };
-    let sides = SenderSettings::of(config, o.pacer, &o.congestion, server.as_ref());
+    let sides = SenderSettings::of(config, opened, server.as_ref());
     StreamReport {
+        schema_version: STREAM_SCHEMA_VERSION,
         command: "stream".to_string(),
-        to: config.to,
-        netns: config.netns.clone(),
-        reverse: config.reverse,
-        num_streams: per_stream.len(),
-        size: config.size,
-        window: o.window,
-        pace_bits_per_second: sides.pace,
-        pacer: sides.pacer,
-        sender_tcp_congestion: sides.sender_congestion,
-        receiver_tcp_congestion: sides.receiver_congestion,
-        zerocopy: config.zerocopy,
-        pin: pinning.cpus().to_vec(),
-        warmup_s: config.warmup.as_secs_f64(),
-        ended: o.ended.to_string(),
-        duration_s: secs,
+        start: start_of(config, pinning, opened, &sides),
         intervals: o.intervals,
-        per_stream,
-        sum_sent,
-        sum_received,
-        bytes_match,
-        cpu_utilization_percent,
-        cpu_seconds_per_gb,
-        host_cpu,
+        end: End {
+            streams: per_stream,
+            sum_sent,
+            sum_received,
+            cpu_utilization_percent,
+            sender_tcp_congestion: sides.sender_congestion,
+            receiver_tcp_congestion: sides.receiver_congestion,
+            ended: o.ended.to_string(),
+            duration_s: secs,
+            bytes_match,
+            cpu_seconds_per_gb,
+            host_cpu,
+        },
         server,
         server_error,
     }
 }
 
-/// The sender's pacing and each side's congestion control (`pacer` and
-/// `congestion` are this side's): the server
+/// iperf3's `start` block: the connections, the time, the parameters.
+fn start_of(
+    config: &StreamConfig,
+    pinning: &Pinning,
+    opened: &Opening,
+    sides: &SenderSettings,
+) -> Start {
+    let connected = opened
+        .connected
+        .iter()
+        .map(|(socket, local, remote)| Connected {
+            socket: *socket,
+            local_host: local.ip().to_string(),
+            local_port: local.port(),
+            remote_host: remote.ip().to_string(),
+            remote_port: remote.port(),
+        })
+        .collect();
+    let timesecs = opened
+        .began
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let time =
+        String::from_utf8_lossy(&crate::base::http::date::imf_fixdate(timesecs)).into_owned();
+    Start {
+        connected,
+        version: format!("nettune {}", env!("CARGO_PKG_VERSION")),
+        timestamp: Timestamp { time, timesecs },
+        connecting_to: ConnectingTo {
+            host: config.to.ip().to_string(),
+            port: config.to.port(),
+        },
+        cookie: opened.test.to_string(),
+        sock_bufsize: config.window.map_or(0, u64::from),
+        sndbuf_actual: opened.window.sndbuf,
+        rcvbuf_actual: opened.window.rcvbuf,
+        test_start: TestStart {
+            protocol: "TCP".to_string(),
+            num_streams: opened.connected.len(),
+            blksize: config.size,
+            omit: config.warmup.as_secs_f64(),
+            duration: config.duration.as_secs_f64(),
+            bytes: 0,
+            blocks: 0,
+            reverse: u8::from(config.reverse),
+            tos: 0,
+            target_bitrate: sides.pace.unwrap_or(0),
+        },
+        to: config.to,
+        netns: config.netns.clone(),
+        window: opened.window.clone(),
+        pace_bits_per_second: sides.pace,
+        pacer: sides.pacer,
+        zerocopy: config.zerocopy,
+        pin: pinning.cpus().to_vec(),
+        warmup_s: config.warmup.as_secs_f64(),
+    }
+}
+
+/// The sender's pacing and each side's congestion control: the server
 /// sends with --reverse, this side otherwise.
 struct SenderSettings {
     pace: Option<u64>,
@@ -329,12 +579,7 @@ struct SenderSettings {
 }
 
 impl SenderSettings {
-    fn of(
-        config: &StreamConfig,
-        pacer: Option<Pacer>,
-        congestion: &str,
-        server: Option<&TestReport>,
-    ) -> SenderSettings {
+    fn of(config: &StreamConfig, opened: &Opening, server: Option<&TestReport>) -> SenderSettings {
         if config.reverse {
             SenderSettings {
                 pace: server.and_then(|s| s.pace_bits_per_second),
@@ -342,13 +587,13 @@ impl SenderSettings {
                 sender_congestion: server
                     .map(|s| s.congestion.clone())
                     .unwrap_or_else(|| "unknown".to_string()),
-                receiver_congestion: Some(congestion.to_string()),
+                receiver_congestion: Some(opened.congestion.clone()),
             }
         } else {
             SenderSettings {
                 pace: config.pace,
-                pacer,
-                sender_congestion: congestion.to_string(),
+                pacer: opened.pacer,
+                sender_congestion: opened.congestion.clone(),
                 receiver_congestion: server.map(|s| s.congestion.clone()),
             }
         }
@@ -358,6 +603,8 @@ impl SenderSettings {
 /// What this side knows of one stream at the end of the test.
 struct OneStream<'a> {
     index: usize,
+    /// This side's socket of the stream.
+    socket: i32,
     moved: &'a Moved,
     /// Bytes of the measured part, from this side's counters.
     measured: u64,
@@ -373,38 +620,39 @@ impl OneStream<'_> {
     fn totals(&self, server: Option<&TestReport>, pinning: &Pinning) -> (StreamTotals, (f64, f64)) {
         let (i, secs, info, measured) = (self.index, self.secs, self.info, self.measured);
         let remote = server.and_then(|s| s.streams.get(i));
+        // iperf3 names both sides by this side's socket, and says on both
+        // whether this side sent.
+        let (socket, sending) = (self.socket, matches!(self.moved, Moved::Sent(_)));
+        let plain = |bytes, seconds, bits_per_second| {
+            SideTotals::plain(socket, sending, bytes, seconds, bits_per_second)
+        };
         let (sender, receiver, zerocopy, cpu) = match self.moved {
             Moved::Sent(sent) => {
                 let rtts = self.rtts;
                 let sender = SideTotals {
-                    bytes: sent.bytes,
-                    seconds: secs,
-                    bits_per_second: rate(measured, secs),
                     retransmits: info.map(|t| u64::from(t.total_retrans)),
                     max_snd_cwnd: rtts.max_cwnd.or(info.map(|t| t.snd_cwnd)),
                     min_rtt: rtts.min.or(info.map(|t| t.rtt)),
                     max_rtt: rtts.max.or(info.map(|t| t.rtt)),
                     mean_rtt: rtts.mean().or(info.map(|t| t.rtt)),
+                    ..plain(sent.bytes, secs, rate(measured, secs))
                 };
-                let receiver =
-                    remote.map(|r| SideTotals::received(r.bytes, r.seconds, r.bits_per_second));
+                let receiver = remote.map(|r| plain(r.bytes, r.seconds, r.bits_per_second));
                 let cpu = (sent.cpu.0.as_secs_f64(), sent.cpu.1.as_secs_f64());
                 (sender, receiver, sent.zerocopy.clone(), cpu)
             }
             Moved::Received(got) => {
-                let receiver = SideTotals::received(got.bytes, got.seconds(), rate(measured, secs));
+                let receiver = plain(got.bytes, got.seconds(), rate(measured, secs));
                 let sender = match remote {
                     Some(r) => SideTotals {
-                        bytes: r.bytes,
-                        seconds: r.seconds,
-                        bits_per_second: rate(r.bytes, r.seconds),
                         retransmits: r.tcp.map(|t| u64::from(t.total_retrans)),
                         max_snd_cwnd: r.tcp.map(|t| t.snd_cwnd),
                         min_rtt: r.tcp.map(|t| t.rtt),
                         max_rtt: r.tcp.map(|t| t.rtt),
                         mean_rtt: r.tcp.map(|t| t.rtt),
+                        ..plain(r.bytes, r.seconds, rate(r.bytes, r.seconds))
                     },
-                    None => SideTotals::received(0, 0.0, 0.0),
+                    None => plain(0, 0.0, 0.0),
                 };
                 let zerocopy = remote.and_then(|r| r.zerocopy.clone());
                 let cpu = (got.cpu.0.as_secs_f64(), got.cpu.1.as_secs_f64());
@@ -418,10 +666,10 @@ impl OneStream<'_> {
         let bytes_match =
             eof && server.is_some() && receiver.as_ref().is_some_and(|r| r.bytes == sender.bytes);
         let totals = StreamTotals {
-            stream: i as u32,
-            cpu: pinning.cpu_for(i),
             sender,
             receiver,
+            stream: i as u32,
+            cpu: pinning.cpu_for(i),
             bytes_match,
             zerocopy,
         };
@@ -432,16 +680,26 @@ impl OneStream<'_> {
 impl SideTotals {
     /// Totals without the sender's TCP figures (a receiver, or a sender
     /// that never reported).
-    fn received(bytes: u64, seconds: f64, bits_per_second: f64) -> SideTotals {
+    fn plain(
+        socket: i32,
+        sender: bool,
+        bytes: u64,
+        seconds: f64,
+        bits_per_second: f64,
+    ) -> SideTotals {
         SideTotals {
-            bytes,
+            socket,
+            start: 0.0,
+            end: seconds,
             seconds,
+            bytes,
             bits_per_second,
             retransmits: None,
             max_snd_cwnd: None,
-            min_rtt: None,
             max_rtt: None,
+            min_rtt: None,
             mean_rtt: None,
+            sender,
         }
     }
 }
@@ -463,40 +721,21 @@ fn sums(
             .collect();
         (!all.is_empty()).then(|| all.iter().sum())
     };
+    let sender = !config.reverse;
     let sum_sent = if config.reverse {
         let bytes: u64 = per_stream.iter().map(|s| s.sender.bytes).sum();
         let seconds = per_stream
             .iter()
             .map(|s| s.sender.seconds)
             .fold(0.0, f64::max);
-        Sum {
-            bytes,
-            seconds,
-            bits_per_second: rate(bytes, seconds),
-            retransmits: retransmits(per_stream),
-        }
+        Sum::new(bytes, seconds, retransmits(per_stream), sender)
     } else {
-        Sum {
-            bytes: measured,
-            seconds: secs,
-            bits_per_second: rate(measured, secs),
-            retransmits: retransmits(per_stream),
-        }
+        Sum::new(measured, secs, retransmits(per_stream), sender)
     };
     let sum_received = if config.reverse {
-        Some(Sum {
-            bytes: measured,
-            seconds: secs,
-            bits_per_second: rate(measured, secs),
-            retransmits: None,
-        })
+        Some(Sum::new(measured, secs, None, sender))
     } else {
-        server.map(|s| Sum {
-            bytes: s.bytes,
-            seconds: s.seconds,
-            bits_per_second: s.bits_per_second,
-            retransmits: None,
-        })
+        server.map(|s| Sum::new(s.bytes, s.seconds, None, sender))
     };
     (sum_sent, sum_received)
 }

@@ -129,8 +129,7 @@ impl StreamServer {
         observer.ready(
             Some(self.bound),
             &format!(
-                "stream-server: listening on {}{}{}",
-                self.bound,
+                "a thread per stream{}{}",
                 match self.pinning.cpus() {
                     [] => String::new(),
                     cpus => format!(

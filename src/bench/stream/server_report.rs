@@ -36,6 +36,8 @@ pub struct StreamSide {
 /// One test, as this server saw it: what the client gets back.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TestReport {
+    /// The random test id, a string in JSON (base::json_id).
+    #[serde(with = "crate::base::json_id")]
     pub test: u64,
     /// The client's control connection.
     pub peer: SocketAddr,

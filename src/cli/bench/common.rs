@@ -65,6 +65,14 @@ pub(crate) fn rate(text: &str) -> Result<u64, String> {
         .map_err(|e| format!("{e:#}"))
 }
 
+/// How every bench server names where it listens: one line on stderr,
+/// `NAME: listening on ADDR:PORT (how)`, so that one pattern finds the
+/// address whatever the server, and stdout holds only what the run
+/// measured (the JSON report names the address again as `bind`).
+pub(crate) fn listening(name: &str, addr: std::net::SocketAddr, detail: &str) {
+    eprintln!("{name}: listening on {addr} ({detail})");
+}
+
 /// An engine's progress on a terminal: the ready line and warnings on
 /// stderr, a line per second on stdout (or, with `--json`, a status line on
 /// stderr that the final JSON replaces).
@@ -91,6 +99,12 @@ impl Lines {
     pub fn warning(&mut self, text: &str) {
         self.progress.clear();
         eprintln!("{}: warning: {text}", self.name);
+    }
+
+    /// A server's listening line (see [`listening`]).
+    pub fn listening(&mut self, addr: std::net::SocketAddr, detail: &str) {
+        self.progress.clear();
+        listening(self.name, addr, detail);
     }
 
     pub fn line(&mut self, second: u64, line: &str) {

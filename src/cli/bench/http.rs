@@ -1,6 +1,5 @@
 //! `bench http-server` and `bench http` on the command line.
 
-use std::io::Write as _;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -25,7 +24,8 @@ use crate::error::Status;
 #[derive(Debug, Clone, clap::Args)]
 pub struct ServerArgs {
     /// Address and port to listen on (port 0: any free port). The first line
-    /// on stdout says which: `http-server: listening on ADDR:PORT ...`.
+    /// on stderr says which, as every bench server says it:
+    /// `http-server: listening on ADDR:PORT (...)`.
     #[arg(long, value_name = "ADDR:PORT", value_parser = parse_bind)]
     pub bind: SocketAddr,
     /// Event-loop threads, each with its own SO_REUSEPORT listener
@@ -223,22 +223,17 @@ impl LoadArgs {
     }
 }
 
-/// The server's listening line on stdout (scripts read the address from
-/// it), warnings on stderr, a status line per second on a terminal.
+/// The server's listening line and warnings on stderr (stdout holds the
+/// report alone), a status line per second on a terminal.
 struct ServerLines(Progress);
 
 impl Observer<ServerInterval> for ServerLines {
     fn ready(&mut self, addr: Option<SocketAddr>, detail: &str) {
-        let mut out = std::io::stdout().lock();
+        self.0.clear();
         match addr {
-            Some(addr) => {
-                let _ = writeln!(out, "http-server: listening on {addr} ({detail})");
-            }
-            None => {
-                let _ = writeln!(out, "http-server: {detail}");
-            }
+            Some(addr) => super::common::listening("http-server", addr, detail),
+            None => eprintln!("http-server: {detail}"),
         }
-        let _ = out.flush();
     }
     fn warning(&mut self, text: &str) {
         self.0.clear();

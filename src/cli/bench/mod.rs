@@ -31,7 +31,7 @@ pub enum BenchCommand {
     /// --rate, from --flows source ports per thread.
     UdpFlood(FloodArgs),
     /// Answer `bench rr` request/response transactions over TCP and UDP on
-    /// one port (prints the bound ADDR:PORT first).
+    /// one port.
     RrServer(RrServerArgs),
     /// netperf-style TCP_RR / UDP_RR: transactions/s and latency
     /// percentiles of many concurrent request/response loops, with the
@@ -45,7 +45,7 @@ pub enum BenchCommand {
     /// with latency corrected for coordinated omission).
     Http(HttpArgs),
     /// Receive bulk TCP streams for `bench stream` (many tests at once,
-    /// each stream on a thread of its own; prints the bound ADDR:PORT first).
+    /// each stream on a thread of its own).
     StreamServer(StreamServerArgs),
     /// Bulk TCP throughput, iperf3 style: -P streams on pinned threads,
     /// --reverse, --window, --pace (SO_MAX_PACING_RATE), --cc, zero-copy;

@@ -1,6 +1,5 @@
 //! `bench rr-server` and `bench rr` on the command line.
 
-use std::io::Write as _;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -21,7 +20,8 @@ use crate::error::Status;
 #[derive(Debug, Clone, clap::Args)]
 pub struct ServerArgs {
     /// Address and port to answer on, TCP and UDP alike (port 0: any free
-    /// port). The first line on stdout is the bound ADDR:PORT.
+    /// port). The first line on stderr says which, as every bench server
+    /// says it: `rr-server: listening on ADDR:PORT (...)`.
     #[arg(long, value_name = "ADDR:PORT", value_parser = parse_bind)]
     pub bind: SocketAddr,
     /// Event-loop threads, each with its own SO_REUSEPORT TCP listener and
@@ -49,7 +49,7 @@ pub struct ServerArgs {
     /// (io_uring where the kernel serves it, else epoll with a warning).
     #[arg(long, value_enum, default_value = "epoll")]
     pub engine: Backend,
-    /// Print the final report as JSON on stdout (after the address line).
+    /// Print the final report as JSON on stdout.
     #[arg(long)]
     pub json: bool,
     /// Testing aid: each thread drops every N-th UDP request it receives
@@ -70,8 +70,8 @@ pub struct ClientArgs {
     #[arg(long, value_name = "ADDR:PORT", value_parser = parse_destination, required_unless_present = "remote", conflicts_with = "remote")]
     pub to: Option<SocketAddr>,
     /// TCP_RR (one connection per instance) or UDP_RR (one source port per
-    /// instance).
-    #[arg(long, value_enum)]
+    /// instance); TCP unless given, as netperf and sockperf default.
+    #[arg(long, value_enum, default_value = "tcp")]
     pub proto: Proto,
     /// Request and reply bytes; one number sets both.
     #[arg(long, value_name = "REQ[,RESP]", default_value = "1,1", value_parser = parse_sizes)]
@@ -179,18 +179,16 @@ impl ClientArgs {
     }
 }
 
-/// The server prints its address alone as the first stdout line (for
-/// scripts), the rest on stderr.
+/// The server's listening line and warnings on stderr; stdout holds the
+/// report alone.
 struct ServerLines;
 
 impl Observer<()> for ServerLines {
     fn ready(&mut self, addr: Option<SocketAddr>, detail: &str) {
-        if let Some(addr) = addr {
-            let mut out = std::io::stdout().lock();
-            let _ = writeln!(out, "{addr}");
-            let _ = out.flush();
+        match addr {
+            Some(addr) => super::common::listening("rr-server", addr, detail),
+            None => eprintln!("rr-server: {detail}"),
         }
-        eprintln!("rr-server: {detail}");
     }
     fn warning(&mut self, text: &str) {
         eprintln!("rr-server: warning: {text}");

@@ -1,6 +1,5 @@
 //! `bench stream-server` and `bench stream` on the command line.
 
-use std::io::Write as _;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -25,7 +24,8 @@ use crate::error::Status;
 #[derive(Debug, Clone, clap::Args)]
 pub struct ServerArgs {
     /// Address and port to listen on (port 0: any free port). The first
-    /// line on stdout is the bound ADDR:PORT.
+    /// line on stderr says which, as every bench server says it:
+    /// `stream-server: listening on ADDR:PORT (...)`.
     #[arg(long, value_name = "ADDR:PORT", value_parser = parse_bind)]
     pub bind: SocketAddr,
     /// Pin stream i of every test to the i-th CPU of this list (e.g. 1 or
@@ -41,7 +41,7 @@ pub struct ServerArgs {
     /// Serve inside this network namespace (as `ip netns exec NAME`).
     #[arg(long, value_name = "NAME")]
     pub netns: Option<String>,
-    /// Print the final report as JSON on stdout (after the address line).
+    /// Print the final report as JSON on stdout.
     #[arg(long)]
     pub json: bool,
 }
@@ -167,18 +167,16 @@ impl ClientArgs {
     }
 }
 
-/// The server prints its address alone as the first stdout line (for
-/// scripts), the rest on stderr.
+/// The server's listening line and its per-second lines on stderr;
+/// stdout holds the report alone.
 struct ServerLines;
 
 impl Observer<ServerInterval> for ServerLines {
     fn ready(&mut self, addr: Option<SocketAddr>, detail: &str) {
-        if let Some(addr) = addr {
-            let mut out = std::io::stdout().lock();
-            let _ = writeln!(out, "{addr}");
-            let _ = out.flush();
+        match addr {
+            Some(addr) => super::common::listening("stream-server", addr, detail),
+            None => eprintln!("stream-server: {detail}"),
         }
-        eprintln!("{detail}");
     }
     fn warning(&mut self, text: &str) {
         eprintln!("stream-server: {text}");

@@ -18,7 +18,8 @@ use crate::error::Status;
 #[derive(Debug, Clone, clap::Args)]
 pub struct SinkArgs {
     /// Address and port to receive on (port 0: any free port). The first
-    /// line on stderr says which: `udp-sink: listening on ADDR:PORT ...`.
+    /// line on stderr says which, as every bench server says it:
+    /// `udp-sink: listening on ADDR:PORT (...)`.
     #[arg(long, value_name = "ADDR:PORT", value_parser = parse_bind)]
     pub bind: SocketAddr,
     /// Receiving threads.
@@ -173,7 +174,7 @@ struct Progress(Lines);
 impl Observer<Interval> for Progress {
     fn ready(&mut self, addr: Option<SocketAddr>, detail: &str) {
         match addr {
-            Some(addr) => self.0.ready(&format!("listening on {addr} ({detail})")),
+            Some(addr) => self.0.listening(addr, detail),
             None => self.0.ready(detail),
         }
     }

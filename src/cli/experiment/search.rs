@@ -130,7 +130,8 @@ pub fn run(args: SearchArgs) -> anyhow::Result<Status> {
         let value = json!({
             "bench": bench.name,
             "metric": bench.metric(),
-            "seed": seed,
+            // A string: a clock seed is past 2^53 (base::json_id).
+            "seed": seed.to_string(),
             "candidates": candidates.iter().map(|c| &c.name).collect::<Vec<_>>(),
             "skipped": notes,
             "search": found,
