@@ -26,6 +26,7 @@ mod layering;
 mod monitor;
 mod monitor_prom;
 mod monitor_tui;
+mod monitor_web;
 mod napi;
 mod netns_journal;
 mod nic;

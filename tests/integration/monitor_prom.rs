@@ -20,18 +20,23 @@ use crate::common::*;
 
 /// A running exporter, stopped (SIGTERM, then SIGKILL) by its PID when
 /// dropped, also when a test fails.
-struct Exporter {
+pub(crate) struct Exporter {
     child: Option<Child>,
-    addr: SocketAddr,
+    pub(crate) addr: SocketAddr,
     stderr: Arc<Mutex<String>>,
 }
 
 impl Exporter {
     /// `nettune monitor --prometheus --bind 127.0.0.1:0 ARGS`, once it
     /// says where it serves.
-    fn start(args: &[&str]) -> Exporter {
+    pub(crate) fn start(args: &[&str]) -> Exporter {
+        Exporter::start_at("127.0.0.1:0", args)
+    }
+
+    /// The same, listening on `bind`.
+    pub(crate) fn start_at(bind: &str, args: &[&str]) -> Exporter {
         let mut child = nettune()
-            .args(["monitor", "--prometheus", "--bind", "127.0.0.1:0"])
+            .args(["monitor", "--prometheus", "--bind", bind])
             .args(args)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -44,7 +49,8 @@ impl Exporter {
         std::thread::spawn(move || {
             for line in BufReader::new(pipe).lines() {
                 let Ok(line) = line else { break };
-                if let Some(rest) = line.split("http://").nth(1) {
+                let url = line.split_once("http://").or(line.split_once("https://"));
+                if let Some((_, rest)) = url {
                     if let Some(addr) = rest.split('/').next() {
                         let _ = tx.send(addr.to_string());
                     }
@@ -67,7 +73,7 @@ impl Exporter {
         exporter
     }
 
-    fn stderr(&self) -> String {
+    pub(crate) fn stderr(&self) -> String {
         self.stderr.lock().map(|s| s.clone()).unwrap_or_default()
     }
 
@@ -83,7 +89,7 @@ impl Exporter {
     }
 
     /// SIGTERM; the exit code and stderr.
-    fn stop(mut self) -> (Option<i32>, String) {
+    pub(crate) fn stop(mut self) -> (Option<i32>, String) {
         let child = self.child.take().expect("running");
         signal(&child, libc::SIGTERM);
         let deadline = Instant::now() + Duration::from_secs(10);
@@ -123,7 +129,7 @@ fn signal(child: &Child, sig: i32) {
 }
 
 /// GET with `Connection: close`: status, head, body.
-fn http_get(addr: SocketAddr, path: &str) -> (u16, String, String) {
+pub(crate) fn http_get(addr: SocketAddr, path: &str) -> (u16, String, String) {
     let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
     let (status, head, body) = http_raw(addr, request.as_bytes());
     (status, head, String::from_utf8(body).expect("utf-8 body"))
@@ -299,19 +305,25 @@ fn a_replay_serves_the_recorded_counters_and_the_findings_they_show() {
 
 /// A Prometheus server on loopback with a temporary config and data dir,
 /// scraping `targets` every second; killed by its PID when dropped.
-struct Prometheus {
+pub(crate) struct Prometheus {
     child: Child,
-    addr: SocketAddr,
+    pub(crate) addr: SocketAddr,
     _dir: tempfile::TempDir,
 }
 
 impl Prometheus {
     fn start(targets: &[SocketAddr]) -> Prometheus {
+        Prometheus::start_with(targets, "")
+    }
+
+    /// Scraping with `job` added to the job's config (YAML at the job's
+    /// indentation: `scheme`, `tls_config`, `basic_auth`).
+    pub(crate) fn start_with(targets: &[SocketAddr], job: &str) -> Prometheus {
         let dir = tempfile::tempdir().expect("tempdir");
         let targets: Vec<String> = targets.iter().map(|t| format!("'{t}'")).collect();
         let config = format!(
             "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n\
-             scrape_configs:\n  - job_name: nettune\n    static_configs:\n      - targets: [{}]\n",
+             scrape_configs:\n  - job_name: nettune\n{job}    static_configs:\n      - targets: [{}]\n",
             targets.join(", ")
         );
         let config_path = dir.path().join("prometheus.yml");
@@ -345,7 +357,7 @@ impl Prometheus {
     }
 
     /// An instant query: the `data.result` array.
-    fn query(&self, promql: &str) -> Vec<Value> {
+    pub(crate) fn query(&self, promql: &str) -> Vec<Value> {
         let (status, _, body) = http_get(
             self.addr,
             &format!("/api/v1/query?query={}", encode(promql)),
@@ -356,7 +368,12 @@ impl Prometheus {
     }
 
     /// Query until `ok` holds for the result (at most `limit`).
-    fn wait_for(&self, promql: &str, limit: Duration, ok: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+    pub(crate) fn wait_for(
+        &self,
+        promql: &str,
+        limit: Duration,
+        ok: impl Fn(&[Value]) -> bool,
+    ) -> Vec<Value> {
         let deadline = Instant::now() + limit;
         loop {
             let result = self.query(promql);
@@ -391,7 +408,7 @@ fn encode(text: &str) -> String {
         .collect()
 }
 
-fn value_of(sample: &Value) -> f64 {
+pub(crate) fn value_of(sample: &Value) -> f64 {
     sample["value"][1]
         .as_str()
         .and_then(|v| v.parse().ok())
