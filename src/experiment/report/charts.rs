@@ -187,31 +187,32 @@ pub fn bars(results: &Results, bench: &str) -> anyhow::Result<String> {
                 verdict_color(verdict).mix(0.85).filled(),
             ))
             .map_err(err)?;
-            area.draw(&Text::new(
-                word,
-                (x + 16, 46),
-                (FONT, 13)
-                    .into_font()
-                    .color(&BLACK)
-                    .pos(Pos::new(HPos::Left, VPos::Center)),
-            ))
-            .map_err(err)?;
+            legend_word(&area, word, x)?;
             x += 24 + 8 * word.len() as i32;
         }
         area.draw(&Circle::new((x + 6, 46), 3, BLACK.mix(0.7).filled()))
             .map_err(err)?;
-        area.draw(&Text::new(
-            "one run",
-            (x + 16, 46),
-            (FONT, 13)
-                .into_font()
-                .color(&BLACK)
-                .pos(Pos::new(HPos::Left, VPos::Center)),
-        ))
-        .map_err(err)?;
+        legend_word(&area, "one run", x)?;
         area.present().map_err(err)?;
     }
     Ok(svg)
+}
+
+/// A legend entry's word, right of its mark at `x`.
+fn legend_word<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    word: &str,
+    x: i32,
+) -> anyhow::Result<()> {
+    area.draw(&Text::new(
+        word,
+        (x + 16, 46),
+        (FONT, 13)
+            .into_font()
+            .color(&BLACK)
+            .pos(Pos::new(HPos::Left, VPos::Center)),
+    ))
+    .map_err(err)
 }
 
 /// White (0%) to red (100%).

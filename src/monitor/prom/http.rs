@@ -620,31 +620,36 @@ impl<'a, R: Readings> Server<'a, R> {
         close: bool,
         now: Instant,
     ) -> bool {
-        self.counts.refused += 1;
-        let text = "Unauthorized\n";
-        let head = response_head(
-            "401 Unauthorized",
-            "text/plain; charset=utf-8",
-            text.len(),
-            close,
-            "WWW-Authenticate: Basic realm=\"nettune monitor\", charset=\"UTF-8\"\r\n",
-        );
-        let body = (!head_only).then(|| Arc::new(text.as_bytes().to_vec()));
-        self.start_writing(index, head, body, close, now)
+        let challenge = "WWW-Authenticate: Basic realm=\"nettune monitor\", charset=\"UTF-8\"\r\n";
+        let answer = ("401 Unauthorized", "Unauthorized\n", challenge);
+        self.respond_refusal(index, answer, head_only, close, now)
     }
 
     fn respond_timeout(&mut self, index: usize, now: Instant) -> bool {
+        let answer = ("408 Request Timeout", "Request Timeout\n", "");
+        self.respond_refusal(index, answer, false, true, now)
+    }
+
+    /// A refusal the shared parser does not know: (status, body, extra
+    /// header lines).
+    fn respond_refusal(
+        &mut self,
+        index: usize,
+        (status, text, extra): (&str, &str, &str),
+        head_only: bool,
+        close: bool,
+        now: Instant,
+    ) -> bool {
         self.counts.refused += 1;
-        let text = "Request Timeout\n";
         let head = response_head(
-            "408 Request Timeout",
+            status,
             "text/plain; charset=utf-8",
             text.len(),
-            true,
-            "",
+            close,
+            extra,
         );
-        let body = Some(Arc::new(text.as_bytes().to_vec()));
-        self.start_writing(index, head, body, true, now)
+        let body = (!head_only).then(|| Arc::new(text.as_bytes().to_vec()));
+        self.start_writing(index, head, body, close, now)
     }
 
     fn start_writing(

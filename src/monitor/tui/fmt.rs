@@ -55,20 +55,6 @@ pub fn right(text: &str, width: usize) -> String {
     }
 }
 
-/// Local `HH:MM:SS` of a Unix time in ms.
-pub fn clock(unix_ms: u64) -> String {
-    let secs = (unix_ms / 1000) as libc::time_t;
-    // SAFETY: localtime_r fills the tm we own; both pointers are valid.
-    let tm = unsafe {
-        let mut tm: libc::tm = std::mem::zeroed();
-        if libc::localtime_r(&secs, &mut tm).is_null() {
-            return format!("{}s", unix_ms / 1000);
-        }
-        tm
-    };
-    format!("{:02}:{:02}:{:02}", tm.tm_hour, tm.tm_min, tm.tm_sec)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,7 +12,9 @@ use ratatui::text::{Line, Span};
 use crate::monitor::Frame;
 
 use super::filter::Filter;
-use super::fmt::{clock, pct, right, short};
+use crate::monitor::text::clock;
+
+use super::fmt::{pct, right, short};
 use super::pane::{head, PaneText};
 use super::theme::{Heat, Theme};
 

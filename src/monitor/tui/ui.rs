@@ -15,10 +15,10 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use crate::base::units::format_time;
+use crate::monitor::text::clock;
 use crate::monitor::Frame;
 
 use super::app::{App, Pane};
-use super::fmt::clock;
 use super::pane::{PaneText, MIN_HEIGHT, MIN_WIDTH};
 use super::theme::Theme;
 use super::{cpus, findings, heatmap, help, history, ladder, queues};
