@@ -73,7 +73,7 @@ impl Exporter {
         exporter
     }
 
-    pub(crate) fn stderr(&self) -> String {
+    fn stderr(&self) -> String {
         self.stderr.lock().map(|s| s.clone()).unwrap_or_default()
     }
 

@@ -56,8 +56,6 @@ fn prometheus_scrapes_over_tls_with_basic_auth_and_others_are_refused() {
     let pki = Pki::new();
     let config = web_config(&pki);
     let exporter = Exporter::start(&["--web-config", s(&config), "--interval", "0.5"]);
-    let said = exporter.stderr();
-    assert!(said.contains("https://"), "{said}");
     let job = format!(
         "    scheme: https\n    tls_config:\n      ca_file: {}\n      cert_file: {}\n      \
          key_file: {}\n    basic_auth:\n      username: {USER}\n      password: {PASSWORD}\n",
@@ -122,6 +120,11 @@ fn prometheus_scrapes_over_tls_with_basic_auth_and_others_are_refused() {
     drop(prometheus);
     let (code, err) = exporter.stop();
     assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains("serving Prometheus metrics at https://")
+            && err.contains("TLS and basic auth"),
+        "{err}"
+    );
 }
 
 /// Each bad file: exit 2, one line naming the file and what is wrong,
