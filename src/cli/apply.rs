@@ -169,6 +169,29 @@ pub(crate) fn require_root_for_live(root: Option<&Path>, verb: &str) -> anyhow::
     Ok(())
 }
 
+/// A state directory this user cannot read and write (the default one
+/// belongs to root, mode 0700): say that the command needs root, as apply
+/// does, rather than the first file that could not be opened.
+pub(crate) fn require_state_access(dir: &Path, verb: &str) -> anyhow::Result<()> {
+    use nix::unistd::{access, AccessFlags};
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 || !dir.is_dir() {
+        return Ok(());
+    }
+    match access(
+        dir,
+        AccessFlags::R_OK | AccessFlags::W_OK | AccessFlags::X_OK,
+    ) {
+        Err(nix::errno::Errno::EACCES | nix::errno::Errno::EPERM | nix::errno::Errno::EROFS) => {
+            anyhow::bail!(
+                "nettune {verb} needs root: the applied states in '{}' can be read and changed by                  root only; run it as root (sudo); nothing was changed",
+                dir.display()
+            )
+        }
+        _ => Ok(()),
+    }
+}
+
 /// The tree of `--root`, refused when it reaches the live kernel, made
 /// absolute for the journal.
 pub(crate) fn tree(dir: &Path, verb: &str) -> anyhow::Result<PathBuf> {
@@ -393,6 +416,7 @@ fn refusals(journal: &Journal) -> String {
 pub fn run_rollback(args: RollbackArgs) -> anyhow::Result<Status> {
     let state = state_dir(args.state_dir.as_deref(), args.root.as_deref())?;
     state.check()?;
+    require_state_access(state.path(), "rollback")?;
     if !state.path().is_dir() {
         anyhow::bail!(
             "no applied states: {} does not exist (give --root or --state-dir as given to apply, \

@@ -302,10 +302,14 @@ fn usage_line(text: &str) -> String {
     if !named.is_empty() {
         line = format!("{} {}", line.trim_end(), named.join(", "));
     }
+    // clap puts the possible values on the first line for some errors
+    // (an invalid value) and on a line of their own for others: say them
+    // once.
     let hints: Vec<&str> = text
         .lines()
         .map(str::trim)
         .filter(|l| l.starts_with("[possible values") || l.starts_with("tip:"))
+        .filter(|l| !line.contains(l))
         .collect();
     if !hints.is_empty() {
         line = format!("{line}; {}", hints.join("; "));
@@ -435,5 +439,6 @@ mod tests {
             line.contains("'fast'") && line.contains("possible values"),
             "{line}"
         );
+        assert_eq!(line.matches("possible values").count(), 1, "{line}");
     }
 }

@@ -67,6 +67,14 @@ pub struct MonitorArgs {
     /// takes a free port (printed on stderr).
     #[arg(long, value_name = "ADDR:PORT", value_parser = crate::bench::addr::parse_bind, requires = "prometheus")]
     pub bind: Option<std::net::SocketAddr>,
+
+    /// With --prometheus: TLS and basic auth from FILE, the Prometheus
+    /// exporter-toolkit web configuration that node_exporter reads with
+    /// --web.config.file (tls_server_config: cert_file, key_file,
+    /// client_ca_file, client_auth_type; basic_auth_users: bcrypt
+    /// hashes). Serves TLS 1.3 only. Format and examples: docs/monitor.md.
+    #[arg(long, value_name = "FILE", requires = "prometheus")]
+    pub web_config: Option<PathBuf>,
 }
 
 /// Parse an interval in seconds (`1`, `0.5`, `2s`, `500ms`) within the
@@ -101,6 +109,13 @@ fn count(text: &str) -> Result<u64, String> {
 /// flag conflicts with one given (`--prometheus` with `--once`), so
 /// `--bind` without `--prometheus` would pass silently.
 pub fn check(args: &MonitorArgs) -> anyhow::Result<()> {
+    if let (Some(file), false) = (&args.web_config, args.prometheus) {
+        anyhow::bail!(
+            "--web-config '{}' secures what --prometheus serves, and --prometheus is not given: \
+             add --prometheus, or drop --web-config",
+            file.display()
+        );
+    }
     if let (Some(bind), false) = (args.bind, args.prometheus) {
         anyhow::bail!(
             "--bind '{bind}' is where --prometheus listens, and --prometheus is not given: add \

@@ -25,6 +25,12 @@ pub fn run(args: MonitorArgs) -> anyhow::Result<Status> {
              captured with"
         );
     }
+    // Read before anything is opened: a bad file changes nothing.
+    let web = args
+        .web_config
+        .as_deref()
+        .map(prom::web_config::WebConfig::load)
+        .transpose()?;
     // The socket stays in the namespace it was made in: Prometheus on this
     // host reaches it even when monitor watches another namespace.
     let addr = args.bind.unwrap_or_else(prom::default_bind);
@@ -49,12 +55,43 @@ pub fn run(args: MonitorArgs) -> anyhow::Result<Status> {
         ),
         _ => format!("the host read when scraped, at most every {secs} s"),
     };
+    let tls = web.as_ref().is_some_and(|w| w.tls.is_some());
+    // Client certificates checked against a CA are a password too.
+    let auth = web.as_ref().is_some_and(|w| {
+        !w.users.is_open() || w.tls.as_ref().is_some_and(|t| t.client_ca().is_some())
+    });
+    let scheme = if tls { "https" } else { "http" };
+    let secured = match (tls, auth) {
+        (true, true) => "; TLS and basic auth",
+        (true, false) => "; TLS",
+        (false, true) => "; basic auth",
+        (false, false) => "",
+    };
     eprintln!(
-        "nettune monitor: serving Prometheus metrics at http://{local}/metrics ({how}); Ctrl-C or \
-         SIGTERM stops"
+        "nettune monitor: serving Prometheus metrics at {scheme}://{local}/metrics ({how}{secured}); \
+         Ctrl-C or SIGTERM stops"
     );
+    for note in web.iter().flat_map(|w| &w.notes) {
+        eprintln!("nettune monitor: --web-config: {note}");
+    }
     if !local.ip().is_loopback() {
-        eprintln!("nettune monitor: {local} is reachable from other hosts");
+        match (tls, auth) {
+            (true, true) => {}
+            (false, false) => eprintln!(
+                "nettune monitor: warning: {local} is reachable from other hosts, without TLS or \
+                 a password: give --web-config FILE (TLS and basic auth, docs/monitor.md), or \
+                 bind 127.0.0.1"
+            ),
+            (false, true) => eprintln!(
+                "nettune monitor: warning: {local} is reachable from other hosts and passwords \
+                 would cross the network in clear: add tls_server_config to --web-config"
+            ),
+            (true, false) => eprintln!(
+                "nettune monitor: warning: {local} is reachable from other hosts, and anyone who \
+                 reaches it may scrape: add basic_auth_users or client certificates to \
+                 --web-config"
+            ),
+        }
     }
     let missing = &sampling.current().missing;
     if !missing.is_empty() {
@@ -70,7 +107,7 @@ pub fn run(args: MonitorArgs) -> anyhow::Result<Status> {
              stopped"
         ),
     };
-    let counts = prom::run(listener, sampling, Limits::default(), &stop, &mut note)?;
+    let counts = prom::run(listener, sampling, Limits::default(), web, &stop, &mut note)?;
     eprintln!(
         "nettune monitor: stopped ({} connections, {} responses, {} refused, {} closed for room)",
         counts.connections, counts.responses, counts.refused, counts.evicted

@@ -21,6 +21,7 @@ pub enum TestbedCommand {
     /// testbed left behind with --all.
     ///
     /// Examples:
+    ///   nettune testbed down --name lab
     ///   nettune testbed down lab
     ///   nettune testbed down --all
     #[command(verbatim_doc_comment)]
@@ -47,10 +48,13 @@ pub struct DownArgs {
     /// The testbed to remove (as `testbed up` named it).
     #[arg(
         value_name = "NAME",
-        required_unless_present = "all",
-        conflicts_with = "all"
+        required_unless_present_any = ["all", "name_flag"],
+        conflicts_with_all = ["all", "name_flag"]
     )]
     pub name: Option<String>,
+    /// The same, as `testbed up --name NAME` takes it.
+    #[arg(long = "name", value_name = "NAME", conflicts_with = "all")]
+    pub name_flag: Option<String>,
     /// Remove every testbed (every namespace named ntb-*-server or
     /// ntb-*-client), e.g. after an experiment was killed.
     #[arg(long)]
@@ -98,7 +102,7 @@ pub fn describe(tb: &Testbed) -> String {
          client: network namespace {cns}, interface {cif} {ca}/{p}\nuse it:\n  nettune experiment run \
          --testbed {name} --configs current,pps --bench 'udp-flood --flows 16'\n  nettune bench \
          udp-sink --netns {sns} --bind {sa}:9000\n  nettune bench udp-flood --netns {cns} --to \
-         {sa}:9000\nremove it: nettune testbed down {name}\n",
+         {sa}:9000\nremove it: nettune testbed down --name {name}\n",
         name = tb.name,
         sns = tb.server.netns,
         sif = tb.server.iface,
@@ -114,7 +118,8 @@ fn down(args: &DownArgs) -> anyhow::Result<Status> {
     let removed = if args.all {
         testbed::down_all()?
     } else {
-        let tb = Testbed::named(args.name.as_deref().unwrap_or_default())?;
+        let name = args.name.as_deref().or(args.name_flag.as_deref());
+        let tb = Testbed::named(name.unwrap_or_default())?;
         testbed::down_existing(&tb)?;
         vec![tb]
     };

@@ -90,7 +90,7 @@ fn num(v: Option<f64>) -> String {
 }
 
 /// Local wall-clock time `HH:MM:SS` of a Unix time in ms (as sar prints it).
-fn clock(unix_ms: u64) -> String {
+pub fn clock(unix_ms: u64) -> String {
     let secs = (unix_ms / 1000) as libc::time_t;
     // SAFETY: localtime_r fills the tm we own; both pointers are valid.
     let tm = unsafe {

@@ -590,3 +590,45 @@ fn hints_about_a_state_repeat_the_state_dir() {
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("forgot state 1"), "{out}");
 }
+
+/// A user who is not root, rolling back the states root applied (the
+/// state directory is root's, as /var/lib/nettune is): told that rollback
+/// needs root, as apply says, not which file could not be opened.
+#[test]
+fn rollback_as_a_user_says_it_needs_root() {
+    if skip_unless_root("rollback_as_a_user_says_it_needs_root") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    fs::set_permissions(
+        dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .expect("chmod");
+    let state = dir.path().join("state");
+    fs::create_dir(&state).expect("mkdir");
+    let journal = state.join("state-1.json");
+    fs::write(&journal, "{}").expect("journal");
+    fs::write(state.join(".lock"), "").expect("lock");
+    for file in [&journal, &state.join(".lock")] {
+        fs::set_permissions(file, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+            .expect("chmod");
+    }
+    // Root's directory as apply makes it, and one others may list.
+    for mode in [0o700, 0o755] {
+        fs::set_permissions(&state, std::os::unix::fs::PermissionsExt::from_mode(mode))
+            .expect("chmod");
+        for extra in [&[][..], &["1"], &["--forget", "1"]] {
+            let mut args = vec!["rollback", "--state-dir", s(&state)];
+            args.extend_from_slice(extra);
+            let (code, out, err) = run_unprivileged(&args);
+            assert_eq!(code, 2, "{mode:o} {args:?}: {err}");
+            assert!(out.is_empty(), "{out}");
+            assert!(
+                err.contains("nettune rollback needs root") && err.contains("run it as root"),
+                "{mode:o} {args:?}: {err}"
+            );
+            assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        }
+    }
+}

@@ -525,6 +525,28 @@ fn a_testbed_is_made_with_its_queues_and_addresses_and_a_name_in_use_is_refused(
     assert!(again.contains("198.18.0.1/30"), "{again}");
 }
 
+/// `testbed up --name lab` is undone by `testbed down --name lab`, as by
+/// `testbed down lab`: both spellings of the name on both verbs.
+#[test]
+fn a_testbed_made_with_name_is_removed_with_name() {
+    if skip_unless_root("a_testbed_made_with_name_is_removed_with_name") {
+        return;
+    }
+    for down in [&["--name"][..], &[]] {
+        let bed = Bed::up();
+        let (code, out, stderr) = run(&[&["testbed", "down"][..], down, &[&bed.name]].concat());
+        assert_eq!(code, 0, "{down:?}: {stderr}");
+        assert!(out.contains(&bed.name), "{out}");
+        let left = sh(&["ip", "netns", "list"]);
+        assert!(
+            !left.contains(&bed.server_ns) && !left.contains(&bed.client_ns),
+            "{down:?}: {left}"
+        );
+    }
+    let (code, _, stderr) = run(&["testbed", "down", "--name", "a", "b"]);
+    assert_eq!(code, 2, "{stderr}");
+}
+
 #[test]
 fn bad_input_is_one_clear_error_with_exit_2_and_nothing_changed() {
     let work = tempfile::tempdir().expect("tempdir");

@@ -29,8 +29,13 @@ impl Exporter {
     /// `nettune monitor --prometheus --bind 127.0.0.1:0 ARGS`, once it
     /// says where it serves.
     pub(crate) fn start(args: &[&str]) -> Exporter {
+        Exporter::start_at("127.0.0.1:0", args)
+    }
+
+    /// The same, listening on `bind`.
+    pub(crate) fn start_at(bind: &str, args: &[&str]) -> Exporter {
         let mut child = nettune()
-            .args(["monitor", "--prometheus", "--bind", "127.0.0.1:0"])
+            .args(["monitor", "--prometheus", "--bind", bind])
             .args(args)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -43,7 +48,8 @@ impl Exporter {
         std::thread::spawn(move || {
             for line in BufReader::new(pipe).lines() {
                 let Ok(line) = line else { break };
-                if let Some(rest) = line.split("http://").nth(1) {
+                let url = line.split_once("http://").or(line.split_once("https://"));
+                if let Some((_, rest)) = url {
                     if let Some(addr) = rest.split('/').next() {
                         let _ = tx.send(addr.to_string());
                     }
@@ -307,18 +313,25 @@ pub(crate) struct Prometheus {
 
 impl Prometheus {
     fn start(targets: &[SocketAddr]) -> Prometheus {
-        Prometheus::with_rules(targets, &[])
+        Prometheus::start_with(targets, "", &[])
     }
 
     /// Also evaluating the rule files `rules` every second.
     pub(crate) fn with_rules(targets: &[SocketAddr], rules: &[&Path]) -> Prometheus {
+        Prometheus::start_with(targets, "", rules)
+    }
+
+    /// Scraping with `job` added to the job's config (YAML at the job's
+    /// indentation: `scheme`, `tls_config`, `basic_auth`), and evaluating
+    /// the rule files `rules`.
+    pub(crate) fn start_with(targets: &[SocketAddr], job: &str, rules: &[&Path]) -> Prometheus {
         let dir = tempfile::tempdir().expect("tempdir");
         let targets: Vec<String> = targets.iter().map(|t| format!("'{t}'")).collect();
         let rules: Vec<String> = rules.iter().map(|r| format!("'{}'", r.display())).collect();
         let config = format!(
             "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n\
              rule_files: [{}]\n\
-             scrape_configs:\n  - job_name: nettune\n    static_configs:\n      - targets: [{}]\n",
+             scrape_configs:\n  - job_name: nettune\n{job}    static_configs:\n      - targets: [{}]\n",
             rules.join(", "),
             targets.join(", ")
         );

@@ -467,3 +467,62 @@ fn pause_holds_a_replay_and_resume_goes_on_from_there() {
     tmux.keys(&["q"]);
     tmux.assert_restored(0);
 }
+
+/// Lines of the history: those that start with an interval's `HH:MM:SS`.
+fn history_lines(screen: &str) -> Vec<&str> {
+    screen
+        .lines()
+        .filter(|l| {
+            let b = l.as_bytes();
+            b.len() > 8
+                && b[2] == b':'
+                && b[5] == b':'
+                && [0, 1, 3, 4, 6, 7].iter().all(|&i| b[i].is_ascii_digit())
+        })
+        .collect()
+}
+
+#[test]
+fn a_wide_terminal_shows_the_history_of_soft_and_drops_per_interval() {
+    let tmux = Tmux::start("history", 200, 50);
+    let fixture = fixture("vm-2cpu-virtio").display().to_string();
+    tmux.type_line(&command(&format!("--root {fixture}")));
+    let screen = tmux.wait_for("the end of the recording", |s| {
+        s.contains("recording ended after 3 interval(s)")
+    });
+    assert!(screen.contains("History"), "{screen}");
+    let header = screen
+        .lines()
+        .find(|l| l.contains("cpu0") && l.contains("cpu1") && l.contains("softnet"))
+        .unwrap_or_else(|| panic!("no history header:\n{screen}"));
+    assert!(header.contains("UDP") && header.contains("all"), "{header}");
+    // One line per recorded interval, each with CPU1's 91% soft marked and
+    // UDP's 20k drops/s.
+    let rows = history_lines(&screen);
+    assert_eq!(rows.len(), 3, "{screen}");
+    for row in &rows {
+        assert!(row.contains("91!") && row.contains("20.0k"), "{row}");
+    }
+    tmux.keys(&["q"]);
+    tmux.assert_restored(0);
+}
+
+#[test]
+fn a_live_view_on_200x50_fills_the_screen_as_intervals_come() {
+    let tmux = Tmux::start("fill", 200, 50);
+    tmux.type_line(&command("--interval 0.1 --all"));
+    // The history grows by an interval at a time until the room below the
+    // CPUs and the heat map is full: down to the line above the keys.
+    let screen = tmux.wait_for("a full history", |s| {
+        let lines: Vec<&str> = s.lines().collect();
+        lines.len() == 50 && history_lines(lines[48]).len() == 1
+    });
+    assert!(history_lines(&screen).len() >= 20, "{screen}");
+    let blank = screen.lines().filter(|l| l.trim().is_empty()).count();
+    assert_eq!(blank, 0, "blank lines on a 200x50 screen:\n{screen}");
+    let pid = tmux.foreground_pid();
+    // SAFETY: kill has no memory preconditions; the PID is the nettune
+    // this test started in its own terminal.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    tmux.assert_restored(0);
+}

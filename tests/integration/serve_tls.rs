@@ -65,12 +65,12 @@ impl Ca {
 }
 
 /// Every file a test needs, in a temp dir of its own.
-struct Pki {
+pub(crate) struct Pki {
     dir: tempfile::TempDir,
 }
 
 impl Pki {
-    fn new() -> Pki {
+    pub(crate) fn new() -> Pki {
         let dir = tempfile::tempdir().expect("tempdir");
         let write = |name: &str, text: &str| {
             std::fs::write(dir.path().join(name), text).expect("write");
@@ -96,11 +96,11 @@ impl Pki {
         Pki { dir }
     }
 
-    fn path(&self, name: &str) -> PathBuf {
+    pub(crate) fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
     }
 
-    fn arg(&self, name: &str) -> String {
+    pub(crate) fn arg(&self, name: &str) -> String {
         self.path(name).display().to_string()
     }
 

@@ -38,6 +38,8 @@ pub struct Head<'a> {
     pub len: usize,
     /// Content-Length of a request body that follows.
     pub body_len: u64,
+    /// The Authorization header's value, if sent (once).
+    pub authorization: Option<&'a [u8]>,
 }
 
 /// What the start of a connection's input holds.
@@ -123,6 +125,7 @@ fn head_fields(head: &[u8]) -> Option<Head<'_>> {
     let mut close = http10;
     let mut body_len: Option<u64> = None;
     let mut host = false;
+    let mut authorization = None;
     for line in lines {
         let line = line?;
         let colon = line.iter().position(|&b| b == b':')?;
@@ -135,6 +138,12 @@ fn head_fields(head: &[u8]) -> Option<Head<'_>> {
         }
         if name.eq_ignore_ascii_case(b"host") {
             host = true;
+        } else if name.eq_ignore_ascii_case(b"authorization") {
+            // Two credentials: which one counts is not for us to guess.
+            if authorization.is_some() {
+                return None;
+            }
+            authorization = Some(value);
         } else if name.eq_ignore_ascii_case(b"connection") {
             for token in value.split(|&b| b == b',').map(trim) {
                 if token.eq_ignore_ascii_case(b"close") {
@@ -166,6 +175,7 @@ fn head_fields(head: &[u8]) -> Option<Head<'_>> {
         close,
         len: head.len(),
         body_len: body_len.unwrap_or(0),
+        authorization,
     })
 }
 
@@ -225,8 +235,16 @@ mod tests {
                 close: true,
                 len: input.len() - 3,
                 body_len: 3,
+                authorization: None,
             })
         );
+        let authorized = b"GET /metrics HTTP/1.1\r\nHost: h\r\nAuthorization: Basic eDp5\r\n\r\n";
+        match parse_head(authorized) {
+            Parsed::Head(head) => assert_eq!(head.authorization, Some(&b"Basic eDp5"[..])),
+            other => panic!("{other:?}"),
+        }
+        let twice = b"GET / HTTP/1.1\r\nHost: h\r\nAuthorization: a\r\nAuthorization: b\r\n\r\n";
+        assert_eq!(parse_head(twice), Parsed::Refused(Answer::BadRequest));
         assert_eq!(
             parse_head(b"GET / HTTP/1.1\r\nHost: h\r\n"),
             Parsed::Incomplete

@@ -7,10 +7,12 @@
 //! deadlines.
 //!
 //! One place for every part that speaks TLS: `nettune serve` and its
-//! clients, and a web config (certificate, key, client CA) for the
-//! Prometheus exporter.
+//! clients, and the Prometheus exporter's web config (certificate, key,
+//! client CA). TLS 1.3 alone suits Prometheus: its scrapers (Go's
+//! crypto/tls) offer TLS 1.3 by default.
 
 pub mod conn;
+pub mod stream;
 
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -21,6 +23,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls::{ClientConfig, RootCertStore, ServerConfig};
 
 pub use conn::{Conn, HandshakeError};
+pub use stream::Stream;
 
 use super::user_file;
 
@@ -140,10 +143,24 @@ impl std::fmt::Debug for ServerTls {
     }
 }
 
+/// With a client CA: whether a client must show a certificate, or may
+/// come without one (a certificate shown is checked either way).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientCerts {
+    Required,
+    IfGiven,
+}
+
 impl ServerTls {
     /// Read and check the files; TLS 1.3 only; client certificates
     /// signed by `client_ca` required when it is given.
     pub fn load(files: &ServerFiles) -> anyhow::Result<ServerTls> {
+        ServerTls::load_with(files, ClientCerts::Required)
+    }
+
+    /// [`ServerTls::load`], with the choice of whether clients may come
+    /// without a certificate when there is a client CA.
+    pub fn load_with(files: &ServerFiles, certs: ClientCerts) -> anyhow::Result<ServerTls> {
         let chain = files.cert.certificates()?;
         let key = files.key.private_key()?;
         let builder = ServerConfig::builder_with_provider(provider())
@@ -153,9 +170,14 @@ impl ServerTls {
             Some(ca) => {
                 let roots = Arc::new(ca.roots()?);
                 let verifier =
-                    rustls::server::WebPkiClientVerifier::builder_with_provider(roots, provider())
-                        .build()
-                        .map_err(|e| anyhow::anyhow!("{}: {e}", ca.label()))?;
+                    rustls::server::WebPkiClientVerifier::builder_with_provider(roots, provider());
+                let verifier = match certs {
+                    ClientCerts::Required => verifier,
+                    ClientCerts::IfGiven => verifier.allow_unauthenticated(),
+                };
+                let verifier = verifier
+                    .build()
+                    .map_err(|e| anyhow::anyhow!("{}: {e}", ca.label()))?;
                 builder.with_client_cert_verifier(verifier)
             }
             None => builder.with_no_client_auth(),

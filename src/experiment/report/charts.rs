@@ -1,15 +1,16 @@
 //! The charts of a report, as SVG (plotters' SVG backend: no fonts or C
 //! libraries needed; text is left to the browser): per bench, bars of the
-//! median rate with the bootstrap 95% interval as whiskers; per config, a
-//! heat map of soft-interrupt time per CPU and bench; per bench with
-//! latency, the percentile curves of every config.
+//! median rate coloured by verdict, with the bootstrap 95% interval as
+//! whiskers and every run as a point; per config, a heat map of
+//! soft-interrupt time per CPU and bench (with two benches or more); per
+//! bench with latency, the percentile curves of every config.
 
 use plotters::coord::ranged1d::SegmentValue;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::experiment::results::Results;
-use crate::experiment::stats::percent;
+use crate::experiment::stats::{percent, Verdict};
 
 const WIDTH: u32 = 760;
 const HEIGHT: u32 = 420;
@@ -67,8 +68,29 @@ fn last_index(n: usize) -> i32 {
     i32::try_from(n.max(1) - 1).unwrap_or(0)
 }
 
-/// Bars of bench `bench`: one per config, median rate, 95% whiskers, the
-/// ratio to the first config on top.
+/// A bar's colour says its verdict, never its place in the list: a
+/// candidate that is no different from the reference must not look like a
+/// win.
+pub fn verdict_color(verdict: Verdict) -> RGBColor {
+    match verdict {
+        Verdict::Reference => RGBColor(96, 112, 128),
+        Verdict::Better => RGBColor(46, 139, 62),
+        Verdict::Worse => RGBColor(200, 48, 48),
+        Verdict::NoDifference => RGBColor(190, 190, 190),
+    }
+}
+
+/// The legend of [`verdict_color`], as drawn on each bar chart.
+const LEGEND: [(Verdict, &str); 4] = [
+    (Verdict::Reference, "reference"),
+    (Verdict::Better, "better"),
+    (Verdict::Worse, "worse"),
+    (Verdict::NoDifference, "no difference"),
+];
+
+/// Bars of bench `bench`: one per config, median rate coloured by its
+/// verdict, 95% whiskers, each run as a dot, the ratio to the first
+/// config on top.
 pub fn bars(results: &Results, bench: &str) -> anyhow::Result<String> {
     let metric = results
         .bench(bench)
@@ -107,7 +129,7 @@ pub fn bars(results: &Results, bench: &str) -> anyhow::Result<String> {
             .map_err(err)?;
         for (i, cell) in cells.iter().enumerate() {
             let i = i as i32;
-            let color = Palette99::pick(i as usize).mix(0.85);
+            let color = verdict_color(cell.comparison.verdict).mix(0.85);
             let mut bar = Rectangle::new(
                 [
                     (SegmentValue::Exact(i), 0.0),
@@ -134,13 +156,36 @@ pub fn bars(results: &Results, bench: &str) -> anyhow::Result<String> {
                 ))
                 .map_err(err)?;
             }
-            let label = if cell.comparison.verdict == crate::experiment::stats::Verdict::Reference {
+            // Each run, spread across the bar so that equal values stay
+            // apart.
+            let values: Vec<f64> = results
+                .runs
+                .iter()
+                .filter(|r| r.config == cell.config && r.bench == bench)
+                .map(|r| r.value)
+                .collect();
+            for (k, value) in values.iter().enumerate() {
+                let at = chart.backend_coord(&(x.clone(), *value));
+                let offset = if values.len() > 1 {
+                    (k as f64 / (values.len() - 1) as f64 - 0.5) * 24.0
+                } else {
+                    0.0
+                };
+                area.draw(&Circle::new(
+                    (at.0 + offset as i32, at.1),
+                    3,
+                    BLACK.mix(0.7).filled(),
+                ))
+                .map_err(err)?;
+            }
+            let label = if cell.comparison.verdict == Verdict::Reference {
                 short(cell.summary.median)
             } else {
                 format!(
-                    "{} {}",
+                    "{} {} {}",
                     short(cell.summary.median),
-                    percent(cell.comparison.ratio)
+                    percent(cell.comparison.ratio),
+                    cell.comparison.verdict.word()
                 )
             };
             chart
@@ -154,9 +199,40 @@ pub fn bars(results: &Results, bench: &str) -> anyhow::Result<String> {
                 )))
                 .map_err(err)?;
         }
+        // The legend, top left inside the plot: colour swatch and word.
+        let mut x = 80;
+        for (verdict, word) in LEGEND {
+            area.draw(&Rectangle::new(
+                [(x, 40), (x + 12, 52)],
+                verdict_color(verdict).mix(0.85).filled(),
+            ))
+            .map_err(err)?;
+            legend_word(&area, word, x)?;
+            x += 24 + 8 * word.len() as i32;
+        }
+        area.draw(&Circle::new((x + 6, 46), 3, BLACK.mix(0.7).filled()))
+            .map_err(err)?;
+        legend_word(&area, "one run", x)?;
         area.present().map_err(err)?;
     }
     Ok(svg)
+}
+
+/// A legend entry's word, right of its mark at `x`.
+fn legend_word<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    word: &str,
+    x: i32,
+) -> anyhow::Result<()> {
+    area.draw(&Text::new(
+        word,
+        (x + 16, 46),
+        (FONT, 13)
+            .into_font()
+            .color(&BLACK)
+            .pos(Pos::new(HPos::Left, VPos::Center)),
+    ))
+    .map_err(err)
 }
 
 /// White (0%) to red (100%).

@@ -35,7 +35,14 @@ pub fn charts(results: &Results) -> anyhow::Result<Charts> {
             });
         }
     }
-    for (i, config) in results.configs.iter().enumerate() {
+    // A heat map of one column says nothing the per-CPU table does not:
+    // it is drawn from two benches on.
+    let heat_maps = if results.benches.len() > 1 {
+        results.configs.as_slice()
+    } else {
+        &[]
+    };
+    for (i, config) in heat_maps.iter().enumerate() {
         out.soft.push(Chart {
             file: format!("soft-{}.svg", i + 1),
             svg: charts::soft_heatmap(results, &config.name)?,

@@ -22,8 +22,8 @@
 //! Responses are never compressed: the exposition is small, and gzip would
 //! cost more CPU than the bytes it saves on loopback or a LAN.
 
-use std::io::{self, IoSlice, Read, Write};
-use std::net::{Shutdown, TcpListener, TcpStream};
+use std::io::{self, IoSlice};
+use std::net::{TcpListener, TcpStream};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -34,9 +34,11 @@ use crate::base::epoll::{Epoll, Interest, Ready};
 use crate::base::http::date::imf_fixdate;
 use crate::base::http::head::{parse_head, Answer, Parsed, MAX_HEAD};
 use crate::base::stop::Stop;
+use crate::base::tls::{ServerTls, Stream};
 
 use super::exposition::CONTENT_TYPE;
 use super::sampling::Rendered;
+use super::web_config::BasicAuth;
 
 /// What the server allows each client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -148,7 +150,7 @@ enum Phase {
 }
 
 struct Conn {
-    stream: TcpStream,
+    stream: Stream,
     input: Vec<u8>,
     phase: Phase,
     /// When the phase began.
@@ -174,6 +176,10 @@ pub struct Server<'a, R: Readings> {
     /// A reading was asked for and has not come.
     asked: Option<Instant>,
     counts: Counts,
+    /// TLS for every connection, from `--web-config`.
+    tls: Option<ServerTls>,
+    /// Basic-auth users, from `--web-config` (none: open).
+    auth: BasicAuth,
 }
 
 impl<'a, R: Readings> Server<'a, R> {
@@ -208,7 +214,16 @@ impl<'a, R: Readings> Server<'a, R> {
             current: first,
             asked: None,
             counts: Counts::default(),
+            tls: None,
+            auth: BasicAuth::default(),
         })
+    }
+
+    /// Serve over TLS (`Some`) and ask for these users' passwords.
+    pub fn with_web(mut self, tls: Option<ServerTls>, auth: BasicAuth) -> Server<'a, R> {
+        self.tls = tls;
+        self.auth = auth;
+        self
     }
 
     /// Serve until `stop`, or until the sampler fails (its error).
@@ -315,6 +330,7 @@ impl<'a, R: Readings> Server<'a, R> {
     fn register(&mut self, stream: TcpStream, now: Instant) -> io::Result<()> {
         stream.set_nonblocking(true)?;
         stream.set_nodelay(true)?;
+        let stream = Stream::new(stream, self.tls.as_ref())?;
         let index = self.free.pop().unwrap_or_else(|| {
             self.slots.push(Slot {
                 generation: 0,
@@ -364,8 +380,10 @@ impl<'a, R: Readings> Server<'a, R> {
         }
         let alive = match self.conn(index).map(|c| &c.phase) {
             Some(Phase::Reading { .. }) if ready.readable || ready.hangup => {
-                self.on_readable(index, now)
+                self.on_readable(index, now) && self.watch_tls_output(index)
             }
+            // TLS handshake output the socket did not take at once.
+            Some(Phase::Reading { .. }) if ready.writable => self.watch_tls_output(index),
             Some(Phase::Writing { .. }) if ready.writable => {
                 self.on_writable(index, now) && self.handle_input(index, now)
             }
@@ -377,6 +395,28 @@ impl<'a, R: Readings> Server<'a, R> {
         if !alive {
             self.close(index);
         }
+    }
+
+    /// While reading, also wait for the socket to be writable when TLS
+    /// output (a handshake step) is left to send; false to close.
+    fn watch_tls_output(&mut self, index: usize) -> bool {
+        let token = self.token(index);
+        let Some(conn) = self.conn(index) else {
+            return false;
+        };
+        if !matches!(conn.phase, Phase::Reading { .. }) {
+            return true;
+        }
+        if conn.stream.flush().is_err() {
+            return false;
+        }
+        let interest = if conn.stream.wants_write() {
+            READ_WRITE
+        } else {
+            Interest::READ
+        };
+        let fd = conn.stream.as_raw_fd();
+        self.epoll.modify(fd, token, interest).is_ok()
     }
 
     /// Read what came, and answer a request if its head is whole.
@@ -438,6 +478,7 @@ impl<'a, R: Readings> Server<'a, R> {
             Parsed::Head(head) => {
                 // A request body is not read: answer, then close.
                 let close = head.close || head.body_len > 0;
+                let authorization = head.authorization.map(<[u8]>::to_vec);
                 let head_only = head.method == b"HEAD";
                 let route = match (head.method, head.path) {
                     (b"GET" | b"HEAD", b"/metrics") => Ok(Route::Metrics),
@@ -447,8 +488,20 @@ impl<'a, R: Readings> Server<'a, R> {
                 };
                 let len = head.len;
                 conn.input.drain(..len);
-                Ok((route, head_only, close))
+                Ok((route, head_only, close, authorization))
             }
+        };
+        // Basic auth (when users are configured) before any routing, as
+        // the exporter-toolkit does.
+        let request = match request {
+            Ok((_, head_only, close, authorization))
+                if !self.auth.allows(authorization.as_deref()) =>
+            {
+                let alive = self.respond_unauthorized(index, head_only, close, now);
+                return if alive { Step::Answered } else { Step::Close };
+            }
+            Ok((route, head_only, close, _)) => Ok((route, head_only, close)),
+            Err(answer) => Err(answer),
         };
         let alive = match request {
             Err(answer) => self.refuse(index, answer, now),
@@ -559,18 +612,44 @@ impl<'a, R: Readings> Server<'a, R> {
         self.start_writing(index, head, body, close, now)
     }
 
+    /// 401: no password, or a wrong one.
+    fn respond_unauthorized(
+        &mut self,
+        index: usize,
+        head_only: bool,
+        close: bool,
+        now: Instant,
+    ) -> bool {
+        let challenge = "WWW-Authenticate: Basic realm=\"nettune monitor\", charset=\"UTF-8\"\r\n";
+        let answer = ("401 Unauthorized", "Unauthorized\n", challenge);
+        self.respond_refusal(index, answer, head_only, close, now)
+    }
+
     fn respond_timeout(&mut self, index: usize, now: Instant) -> bool {
+        let answer = ("408 Request Timeout", "Request Timeout\n", "");
+        self.respond_refusal(index, answer, false, true, now)
+    }
+
+    /// A refusal the shared parser does not know: (status, body, extra
+    /// header lines).
+    fn respond_refusal(
+        &mut self,
+        index: usize,
+        (status, text, extra): (&str, &str, &str),
+        head_only: bool,
+        close: bool,
+        now: Instant,
+    ) -> bool {
         self.counts.refused += 1;
-        let text = "Request Timeout\n";
         let head = response_head(
-            "408 Request Timeout",
+            status,
             "text/plain; charset=utf-8",
             text.len(),
-            true,
-            "",
+            close,
+            extra,
         );
-        let body = Some(Arc::new(text.as_bytes().to_vec()));
-        self.start_writing(index, head, body, true, now)
+        let body = (!head_only).then(|| Arc::new(text.as_bytes().to_vec()));
+        self.start_writing(index, head, body, close, now)
     }
 
     fn start_writing(
@@ -634,7 +713,7 @@ impl<'a, R: Readings> Server<'a, R> {
                     IoSlice::new(&[]),
                 ]
             };
-            match (&conn.stream).write_vectored(&slices) {
+            match conn.stream.write_vectored(&slices) {
                 Ok(0) => return false,
                 Ok(n) => *sent += n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return true,
@@ -642,11 +721,17 @@ impl<'a, R: Readings> Server<'a, R> {
                 Err(_) => return false,
             }
         }
+        // TLS records rustls holds for a socket that was full.
+        match conn.stream.flush() {
+            Ok(()) if conn.stream.wants_write() => return true,
+            Ok(()) => {}
+            Err(_) => return false,
+        }
         let close = *close;
         let fd = conn.stream.as_raw_fd();
         conn.since = now;
         if close {
-            let _ = conn.stream.shutdown(Shutdown::Write);
+            conn.stream.shutdown_write();
             conn.phase = Phase::Draining;
             conn.input.clear();
             return self.epoll.modify(fd, token, Interest::READ).is_ok();
@@ -742,6 +827,11 @@ const NOTHING: Interest = Interest {
 };
 const WRITE: Interest = Interest {
     read: false,
+    write: true,
+    edge: false,
+};
+const READ_WRITE: Interest = Interest {
+    read: true,
     write: true,
     edge: false,
 };

@@ -9,7 +9,8 @@
 //!   rendered once.
 //! - `parse.rs`: reads an exposition back (tests, the benchmark).
 //! - `http.rs`: a small HTTP/1.1 server on one epoll thread, with bounds
-//!   on request size, time and connections.
+//!   on request size, time and connections; TLS and basic auth from
+//!   `web_config.rs` (the exporter-toolkit's `--web.config.file` format).
 //!
 //! [`run`] ties them: the sampler on a thread of its own, the server on
 //! the caller's, both ended by the caller's [`Stop`].
@@ -26,6 +27,7 @@ pub mod exposition;
 pub mod http;
 pub mod parse;
 pub mod sampling;
+pub mod web_config;
 
 use std::net::{SocketAddr, TcpListener};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
@@ -113,6 +115,7 @@ pub fn run(
     listener: TcpListener,
     mut sampling: Sampling,
     limits: Limits,
+    web: Option<web_config::WebConfig>,
     stop: &Stop,
     on_event: &mut (dyn FnMut(Event) + Send),
 ) -> anyhow::Result<Counts> {
@@ -125,7 +128,10 @@ pub fn run(
         requests: request_tx,
         readings: reading_rx,
     };
-    let server = http::Server::new(listener, &waker, link, first, limits)?;
+    let mut server = http::Server::new(listener, &waker, link, first, limits)?;
+    if let Some(web) = web {
+        server = server.with_web(web.tls, web.users);
+    }
     std::thread::scope(|scope| {
         let waker = &waker;
         let sampler = scope.spawn(move || {

@@ -8,6 +8,7 @@ use std::cell::Cell;
 use crate::monitor::Frame;
 
 use super::filter::Filter;
+use super::history::History;
 use super::theme::Theme;
 use super::{cpus, findings, heatmap, queues};
 
@@ -90,6 +91,8 @@ pub struct App {
     pub notice: Option<String>,
     /// The feed ended (a recorded series ran out): said in the title bar.
     pub ended: Option<String>,
+    /// The intervals received so far, for the history under the panes.
+    pub history: History,
 }
 
 impl App {
@@ -111,12 +114,14 @@ impl App {
             visible: Cell::new([usize::MAX; 5]),
             notice: None,
             ended: None,
+            history: History::default(),
         }
     }
 
     /// A new interval: shown at once, or kept for when the pause ends.
     pub fn on_frame(&mut self, frame: Frame) {
         self.received += 1;
+        self.history.push(&frame);
         if self.paused {
             self.pending = Some(frame);
         } else {

@@ -34,6 +34,7 @@ pub mod findings;
 pub mod fmt;
 pub mod heatmap;
 pub mod help;
+pub mod history;
 pub mod keys;
 pub mod ladder;
 pub mod pane;

@@ -5,7 +5,9 @@
 //! its content wants when they fit, and otherwise its minimum (title,
 //! header, a row or two) while the focused pane takes the rest: Tab
 //! moves the room where one looks. From 150 columns the CPUs and the heat
-//! map sit left of the queues, the drop ladder and the findings.
+//! map sit left of the queues, the drop ladder and the findings. Rows the
+//! first column's panes do not want show the history of the last
+//! intervals (soft% per CPU, drops per layer) rather than blank lines.
 
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
@@ -13,12 +15,13 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use crate::base::units::format_time;
+use crate::monitor::text::clock;
 use crate::monitor::Frame;
 
 use super::app::{App, Pane};
 use super::pane::{PaneText, MIN_HEIGHT, MIN_WIDTH};
 use super::theme::Theme;
-use super::{cpus, findings, heatmap, help, ladder, queues};
+use super::{cpus, findings, heatmap, help, history, ladder, queues};
 
 /// From this many columns (and [`WIDE_HEIGHT`] rows) two columns of panes.
 pub const WIDE_WIDTH: u16 = 150;
@@ -97,9 +100,43 @@ fn panes(canvas: &mut ratatui::Frame, app: &App, theme: &Theme, frame: &Frame, b
         } else {
             vec![(body, Pane::ALL.to_vec())]
         };
-    for (area, column) in columns {
-        let texts: Vec<PaneText> = column.iter().map(|&p| text(p, area.width)).collect();
+    let columns: Vec<(Rect, Vec<Pane>, Vec<PaneText>)> = columns
+        .into_iter()
+        .map(|(area, column)| {
+            let texts = column.iter().map(|&p| text(p, area.width)).collect();
+            (area, column, texts)
+        })
+        .collect();
+    // Room the panes of a column do not want (the first column's, else
+    // the second's): the history of the last intervals fills it, newest
+    // first.
+    let spare = |area: &Rect, texts: &[PaneText]| {
+        let wants = texts.iter().fold(0u16, |a, t| a.saturating_add(t.wants()));
+        area.height.saturating_sub(wants)
+    };
+    let history_in = columns
+        .iter()
+        .position(|(area, _, texts)| spare(area, texts) >= HISTORY_MIN)
+        .filter(|_| !app.history.is_empty());
+    for (i, (mut area, column, texts)) in columns.into_iter().enumerate() {
         let wants: Vec<u16> = texts.iter().map(PaneText::wants).collect();
+        let spare = spare(&area, &texts);
+        if history_in == Some(i) {
+            area.height -= spare;
+            let rect = Rect {
+                y: area.bottom(),
+                height: spare,
+                ..area
+            };
+            let text = history::text(
+                &app.history,
+                frame.rates.unix_ms,
+                &app.filter,
+                theme,
+                usize::from(area.width),
+            );
+            draw_history(canvas, theme, text, rect);
+        }
         let mins: Vec<u16> = texts.iter().map(PaneText::min).collect();
         let focus = column.iter().position(|&p| p == app.focus);
         let heights = share(area.height, &wants, &mins, focus);
@@ -152,6 +189,26 @@ pub fn share(total: u16, wants: &[u16], mins: &[u16], focus: Option<usize>) -> V
         give(f, u16::MAX, &mut out, &mut left);
     }
     out
+}
+
+/// Rows the history needs to be worth drawing: its title, its header and
+/// two intervals.
+const HISTORY_MIN: u16 = 4;
+
+/// The history: its title, its header, and the newest intervals that fit.
+fn draw_history(canvas: &mut ratatui::Frame, theme: &Theme, text: PaneText, area: Rect) {
+    let style = theme.title(false);
+    let mut title = vec![Span::styled("  ", style)];
+    title.extend(
+        text.title
+            .into_iter()
+            .map(|s| Span::styled(s.content, style.patch(s.style))),
+    );
+    let mut lines = vec![Line::from(title)];
+    lines.extend(text.fixed);
+    let room = usize::from(area.height).saturating_sub(lines.len());
+    lines.extend(text.rows.into_iter().take(room));
+    canvas.render_widget(Paragraph::new(lines), area);
 }
 
 /// One pane: its title line, its fixed lines, then as many list rows as
@@ -262,20 +319,6 @@ fn status_bar(canvas: &mut ratatui::Frame, app: &App, theme: &Theme, area: Rect)
         Line::from(spans)
     };
     canvas.render_widget(Paragraph::new(line), area);
-}
-
-/// Local `HH:MM:SS` of a Unix time in ms.
-fn clock(unix_ms: u64) -> String {
-    let secs = (unix_ms / 1000) as libc::time_t;
-    // SAFETY: localtime_r fills the tm we own; both pointers are valid.
-    let tm = unsafe {
-        let mut tm: libc::tm = std::mem::zeroed();
-        if libc::localtime_r(&secs, &mut tm).is_null() {
-            return format!("{}s", unix_ms / 1000);
-        }
-        tm
-    };
-    format!("{:02}:{:02}:{:02}", tm.tm_hour, tm.tm_min, tm.tm_sec)
 }
 
 #[cfg(test)]
