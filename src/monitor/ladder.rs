@@ -23,57 +23,25 @@ use crate::host::Counters;
 
 use super::sample::Sample;
 
-/// The receive path's layers, in the order a packet meets them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Layer {
-    /// The NIC and its driver: the ring was full, or the driver dropped.
-    Nic,
-    /// The per-CPU backlog (softnet_stat): full backlog, budget ran out.
-    Softnet,
-    /// IPv4 (/proc/net/snmp Ip).
-    Ip,
-    /// IPv6 (/proc/net/snmp6 Ip6).
-    Ip6,
-    /// UDP over IPv4 (/proc/net/snmp Udp).
-    Udp,
-    /// UDP over IPv6 (/proc/net/snmp6 Udp6).
-    Udp6,
-    /// TCP, IPv4 and IPv6 together (/proc/net/netstat TcpExt).
-    Tcp,
-}
+pub use crate::base::drop_layer::Layer;
 
-impl Layer {
-    /// Every layer, in path order.
-    pub const ALL: [Layer; 7] = [
-        Layer::Nic,
-        Layer::Softnet,
-        Layer::Ip,
-        Layer::Ip6,
-        Layer::Udp,
-        Layer::Udp6,
-        Layer::Tcp,
-    ];
-
-    /// How people name it: `NIC`, `softnet`, `IPv4`, `IPv6`, `UDP`,
-    /// `UDPv6`, `TCP`.
-    pub fn title(self) -> &'static str {
-        match self {
-            Layer::Nic => "NIC",
-            Layer::Softnet => "softnet",
-            Layer::Ip => "IPv4",
-            Layer::Ip6 => "IPv6",
-            Layer::Udp => "UDP",
-            Layer::Udp6 => "UDPv6",
-            Layer::Tcp => "TCP",
-        }
-    }
-}
+/// The layers that have loss counters, in path order: every layer of
+/// [`Layer::ALL`] but qdisc, netfilter and other, whose losses only the
+/// drop tracer tells apart (their JSON names are the same either way).
+pub const COUNTER_LAYERS: [Layer; 7] = [
+    Layer::Nic,
+    Layer::Softnet,
+    Layer::Ip,
+    Layer::Ip6,
+    Layer::Udp,
+    Layer::Udp6,
+    Layer::Tcp,
+];
 
 /// Every layer's losses over one interval.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct DropLadder {
-    /// One per layer, in path order ([`Layer::ALL`]).
+    /// One per layer with counters, in path order ([`COUNTER_LAYERS`]).
     pub layers: Vec<DropLayer>,
     /// The layer that lost the most packets per second, `None` when no
     /// layer lost any (or none could be computed).

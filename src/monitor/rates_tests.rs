@@ -302,7 +302,7 @@ fn the_drop_ladder_counts_each_lost_packet_once_and_names_the_worst_layer() {
         .iter()
         .any(|c| c.name == "time_squeeze" && c.count == Some(50)));
     let layers: Vec<Layer> = r.drops.layers.iter().map(|l| l.layer).collect();
-    assert_eq!(layers, Layer::ALL);
+    assert_eq!(layers, crate::monitor::ladder::COUNTER_LAYERS);
 
     // Nothing lost: no worst layer.
     let quiet = after(&s1, 1.0, |_| {});
