@@ -68,11 +68,18 @@ pub fn run(args: MonitorArgs) -> anyhow::Result<Status> {
             Feed::replay(dir, selection)?
         }
         None => {
+            // Before entering the namespace: the tracer reads tracefs and
+            // the kernel's BTF, which a namespace's own /sys lacks.
+            let reasons = reason_source(&args);
             if let Some(name) = &args.netns {
                 crate::base::netns::enter(name)?;
             }
             let secs = args.interval.unwrap_or(DEFAULT_INTERVAL_SECS);
-            Feed::live(selection, args.netns.clone(), Duration::from_secs_f64(secs))
+            let feed = Feed::live(selection, args.netns.clone(), Duration::from_secs_f64(secs));
+            match reasons {
+                Some(source) => feed.with_reasons(source),
+                None => feed,
+            }
         }
     };
     let view = choose_view(&args);
@@ -127,6 +134,24 @@ pub fn run(args: MonitorArgs) -> anyhow::Result<Status> {
         return Ok(Status::Findings);
     }
     Ok(Status::Clean)
+}
+
+/// The drop tracer for a live monitor (`None` with --no-trace). When it
+/// cannot run, the note is said here once (the terminal view shows it in
+/// its ladder pane instead).
+pub(super) fn reason_source(
+    args: &MonitorArgs,
+) -> Option<Result<Box<dyn crate::base::drop_reason::ReasonSource>, String>> {
+    if args.no_trace {
+        return None;
+    }
+    let source = crate::trace::source::open(args.netns.as_deref());
+    if let Err(why) = &source {
+        if args.prometheus || choose_view(args) != View::Tui {
+            eprintln!("nettune monitor: {why}");
+        }
+    }
+    Some(source)
 }
 
 /// Says on stderr when the interface named with --iface goes away and

@@ -62,6 +62,14 @@ pub struct MonitorArgs {
     #[arg(long, conflicts_with_all = ["json", "text", "once", "count"])]
     pub prometheus: bool,
 
+    /// Do not trace the kernel's drop reasons. By default a live monitor
+    /// counts them (a BPF program on skb:kfree_skb; needs root) and shows
+    /// the top reasons under each layer of the drop ladder, and the
+    /// exporter serves nettune_skb_drop_reason_total; without permission
+    /// or kernel support it says so once and shows the counters only.
+    #[arg(long)]
+    pub no_trace: bool,
+
     /// With --prometheus: the address to listen on; default 127.0.0.1:10056
     /// (this host only). 0.0.0.0:10056 lets other hosts scrape; port 0
     /// takes a free port (printed on stderr).
