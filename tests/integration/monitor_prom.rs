@@ -20,19 +20,25 @@ use crate::common::*;
 
 /// A running exporter, stopped (SIGTERM, then SIGKILL) by its PID when
 /// dropped, also when a test fails.
-struct Exporter {
+pub(crate) struct Exporter {
     child: Option<Child>,
-    addr: SocketAddr,
+    pub(crate) addr: SocketAddr,
     stderr: Arc<Mutex<String>>,
 }
 
 impl Exporter {
     /// `nettune monitor --prometheus --bind 127.0.0.1:0 ARGS`, once it
     /// says where it serves.
-    fn start(args: &[&str]) -> Exporter {
-        let mut child = nettune()
-            .args(["monitor", "--prometheus", "--bind", "127.0.0.1:0"])
-            .args(args)
+    pub(crate) fn start(args: &[&str]) -> Exporter {
+        let mut cmd = nettune();
+        cmd.args(["monitor", "--prometheus", "--bind", "127.0.0.1:0"])
+            .args(args);
+        Exporter::spawn(cmd)
+    }
+
+    /// `cmd` (an exporter's command line), once it says where it serves.
+    pub(crate) fn spawn(mut cmd: Command) -> Exporter {
+        let mut child = cmd
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -67,7 +73,7 @@ impl Exporter {
         exporter
     }
 
-    fn stderr(&self) -> String {
+    pub(crate) fn stderr(&self) -> String {
         self.stderr.lock().map(|s| s.clone()).unwrap_or_default()
     }
 
@@ -75,7 +81,7 @@ impl Exporter {
         http_get(self.addr, path)
     }
 
-    fn metrics(&self) -> (String, Parsed) {
+    pub(crate) fn metrics(&self) -> (String, Parsed) {
         let (status, _, body) = self.get("/metrics");
         assert_eq!(status, 200, "{body}");
         let parsed = parse(&body).unwrap_or_else(|e| panic!("{e}\n{body}"));
@@ -83,7 +89,7 @@ impl Exporter {
     }
 
     /// SIGTERM; the exit code and stderr.
-    fn stop(mut self) -> (Option<i32>, String) {
+    pub(crate) fn stop(mut self) -> (Option<i32>, String) {
         let child = self.child.take().expect("running");
         signal(&child, libc::SIGTERM);
         let deadline = Instant::now() + Duration::from_secs(10);
@@ -205,7 +211,7 @@ fn promtool_check_metrics(body: &str) -> (i32, String) {
 /// one node_exporter's own netstat names draw (`node_netstat_Udp_...` are
 /// not snake_case; node_exporter writes them so, and they are kept so
 /// that both exporters' series are one).
-fn assert_promtool_accepts(body: &str) {
+pub(crate) fn assert_promtool_accepts(body: &str) {
     let (code, out) = promtool_check_metrics(body);
     assert!(code == 0 || code == 3, "promtool exit {code}: {out}");
     for line in out.lines().filter(|l| !l.trim().is_empty()) {
