@@ -55,9 +55,27 @@ pub struct ReasonTotal {
     /// Packet protocols (`udp`, `tcp`, `arp`), most first.
     #[serde(default)]
     pub protocols: Vec<PlaceCount>,
+    #[serde(flatten)]
+    pub about: About,
+}
+
+/// What a reason means, its fix and where that is said: for reports and
+/// findings (the tracer fills it from its catalogue).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct About {
+    /// What happened, in a few words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub what: Option<String>,
     /// What to do about it, where a fix exists (one line).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fix: Option<String>,
+    /// The public source that says so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// The cause is a limit a setting raises (a buffer, a backlog, a
+    /// queue), not a decision (a rule, a filter) or a fault.
+    #[serde(default)]
+    pub limit: bool,
 }
 
 /// A count under a name: a kernel location or a protocol.
@@ -81,8 +99,8 @@ pub struct ReasonRate {
     /// Their protocols, most first (at most [`TOP_PLACES`]).
     #[serde(default)]
     pub protocols: Vec<PlaceCount>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fix: Option<String>,
+    #[serde(flatten)]
+    pub about: About,
 }
 
 /// Locations and protocols kept per reason in an interval.
@@ -141,7 +159,7 @@ pub fn between(prev: Option<&ReasonTotals>, cur: &ReasonTotals, seconds: f64) ->
                 per_sec: (seconds > 0.0).then(|| count as f64 / seconds),
                 locations: place_delta(&r.locations, base(|t| &t.locations)),
                 protocols: place_delta(&r.protocols, base(|t| &t.protocols)),
-                fix: r.fix.clone(),
+                about: r.about.clone(),
             })
         })
         .collect();
@@ -173,7 +191,7 @@ mod tests {
                 })
                 .collect(),
             protocols: Vec::new(),
-            fix: None,
+            about: About::default(),
         }
     }
 

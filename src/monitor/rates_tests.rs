@@ -373,7 +373,7 @@ fn traced_reasons_go_under_their_layers_and_every_layer_is_listed() {
             count,
         }],
         protocols: Vec::new(),
-        fix: None,
+        about: Default::default(),
     };
     let mut s0 = first();
     s0.drop_reasons = Some(ReasonTotals {

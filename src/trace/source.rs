@@ -2,7 +2,7 @@
 //! doctor and experiment are handed, so that they show reasons without
 //! depending on the tracer.
 
-use crate::base::drop_reason::{PlaceCount, ReasonSource, ReasonTotal, ReasonTotals};
+use crate::base::drop_reason::{About, PlaceCount, ReasonSource, ReasonTotal, ReasonTotals};
 
 use super::drops::{DropRow, DropTracer, DropsConfig, DropsReport};
 use super::TraceError;
@@ -37,7 +37,15 @@ fn total(row: &DropRow) -> ReasonTotal {
                 count: p.count,
             })
             .collect(),
-        fix: row.advice.as_ref().and_then(|a| a.fix.clone()),
+        about: match &row.advice {
+            Some(a) => About {
+                what: Some(a.what.clone()),
+                fix: a.fix.clone(),
+                source: Some(a.source.clone()),
+                limit: super::catalog::LIMITS.contains(&row.reason.as_str()),
+            },
+            None => About::default(),
+        },
     }
 }
 

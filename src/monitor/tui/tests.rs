@@ -187,7 +187,7 @@ fn traced_reasons_are_named_under_their_layers() {
             count: per_sec as u64,
         }],
         protocols: Vec::new(),
-        fix: None,
+        about: Default::default(),
     };
     let drops = &mut frame.rates.drops;
     drops.tracing = Some(Tracing {

@@ -56,7 +56,7 @@ mod tests {
             count,
             locations: Vec::new(),
             protocols: Vec::new(),
-            fix: None,
+            about: Default::default(),
         }
     }
 
