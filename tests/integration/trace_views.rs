@@ -255,3 +255,97 @@ fn without_permission_to_trace_the_views_say_so_once_and_keep_their_counters() {
         .iter()
         .any(|l| l["layer"] == "udp" && l["counters"].as_array().is_some_and(|c| !c.is_empty())));
 }
+
+#[test]
+fn doctor_trace_names_a_full_socket_buffer_with_its_socket() {
+    if skip_unless_root("doctor_trace_names_a_full_socket_buffer_with_its_socket") {
+        return;
+    }
+    let ns = quiet_namespace("trd");
+    // A reader that never reads, with the smallest buffer, flooded from
+    // the same namespace until doctor is done.
+    let sink = ns.inside(|| {
+        let sink = UdpSocket::bind("127.0.0.1:0").expect("bind");
+        nix::sys::socket::setsockopt(&sink, nix::sys::socket::sockopt::RcvBuf, &1).expect("rcvbuf");
+        sink
+    });
+    let to = sink.local_addr().expect("addr");
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flood = {
+        let done = std::sync::Arc::clone(&done);
+        let path = format!("/run/netns/{}", ns.name);
+        std::thread::spawn(move || {
+            let file = std::fs::File::open(path).expect("netns");
+            nix::sched::setns(&file, nix::sched::CloneFlags::CLONE_NEWNET).expect("setns");
+            let s = UdpSocket::bind("127.0.0.1:0").expect("bind");
+            // Bounded: at most a minute.
+            let end = std::time::Instant::now() + Duration::from_secs(60);
+            while !done.load(std::sync::atomic::Ordering::Relaxed)
+                && std::time::Instant::now() < end
+            {
+                for _ in 0..50 {
+                    let _ = s.send_to(&[0u8; 32], to);
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        })
+    };
+    let out = nettune()
+        .args([
+            "doctor",
+            "--netns",
+            &ns.name,
+            "--interval",
+            "1",
+            "--trace",
+            "--json",
+        ])
+        .output()
+        .expect("doctor");
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    flood.join().expect("flood");
+    let (code, stdout, stderr) = split(out);
+    assert_eq!(code, 1, "a full socket buffer is a warning: {stderr}");
+    assert!(!stderr.contains("not traced"), "{stderr}");
+    let report: Value = serde_json::from_str(&stdout).expect("JSON");
+    let finding = report["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .find(|f| {
+            f["id"] == "drops.reason"
+                && f["evidence"]
+                    .as_str()
+                    .is_some_and(|e| e.contains("SOCKET_RCVBUFF"))
+        })
+        .unwrap_or_else(|| panic!("no SOCKET_RCVBUFF finding: {stdout}"));
+    let evidence = finding["evidence"].as_str().expect("evidence");
+    assert!(
+        evidence.contains(&format!("on udp {to}")),
+        "the socket is named: {evidence}"
+    );
+    assert!(evidence.contains("net.core.rmem_default"), "{evidence}");
+    assert!(finding["fix"]
+        .as_str()
+        .is_some_and(|f| f.contains("SO_RCVBUF")));
+    // The JSON keeps every reason and the socket's own drop count.
+    let traced = report["trace"]["reasons"]
+        .as_array()
+        .expect("trace.reasons")
+        .iter()
+        .find(|r| r["reason"] == "SOCKET_RCVBUFF")
+        .expect("SOCKET_RCVBUFF");
+    assert!(traced["count"].as_u64().is_some_and(|n| n > 0));
+    assert_eq!(
+        report["trace"]["udp_sockets"][0]["socket"]["local"],
+        to.to_string()
+    );
+
+    // Asked with nothing to trace over, or on a capture: one clear line.
+    let (code, _, err) = run(&["doctor", "--interval", "0", "--trace"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("--trace") && err.contains("--interval"),
+        "{err}"
+    );
+}
