@@ -349,3 +349,71 @@ fn doctor_trace_names_a_full_socket_buffer_with_its_socket() {
         "{err}"
     );
 }
+
+/// A recorded experiment whose runs of `pps` lost no SOCKET_RCVBUFF drops
+/// while `current` did, re-rendered: the report ends with the reasons,
+/// and says which config removed which drops.
+#[test]
+fn the_experiment_report_lists_last_which_config_removed_which_drops() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/experiment/results.json");
+    let mut results: Value =
+        serde_json::from_str(&std::fs::read_to_string(&fixture).expect("fixture")).expect("json");
+    let reasons = |rcvbuf: u64| {
+        serde_json::json!([
+            { "reason": "SOCKET_RCVBUFF", "layer": "udp", "count": rcvbuf },
+            { "reason": "NO_SOCKET", "layer": "udp", "count": 3 }
+        ])
+    };
+    for run in results["runs"].as_array_mut().expect("runs") {
+        let rcvbuf = if run["config"] == "current" {
+            41_000
+        } else {
+            0
+        };
+        run["usage"]["reasons"] = reasons(rcvbuf);
+    }
+    for cell in results["cells"].as_array_mut().expect("cells") {
+        let rcvbuf = if cell["config"] == "current" {
+            41_000
+        } else {
+            0
+        };
+        cell["reasons"] = reasons(rcvbuf);
+    }
+    std::fs::write(
+        dir.path().join("results.json"),
+        serde_json::to_string(&results).expect("json"),
+    )
+    .expect("write");
+    let d = dir.path().to_str().expect("utf-8");
+    let (code, _, err) = run(&["experiment", "report", d]);
+    assert_eq!(code, 0, "{err}");
+    let md = std::fs::read_to_string(dir.path().join("report.md")).expect("report.md");
+    let at = md
+        .find("## Drops by the kernel's reason")
+        .unwrap_or_else(|| panic!("no reasons section: {md}"));
+    assert!(
+        !md[at + 3..].contains("\n## "),
+        "the reasons come last: {md}"
+    );
+    assert!(
+        md[at..].contains("| SOCKET_RCVBUFF | UDP | 41,000 | 0 (removed) |"),
+        "{md}"
+    );
+    assert!(md[at..].contains("| NO_SOCKET | UDP | 3 | 3 |"), "{md}");
+    let html = std::fs::read_to_string(dir.path().join("report.html")).expect("report.html");
+    assert!(html.contains("<td>0 (removed)</td>"), "{html}");
+    // Results without reasons (not traced): no such section.
+    let plain = tempfile::tempdir().expect("tempdir");
+    std::fs::copy(&fixture, plain.path().join("results.json")).expect("copy");
+    let (code, _, err) = run(&[
+        "experiment",
+        "report",
+        plain.path().to_str().expect("utf-8"),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let md = std::fs::read_to_string(plain.path().join("report.md")).expect("report.md");
+    assert!(!md.contains("kernel's reason"), "{md}");
+}
