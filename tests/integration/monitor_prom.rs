@@ -458,7 +458,7 @@ fn prometheus_scrapes_it_and_computes_rates() {
 }
 
 /// The YAML block after `marker` in docs/monitor.md.
-fn docs_block(marker: &str) -> String {
+pub(crate) fn docs_block(marker: &str) -> String {
     let docs =
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/monitor.md"))
             .expect("docs/monitor.md");
@@ -553,7 +553,7 @@ tests:
 
 /// Rules YAML without its `annotations:` maps (each line indented
 /// deeper than `annotations:` belongs to it).
-fn without_annotations(yaml: &str) -> String {
+pub(crate) fn without_annotations(yaml: &str) -> String {
     let mut out = String::new();
     let mut inside: Option<usize> = None;
     for line in yaml.lines() {

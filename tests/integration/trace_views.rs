@@ -13,7 +13,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::common::*;
-use crate::monitor_prom::{assert_promtool_accepts, Exporter};
+use crate::monitor_prom::{assert_promtool_accepts, docs_block, without_annotations, Exporter};
 
 /// A namespace with only loopback, without IPv6 (whose neighbour
 /// discovery would drop packets of its own at any time).
@@ -416,4 +416,47 @@ fn the_experiment_report_lists_last_which_config_removed_which_drops() {
     assert_eq!(code, 0, "{err}");
     let md = std::fs::read_to_string(plain.path().join("report.md")).expect("report.md");
     assert!(!md.contains("kernel's reason"), "{md}");
+}
+
+#[test]
+fn the_documented_drop_reason_rule_fires_on_a_limit_and_not_on_a_decision() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rules = dir.path().join("reasons.yml");
+    std::fs::write(&rules, docs_block("<!-- drop reason rules -->")).expect("write");
+    let (code, out, err) = split(
+        Command::new("promtool")
+            .args(["check", "rules"])
+            .arg(&rules)
+            .output()
+            .expect("promtool"),
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("SUCCESS: 1 rules found"), "{out}");
+    let bare = dir.path().join("bare.yml");
+    std::fs::write(
+        &bare,
+        without_annotations(&docs_block("<!-- drop reason rules -->")),
+    )
+    .expect("write");
+    let series = |reason: &str, layer: &str, values: &str| {
+        format!(
+            "      - series: 'nettune_skb_drop_reason_total{{instance=\"web1:10056\",job=\"nettune\",reason=\"{reason}\",layer=\"{layer}\"}}'\n        values: '{values}'\n"
+        )
+    };
+    let test = format!(
+        "rule_files: ['{}']\nevaluation_interval: 15s\ntests:\n  - interval: 15s\n    input_series:\n{}{}    alert_rule_test:\n      - eval_time: 8m\n        alertname: KernelDropsAtALimit\n        exp_alerts:\n          - exp_labels: {{severity: warning, instance: \"web1:10056\", job: nettune, reason: SOCKET_RCVBUFF, layer: udp}}\n",
+        bare.display(),
+        series("SOCKET_RCVBUFF", "udp", "0+1500x40"),
+        series("NETFILTER_DROP", "netfilter", "0+1500x40"),
+    );
+    let file = dir.path().join("test.yml");
+    std::fs::write(&file, test).expect("write");
+    let (code, out, err) = split(
+        Command::new("promtool")
+            .args(["test", "rules"])
+            .arg(&file)
+            .output()
+            .expect("promtool"),
+    );
+    assert_eq!(code, 0, "{out}{err}");
 }
