@@ -37,7 +37,7 @@ pub fn report(r: &Results, charts: &Charts) -> String {
 
 /// Last: the drops by the kernel's reason, per bench, under each config.
 fn reasons(o: &mut String, r: &Results) {
-    let tables: Vec<(&str, (Vec<String>, Vec<Vec<String>>))> = r
+    let tables: Vec<(&str, text::Table)> = r
         .benches
         .iter()
         .filter_map(|b| Some((b.name.as_str(), text::reasons(r, &b.name)?)))

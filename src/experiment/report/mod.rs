@@ -107,12 +107,15 @@ pub(crate) mod text {
         format!("{rate} ({}, {})", c.text(), c.verdict.word())
     }
 
+    /// A table: its header and its rows.
+    pub type Table = (Vec<String>, Vec<Vec<String>>);
+
     /// The drops per reason of `bench` under each config, for the table
     /// that shows which config removed which drops: the header (reason,
     /// layer, then one column per config) and a row per (reason, layer)
     /// any config saw, most drops under the reference first. `None` when
     /// no run of the bench was traced.
-    pub fn reasons(r: &Results, bench: &str) -> Option<(Vec<String>, Vec<Vec<String>>)> {
+    pub fn reasons(r: &Results, bench: &str) -> Option<Table> {
         let cells: Vec<&Cell> = r
             .configs
             .iter()
