@@ -10,7 +10,7 @@ use crate::error::Status;
 use crate::host::Selection;
 use crate::monitor::{run as run_feed, text, tui, Feed, Frame, Lifecycle};
 
-use super::monitor_args::{check, MonitorArgs, DEFAULT_INTERVAL_SECS};
+use super::monitor_args::{check, reason_source, MonitorArgs, DEFAULT_INTERVAL_SECS};
 
 /// How frames are shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,7 +70,7 @@ pub fn run(args: MonitorArgs) -> anyhow::Result<Status> {
         None => {
             // Before entering the namespace: the tracer reads tracefs and
             // the kernel's BTF, which a namespace's own /sys lacks.
-            let reasons = reason_source(&args);
+            let reasons = reason_source(&args, choose_view(&args) != View::Tui);
             if let Some(name) = &args.netns {
                 crate::base::netns::enter(name)?;
             }
@@ -134,24 +134,6 @@ pub fn run(args: MonitorArgs) -> anyhow::Result<Status> {
         return Ok(Status::Findings);
     }
     Ok(Status::Clean)
-}
-
-/// The drop tracer for a live monitor (`None` with --no-trace). When it
-/// cannot run, the note is said here once (the terminal view shows it in
-/// its ladder pane instead).
-pub(super) fn reason_source(
-    args: &MonitorArgs,
-) -> Option<Result<Box<dyn crate::base::drop_reason::ReasonSource>, String>> {
-    if args.no_trace {
-        return None;
-    }
-    let source = crate::trace::source::open(args.netns.as_deref());
-    if let Err(why) = &source {
-        if args.prometheus || choose_view(args) != View::Tui {
-            eprintln!("nettune monitor: {why}");
-        }
-    }
-    Some(source)
 }
 
 /// Says on stderr when the interface named with --iface goes away and

@@ -105,6 +105,23 @@ fn count(text: &str) -> Result<u64, String> {
     }
 }
 
+/// The drop tracer for a live monitor (`None` with --no-trace). When it
+/// cannot run, the note is said here once when `say` (the terminal view
+/// shows it in its ladder pane instead).
+pub fn reason_source(
+    args: &MonitorArgs,
+    say: bool,
+) -> Option<Result<Box<dyn crate::base::drop_reason::ReasonSource>, String>> {
+    if args.no_trace {
+        return None;
+    }
+    let source = crate::trace::source::open(args.netns.as_deref());
+    if let (Err(why), true) = (&source, say) {
+        eprintln!("nettune monitor: {why}");
+    }
+    Some(source)
+}
+
 /// What clap cannot check: its `requires` is waived when the required
 /// flag conflicts with one given (`--prometheus` with `--once`), so
 /// `--bind` without `--prometheus` would pass silently.

@@ -32,7 +32,7 @@ pub fn run(args: MonitorArgs) -> anyhow::Result<Status> {
     let feed = match &args.root {
         Some(dir) => Feed::replay(dir, selection)?,
         None => {
-            let reasons = super::monitor::reason_source(&args);
+            let reasons = super::monitor_args::reason_source(&args, true);
             if let Some(name) = &args.netns {
                 crate::base::netns::enter(name)?;
             }
