@@ -46,6 +46,23 @@ impl Layer {
         Layer::Other,
     ];
 
+    /// Its name in JSON and in metric labels: `nic`, `softnet`, `qdisc`,
+    /// `netfilter`, `ip`, `ip6`, `udp`, `udp6`, `tcp`, `other`.
+    pub fn key(self) -> &'static str {
+        match self {
+            Layer::Nic => "nic",
+            Layer::Softnet => "softnet",
+            Layer::Qdisc => "qdisc",
+            Layer::Netfilter => "netfilter",
+            Layer::Ip => "ip",
+            Layer::Ip6 => "ip6",
+            Layer::Udp => "udp",
+            Layer::Udp6 => "udp6",
+            Layer::Tcp => "tcp",
+            Layer::Other => "other",
+        }
+    }
+
     /// How people name it: `NIC`, `softnet`, `qdisc`, `netfilter`, `IPv4`,
     /// `IPv6`, `UDP`, `UDPv6`, `TCP`, `other`.
     pub fn title(self) -> &'static str {
@@ -76,6 +93,9 @@ mod tests {
             .collect();
         assert_eq!(names[0], "\"nic\"");
         assert_eq!(names[5], "\"ip6\"");
+        for (layer, name) in Layer::ALL.iter().zip(&names) {
+            assert_eq!(format!("\"{}\"", layer.key()), *name);
+        }
         assert!(Layer::ALL.windows(2).all(|w| w[0] < w[1]));
     }
 }

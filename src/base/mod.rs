@@ -24,6 +24,7 @@ pub mod counter;
 pub mod cpuset;
 pub mod driver;
 pub mod drop_layer;
+pub mod drop_reason;
 pub mod epoll;
 pub mod fsio;
 pub mod http;

@@ -8,10 +8,12 @@ use std::time::{Duration, Instant};
 use clap::Args;
 
 use crate::apply::{place, Backend, StateStatus};
+use crate::base::drop_reason::{self, ReasonSource};
 use crate::doctor::{diagnose_with_plans, parse_ignore, render_json, render_text, Context, Plans};
-use crate::doctor::{AppliedState, AppliedXdp, Rates, Report};
+use crate::doctor::{AppliedState, AppliedXdp, Rates, Report, SocketDrops, TracedDrops};
 use crate::error::Status;
 use crate::gather::read_target;
+use crate::host::udp_sockets::{self, UdpSocket};
 use crate::host::{open_root, read_counters, Selection};
 
 /// Longest `--interval` accepted: doctor is a check, not a monitor.
@@ -67,6 +69,14 @@ pub struct DoctorArgs {
     /// Judge virtual interfaces (veth, bridges, tunnels) too.
     #[arg(long)]
     pub all: bool,
+
+    /// While sampling, also count the kernel's drop reasons (a BPF program
+    /// on skb:kfree_skb; needs root) and name each in a drops.reason
+    /// finding with where it happened, the UDP socket it happened to and
+    /// the fix. Without permission or kernel support doctor says so and
+    /// judges the counters. Needs --interval above 0; not with --root.
+    #[arg(long)]
+    pub trace: bool,
 }
 
 fn rule_id(text: &str) -> Result<String, String> {
@@ -103,12 +113,27 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<Status> {
         all: args.all,
         iface: None,
     };
+    if args.trace && (args.root.is_some() || args.interval == 0.0) {
+        anyhow::bail!(
+            "--trace counts the drops of this host while doctor samples it: it needs --interval \
+             above 0 (e.g. --interval 5 --trace) and cannot judge a capture (--root)"
+        );
+    }
+    // Before entering the namespace: the tracer reads tracefs and the
+    // kernel's BTF, which a namespace's own /sys lacks.
+    let mut reasons = args
+        .trace
+        .then(|| crate::trace::source::open(args.netns.as_deref()));
+    if let Some(Err(why)) = &reasons {
+        eprintln!("nettune doctor: {why}");
+    }
     let host = read_target(args.root.as_deref(), args.netns.as_deref(), &selection)?;
     // A capture has one sample: totals since boot.
-    let rates = if args.root.is_none() && args.interval > 0.0 {
-        Some(sample(args.interval)?)
+    let (rates, traced) = if args.root.is_none() && args.interval > 0.0 {
+        let (rates, traced) = sample(args.interval, reasons.as_mut())?;
+        (Some(rates), traced)
     } else {
-        None
+        (None, None)
     };
     let applied = applied_states(&args);
     let ctx = Context {
@@ -118,6 +143,7 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<Status> {
         rtt_secs: args.rtt.map(|d| d.as_secs_f64()),
         all_interfaces: args.all,
         applied: &applied,
+        traced: traced.as_ref(),
     };
     // The fixes follow the plans `nettune plan` would print here, with the
     // same checks against the files (read-only sysctls, governors offered).
@@ -129,7 +155,8 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<Status> {
         rates.as_ref().map(|r| r.seconds),
     )
     .with_unjudged(crate::doctor::unjudged(&host))
-    .with_host(crate::host::identity::Identity::of(&host, &root));
+    .with_host(crate::host::identity::Identity::of(&host, &root))
+    .with_trace(traced.clone());
     let mut out = io::stdout().lock();
     if args.json {
         render_json(&report, &mut out)?;
@@ -216,8 +243,15 @@ fn applied_states(args: &DoctorArgs) -> Vec<AppliedState> {
         .collect()
 }
 
-/// Read the counters twice, `seconds` apart.
-fn sample(seconds: f64) -> anyhow::Result<Rates> {
+/// The drop tracer, or why there is none.
+type ReasonSourceOr = Result<Box<dyn ReasonSource>, String>;
+
+/// Read the counters twice, `seconds` apart; with a drop tracer, its
+/// counts and the UDP sockets' drops over the same interval.
+fn sample(
+    seconds: f64,
+    reasons: Option<&mut ReasonSourceOr>,
+) -> anyhow::Result<(Rates, Option<TracedDrops>)> {
     let root = open_root(None)?;
     if io::stderr().is_terminal() {
         eprintln!(
@@ -225,15 +259,61 @@ fn sample(seconds: f64) -> anyhow::Result<Rates> {
             crate::base::units::format_time(seconds)
         );
     }
+    let mut reasons = reasons;
+    let traced_before = match reasons.as_deref_mut() {
+        Some(Ok(source)) => Some(source.totals()),
+        _ => None,
+    };
+    let sockets_before = udp_sockets::read(&root).unwrap_or_default();
     let before = read_counters(&root);
     let start = Instant::now();
     std::thread::sleep(Duration::from_secs_f64(seconds));
     let after = read_counters(&root);
-    Ok(Rates {
-        seconds: start.elapsed().as_secs_f64(),
-        before,
-        after,
-    })
+    let seconds = start.elapsed().as_secs_f64();
+    let traced = match reasons {
+        None => None,
+        Some(Err(why)) => Some(TracedDrops {
+            seconds,
+            unavailable: Some(why.clone()),
+            ..TracedDrops::default()
+        }),
+        Some(Ok(source)) => {
+            let now = source.totals();
+            let udp = udp_sockets::read(&root).unwrap_or_default();
+            Some(TracedDrops {
+                seconds,
+                unavailable: now.unavailable.clone(),
+                reasons: drop_reason::between(traced_before.as_ref(), &now, seconds),
+                udp_sockets: socket_drops(&sockets_before, udp),
+            })
+        }
+    };
+    Ok((
+        Rates {
+            seconds,
+            before,
+            after,
+        },
+        traced,
+    ))
+}
+
+/// The UDP sockets whose drop counter grew between two readings, most
+/// first (a socket is the same one when its inode is).
+fn socket_drops(before: &[UdpSocket], after: Vec<UdpSocket>) -> Vec<SocketDrops> {
+    let mut grew: Vec<SocketDrops> = after
+        .into_iter()
+        .filter_map(|s| {
+            let then = before
+                .iter()
+                .find(|b| b.inode == s.inode && b.family == s.family)
+                .map_or(0, |b| b.drops);
+            let drops = s.drops.checked_sub(then).filter(|&d| d > 0)?;
+            Some(SocketDrops { socket: s, drops })
+        })
+        .collect();
+    grew.sort_by_key(|s| std::cmp::Reverse(s.drops));
+    grew
 }
 
 #[cfg(test)]

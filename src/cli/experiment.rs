@@ -253,6 +253,12 @@ fn matrix(spec: &Spec, place: &Place, out: &Path, allow_host: bool) -> anyhow::R
         .with_context(|| format!("cannot create --out '{}'", out.display()))?;
     let stop: Stop = super::signals::stop_on_signals_to_restore()?;
     let mut sampler = MonitorSampler::new(place.tuned_netns.as_deref())?;
+    // Each run records the kernel's drop reasons where it can; the
+    // counters are recorded either way.
+    match crate::trace::source::open(place.tuned_netns.as_deref()) {
+        Ok(source) => sampler = sampler.with_reasons(source),
+        Err(why) => eprintln!("nettune experiment: {why}"),
+    }
     Ok(run::run(spec, &tuner, &mut sampler, &stop, &mut Lines))
 }
 

@@ -10,7 +10,7 @@ use crate::error::Status;
 use crate::host::Selection;
 use crate::monitor::{run as run_feed, text, tui, Feed, Frame, Lifecycle};
 
-use super::monitor_args::{check, MonitorArgs, DEFAULT_INTERVAL_SECS};
+use super::monitor_args::{check, reason_source, MonitorArgs, DEFAULT_INTERVAL_SECS};
 
 /// How frames are shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,11 +68,18 @@ pub fn run(args: MonitorArgs) -> anyhow::Result<Status> {
             Feed::replay(dir, selection)?
         }
         None => {
+            // Before entering the namespace: the tracer reads tracefs and
+            // the kernel's BTF, which a namespace's own /sys lacks.
+            let reasons = reason_source(&args, choose_view(&args) != View::Tui);
             if let Some(name) = &args.netns {
                 crate::base::netns::enter(name)?;
             }
             let secs = args.interval.unwrap_or(DEFAULT_INTERVAL_SECS);
-            Feed::live(selection, args.netns.clone(), Duration::from_secs_f64(secs))
+            let feed = Feed::live(selection, args.netns.clone(), Duration::from_secs_f64(secs));
+            match reasons {
+                Some(source) => feed.with_reasons(source),
+                None => feed,
+            }
         }
     };
     let view = choose_view(&args);

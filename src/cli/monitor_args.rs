@@ -62,6 +62,14 @@ pub struct MonitorArgs {
     #[arg(long, conflicts_with_all = ["json", "text", "once", "count"])]
     pub prometheus: bool,
 
+    /// Do not trace the kernel's drop reasons. By default a live monitor
+    /// counts them (a BPF program on skb:kfree_skb; needs root) and shows
+    /// the top reasons under each layer of the drop ladder, and the
+    /// exporter serves nettune_skb_drop_reason_total; without permission
+    /// or kernel support it says so once and shows the counters only.
+    #[arg(long)]
+    pub no_trace: bool,
+
     /// With --prometheus: the address to listen on; default 127.0.0.1:10056
     /// (this host only). 0.0.0.0:10056 lets other hosts scrape; port 0
     /// takes a free port (printed on stderr).
@@ -103,6 +111,23 @@ fn count(text: &str) -> Result<u64, String> {
             "'{text}' is not a number of intervals (1 or more); e.g. --count 10"
         )),
     }
+}
+
+/// The drop tracer for a live monitor (`None` with --no-trace). When it
+/// cannot run, the note is said here once when `say` (the terminal view
+/// shows it in its ladder pane instead).
+pub fn reason_source(
+    args: &MonitorArgs,
+    say: bool,
+) -> Option<Result<Box<dyn crate::base::drop_reason::ReasonSource>, String>> {
+    if args.no_trace {
+        return None;
+    }
+    let source = crate::trace::source::open(args.netns.as_deref());
+    if let (Err(why), true) = (&source, say) {
+        eprintln!("nettune monitor: {why}");
+    }
+    Some(source)
 }
 
 /// What clap cannot check: its `requires` is waived when the required

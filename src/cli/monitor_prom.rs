@@ -38,10 +38,15 @@ pub fn run(args: MonitorArgs) -> anyhow::Result<Status> {
     let feed = match &args.root {
         Some(dir) => Feed::replay(dir, selection)?,
         None => {
+            let reasons = super::monitor_args::reason_source(&args, true);
             if let Some(name) = &args.netns {
                 crate::base::netns::enter(name)?;
             }
-            Feed::live(selection, args.netns.clone(), interval)
+            let feed = Feed::live(selection, args.netns.clone(), interval);
+            match reasons {
+                Some(source) => feed.with_reasons(source),
+                None => feed,
+            }
         }
     };
     let replay_len = feed.recorded_len();

@@ -2,7 +2,11 @@
 //! doctor was given an interval, the path it was told of, and the states
 //! nettune applied here.
 
+use serde::Serialize;
+
+use crate::base::drop_reason::ReasonRate;
 use crate::base::records::XdpRecord;
+use crate::host::udp_sockets::UdpSocket;
 use crate::host::{Counters, Host};
 use crate::plan::Drift;
 
@@ -30,6 +34,31 @@ pub struct Context<'a> {
     /// States nettune applied to this host (or namespace, or tree) that are
     /// still in place, with the settings that changed since.
     pub applied: &'a [AppliedState],
+    /// The kernel's drop reasons over the sampling interval (`doctor
+    /// --interval S --trace`); `None` when not traced.
+    pub traced: Option<&'a TracedDrops>,
+}
+
+/// What the drop tracer counted while doctor sampled (`--trace`), and the
+/// UDP sockets whose drop counters grew meanwhile, so that a reason can
+/// be named with the socket it happened to.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct TracedDrops {
+    pub seconds: f64,
+    /// Why the reasons could not be traced (then there are none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unavailable: Option<String>,
+    /// Most first.
+    pub reasons: Vec<ReasonRate>,
+    /// UDP sockets that dropped datagrams over the interval, most first.
+    pub udp_sockets: Vec<SocketDrops>,
+}
+
+/// A UDP socket and the datagrams it dropped over the interval.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SocketDrops {
+    pub socket: UdpSocket,
+    pub drops: u64,
 }
 
 /// A state `nettune apply` (or `steer`, or an XDP benchmark) made here and
@@ -73,6 +102,7 @@ impl<'a> Context<'a> {
             rtt_secs: None,
             all_interfaces: false,
             applied: &[],
+            traced: None,
         }
     }
 }

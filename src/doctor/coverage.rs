@@ -12,6 +12,8 @@ use crate::host::{Host, SourceIssue};
 const NEEDS: &[(&str, &[&str])] = &[
     ("cpu.idle-latency", &["cpuidle", "cpufreq"]),
     ("cpu.mitigations", &["mitigations"]),
+    // The tracer says itself when it cannot run (`trace.unavailable`).
+    ("drops.reason", &[]),
     ("irq.balancer", &["processes", "interrupts"]),
     ("irq.one-cpu", &["interrupts", "cpus"]),
     ("irq.remote-numa", &["interrupts", "numa", "cpus"]),

@@ -16,7 +16,7 @@ pub mod targets;
 #[cfg(test)]
 mod testkit;
 
-pub use context::{AppliedState, AppliedXdp, Context, Rates};
+pub use context::{AppliedState, AppliedXdp, Context, Rates, SocketDrops, TracedDrops};
 pub use coverage::{unjudged, Unjudged};
 pub use finding::{Finding, PlannedChange, Severity};
 pub use planned::Plans;
@@ -27,6 +27,7 @@ pub(crate) use rules::thresholds;
 pub const RULE_IDS: &[&str] = &[
     "cpu.idle-latency",
     "cpu.mitigations",
+    "drops.reason",
     "irq.balancer",
     "irq.one-cpu",
     "irq.remote-numa",

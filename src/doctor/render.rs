@@ -60,6 +60,10 @@ pub struct Report {
     pub sampled_seconds: Option<f64>,
     /// Rules that could not be judged: their data could not be read.
     pub unjudged: Vec<super::Unjudged>,
+    /// The drop reasons traced while sampling (`--trace`): every reason
+    /// seen, with its kernel locations, and the UDP sockets that dropped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace: Option<super::TracedDrops>,
 }
 
 impl Report {
@@ -79,7 +83,14 @@ impl Report {
             sampled_seconds,
             findings,
             unjudged: Vec::new(),
+            trace: None,
         }
+    }
+
+    /// With the drop reasons traced while sampling.
+    pub fn with_trace(mut self, trace: Option<super::TracedDrops>) -> Report {
+        self.trace = trace;
+        self
     }
 
     /// With the rules that could not be judged (see `coverage`).

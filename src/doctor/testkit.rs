@@ -748,6 +748,28 @@ pub fn every_finding() -> Vec<Finding> {
         rtt_secs: Some(0.05),
         all_interfaces: false,
         applied: &applied,
+        traced: Some(&crate::doctor::TracedDrops {
+            seconds: 1.0,
+            unavailable: None,
+            reasons: vec![crate::base::drop_reason::ReasonRate {
+                reason: "CPU_BACKLOG".to_string(),
+                layer: crate::base::drop_layer::Layer::Softnet,
+                count: 500,
+                per_sec: Some(500.0),
+                locations: Vec::new(),
+                protocols: Vec::new(),
+                about: crate::base::drop_reason::About {
+                    what: Some("a CPU's input backlog was full".to_string()),
+                    fix: Some(
+                        "raise net.core.netdev_max_backlog, or spread the load with RPS"
+                            .to_string(),
+                    ),
+                    source: Some("https://docs.kernel.org/admin-guide/sysctl/net.html".to_string()),
+                    limit: true,
+                },
+            }],
+            udp_sockets: Vec::new(),
+        }),
     })
 }
 

@@ -8,7 +8,7 @@ use std::path::Path;
 use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 
-use super::sample::{Drops, Usage};
+use super::sample::{Drops, ReasonCount, Usage};
 use super::stats::{Comparison, Summary};
 use super::tune::Changed;
 use crate::base::fsio::{self, FileError};
@@ -146,6 +146,11 @@ pub struct Cell {
     pub cpus: Vec<CpuRow>,
     /// The median over the runs of each drop counter.
     pub drops: Drops,
+    /// The median over the runs of the drops of each reason the kernel
+    /// gave (a run without it counts 0), most first; `None` when no run
+    /// was traced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasons: Option<Vec<ReasonCount>>,
     /// The median over the runs of each percentile.
     pub latency: Option<LatencySummary>,
 }

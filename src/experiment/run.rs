@@ -10,10 +10,11 @@ use std::time::Instant;
 
 use super::bench::{self, Bench, Sides};
 use super::results::{BenchInfo, Cell, ConfigInfo, HostInfo, Results, Run, Settings, Timing};
-use super::sample::{Drops, Sampler};
+use super::sample::{Drops, ReasonCount, Sampler};
 use super::stats::{self, Comparison, Rng};
 use super::tune::{Config, Tuner};
 use crate::apply::journal::now_utc;
+use crate::base::drop_layer::Layer;
 use crate::base::stop::Stop;
 use crate::bench::cpu::CpuRow;
 use crate::bench::latency::LatencySummary;
@@ -339,6 +340,7 @@ pub fn cells(results: &Results) -> Vec<Cell> {
                 comparison,
                 cpus: median_cpus(&runs),
                 drops: median_drops(&runs),
+                reasons: median_reasons(&runs),
                 latency: median_latency(&runs),
             });
         }
@@ -389,6 +391,40 @@ fn median_drops(runs: &[&Run]) -> Drops {
         udp_in_errors: m(|d| d.udp_in_errors),
         tcp_listen_drops: m(|d| d.tcp_listen_drops),
     }
+}
+
+/// Per (reason, layer) seen in any run, the median over the traced runs.
+fn median_reasons(runs: &[&Run]) -> Option<Vec<ReasonCount>> {
+    let traced: Vec<&Vec<ReasonCount>> = runs
+        .iter()
+        .filter_map(|r| r.usage.reasons.as_ref())
+        .collect();
+    if traced.is_empty() {
+        return None;
+    }
+    let mut keys: Vec<(String, Layer)> = traced
+        .iter()
+        .flat_map(|rs| rs.iter().map(|r| (r.reason.clone(), r.layer)))
+        .collect();
+    keys.sort();
+    keys.dedup();
+    let mut out: Vec<ReasonCount> = keys
+        .into_iter()
+        .map(|(reason, layer)| {
+            let count = median_of(&traced, |rs| {
+                rs.iter()
+                    .find(|r| r.reason == reason && r.layer == layer)
+                    .map_or(0.0, |r| r.count as f64)
+            });
+            ReasonCount {
+                reason,
+                layer,
+                count: count as u64,
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.reason.cmp(&b.reason)));
+    Some(out)
 }
 
 fn median_latency(runs: &[&Run]) -> Option<LatencySummary> {

@@ -13,6 +13,8 @@ use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
 use crate::base::driver::{Ethtool, Netdev, Netlink};
+use crate::base::drop_layer::Layer;
+use crate::base::drop_reason::{self, ReasonSource};
 use crate::base::Root;
 use crate::bench::cpu::CpuRow;
 use crate::host::{Counters, CpuTime, Inputs, Selection};
@@ -80,6 +82,20 @@ pub struct Usage {
     /// neighbour.
     #[serde(default)]
     pub others_percent: Option<f64>,
+    /// The packets the kernel dropped, per reason it gave (the drop
+    /// tracer on skb:kfree_skb), most first; `None` when not traced (no
+    /// permission, an older kernel).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasons: Option<Vec<ReasonCount>>,
+}
+
+/// Drops of one reason in one layer of the path.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReasonCount {
+    /// As the kernel names it: `SOCKET_RCVBUFF`.
+    pub reason: String,
+    pub layer: Layer,
+    pub count: u64,
 }
 
 impl Usage {
@@ -152,9 +168,17 @@ pub struct MonitorSampler {
     netdev: Box<dyn Netdev>,
     netns: Option<String>,
     start: Instant,
+    /// The drop tracer, when one could be opened.
+    reasons: Option<Box<dyn ReasonSource>>,
 }
 
 impl MonitorSampler {
+    /// Count the kernel's drop reasons in each snapshot too.
+    pub fn with_reasons(mut self, source: Box<dyn ReasonSource>) -> MonitorSampler {
+        self.reasons = Some(source);
+        self
+    }
+
     /// `netns`: the namespace this process entered, for the samples' label.
     pub fn new(netns: Option<&str>) -> anyhow::Result<MonitorSampler> {
         let root = Root::live();
@@ -171,6 +195,7 @@ impl MonitorSampler {
             netdev,
             netns: netns.map(str::to_string),
             start: Instant::now(),
+            reasons: None,
         })
     }
 }
@@ -186,7 +211,8 @@ impl Sampler for MonitorSampler {
             netdev: self.netdev.as_ref(),
             netns: self.netns.clone(),
         };
-        let sample = self.inner.sample(&src, Stamp::since(self.start))?;
+        let mut sample = self.inner.sample(&src, Stamp::since(self.start))?;
+        sample.drop_reasons = self.reasons.as_mut().map(|r| r.totals());
         if sample.counters.cpu_time.is_empty() {
             anyhow::bail!("cannot read the per-CPU time in /proc/stat");
         }
@@ -221,8 +247,28 @@ impl Sampler for MonitorSampler {
                 &a.cpu_time,
                 after.own_cpu_s - before.own_cpu_s,
             ),
+            reasons: reasons(&before.sample, &after.sample),
         }
     }
+}
+
+/// The drops per reason between two samples; `None` unless both were
+/// traced.
+fn reasons(before: &Sample, after: &Sample) -> Option<Vec<ReasonCount>> {
+    let (b, a) = (before.drop_reasons.as_ref()?, after.drop_reasons.as_ref()?);
+    if a.unavailable.is_some() || b.unavailable.is_some() {
+        return None;
+    }
+    Some(
+        drop_reason::between(Some(b), a, 0.0)
+            .into_iter()
+            .map(|r| ReasonCount {
+                reason: r.reason,
+                layer: r.layer,
+                count: r.count,
+            })
+            .collect(),
+    )
 }
 
 /// The load average (1, 5, 15 minutes) from /proc/loadavg.

@@ -22,6 +22,7 @@ pub mod softnet;
 pub mod stat;
 pub mod sysctl;
 pub mod topology;
+pub mod udp_sockets;
 pub mod vulnerabilities;
 
 pub use model::*;

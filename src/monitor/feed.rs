@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use crate::base::drop_reason::ReasonSource;
 use crate::base::stop::Stop;
 use crate::base::Root;
 use crate::doctor::Severity;
@@ -99,6 +100,23 @@ pub struct LiveFeed {
     start: Instant,
     /// Index of the next tick: sample k is due at `start + k * interval`.
     next_tick: u64,
+    /// Where each sample's drop reasons come from (`None`: not traced).
+    reasons: Option<Reasons>,
+}
+
+/// A [`ReasonSource`], or why there is none.
+enum Reasons {
+    Source(Box<dyn ReasonSource>),
+    Unavailable(String),
+}
+
+impl std::fmt::Debug for Reasons {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Reasons::Source(_) => f.write_str("Reasons::Source"),
+            Reasons::Unavailable(why) => write!(f, "Reasons::Unavailable({why:?})"),
+        }
+    }
 }
 
 /// A recorded series, snapshot after snapshot.
@@ -121,7 +139,21 @@ impl Feed {
             interval,
             start: Instant::now(),
             next_tick: 0,
+            reasons: None,
         })
+    }
+
+    /// Add the kernel's drop reasons to each live sample: counted by
+    /// `source`, or, when it is `Err`, the reason why they are not (said
+    /// in each sample, so that every view can say it). A replay has none.
+    pub fn with_reasons(mut self, source: Result<Box<dyn ReasonSource>, String>) -> Feed {
+        if let Feed::Live(live) = &mut self {
+            live.reasons = Some(match source {
+                Ok(source) => Reasons::Source(source),
+                Err(why) => Reasons::Unavailable(why),
+            });
+        }
+        self
     }
 
     /// Replay the series recorded in `dir`.
@@ -214,7 +246,15 @@ impl LiveFeed {
             netdev: &netdev,
             netns: self.netns.clone(),
         };
-        self.sampler.sample(&src, Stamp::since(self.start))
+        let mut sample = self.sampler.sample(&src, Stamp::since(self.start))?;
+        sample.drop_reasons = match &mut self.reasons {
+            None => None,
+            Some(Reasons::Source(source)) => Some(source.totals()),
+            Some(Reasons::Unavailable(why)) => Some(
+                crate::base::drop_reason::ReasonTotals::unavailable(why.clone()),
+            ),
+        };
+        Ok(sample)
     }
 }
 

@@ -18,67 +18,57 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::base::counter::{delta, Width};
+use crate::base::drop_reason::{self, ReasonRate};
 use crate::host::softnet::SoftnetCpu;
 use crate::host::Counters;
 
 use super::sample::Sample;
 
-/// The receive path's layers, in the order a packet meets them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Layer {
-    /// The NIC and its driver: the ring was full, or the driver dropped.
-    Nic,
-    /// The per-CPU backlog (softnet_stat): full backlog, budget ran out.
-    Softnet,
-    /// IPv4 (/proc/net/snmp Ip).
-    Ip,
-    /// IPv6 (/proc/net/snmp6 Ip6).
-    Ip6,
-    /// UDP over IPv4 (/proc/net/snmp Udp).
-    Udp,
-    /// UDP over IPv6 (/proc/net/snmp6 Udp6).
-    Udp6,
-    /// TCP, IPv4 and IPv6 together (/proc/net/netstat TcpExt).
-    Tcp,
-}
+pub use crate::base::drop_layer::Layer;
 
-impl Layer {
-    /// Every layer, in path order.
-    pub const ALL: [Layer; 7] = [
-        Layer::Nic,
-        Layer::Softnet,
-        Layer::Ip,
-        Layer::Ip6,
-        Layer::Udp,
-        Layer::Udp6,
-        Layer::Tcp,
-    ];
-
-    /// How people name it: `NIC`, `softnet`, `IPv4`, `IPv6`, `UDP`,
-    /// `UDPv6`, `TCP`.
-    pub fn title(self) -> &'static str {
-        match self {
-            Layer::Nic => "NIC",
-            Layer::Softnet => "softnet",
-            Layer::Ip => "IPv4",
-            Layer::Ip6 => "IPv6",
-            Layer::Udp => "UDP",
-            Layer::Udp6 => "UDPv6",
-            Layer::Tcp => "TCP",
-        }
-    }
-}
+/// The layers that have loss counters, in path order: every layer of
+/// [`Layer::ALL`] but qdisc, netfilter and other, whose losses only the
+/// drop tracer tells apart (their JSON names are the same either way).
+pub const COUNTER_LAYERS: [Layer; 7] = [
+    Layer::Nic,
+    Layer::Softnet,
+    Layer::Ip,
+    Layer::Ip6,
+    Layer::Udp,
+    Layer::Udp6,
+    Layer::Tcp,
+];
 
 /// Every layer's losses over one interval.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct DropLadder {
-    /// One per layer, in path order ([`Layer::ALL`]).
+    /// One per layer with counters, in path order ([`COUNTER_LAYERS`]).
     pub layers: Vec<DropLayer>,
     /// The layer that lost the most packets per second, `None` when no
     /// layer lost any (or none could be computed).
     pub worst: Option<Layer>,
+    /// Whether the kernel's drop reasons were traced over the interval:
+    /// `None` when not asked for (a replay, `--no-trace`). When traced,
+    /// `layers` holds every layer of [`Layer::ALL`], those without
+    /// counters (qdisc, netfilter, other) with reasons only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tracing: Option<Tracing>,
 }
+
+/// The drop tracer over one interval.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Tracing {
+    /// Why reasons could not be traced (one line); `None` when they were.
+    pub unavailable: Option<String>,
+    /// Drops per second the tracer counted, every reason and layer.
+    pub per_sec: Option<f64>,
+    /// Drops it could not file under a reason this interval (its map was
+    /// full).
+    pub lost: u64,
+}
+
+/// Reasons shown per layer and interval.
+pub const TOP_REASONS: usize = 3;
 
 /// One layer's losses.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -90,6 +80,15 @@ pub struct DropLayer {
     pub drops_per_sec: Option<f64>,
     /// The counters of this layer that the kernel has.
     pub counters: Vec<DropCounter>,
+    /// Drops per second the tracer filed under this layer, every reason;
+    /// `None` when not traced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traced_per_sec: Option<f64>,
+    /// The kernel's reasons for this layer's drops over the interval, most
+    /// first (at most [`TOP_REASONS`]), each with its top kernel locations
+    /// and protocols; empty when none or not traced.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reasons: Vec<ReasonRate>,
 }
 
 /// One loss counter over the interval.
@@ -242,7 +241,7 @@ pub fn ladder(prev: &Sample, cur: &Sample, seconds: f64) -> DropLadder {
             .collect::<Vec<_>>()
     };
 
-    let layers: Vec<DropLayer> = [
+    let mut layers: Vec<DropLayer> = [
         (Layer::Nic, nic),
         (Layer::Softnet, softnet),
         (Layer::Ip, snmp(|c| &c.ip, IP)),
@@ -260,13 +259,83 @@ pub fn ladder(prev: &Sample, cur: &Sample, seconds: f64) -> DropLadder {
             .filter_map(|c| c.per_sec)
             .reduce(|a, b| a + b),
         counters,
+        traced_per_sec: None,
+        reasons: Vec::new(),
     })
     .collect();
+    let tracing = cur
+        .drop_reasons
+        .as_ref()
+        .map(|now| traced(&mut layers, prev, now, seconds));
     let worst = layers
         .iter()
         .filter_map(|l| Some((l.layer, l.drops_per_sec?)))
         .filter(|(_, rate)| *rate > 0.0)
         .max_by(|a, b| a.1.total_cmp(&b.1))
         .map(|(layer, _)| layer);
-    DropLadder { layers, worst }
+    DropLadder {
+        layers,
+        worst,
+        tracing,
+    }
+}
+
+/// Put the reasons of the interval under their layers (adding the layers
+/// that only the tracer sees, so that every layer is there).
+fn traced(
+    layers: &mut Vec<DropLayer>,
+    prev: &Sample,
+    now: &drop_reason::ReasonTotals,
+    seconds: f64,
+) -> Tracing {
+    if let Some(why) = &now.unavailable {
+        return Tracing {
+            unavailable: Some(why.clone()),
+            per_sec: None,
+            lost: 0,
+        };
+    }
+    // A previous sample without totals (the first after the tracer
+    // started) counts from zero.
+    let before = prev
+        .drop_reasons
+        .as_ref()
+        .filter(|p| p.unavailable.is_none());
+    let rates = drop_reason::between(before, now, seconds);
+    let per_sec = |count: u64| (seconds > 0.0).then(|| count as f64 / seconds);
+    let all: Vec<DropLayer> = Layer::ALL
+        .iter()
+        .map(|&layer| {
+            let (mut counted, mut of_layer) = (0u64, Vec::new());
+            for r in rates.iter().filter(|r| r.layer == layer) {
+                counted += r.count;
+                if of_layer.len() < TOP_REASONS {
+                    of_layer.push(r.clone());
+                }
+            }
+            let mut l = match layers.iter().position(|l| l.layer == layer) {
+                Some(i) => layers[i].clone(),
+                None => DropLayer {
+                    layer,
+                    drops_per_sec: None,
+                    counters: Vec::new(),
+                    traced_per_sec: None,
+                    reasons: Vec::new(),
+                },
+            };
+            l.traced_per_sec = per_sec(counted);
+            l.reasons = of_layer;
+            l
+        })
+        .collect();
+    *layers = all;
+    let lost = match before {
+        Some(b) if now.lost >= b.lost => now.lost - b.lost,
+        _ => now.lost,
+    };
+    Tracing {
+        unavailable: None,
+        per_sec: per_sec(rates.iter().map(|r| r.count).sum()),
+        lost,
+    }
 }

@@ -302,7 +302,7 @@ fn the_drop_ladder_counts_each_lost_packet_once_and_names_the_worst_layer() {
         .iter()
         .any(|c| c.name == "time_squeeze" && c.count == Some(50)));
     let layers: Vec<Layer> = r.drops.layers.iter().map(|l| l.layer).collect();
-    assert_eq!(layers, Layer::ALL);
+    assert_eq!(layers, crate::monitor::ladder::COUNTER_LAYERS);
 
     // Nothing lost: no worst layer.
     let quiet = after(&s1, 1.0, |_| {});
@@ -359,4 +359,89 @@ fn system_rates_and_a_zero_interval() {
     assert_eq!(r.interface("eth0").expect("eth0").rx_packets_per_sec, None);
     assert_eq!(r.system.context_switches_per_sec, None);
     assert!(r.drops.layers.iter().all(|l| l.drops_per_sec.is_none()));
+}
+
+#[test]
+fn traced_reasons_go_under_their_layers_and_every_layer_is_listed() {
+    use crate::base::drop_reason::{PlaceCount, ReasonTotal, ReasonTotals};
+    let total = |reason: &str, layer, count, at: &str| ReasonTotal {
+        reason: reason.to_string(),
+        layer,
+        count,
+        locations: vec![PlaceCount {
+            name: Some(at.to_string()),
+            count,
+        }],
+        protocols: Vec::new(),
+        about: Default::default(),
+    };
+    let mut s0 = first();
+    s0.drop_reasons = Some(ReasonTotals {
+        reasons: vec![total(
+            "SOCKET_RCVBUFF",
+            Layer::Udp,
+            100,
+            "udp_queue_rcv_one_skb+0x2f5",
+        )],
+        ..ReasonTotals::default()
+    });
+    let s1 = after(&s0, 2.0, |s| {
+        s.drop_reasons = Some(ReasonTotals {
+            reasons: vec![
+                total(
+                    "SOCKET_RCVBUFF",
+                    Layer::Udp,
+                    924,
+                    "udp_queue_rcv_one_skb+0x2f5",
+                ),
+                total("NETFILTER_DROP", Layer::Netfilter, 40, "nf_hook_slow+0x9a"),
+                total("NO_SOCKET", Layer::Udp, 2, "__udp4_lib_rcv+0x6a1"),
+            ],
+            lost: 3,
+            ..ReasonTotals::default()
+        })
+    });
+    let r = between(&s0, &s1);
+    let layers: Vec<Layer> = r.drops.layers.iter().map(|l| l.layer).collect();
+    assert_eq!(layers, Layer::ALL);
+    let udp = r.drops.layer(Layer::Udp).expect("udp");
+    let names: Vec<(&str, u64)> = udp
+        .reasons
+        .iter()
+        .map(|r| (r.reason.as_str(), r.count))
+        .collect();
+    assert_eq!(names, [("SOCKET_RCVBUFF", 824), ("NO_SOCKET", 2)]);
+    assert_eq!(udp.reasons[0].per_sec, Some(412.0));
+    assert_eq!(udp.traced_per_sec, Some(413.0));
+    assert_eq!(
+        udp.reasons[0].locations[0].name.as_deref(),
+        Some("udp_queue_rcv_one_skb+0x2f5")
+    );
+    let nf = r.drops.layer(Layer::Netfilter).expect("netfilter");
+    assert!(nf.counters.is_empty() && nf.drops_per_sec.is_none());
+    assert_eq!(nf.traced_per_sec, Some(20.0));
+    let tracing = r.drops.tracing.as_ref().expect("traced");
+    assert_eq!((tracing.per_sec, tracing.lost), (Some(433.0), 3));
+    // The layer losing the most is judged on counters, as without tracing.
+    assert_eq!(r.drops.worst, None);
+
+    // Asked for and unavailable: said, and the ladder is the counters'.
+    let mut s2 = after(&s1, 1.0, |_| {});
+    s2.drop_reasons = Some(ReasonTotals::unavailable("needs root"));
+    let r = between(&s1, &s2);
+    assert_eq!(
+        r.drops.tracing.and_then(|t| t.unavailable).as_deref(),
+        Some("needs root")
+    );
+    assert_eq!(
+        r.drops.layers.len(),
+        crate::monitor::ladder::COUNTER_LAYERS.len()
+    );
+    // Not asked for: no trace of it in the JSON.
+    let plain = between(&first(), &after(&first(), 1.0, |_| {}));
+    let json = serde_json::to_string(&plain.drops).expect("json");
+    assert!(
+        !json.contains("tracing") && !json.contains("reasons"),
+        "{json}"
+    );
 }

@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::base::driver::QueueStats;
+use crate::base::drop_reason::ReasonTotals;
 use crate::host::{Counters, Source, SourceIssue, VectorRole};
 
 use super::state::State;
@@ -58,6 +59,11 @@ pub struct Sample {
     /// The sources that could not be read for this sample, or only in
     /// part: their part of the sample is empty. Empty when all was read.
     pub missing: Vec<SourceIssue>,
+    /// The drops counted by the kernel's reason since the drop tracer
+    /// started (`None`: not traced, as in a replay or with --no-trace;
+    /// `unavailable` says why tracing was asked for and could not run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drop_reasons: Option<ReasonTotals>,
 }
 
 /// One IRQ vector of a NIC, as /proc/interrupts counts it.

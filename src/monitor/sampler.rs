@@ -184,6 +184,7 @@ impl Sampler {
             interfaces,
             state: layout.map(|l| l.state.clone()).unwrap_or_default(),
             missing,
+            drop_reasons: None,
         })
     }
 

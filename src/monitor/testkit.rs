@@ -136,6 +136,7 @@ pub fn first() -> Sample {
         interfaces: vec![eth0()],
         state: State::default(),
         missing: Vec::new(),
+        drop_reasons: None,
     }
 }
 

@@ -272,6 +272,28 @@ fn ladder(o: &mut String, frame: &Frame) {
         None => String::new(),
     };
     let _ = writeln!(o, "drops/s  {}{worst}", parts.join(" > "));
+    // The kernel's reasons, when traced (why not is said once, on stderr).
+    let reasons: Vec<String> = d
+        .layers
+        .iter()
+        .filter(|l| !l.reasons.is_empty())
+        .map(|l| {
+            let each: Vec<String> = l
+                .reasons
+                .iter()
+                .map(
+                    |r| match r.locations.first().and_then(|p| p.name.as_deref()) {
+                        Some(at) => format!("{} {} ({at})", r.reason, num(r.per_sec)),
+                        None => format!("{} {}", r.reason, num(r.per_sec)),
+                    },
+                )
+                .collect();
+            format!("{} {}", l.layer.title(), each.join(", "))
+        })
+        .collect();
+    if !reasons.is_empty() {
+        let _ = writeln!(o, "reasons/s  {}", reasons.join("; "));
+    }
 }
 
 #[cfg(test)]

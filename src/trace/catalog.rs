@@ -255,6 +255,29 @@ const ROWS: &[Row] = &[
     ("RECURSION_LIMIT", At(Other), "devices nested too deep (tunnels within tunnels)", Some("interface configuration"), DROPREASON),
 ];
 
+/// Reasons whose cause is a limit a setting raises (a buffer, a backlog,
+/// a queue), as opposed to a decision (a rule, a filter, a policy) or a
+/// fault: the ones doctor warns about.
+pub const LIMITS: &[&str] = &[
+    "SOCKET_RCVBUFF",
+    "SOCKET_BACKLOG",
+    "PROTO_MEM",
+    "TCP_LISTEN_OVERFLOW",
+    "TCP_ZEROWINDOW",
+    "TCP_OFO_QUEUE_PRUNE",
+    "TCP_OFO_DROP",
+    "NEIGH_CREATEFAIL",
+    "NEIGH_QUEUEFULL",
+    "QDISC_DROP",
+    "QDISC_OVERLIMIT",
+    "CAKE_FLOOD",
+    "FQ_BAND_LIMIT",
+    "FQ_FLOW_LIMIT",
+    "DUALPI2_STEP_DROP",
+    "CPU_BACKLOG",
+    "FULL_RING",
+];
+
 /// Families by name prefix, for reasons a newer kernel adds.
 const FAMILIES: &[(&str, Place)] = &[
     ("TCP_", At(Tcp)),
@@ -321,6 +344,15 @@ pub fn known() -> impl Iterator<Item = &'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_limit_is_a_listed_reason_with_a_fix() {
+        for name in LIMITS {
+            let e = entry(name);
+            assert_eq!(e.mapping, Mapping::Exact, "{name}");
+            assert!(e.fix.is_some(), "{name}");
+        }
+    }
 
     #[test]
     fn the_issue_s_examples_map_to_their_layers_and_fixes() {

@@ -42,6 +42,7 @@ pub mod programs;
 pub mod reasons;
 pub mod scope;
 pub mod softirq;
+pub mod source;
 
 use std::io;
 use std::os::fd::OwnedFd;

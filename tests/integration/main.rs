@@ -49,5 +49,6 @@ mod serve_tls;
 mod state_dir;
 mod steer;
 mod trace;
+mod trace_views;
 mod wording;
 mod xdp;

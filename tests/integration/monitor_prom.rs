@@ -29,14 +29,22 @@ impl Exporter {
     /// `nettune monitor --prometheus --bind 127.0.0.1:0 ARGS`, once it
     /// says where it serves.
     pub(crate) fn start(args: &[&str]) -> Exporter {
-        Exporter::start_at("127.0.0.1:0", args)
+        let mut cmd = nettune();
+        cmd.args(["monitor", "--prometheus", "--bind", "127.0.0.1:0"])
+            .args(args);
+        Exporter::spawn(cmd)
     }
 
     /// The same, listening on `bind`.
     pub(crate) fn start_at(bind: &str, args: &[&str]) -> Exporter {
-        let mut child = nettune()
-            .args(["monitor", "--prometheus", "--bind", bind])
-            .args(args)
+        let mut cmd = nettune();
+        cmd.args(["monitor", "--prometheus", "--bind", bind]).args(args);
+        Exporter::spawn(cmd)
+    }
+
+    /// `cmd` (an exporter's command line), once it says where it serves.
+    pub(crate) fn spawn(mut cmd: Command) -> Exporter {
+        let mut child = cmd
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -72,7 +80,7 @@ impl Exporter {
         exporter
     }
 
-    fn stderr(&self) -> String {
+    pub(crate) fn stderr(&self) -> String {
         self.stderr.lock().map(|s| s.clone()).unwrap_or_default()
     }
 
@@ -80,7 +88,7 @@ impl Exporter {
         http_get(self.addr, path)
     }
 
-    fn metrics(&self) -> (String, Parsed) {
+    pub(crate) fn metrics(&self) -> (String, Parsed) {
         let (status, _, body) = self.get("/metrics");
         assert_eq!(status, 200, "{body}");
         let parsed = parse(&body).unwrap_or_else(|e| panic!("{e}\n{body}"));
@@ -210,7 +218,7 @@ fn promtool_check_metrics(body: &str) -> (i32, String) {
 /// one node_exporter's own netstat names draw (`node_netstat_Udp_...` are
 /// not snake_case; node_exporter writes them so, and they are kept so
 /// that both exporters' series are one).
-fn assert_promtool_accepts(body: &str) {
+pub(crate) fn assert_promtool_accepts(body: &str) {
     let (code, out) = promtool_check_metrics(body);
     assert!(code == 0 || code == 3, "promtool exit {code}: {out}");
     for line in out.lines().filter(|l| !l.trim().is_empty()) {
@@ -475,6 +483,43 @@ fn prometheus_scrapes_it_and_computes_rates() {
     drop(prometheus);
     let (code, err) = exporter.stop();
     assert_eq!(code, Some(0), "{err}");
+}
+
+/// The YAML block after `marker` in docs/monitor.md.
+pub(crate) fn docs_block(marker: &str) -> String {
+    let docs =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/monitor.md"))
+            .expect("docs/monitor.md");
+    let from = docs
+        .find(marker)
+        .unwrap_or_else(|| panic!("no '{marker}' in docs/monitor.md"));
+    let rest = &docs[from..];
+    let start = rest.find("```yaml\n").expect("a yaml block") + "```yaml\n".len();
+    let end = rest[start..].find("```").expect("its end");
+    rest[start..start + end].to_string()
+}
+
+/// Rules YAML without its `annotations:` maps (each line indented
+/// deeper than `annotations:` belongs to it).
+pub(crate) fn without_annotations(yaml: &str) -> String {
+    let mut out = String::new();
+    let mut inside: Option<usize> = None;
+    for line in yaml.lines() {
+        let indent = line.len() - line.trim_start().len();
+        if let Some(depth) = inside {
+            if indent > depth || line.trim().is_empty() {
+                continue;
+            }
+            inside = None;
+        }
+        if line.trim() == "annotations:" {
+            inside = Some(indent);
+            continue;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
 }
 
 #[test]

@@ -6,6 +6,7 @@ mod cpu;
 mod irq;
 mod napi;
 mod nic;
+mod reasons;
 mod shared;
 mod sockets;
 mod softnet;
@@ -36,6 +37,7 @@ pub fn all(ctx: &Context, plans: &Plans) -> Vec<Finding> {
     sockets::check(ctx, plans, &mut out);
     cpu::check(ctx, plans, &mut out);
     napi::check(ctx, plans, &mut out);
+    reasons::check(ctx, &mut out);
     state::check(ctx, &mut out);
     steer::check(ctx, &mut out);
     out

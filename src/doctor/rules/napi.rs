@@ -250,6 +250,7 @@ mod tests {
         }];
         let ctx = Context {
             applied: &applied,
+            traced: None,
             ..Context::new(&host)
         };
         let found = findings(&ctx);

@@ -100,6 +100,7 @@ mod tests {
         }];
         let ctx = Context {
             applied: &applied,
+            traced: None,
             ..Context::new(&host)
         };
         let mut out = Vec::new();
@@ -126,6 +127,7 @@ mod tests {
         }];
         let ctx = Context {
             applied: &holds,
+            traced: None,
             ..Context::new(&host)
         };
         let mut out = Vec::new();

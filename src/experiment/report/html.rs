@@ -62,6 +62,7 @@ pub fn report(r: &Results, charts: &Charts) -> String {
     }
     cpu_tables(&mut o, r);
     changes(&mut o, r);
+    reasons(&mut o, r);
     let _ = writeln!(o, "</body></html>");
     o
 }
@@ -145,6 +146,41 @@ fn cpu_tables(o: &mut String, r: &Results) {
                     row.shares.idle
                 );
             }
+        }
+        let _ = writeln!(o, "</table>");
+    }
+}
+
+/// Last: the drops by the kernel's reason, per bench, under each config.
+fn reasons(o: &mut String, r: &Results) {
+    let mut first = true;
+    for b in &r.benches {
+        let Some((header, rows)) = text::reasons(r, &b.name) else {
+            continue;
+        };
+        if first {
+            first = false;
+            let _ = writeln!(
+                o,
+                "<h2>Drops by the kernel's reason</h2><p>The median over the runs of the packets \
+                 the kernel dropped in the measured part, by the reason it gave: which config \
+                 removed which drops.</p>"
+            );
+        }
+        let _ = write!(o, "<h3>{}</h3><table><tr>", esc(&b.name));
+        for h in &header {
+            let _ = write!(o, "<th>{}</th>", esc(h));
+        }
+        let _ = writeln!(o, "</tr>");
+        if rows.is_empty() {
+            let _ = writeln!(o, "<tr><td colspan=\"{}\">no drops</td></tr>", header.len());
+        }
+        for row in rows {
+            let _ = write!(o, "<tr>");
+            for v in &row {
+                let _ = write!(o, "<td>{}</td>", esc(v));
+            }
+            let _ = writeln!(o, "</tr>");
         }
         let _ = writeln!(o, "</table>");
     }

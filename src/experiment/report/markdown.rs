@@ -31,7 +31,38 @@ pub fn report(r: &Results, charts: &Charts) -> String {
         let _ = writeln!(o, "![{}]({})\n", chart.title, chart.file);
     }
     changes(&mut o, r);
+    reasons(&mut o, r);
     o
+}
+
+/// Last: the drops by the kernel's reason, per bench, under each config.
+fn reasons(o: &mut String, r: &Results) {
+    let tables: Vec<(&str, text::Table)> = r
+        .benches
+        .iter()
+        .filter_map(|b| Some((b.name.as_str(), text::reasons(r, &b.name)?)))
+        .collect();
+    if tables.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "## Drops by the kernel's reason\n\nThe median over the runs of the packets the kernel \
+         dropped in the measured part, by the reason it gave (skb:kfree_skb; docs/trace.md says \
+         what each means and its fix): which config removed which drops.\n"
+    );
+    for (bench, (header, rows)) in tables {
+        let _ = writeln!(o, "### {bench}\n");
+        let _ = writeln!(o, "| {} |", header.join(" | "));
+        let _ = writeln!(o, "|{}", "---|".repeat(header.len()));
+        if rows.is_empty() {
+            let _ = writeln!(o, "| none | | {}", "0 | ".repeat(header.len() - 2));
+        }
+        for row in rows {
+            let _ = writeln!(o, "| {} |", row.join(" | "));
+        }
+        let _ = writeln!(o);
+    }
 }
 
 fn matrix(o: &mut String, r: &Results) {

@@ -23,6 +23,68 @@ pub fn cell(cell: &Cell) -> String {
     format!("{rate} ({}, {})", c.text(), c.verdict.word())
 }
 
+/// A table: its header and its rows.
+pub type Table = (Vec<String>, Vec<Vec<String>>);
+
+/// The drops per reason of `bench` under each config, for the table
+/// that shows which config removed which drops: the header (reason,
+/// layer, then one column per config) and a row per (reason, layer)
+/// any config saw, most drops under the reference first. `None` when
+/// no run of the bench was traced.
+pub fn reasons(r: &Results, bench: &str) -> Option<Table> {
+    let cells: Vec<&Cell> = r
+        .configs
+        .iter()
+        .filter_map(|c| r.cell(&c.name, bench))
+        .collect();
+    if cells.iter().all(|c| c.reasons.is_none()) {
+        return None;
+    }
+    let count = |cell: &Cell, reason: &str, layer| {
+        cell.reasons.as_ref().map(|rs| {
+            rs.iter()
+                .find(|x| x.reason == reason && x.layer == layer)
+                .map_or(0, |x| x.count)
+        })
+    };
+    let mut keys: Vec<(String, crate::base::drop_layer::Layer)> = cells
+        .iter()
+        .flat_map(|c| c.reasons.iter().flatten())
+        .map(|x| (x.reason.clone(), x.layer))
+        .collect();
+    keys.sort();
+    keys.dedup();
+    let reference = cells.first().copied();
+    let weight = |k: &(String, crate::base::drop_layer::Layer)| {
+        cells
+            .iter()
+            .map(|c| count(c, &k.0, k.1).unwrap_or(0))
+            .collect::<Vec<u64>>()
+    };
+    keys.sort_by_key(|k| std::cmp::Reverse(weight(k)));
+    let mut header = vec!["reason".to_string(), "layer".to_string()];
+    header.extend(cells.iter().map(|c| c.config.clone()));
+    let rows = keys
+        .iter()
+        .map(|(reason, layer)| {
+            let base = reference.and_then(|c| count(c, reason, *layer));
+            let mut row = vec![reason.clone(), layer.title().to_string()];
+            for (i, cell) in cells.iter().enumerate() {
+                row.push(match (count(cell, reason, *layer), base) {
+                    (None, _) => "not traced".to_string(),
+                    (Some(0), Some(b)) if i > 0 && b > 0 => "0 (removed)".to_string(),
+                    (Some(n), Some(0)) if i > 0 && n > 0 => {
+                        format!("{} (new)", format_count(n))
+                    }
+                    (Some(n), _) => format_count(n),
+                });
+            }
+            row
+        })
+        .collect();
+    Some((header, rows))
+}
+
 /// min..max over the runs, and the spread.
 pub fn spread(cell: &Cell) -> String {
     format!(

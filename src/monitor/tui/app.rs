@@ -10,7 +10,7 @@ use crate::monitor::Frame;
 use super::filter::Filter;
 use super::history::History;
 use super::theme::Theme;
-use super::{cpus, findings, heatmap, queues};
+use super::{cpus, findings, heatmap, ladder, queues};
 
 /// The panes, in Tab order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -145,8 +145,9 @@ impl App {
             Pane::Cpus => cpus::rows(frame, &self.filter, self.cpu_sort).len(),
             Pane::Heatmap => heatmap::rows(frame, &self.filter, self.heat_sort).len(),
             Pane::Queues => queues::rows(frame, &self.filter, self.queue_sort).len(),
-            // The ladder's one line under its fixed two.
-            Pane::Ladder => 1,
+            // The ladder's lines under its fixed two: the losing layer,
+            // then the reasons per layer when traced.
+            Pane::Ladder => ladder::text(frame, &Theme::plain(), 0).rows.len(),
             Pane::Findings => findings::text(frame, &Theme::plain(), 0).rows.len(),
         }
     }

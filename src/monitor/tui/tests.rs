@@ -172,6 +172,73 @@ fn the_ladder_marks_the_layer_losing_packets() {
 }
 
 #[test]
+fn traced_reasons_are_named_under_their_layers() {
+    use crate::base::drop_layer::Layer;
+    use crate::base::drop_reason::{PlaceCount, ReasonRate};
+    use crate::monitor::ladder::Tracing;
+    let mut frame = vm_first();
+    let reason = |name: &str, layer, per_sec: f64, at: Option<&str>| ReasonRate {
+        reason: name.to_string(),
+        layer,
+        count: per_sec as u64,
+        per_sec: Some(per_sec),
+        locations: vec![PlaceCount {
+            name: at.map(str::to_string),
+            count: per_sec as u64,
+        }],
+        protocols: Vec::new(),
+        about: Default::default(),
+    };
+    let drops = &mut frame.rates.drops;
+    drops.tracing = Some(Tracing {
+        per_sec: Some(452.0),
+        ..Tracing::default()
+    });
+    for layer in &mut drops.layers {
+        layer.traced_per_sec = Some(0.0);
+    }
+    let udp = drops
+        .layers
+        .iter_mut()
+        .find(|l| l.layer == Layer::Udp)
+        .expect("udp");
+    udp.traced_per_sec = Some(412.0);
+    udp.reasons = vec![reason(
+        "SOCKET_RCVBUFF",
+        Layer::Udp,
+        412.0,
+        Some("udp_queue_rcv_one_skb+0x2f5"),
+    )];
+    drops.layers.insert(
+        2,
+        crate::monitor::DropLayer {
+            layer: Layer::Netfilter,
+            drops_per_sec: None,
+            counters: Vec::new(),
+            traced_per_sec: Some(40.0),
+            reasons: vec![reason("NETFILTER_DROP", Layer::Netfilter, 40.0, None)],
+        },
+    );
+    let buf = render(&app_with(frame), Theme::plain(), 160, 60);
+    let text = screen(&buf);
+    let (_, udp) = row_starting(&buf, "UDP ");
+    assert!(
+        udp.contains("SOCKET_RCVBUFF 412/s at udp_queue_rcv_one_skb+0x2f5"),
+        "{text}"
+    );
+    let (_, nf) = row_starting(&buf, "netfilter ");
+    assert!(
+        nf.contains("NETFILTER_DROP 40/s (location hidden)"),
+        "{text}"
+    );
+    // The layer only the tracer sees joins the row because it dropped.
+    let (y, names) = row_starting(&buf, "NIC >");
+    assert!(names.contains("netfilter"), "{names}");
+    assert!(names.find("softnet") < names.find("netfilter"), "{names}");
+    assert!(rows(&buf)[usize::from(y) + 1].contains(" 40 "), "{text}");
+}
+
+#[test]
 fn findings_of_the_interval_are_listed_worst_first() {
     let app = app_with(vm_first());
     let buf = render(&app, Theme::colored(), 100, 40);

@@ -23,6 +23,7 @@
 //! took the most interrupts first, rank by rank across IRQs, and never
 //! fewer than one per IRQ.
 
+mod drop_reasons;
 mod findings;
 mod input;
 mod interrupts;
@@ -138,6 +139,12 @@ const COLLECTORS: &[Collector] = &[
         write: ladder::write,
     },
     Collector {
+        name: "drop_reasons",
+        sections: &[],
+        missing_is_empty: false,
+        write: drop_reasons::write,
+    },
+    Collector {
         name: "findings",
         sections: &[],
         missing_is_empty: false,
@@ -186,8 +193,12 @@ pub fn render(input: &Input) -> Exposition {
     out
 }
 
-/// Whether the collector's sources were all read in full.
+/// Whether the collector's sources were all read in full (for the drop
+/// reasons: whether the tracer runs).
 fn read_whole(collector: &Collector, input: &Input) -> bool {
+    if collector.name == "drop_reasons" {
+        return drop_reasons::traced(input);
+    }
     !input.sample.missing.iter().any(|issue| {
         let ours = collector
             .sections
