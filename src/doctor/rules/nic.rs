@@ -40,7 +40,7 @@ its reader runs (Documentation/networking/scaling.rst, \"RPS: Receive Packet Ste
 const WHY_RPS_ONE_CPU: &str = "RPS hands each packet to a CPU of rps_cpus for its protocol \
 processing (the receive softirq's work after the driver: IP, UDP or TCP, the socket queue). When \
 every RX queue names the same single CPU, all receive processing lands there, the software twin of \
-all queue interrupts on CPU0 that \"SMP IRQ affinity\" (Linux Journal) measures before spreading \
+all queue interrupts on CPU0 that the article \"SMP IRQ affinity\" measures before spreading \
 them: one CPU saturates in softirq while the others idle, and an application pinned to that CPU \
 gets only what the softirq leaves it (Cloudflare, \"How to receive a million packets per \
 second\": a reader on the CPU that receives loses to it; Documentation/networking/scaling.rst, \
