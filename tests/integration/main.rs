@@ -37,6 +37,7 @@ mod plan_netns;
 mod plan_props;
 mod product_text;
 mod rr_peers;
+mod scenario;
 mod serve;
 mod serve_guard;
 mod serve_tls;
