@@ -75,7 +75,7 @@ for scenario in $SCENARIOS; do
 import json, re, sys
 d = json.load(sys.stdin)
 pin = lambda c: re.search(r"--pin (\d+)", c).group(1)
-print(d["server"]["netns"], d["client"]["netns"], pin(d["commands"]["sink"]), pin(d["commands"]["flood"]), d["profile"])' <<<"$up")
+print(d["server"]["netns"], d["client"]["netns"], pin(d["commands"]["server"]), pin(d["commands"]["client"]), d["profile"])' <<<"$up")
     feed=$work/feed
     : > "$feed"
     for i in $(seq 0 $((FLOWS - 1))); do echo "U:198.18.0.1:$((11111 + i))" >> "$feed"; done

@@ -144,15 +144,15 @@ fn describe_scenario(s: &scenario::Scenario, tb: &Testbed) -> String {
         )
     };
     format!(
-        "scenario {name}: {summary}\n{problem}\n  (after {source})\n{host}show it (the reader \
-         first, then the sender, in two shells):\n  {sink}\n  {flood}\njudge it (doctor names \
+        "scenario {name}: {summary}\n{problem}\n  (after {source})\n{host}show it (the server \
+         first, then the client, in two shells):\n  {server}\n  {client}\njudge it (doctor names \
          {finding}):\n  {doctor}\nfix it, then run both again:\n  {fix}\n",
         name = s.name,
         summary = s.summary,
         problem = indented(s.problem),
         source = s.source,
-        sink = c.sink,
-        flood = c.flood,
+        server = c.server,
+        client = c.client,
         finding = s.finding,
         doctor = c.doctor,
         fix = c.fix,

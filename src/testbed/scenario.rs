@@ -16,11 +16,27 @@ use crate::testbed::Testbed;
 /// What a scenario writes to the server's veth RX queues.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Rps {
+    /// Left as the testbed makes it.
+    Unchanged,
     /// rps_cpus 0 on every RX queue: packets are processed on the sending
     /// CPU (a namespace's `rps_default_mask` could have set a mask).
     Off,
     /// rps_cpus = this one CPU on every RX queue.
     OneCpu(u32),
+}
+
+/// The traffic that shows a scenario's problem.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Workload {
+    /// Many small UDP packets (`bench udp-flood` into `bench udp-sink`),
+    /// the reader and the sender pinned.
+    Udp {
+        reader_cpu: u32,
+        sender_cpu: u32,
+        flood_options: &'static str,
+    },
+    /// One bulk TCP stream (`bench stream` into `bench stream-server`).
+    Stream,
 }
 
 /// One scenario.
@@ -36,18 +52,18 @@ pub struct Scenario {
     /// RX/TX queues per veth end.
     pub queues: u32,
     pub rps: Rps,
+    /// Sysctls written in the server's namespace (dotted name, value).
+    pub sysctls: &'static [(&'static str, &'static str)],
     /// Host-wide values lowered to at most this (snapshot and restore).
     pub host: &'static [super::host_values::AtMost],
-    /// The CPUs the reader and the sender are pinned to.
-    pub reader_cpu: u32,
-    pub sender_cpu: u32,
-    /// Extra options of `bench udp-sink` and `bench udp-flood`.
-    pub sink_options: &'static str,
-    pub flood_options: &'static str,
+    pub workload: Workload,
     /// The doctor finding that names the problem.
     pub finding: &'static str,
     /// The profile whose plan fixes it.
     pub profile: &'static str,
+    /// Options `doctor` and `apply` need to see it (the path's bandwidth
+    /// and round-trip time for buffer sizes), or "".
+    pub path: &'static str,
 }
 
 /// Every scenario, in the order `testbed scenarios` lists them.
@@ -62,13 +78,16 @@ pub const ALL: &[Scenario] = &[
         source: "Cloudflare, \"How to receive a million packets per second\"",
         queues: 2,
         rps: Rps::Off,
+        sysctls: &[],
         host: &[],
-        reader_cpu: 0,
-        sender_cpu: 0,
-        sink_options: "",
-        flood_options: "--flows 16",
+        workload: Workload::Udp {
+            reader_cpu: 0,
+            sender_cpu: 0,
+            flood_options: "--flows 16",
+        },
         finding: "rps.off",
         profile: "pps",
+        path: "",
     },
     Scenario {
         name: "softirq-on-app-cpu",
@@ -80,13 +99,34 @@ pub const ALL: &[Scenario] = &[
         source: "\"SMP IRQ affinity\" (igi, 2013): softirqs piled on CPU0",
         queues: 2,
         rps: Rps::OneCpu(1),
+        sysctls: &[],
         host: &[],
-        reader_cpu: 1,
-        sender_cpu: 0,
-        sink_options: "",
-        flood_options: "--flows 16",
+        workload: Workload::Udp {
+            reader_cpu: 1,
+            sender_cpu: 0,
+            flood_options: "--flows 16",
+        },
         finding: "rps.one-cpu",
         profile: "pps",
+        path: "",
+    },
+    Scenario {
+        name: "bulk-small-buffers",
+        summary:
+            "a bulk TCP flow whose receive buffer is too small for its bandwidth-delay product",
+        problem: "The server's namespace caps TCP receive buffers at 32 KiB (net.ipv4.tcp_rmem \
+                  4096 16384 32768), far below what a veth pair carries in one round trip \
+                  (10 Gbit/s x 100 us = 125 kB): the receiver's window, not the path, limits a \
+                  bulk flow. Buffer maxima at or above bandwidth x RTT are the fix.",
+        source: "ESnet fasterdata, Linux host tuning (buffers from bandwidth x RTT)",
+        queues: 2,
+        rps: Rps::Unchanged,
+        sysctls: &[("net.ipv4.tcp_rmem", "4096 16384 32768")],
+        host: &[],
+        workload: Workload::Stream,
+        finding: "tcp.buffers-small",
+        profile: "throughput",
+        path: "--bandwidth 10gbit --rtt 100us",
     },
 ];
 
@@ -114,10 +154,10 @@ pub fn list() -> String {
 /// The commands that show, judge and fix a scenario on testbed `tb`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Commands {
-    /// Start first: the reader, pinned.
-    pub sink: String,
-    /// The sender, pinned.
-    pub flood: String,
+    /// Start first: the receiving side (the reader, pinned, for UDP).
+    pub server: String,
+    /// The sending side.
+    pub client: String,
     pub doctor: String,
     pub fix: String,
 }
@@ -131,23 +171,49 @@ pub fn commands(s: &Scenario, tb: &Testbed) -> Commands {
             .collect::<Vec<_>>()
             .join(" ")
     };
-    let server = &tb.server;
-    let sink = format!(
-        "nettune bench udp-sink --netns {} --bind {}:9000 --pin {} --duration 10",
-        server.netns, server.address, s.reader_cpu
-    );
-    let flood = format!(
-        "nettune bench udp-flood --netns {} --to {}:9000 --pin {} --duration 10",
-        tb.client.netns, server.address, s.sender_cpu
-    );
-    Commands {
-        sink: join(&[&sink, s.sink_options]),
-        flood: join(&[&flood, s.flood_options]),
-        doctor: format!("nettune doctor --netns {}", server.netns),
-        fix: format!(
-            "nettune apply --profile {} --netns {}",
-            s.profile, server.netns
+    let (server, client) = (&tb.server, &tb.client);
+    let (server_cmd, client_cmd) = match s.workload {
+        Workload::Udp {
+            reader_cpu,
+            sender_cpu,
+            flood_options,
+        } => (
+            format!(
+                "nettune bench udp-sink --netns {} --bind {}:9000 --pin {reader_cpu} --duration \
+                 10",
+                server.netns, server.address
+            ),
+            join(&[
+                &format!(
+                    "nettune bench udp-flood --netns {} --to {}:9000 --pin {sender_cpu} \
+                     --duration 10",
+                    client.netns, server.address
+                ),
+                flood_options,
+            ]),
         ),
+        Workload::Stream => (
+            format!(
+                "nettune bench stream-server --netns {} --bind {}:5201 --duration 15",
+                server.netns, server.address
+            ),
+            format!(
+                "nettune bench stream --netns {} --to {}:5201 --duration 10",
+                client.netns, server.address
+            ),
+        ),
+    };
+    Commands {
+        server: server_cmd,
+        client: client_cmd,
+        doctor: join(&["nettune doctor --netns", &server.netns, s.path]),
+        fix: join(&[
+            "nettune apply --profile",
+            s.profile,
+            "--netns",
+            &server.netns,
+            s.path,
+        ]),
     }
 }
 
@@ -156,8 +222,9 @@ pub fn commands(s: &Scenario, tb: &Testbed) -> Commands {
 /// with their snapshot).
 pub fn build(s: &Scenario, tb: &Testbed) -> anyhow::Result<()> {
     let mask = match s.rps {
-        Rps::Off => "0".to_string(),
-        Rps::OneCpu(cpu) => crate::base::cpuset::format_mask(&[cpu]),
+        Rps::Unchanged => None,
+        Rps::Off => Some("0".to_string()),
+        Rps::OneCpu(cpu) => Some(crate::base::cpuset::format_mask(&[cpu])),
     };
     let iface = tb.server.iface.clone();
     let netns = tb.server.netns.clone();
@@ -168,6 +235,13 @@ pub fn build(s: &Scenario, tb: &Testbed) -> anyhow::Result<()> {
             .spawn(|| -> anyhow::Result<()> {
                 crate::base::netns::enter(&netns)?;
                 let root = crate::base::Root::live();
+                for (name, value) in s.sysctls {
+                    root.write(&format!("/proc/sys/{}", name.replace('.', "/")), value)
+                        .map_err(|e| anyhow::anyhow!("in network namespace {netns}: {e}"))?;
+                }
+                let Some(mask) = &mask else {
+                    return Ok(());
+                };
                 let queues = root
                     .list(&format!("/sys/class/net/{iface}/queues"))
                     .map_err(|e| anyhow::anyhow!("{e}"))?
@@ -221,7 +295,14 @@ mod tests {
                 "{}",
                 s.name
             );
-            assert!(s.reader_cpu < 2 && s.sender_cpu < 2, "{}: two CPUs", s.name);
+            if let Workload::Udp {
+                reader_cpu,
+                sender_cpu,
+                ..
+            } = s.workload
+            {
+                assert!(reader_cpu < 2 && sender_cpu < 2, "{}: two CPUs", s.name);
+            }
             assert!(list().contains(s.summary));
         }
     }
@@ -232,14 +313,25 @@ mod tests {
         let s = find("softirq-on-app-cpu").expect("scenario");
         let c = commands(s, &tb);
         assert_eq!(
-            c.sink,
+            c.server,
             "nettune bench udp-sink --netns ntb-x-server --bind 198.18.0.1:9000 --pin 1 \
              --duration 10"
         );
-        assert!(
-            c.flood.contains("--netns ntb-x-client")
-                && c.flood.ends_with("--pin 0 --duration 10 --flows 16")
+        assert_eq!(
+            c.client,
+            "nettune bench udp-flood --netns ntb-x-client --to 198.18.0.1:9000 --pin 0 \
+             --duration 10 --flows 16"
         );
         assert_eq!(c.fix, "nettune apply --profile pps --netns ntb-x-server");
+        // A buffer scenario passes the path on to doctor and apply.
+        let c = commands(find("bulk-small-buffers").expect("scenario"), &tb);
+        assert_eq!(
+            c.doctor,
+            "nettune doctor --netns ntb-x-server --bandwidth 10gbit --rtt 100us"
+        );
+        assert!(c
+            .fix
+            .starts_with("nettune apply --profile throughput --netns ntb-x-server --bandwidth"));
+        assert!(c.server.contains("stream-server") && c.client.contains("--to 198.18.0.1:5201"));
     }
 }

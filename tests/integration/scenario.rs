@@ -8,7 +8,11 @@ use serde_json::Value;
 
 use crate::common::*;
 
-const SCENARIOS: &[&str] = &["reader-on-softirq-cpu", "softirq-on-app-cpu"];
+const SCENARIOS: &[&str] = &[
+    "reader-on-softirq-cpu",
+    "softirq-on-app-cpu",
+    "bulk-small-buffers",
+];
 
 #[test]
 fn scenarios_are_listed_one_line_each_and_an_unknown_one_is_refused() {
@@ -84,18 +88,20 @@ impl Drop for Bed {
     }
 }
 
-/// The ids doctor names on the server's veth (totals: the counters do not
-/// matter to these rules).
-fn named_on_veth(netns: &str) -> Vec<String> {
+/// The ids doctor names in `netns` about its veth or its sysctls (totals:
+/// the counters do not matter to these rules), with `path` (--bandwidth,
+/// --rtt) passed on.
+fn named(netns: &str, path: &[&str]) -> Vec<String> {
+    let mut args = vec!["doctor", "--netns", netns, "--interval", "0", "--json"];
+    args.extend(path);
     // Exit 1: findings at warn or above; 2 would be a failure to judge.
-    let (code, stdout, stderr) = run(&["doctor", "--netns", netns, "--interval", "0", "--json"]);
+    let (code, stdout, stderr) = run(&args);
     assert!(code == 0 || code == 1, "doctor: exit {code}: {stderr}");
     let doc: Value = serde_json::from_str(&stdout).expect("doctor JSON");
     doc["findings"]
         .as_array()
         .expect("findings")
         .iter()
-        .filter(|f| f["title"].as_str().is_some_and(|t| t.contains("tb-server")))
         .map(|f| f["id"].as_str().expect("id").to_string())
         .collect()
 }
@@ -110,15 +116,17 @@ fn each_scenario_is_named_by_doctor_and_fixed_by_its_profile() {
         assert_eq!(bed.up["scenario"], *scenario, "{:#}", bed.up);
         let finding = bed.up["finding"].as_str().expect("finding").to_string();
         let profile = bed.up["profile"].as_str().expect("profile").to_string();
-        // The commands that show it pin the reader and the sender inside
-        // the testbed's namespaces.
-        let sink = bed.up["commands"]["sink"].as_str().expect("sink");
+        // The commands that show it run inside the testbed's namespaces.
+        let server = bed.up["commands"]["server"].as_str().expect("server");
         assert!(
-            sink.contains(&format!("--netns {}", bed.server())) && sink.contains("--pin "),
-            "{sink}"
+            server.contains(&format!("--netns {}", bed.server())),
+            "{server}"
         );
+        // What doctor and apply need to see it (the path, for buffers).
+        let doctor = bed.up["commands"]["doctor"].as_str().expect("doctor");
+        let path: Vec<&str> = doctor.split_whitespace().skip(4).collect();
 
-        let before = named_on_veth(bed.server());
+        let before = named(bed.server(), &path);
         assert!(
             before.contains(&finding),
             "{scenario}: doctor does not name {finding}: {before:?}"
@@ -127,7 +135,7 @@ fn each_scenario_is_named_by_doctor_and_fixed_by_its_profile() {
         let state = tempfile::tempdir().expect("state dir");
         let (code, stdout, stderr) = run(&apply_args(&profile, bed.server(), s(state.path())));
         assert_eq!(code, 0, "{scenario}: apply: {stdout}{stderr}");
-        let after = named_on_veth(bed.server());
+        let after = named(bed.server(), &path);
         assert!(
             !after.contains(&finding),
             "{scenario}: {finding} still named after apply --profile {profile}: {after:?}"
@@ -153,9 +161,20 @@ fn rps_one_cpu_is_the_scenario_not_the_plain_testbed() {
     let name = unique("scn");
     let up = run_json(&["testbed", "up", "--name", &name, "--queues", "2", "--json"]);
     let plain = Bed { name, up };
-    let named = named_on_veth(plain.server());
-    assert!(!named.contains(&"rps.one-cpu".to_string()), "{named:?}");
-    assert!(named.contains(&"rps.off".to_string()), "{named:?}");
+    let plain_ids = named(plain.server(), &[]);
+    assert!(
+        !plain_ids.contains(&"rps.one-cpu".to_string()),
+        "{plain_ids:?}"
+    );
+    assert!(plain_ids.contains(&"rps.off".to_string()), "{plain_ids:?}");
+    // Nor are its buffers too small for the path the buffer scenario
+    // judges with.
+    let path = ["--bandwidth", "10gbit", "--rtt", "100us"];
+    let plain_ids = named(plain.server(), &path);
+    assert!(
+        !plain_ids.contains(&"tcp.buffers-small".to_string()),
+        "{plain_ids:?}"
+    );
     drop(plain);
 
     let bed = Bed::up("softirq-on-app-cpu");
