@@ -40,7 +40,11 @@ fn proc_path(sysctl: &str) -> String {
 }
 
 fn snapshot_path(testbed: &str) -> PathBuf {
-    Path::new(DIR).join(format!("{testbed}.json"))
+    snapshot_in(Path::new(DIR), testbed)
+}
+
+fn snapshot_in(dir: &Path, testbed: &str) -> PathBuf {
+    dir.join(format!("{testbed}.json"))
 }
 
 /// An exclusive flock on [`LOCK`], released when dropped.
@@ -89,11 +93,20 @@ pub fn set(testbed: &str, wanted: &[AtMost]) -> anyhow::Result<Vec<HostValue>> {
     if wanted.is_empty() {
         return Ok(Vec::new());
     }
-    let root = Root::live();
+    set_in(&Root::live(), Path::new(DIR), testbed, wanted)
+}
+
+/// [`set`] on the kernel files of `root`, the snapshot in `dir`.
+fn set_in(
+    root: &Root,
+    dir: &Path,
+    testbed: &str,
+    wanted: &[AtMost],
+) -> anyhow::Result<Vec<HostValue>> {
     let _held = lock()?;
     let mut changes = Vec::new();
     for w in wanted {
-        let before = read(&root, w.sysctl)?;
+        let before = read(root, w.sysctl)?;
         let now: u64 = before
             .parse()
             .with_context(|| format!("{} is '{before}', not a number of bytes", w.sysctl))?;
@@ -108,11 +121,11 @@ pub fn set(testbed: &str, wanted: &[AtMost]) -> anyhow::Result<Vec<HostValue>> {
     if changes.is_empty() {
         return Ok(changes);
     }
-    save(testbed, &changes)?;
+    save(dir, testbed, &changes)?;
     for (i, c) in changes.iter().enumerate() {
         if let Err(e) = root.write(&proc_path(&c.sysctl), &c.set) {
-            let _ = restore_values(&root, &changes[..i]);
-            let _ = std::fs::remove_file(snapshot_path(testbed));
+            let _ = restore_values(root, &changes[..i]);
+            let _ = std::fs::remove_file(snapshot_in(dir, testbed));
             return Err(anyhow::anyhow!(
                 "cannot set {} to '{}' on the host: {e}; nothing is left changed",
                 c.sysctl,
@@ -123,9 +136,9 @@ pub fn set(testbed: &str, wanted: &[AtMost]) -> anyhow::Result<Vec<HostValue>> {
     Ok(changes)
 }
 
-fn save(testbed: &str, changes: &[HostValue]) -> anyhow::Result<()> {
-    std::fs::create_dir_all(DIR).with_context(|| format!("cannot create {DIR}"))?;
-    let path = snapshot_path(testbed);
+fn save(dir: &Path, testbed: &str, changes: &[HostValue]) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let path = snapshot_in(dir, testbed);
     let mut file =
         std::fs::File::create(&path).with_context(|| format!("cannot write {}", path.display()))?;
     file.write_all(serde_json::to_string_pretty(changes)?.as_bytes())
@@ -172,7 +185,12 @@ fn restore_values(root: &Root, changes: &[HostValue]) -> anyhow::Result<Vec<Rest
 /// Put back what testbed `testbed`'s scenario changed on the host, and
 /// forget the snapshot. Nothing to do (an empty list) without one.
 pub fn restore(testbed: &str) -> anyhow::Result<Vec<Restored>> {
-    let path = snapshot_path(testbed);
+    restore_in(&Root::live(), Path::new(DIR), testbed)
+}
+
+/// [`restore`] on the kernel files of `root`, the snapshot in `dir`.
+fn restore_in(root: &Root, dir: &Path, testbed: &str) -> anyhow::Result<Vec<Restored>> {
+    let path = snapshot_in(dir, testbed);
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -181,7 +199,7 @@ pub fn restore(testbed: &str) -> anyhow::Result<Vec<Restored>> {
     let changes: Vec<HostValue> = serde_json::from_str(&text)
         .with_context(|| format!("{} is not a host-value snapshot", path.display()))?;
     let _held = lock()?;
-    let done = restore_values(&Root::live(), &changes)?;
+    let done = restore_values(root, &changes)?;
     std::fs::remove_file(&path).with_context(|| format!("cannot remove {}", path.display()))?;
     Ok(done)
 }
@@ -197,6 +215,92 @@ pub fn changed(testbed: &str) -> Vec<HostValue> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A tree with the two sysctls, and a snapshot directory.
+    fn tree(rmem_default: &str, rmem_max: &str) -> (tempfile::TempDir, Root, PathBuf) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let core = dir.path().join("proc/sys/net/core");
+        std::fs::create_dir_all(&core).expect("mkdir");
+        std::fs::write(core.join("rmem_default"), format!("{rmem_default}\n")).expect("write");
+        std::fs::write(core.join("rmem_max"), format!("{rmem_max}\n")).expect("write");
+        let root = Root::at(dir.path()).expect("root");
+        let snapshots = dir.path().join("snapshots");
+        (dir, root, snapshots)
+    }
+
+    const WANTED: &[AtMost] = &[
+        AtMost {
+            sysctl: "net.core.rmem_default",
+            value: 212_992,
+        },
+        AtMost {
+            sysctl: "net.core.rmem_max",
+            value: 212_992,
+        },
+    ];
+
+    #[test]
+    fn a_bigger_value_is_lowered_recorded_first_and_put_back() {
+        let (_dir, root, snaps) = tree("4194304", "100000");
+        let changed = set_in(&root, &snaps, "ntb-a", WANTED).expect("set");
+        // rmem_max is already smaller: left alone, not recorded.
+        assert_eq!(
+            changed,
+            [HostValue {
+                sysctl: "net.core.rmem_default".into(),
+                before: "4194304".into(),
+                set: "212992".into(),
+            }]
+        );
+        assert_eq!(
+            read(&root, "net.core.rmem_default").expect("read"),
+            "212992"
+        );
+        assert!(snapshot_in(&snaps, "ntb-a").exists());
+        let done = restore_in(&root, &snaps, "ntb-a").expect("restore");
+        assert_eq!(done.len(), 1);
+        assert!(done[0].restored);
+        assert_eq!(
+            read(&root, "net.core.rmem_default").expect("read"),
+            "4194304"
+        );
+        assert_eq!(read(&root, "net.core.rmem_max").expect("read"), "100000");
+        assert!(!snapshot_in(&snaps, "ntb-a").exists());
+        // Nothing recorded: nothing to do.
+        assert!(restore_in(&root, &snaps, "ntb-a")
+            .expect("again")
+            .is_empty());
+    }
+
+    #[test]
+    fn a_value_changed_after_the_scenario_is_left_as_it_is() {
+        let (_dir, root, snaps) = tree("4194304", "4194304");
+        assert_eq!(
+            set_in(&root, &snaps, "ntb-b", WANTED).expect("set").len(),
+            2
+        );
+        root.write("/proc/sys/net/core/rmem_max", "1000000")
+            .expect("someone else");
+        let done = restore_in(&root, &snaps, "ntb-b").expect("restore");
+        let by_name = |n: &str| done.iter().find(|r| r.sysctl == n).cloned().expect(n);
+        assert!(by_name("net.core.rmem_default").restored);
+        let max = by_name("net.core.rmem_max");
+        assert!(!max.restored);
+        assert_eq!(max.value, "1000000");
+        assert_eq!(read(&root, "net.core.rmem_max").expect("read"), "1000000");
+        assert_eq!(
+            read(&root, "net.core.rmem_default").expect("read"),
+            "4194304"
+        );
+    }
+
+    #[test]
+    fn a_value_that_is_not_a_number_changes_nothing() {
+        let (_dir, root, snaps) = tree("lots", "4194304");
+        assert!(set_in(&root, &snaps, "ntb-c", WANTED).is_err());
+        assert_eq!(read(&root, "net.core.rmem_max").expect("read"), "4194304");
+        assert!(!snapshot_in(&snaps, "ntb-c").exists());
+    }
 
     #[test]
     fn sysctl_names_map_to_proc_files() {

@@ -247,11 +247,8 @@ pub fn build(s: &Scenario, tb: &Testbed) -> anyhow::Result<()> {
                     .map_err(|e| anyhow::anyhow!("{e}"))?
                     .unwrap_or_default();
                 for q in queues.iter().filter(|q| q.starts_with("rx-")) {
-                    root.write(
-                        &format!("/sys/class/net/{iface}/queues/{q}/rps_cpus"),
-                        &mask,
-                    )
-                    .map_err(|e| anyhow::anyhow!("in network namespace {netns}: {e}"))?;
+                    root.write(&format!("/sys/class/net/{iface}/queues/{q}/rps_cpus"), mask)
+                        .map_err(|e| anyhow::anyhow!("in network namespace {netns}: {e}"))?;
                 }
                 Ok(())
             })
