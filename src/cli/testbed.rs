@@ -110,7 +110,7 @@ fn up(args: &UpArgs) -> anyhow::Result<Status> {
         if let (Some(s), Some(map)) = (chosen, doc.as_object_mut()) {
             map.insert(
                 "commands".into(),
-                serde_json::to_value(scenario::commands(s, &tb))?,
+                serde_json::to_value(scenario::commands(s, tb.at()))?,
             );
             map.insert("finding".into(), json!(s.finding));
             map.insert("profile".into(), json!(s.profile));
@@ -128,7 +128,7 @@ fn up(args: &UpArgs) -> anyhow::Result<Status> {
 
 /// What a scenario built, and the commands that show, judge and fix it.
 fn describe_scenario(s: &scenario::Scenario, tb: &Testbed) -> String {
-    let c = scenario::commands(s, tb);
+    let c = scenario::commands(s, tb.at());
     let host = if tb.host_values.is_empty() {
         String::new()
     } else {

@@ -97,6 +97,15 @@ impl Testbed {
         format!("{PREFIX}{}", std::process::id())
     }
 
+    /// Where a scenario's commands run on it.
+    pub fn at(&self) -> scenario::Where<'_> {
+        scenario::Where {
+            server_netns: &self.server.netns,
+            server_address: self.server.address,
+            client_netns: &self.client.netns,
+        }
+    }
+
     /// Whether any of its namespaces, or host-wide values its scenario
     /// changed, exist.
     pub fn exists(&self) -> bool {
@@ -175,7 +184,7 @@ pub fn up_with(
     let mut host_values = Vec::new();
     let made = build(tb, queues).and_then(|()| match scenario {
         Some(s) => {
-            scenario::build(s, tb)?;
+            scenario::build(s, &tb.server.netns, &tb.server.iface)?;
             host_values = host_values::set(&tb.name, s.host)?;
             Ok(())
         }

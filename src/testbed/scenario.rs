@@ -11,7 +11,7 @@
 //! down`), and the workload that shows it (which CPU the reader and the
 //! sender run on) is printed as commands to run.
 
-use crate::testbed::Testbed;
+use std::net::Ipv4Addr;
 
 /// What a scenario writes to the server's veth RX queues.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -162,7 +162,17 @@ pub struct Commands {
     pub fix: String,
 }
 
-pub fn commands(s: &Scenario, tb: &Testbed) -> Commands {
+/// Where the commands run: the server's namespace and address, the
+/// client's namespace (a testbed's sides, without naming the type, which
+/// lives in the module that uses this one).
+#[derive(Debug, Clone, Copy)]
+pub struct Where<'a> {
+    pub server_netns: &'a str,
+    pub server_address: Ipv4Addr,
+    pub client_netns: &'a str,
+}
+
+pub fn commands(s: &Scenario, at: Where<'_>) -> Commands {
     let join = |parts: &[&str]| {
         parts
             .iter()
@@ -171,7 +181,6 @@ pub fn commands(s: &Scenario, tb: &Testbed) -> Commands {
             .collect::<Vec<_>>()
             .join(" ")
     };
-    let (server, client) = (&tb.server, &tb.client);
     let (server_cmd, client_cmd) = match s.workload {
         Workload::Udp {
             reader_cpu,
@@ -181,13 +190,13 @@ pub fn commands(s: &Scenario, tb: &Testbed) -> Commands {
             format!(
                 "nettune bench udp-sink --netns {} --bind {}:9000 --pin {reader_cpu} --duration \
                  10",
-                server.netns, server.address
+                at.server_netns, at.server_address
             ),
             join(&[
                 &format!(
                     "nettune bench udp-flood --netns {} --to {}:9000 --pin {sender_cpu} \
                      --duration 10",
-                    client.netns, server.address
+                    at.client_netns, at.server_address
                 ),
                 flood_options,
             ]),
@@ -195,23 +204,23 @@ pub fn commands(s: &Scenario, tb: &Testbed) -> Commands {
         Workload::Stream => (
             format!(
                 "nettune bench stream-server --netns {} --bind {}:5201 --duration 15",
-                server.netns, server.address
+                at.server_netns, at.server_address
             ),
             format!(
                 "nettune bench stream --netns {} --to {}:5201 --duration 10",
-                client.netns, server.address
+                at.client_netns, at.server_address
             ),
         ),
     };
     Commands {
         server: server_cmd,
         client: client_cmd,
-        doctor: join(&["nettune doctor --netns", &server.netns, s.path]),
+        doctor: join(&["nettune doctor --netns", at.server_netns, s.path]),
         fix: join(&[
             "nettune apply --profile",
             s.profile,
             "--netns",
-            &server.netns,
+            at.server_netns,
             s.path,
         ]),
     }
@@ -220,14 +229,13 @@ pub fn commands(s: &Scenario, tb: &Testbed) -> Commands {
 /// Make scenario `s` real on the testbed `tb` just built: its RPS setting
 /// in the server's namespace (host-wide values are set by the caller,
 /// with their snapshot).
-pub fn build(s: &Scenario, tb: &Testbed) -> anyhow::Result<()> {
+pub fn build(s: &Scenario, server_netns: &str, server_iface: &str) -> anyhow::Result<()> {
     let mask = match s.rps {
         Rps::Unchanged => None,
         Rps::Off => Some("0".to_string()),
         Rps::OneCpu(cpu) => Some(crate::base::cpuset::format_mask(&[cpu])),
     };
-    let iface = tb.server.iface.clone();
-    let netns = tb.server.netns.clone();
+    let (iface, netns) = (server_iface, server_netns);
     // A thread of its own enters the namespace and mounts a sysfs that
     // shows it (the host's /sys does not show the namespace's veth).
     std::thread::scope(|scope| {
@@ -306,9 +314,13 @@ mod tests {
 
     #[test]
     fn commands_pin_the_reader_and_the_sender_on_the_testbed() {
-        let tb = Testbed::named("x").expect("name");
+        let tb = Where {
+            server_netns: "ntb-x-server",
+            server_address: Ipv4Addr::new(198, 18, 0, 1),
+            client_netns: "ntb-x-client",
+        };
         let s = find("softirq-on-app-cpu").expect("scenario");
-        let c = commands(s, &tb);
+        let c = commands(s, tb);
         assert_eq!(
             c.server,
             "nettune bench udp-sink --netns ntb-x-server --bind 198.18.0.1:9000 --pin 1 \
@@ -321,7 +333,7 @@ mod tests {
         );
         assert_eq!(c.fix, "nettune apply --profile pps --netns ntb-x-server");
         // A buffer scenario passes the path on to doctor and apply.
-        let c = commands(find("bulk-small-buffers").expect("scenario"), &tb);
+        let c = commands(find("bulk-small-buffers").expect("scenario"), tb);
         assert_eq!(
             c.doctor,
             "nettune doctor --netns ntb-x-server --bandwidth 10gbit --rtt 100us"
