@@ -241,7 +241,7 @@ pub fn build(s: &Scenario, server_netns: &str, server_iface: &str) -> anyhow::Re
     std::thread::scope(|scope| {
         scope
             .spawn(|| -> anyhow::Result<()> {
-                crate::base::netns::enter(&netns)?;
+                crate::base::netns::enter(netns)?;
                 let root = crate::base::Root::live();
                 for (name, value) in s.sysctls {
                     root.write(&format!("/proc/sys/{}", name.replace('.', "/")), value)
