@@ -4,7 +4,8 @@
 use serde_json::json;
 
 use crate::error::Status;
-use crate::testbed::{self, Testbed};
+use crate::testbed::host_values::Restored;
+use crate::testbed::{self, scenario, Testbed};
 
 #[derive(Debug, clap::Subcommand)]
 pub enum TestbedCommand {
@@ -13,10 +14,19 @@ pub enum TestbedCommand {
     /// 198.18.0.2/30; 198.18.0.0/15 is reserved for benchmarking, RFC 2544).
     ///
     /// Examples:
+    /// With --scenario, the testbed has one of the receive problems the
+    /// tuning profiles fix (`nettune testbed scenarios` lists them), and
+    /// the commands that show, judge and fix it are printed.
+    ///
+    /// Examples:
     ///   nettune testbed up --name lab --queues 4
     ///   nettune testbed up --json
+    ///   nettune testbed up --name lab --scenario softirq-on-app-cpu
     #[command(verbatim_doc_comment)]
     Up(UpArgs),
+    /// List the scenarios `testbed up --scenario NAME` builds, one line
+    /// each.
+    Scenarios,
     /// Remove a testbed (both namespaces and the veth pair), or every
     /// testbed left behind with --all.
     ///
@@ -38,6 +48,10 @@ pub struct UpArgs {
     /// CPUs.
     #[arg(long, value_name = "N")]
     pub queues: Option<u32>,
+    /// Build one of the problems the profiles fix (its queue count
+    /// replaces --queues); `help` lists them.
+    #[arg(long, value_name = "NAME", conflicts_with = "queues")]
+    pub scenario: Option<String>,
     /// Print the namespaces, interfaces and addresses as JSON.
     #[arg(long)]
     pub json: bool,
@@ -67,6 +81,10 @@ pub struct DownArgs {
 pub fn run(cmd: TestbedCommand) -> anyhow::Result<Status> {
     match cmd {
         TestbedCommand::Up(args) => up(&args),
+        TestbedCommand::Scenarios => {
+            crate::output::print(&scenario::list())?;
+            Ok(Status::Clean)
+        }
         TestbedCommand::Down(args) => down(&args),
     }
 }
@@ -80,15 +98,99 @@ pub fn online_cpus() -> u32 {
 }
 
 fn up(args: &UpArgs) -> anyhow::Result<Status> {
+    let chosen = match args.scenario.as_deref() {
+        Some("help") => {
+            crate::output::print(&scenario::list())?;
+            return Ok(Status::Clean);
+        }
+        Some(name) => Some(scenario::find(name)?),
+        None => None,
+    };
     let name = args.name.clone().unwrap_or_else(Testbed::default_name);
     let tb = Testbed::named(&name)?;
-    let tb = testbed::up(&tb, args.queues.unwrap_or_else(online_cpus))?;
+    let tb = testbed::up_with(&tb, args.queues.unwrap_or_else(online_cpus), chosen)?;
     if args.json {
-        crate::output::print(&(serde_json::to_string_pretty(&tb)? + "\n"))?;
+        let mut doc = serde_json::to_value(&tb)?;
+        if let (Some(s), Some(map)) = (chosen, doc.as_object_mut()) {
+            map.insert(
+                "commands".into(),
+                serde_json::to_value(scenario::commands(s, tb.at()))?,
+            );
+            map.insert("finding".into(), json!(s.finding));
+            map.insert("profile".into(), json!(s.profile));
+        }
+        crate::output::print(&(serde_json::to_string_pretty(&doc)? + "\n"))?;
     } else {
-        crate::output::print(&describe(&tb))?;
+        let mut text = describe(&tb);
+        if let Some(s) = chosen {
+            text.push_str(&describe_scenario(s, &tb));
+        }
+        crate::output::print(&text)?;
     }
     Ok(Status::Clean)
+}
+
+/// What a scenario built, and the commands that show, judge and fix it.
+fn describe_scenario(s: &scenario::Scenario, tb: &Testbed) -> String {
+    let c = scenario::commands(s, tb.at());
+    let host = if tb.host_values.is_empty() {
+        String::new()
+    } else {
+        let values: Vec<String> = tb
+            .host_values
+            .iter()
+            .map(|v| format!("{} {} -> {}", v.sysctl, v.before, v.set))
+            .collect();
+        format!(
+            "  host-wide (put back by `nettune testbed down {}`): {}\n",
+            tb.name,
+            values.join(", ")
+        )
+    };
+    format!(
+        "scenario {name}: {summary}\n{problem}\n  (after {source})\n{host}show it (the server \
+         first, then the client, in two shells):\n  {server}\n  {client}\njudge it (doctor names \
+         {finding}):\n  {doctor}\nfix it, then run both again:\n  {fix}\n",
+        name = s.name,
+        summary = s.summary,
+        problem = indented(s.problem),
+        source = s.source,
+        server = c.server,
+        client = c.client,
+        finding = s.finding,
+        doctor = c.doctor,
+        fix = c.fix,
+    )
+}
+
+/// `text` in lines of at most 78 columns, each indented by two spaces.
+fn indented(text: &str) -> String {
+    let mut lines: Vec<String> = Vec::new();
+    for word in text.split_whitespace() {
+        match lines.last_mut() {
+            Some(line) if line.len() + 1 + word.len() <= 78 => {
+                line.push(' ');
+                line.push_str(word);
+            }
+            _ => lines.push(format!("  {word}")),
+        }
+    }
+    lines.join("\n")
+}
+
+/// One line per host-wide value that someone changed after the scenario
+/// set it, and which `down` therefore left alone.
+fn left_alone(restored: &[Restored]) -> String {
+    restored
+        .iter()
+        .filter(|r| !r.restored)
+        .map(|r| {
+            format!(
+                "left {} at '{}': it was changed after the scenario set it\n",
+                r.sysctl, r.value
+            )
+        })
+        .collect()
 }
 
 /// The testbed for people, with the commands that use it.
@@ -120,18 +222,24 @@ fn down(args: &DownArgs) -> anyhow::Result<Status> {
     } else {
         let name = args.name.as_deref().or(args.name_flag.as_deref());
         let tb = Testbed::named(name.unwrap_or_default())?;
-        testbed::down_existing(&tb)?;
-        vec![tb]
+        let restored = testbed::down_existing(&tb)?;
+        vec![(tb, restored)]
     };
-    let names: Vec<&str> = removed.iter().map(|t| t.name.as_str()).collect();
+    let names: Vec<&str> = removed.iter().map(|(t, _)| t.name.as_str()).collect();
+    let restored: Vec<Restored> = removed.iter().flat_map(|(_, r)| r.clone()).collect();
     if args.json {
         crate::output::print(
-            &(serde_json::to_string_pretty(&json!({ "removed": names }))? + "\n"),
+            &(serde_json::to_string_pretty(&json!({ "removed": names, "host_values": restored }))?
+                + "\n"),
         )?;
     } else if names.is_empty() {
         crate::output::print("no testbed to remove\n")?;
     } else {
         crate::output::print(&format!("removed testbed(s): {}\n", names.join(", ")))?;
+        for r in restored.iter().filter(|r| r.restored) {
+            crate::output::print(&format!("put back {} = {}\n", r.sysctl, r.value))?;
+        }
+        crate::output::print(&left_alone(&restored))?;
     }
     Ok(Status::Clean)
 }

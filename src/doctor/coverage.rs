@@ -26,6 +26,7 @@ const NEEDS: &[(&str, &[&str])] = &[
     ("qdisc.no-fair-queue", &["interfaces", "sysctls"]),
     ("rfs.partial", &["interfaces", "sysctls"]),
     ("rps.off", &["interfaces", "cpus"]),
+    ("rps.one-cpu", &["interfaces", "cpus"]),
     ("rss.queue-without-weight", &["interfaces"]),
     ("rss.udp-hash-ips-only", &["interfaces"]),
     ("sock.packet-taps", &["packet_sockets"]),

@@ -40,6 +40,7 @@ pub const RULE_IDS: &[&str] = &[
     "qdisc.no-fair-queue",
     "rfs.partial",
     "rps.off",
+    "rps.one-cpu",
     "rss.queue-without-weight",
     "rss.udp-hash-ips-only",
     "sock.packet-taps",

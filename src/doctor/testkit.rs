@@ -634,6 +634,10 @@ pub fn every_finding() -> Vec<Finding> {
     eth1.ifindex = Some(3);
     eth1.numa_node = Some(1);
     pin_rx_irqs(&mut eth1, &[8, 9, 10, 11, 8, 9, 10, 11]);
+    // eth1's RPS steers every queue to CPU 8: rps.one-cpu.
+    for q in &mut eth1.rx_queues {
+        q.rps_cpus = Some(vec![8]);
+    }
     host.interfaces.push(eth1);
 
     let eth0 = iface(&mut host, "eth0");

@@ -10,7 +10,9 @@
 //! (never routed); each testbed has its own namespaces, so all can use the
 //! same two addresses.
 
+pub mod host_values;
 pub mod netns;
+pub mod scenario;
 
 use std::net::Ipv4Addr;
 use std::os::fd::AsFd as _;
@@ -51,6 +53,12 @@ pub struct Testbed {
     pub server: Side,
     /// Where load generators run.
     pub client: Side,
+    /// The scenario it was made with (known when made by this process).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scenario: Option<&'static str>,
+    /// Host-wide values its scenario changed (restored by `testbed down`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub host_values: Vec<host_values::HostValue>,
 }
 
 impl Testbed {
@@ -79,6 +87,8 @@ impl Testbed {
             client: side("client", CLIENT_IFACE, CLIENT_ADDR),
             name,
             queues: None,
+            scenario: None,
+            host_values: Vec::new(),
         })
     }
 
@@ -87,9 +97,21 @@ impl Testbed {
         format!("{PREFIX}{}", std::process::id())
     }
 
-    /// Whether any of its namespaces exists.
+    /// Where a scenario's commands run on it.
+    pub fn at(&self) -> scenario::Where<'_> {
+        scenario::Where {
+            server_netns: &self.server.netns,
+            server_address: self.server.address,
+            client_netns: &self.client.netns,
+        }
+    }
+
+    /// Whether any of its namespaces, or host-wide values its scenario
+    /// changed, exist.
     pub fn exists(&self) -> bool {
-        netns::exists(&self.server.netns) || netns::exists(&self.client.netns)
+        netns::exists(&self.server.netns)
+            || netns::exists(&self.client.netns)
+            || !host_values::changed(&self.name).is_empty()
     }
 
     /// An existing, whole testbed (for `experiment run --testbed NAME`).
@@ -121,10 +143,32 @@ fn require_root(verb: &str) -> anyhow::Result<()> {
 /// (nothing made) when its name is in use; on any failure whatever was
 /// made is removed again.
 pub fn up(tb: &Testbed, queues: u32) -> anyhow::Result<Testbed> {
+    up_with(tb, queues, None)
+}
+
+/// [`up`], then scenario `scenario` made real on it (its queue count
+/// replaces `queues`). On any failure whatever was made is removed and
+/// every host-wide value put back.
+pub fn up_with(
+    tb: &Testbed,
+    queues: u32,
+    scenario: Option<&'static scenario::Scenario>,
+) -> anyhow::Result<Testbed> {
+    let queues = scenario.map_or(queues, |s| s.queues);
     if !(1..=MAX_QUEUES).contains(&queues) {
         anyhow::bail!("--queues '{queues}' is out of range: give 1 to {MAX_QUEUES}");
     }
     require_root("up")?;
+    if !host_values::changed(&tb.name).is_empty() {
+        anyhow::bail!(
+            "testbed '{}' still has host-wide values to put back ({}/{}.json); run `nettune \
+             testbed down {}` first; nothing was changed",
+            tb.name,
+            host_values::DIR,
+            tb.name,
+            tb.name
+        );
+    }
     if let Some(side) = [&tb.server, &tb.client]
         .into_iter()
         .find(|s| netns::exists(&s.netns))
@@ -137,7 +181,15 @@ pub fn up(tb: &Testbed, queues: u32) -> anyhow::Result<Testbed> {
             tb.name
         );
     }
-    let made = build(tb, queues);
+    let mut host_values = Vec::new();
+    let made = build(tb, queues).and_then(|()| match scenario {
+        Some(s) => {
+            scenario::build(s, &tb.server.netns, &tb.server.iface)?;
+            host_values = host_values::set(&tb.name, s.host)?;
+            Ok(())
+        }
+        None => Ok(()),
+    });
     if let Err(e) = made {
         let _ = down(tb);
         return Err(e.context(format!(
@@ -147,6 +199,8 @@ pub fn up(tb: &Testbed, queues: u32) -> anyhow::Result<Testbed> {
     }
     let mut tb = tb.clone();
     tb.queues = Some(queues);
+    tb.scenario = scenario.map(|s| s.name);
+    tb.host_values = host_values;
     Ok(tb)
 }
 
@@ -196,10 +250,15 @@ fn build(tb: &Testbed, queues: u32) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Remove testbed `tb`: both namespaces, with the veth pair. Removing one
-/// that does not exist is not an error (it was half made, or removed).
-pub fn down(tb: &Testbed) -> anyhow::Result<()> {
+/// Remove testbed `tb`: both namespaces, with the veth pair, and put back
+/// the host-wide values its scenario changed. Removing one that does not
+/// exist is not an error (it was half made, or removed).
+pub fn down(tb: &Testbed) -> anyhow::Result<Vec<host_values::Restored>> {
     let mut errors = Vec::new();
+    let restored = host_values::restore(&tb.name).unwrap_or_else(|e| {
+        errors.push(crate::error::message(&e));
+        Vec::new()
+    });
     for side in [&tb.server, &tb.client] {
         if let Err(e) = netns::delete(&side.netns) {
             errors.push(crate::error::message(&e));
@@ -208,11 +267,11 @@ pub fn down(tb: &Testbed) -> anyhow::Result<()> {
     if !errors.is_empty() {
         anyhow::bail!("cannot remove testbed '{}': {}", tb.name, errors.join("; "));
     }
-    Ok(())
+    Ok(restored)
 }
 
 /// Remove `tb` as a command asked for it: an error when it does not exist.
-pub fn down_existing(tb: &Testbed) -> anyhow::Result<()> {
+pub fn down_existing(tb: &Testbed) -> anyhow::Result<Vec<host_values::Restored>> {
     require_root("down")?;
     if !tb.exists() {
         let others = all();
@@ -245,6 +304,14 @@ pub fn all() -> Vec<Testbed> {
                 .map(str::to_string)
         })
         .collect();
+    // A testbed whose namespaces are gone may still have host-wide values
+    // to put back.
+    if let Ok(dir) = std::fs::read_dir(host_values::DIR) {
+        names.extend(dir.filter_map(|e| {
+            let name = e.ok()?.file_name().into_string().ok()?;
+            name.strip_suffix(".json").map(str::to_string)
+        }));
+    }
     names.sort();
     names.dedup();
     names
@@ -254,13 +321,14 @@ pub fn all() -> Vec<Testbed> {
 }
 
 /// Remove every testbed present (`testbed down --all`); the ones removed.
-pub fn down_all() -> anyhow::Result<Vec<Testbed>> {
+pub fn down_all() -> anyhow::Result<Vec<(Testbed, Vec<host_values::Restored>)>> {
     require_root("down")?;
-    let present = all();
-    for tb in &present {
-        down(tb)?;
+    let mut removed = Vec::new();
+    for tb in all() {
+        let restored = down(&tb)?;
+        removed.push((tb, restored));
     }
-    Ok(present)
+    Ok(removed)
 }
 
 #[cfg(test)]

@@ -43,6 +43,7 @@ mod product_text;
 mod prom_contrib;
 mod profiles;
 mod rr_peers;
+mod scenario;
 mod serve;
 mod serve_guard;
 mod serve_tls;

@@ -1,4 +1,4 @@
-//! Queues, steering and the NIC's own limits: rps.off, rfs.partial,
+//! Queues, steering and the NIC's own limits: rps.off, rps.one-cpu, rfs.partial,
 //! rss.udp-hash-ips-only, nic.rings-small, nic.queues-unused,
 //! qdisc.no-fair-queue.
 
@@ -37,6 +37,15 @@ only as many CPUs as it has queues; the rest take none of it. RPS is RSS in soft
 each flow of a queue to one of the CPUs in rps_cpus, and RFS then steers a flow to the CPU where \
 its reader runs (Documentation/networking/scaling.rst, \"RPS: Receive Packet Steering\").";
 
+const WHY_RPS_ONE_CPU: &str = "RPS hands each packet to a CPU of rps_cpus for its protocol \
+processing (the receive softirq's work after the driver: IP, UDP or TCP, the socket queue). When \
+every RX queue names the same single CPU, all receive processing lands there, the software twin of \
+all queue interrupts on CPU0 that the article \"SMP IRQ affinity\" measures before spreading \
+them: one CPU saturates in softirq while the others idle, and an application pinned to that CPU \
+gets only what the softirq leaves it (Cloudflare, \"How to receive a million packets per \
+second\": a reader on the CPU that receives loses to it; Documentation/networking/scaling.rst, \
+\"RPS Configuration\").";
+
 const WHY_RFS: &str = "RFS needs both halves: net.core.rps_sock_flow_entries sizes the global \
 table that records the CPU where each flow's reader last ran, and each RX queue's rps_flow_cnt \
 sizes the table that steers its packets there. With either at 0 RFS does nothing for that queue; \
@@ -72,6 +81,7 @@ pub fn check(ctx: &Context, plans: &Plans, out: &mut Vec<Finding>) {
     let entries = sysctl_u64(ctx.host, RFS_SYSCTL);
     for iface in judged_interfaces(ctx) {
         rps_off(ctx.host, plans, iface, out);
+        rps_one_cpu(ctx.host, plans, iface, out);
         if let Some(entries) = entries {
             rfs_partial(ctx.host, plans, iface, entries, out);
         }
@@ -229,6 +239,80 @@ fn rps_off(host: &Host, plans: &Plans, iface: &Interface, out: &mut Vec<Finding>
             rfs_values(host, iface, &planned)
         ),
         profile: Some(Profile::Pps.name()),
+        changes: Vec::new(),
+        scope,
+    });
+}
+
+/// Every RX queue's RPS names the same one CPU while others could take
+/// the work: all receive processing piles up there.
+fn rps_one_cpu(host: &Host, plans: &Plans, iface: &Interface, out: &mut Vec<Finding>) {
+    let eligible = eligible_cpus(host);
+    if iface.rx_queues.is_empty() || eligible.len() < 2 || iface.carried_kind().is_some() {
+        return;
+    }
+    let Some(masks) = iface
+        .rx_queues
+        .iter()
+        .map(|q| q.rps_cpus.as_deref())
+        .collect::<Option<Vec<&[u32]>>>()
+    else {
+        return;
+    };
+    let cpu = match masks[0] {
+        [one] if masks.iter().all(|m| *m == [*one]) => *one,
+        _ => return,
+    };
+    let scope = rx_queue_targets(iface, RxFile::RpsCpus);
+    let planned = plans.planned(Profile::Pps, &scope);
+    let mut to: Vec<&str> = planned.changes.iter().map(|c| c.to.as_str()).collect();
+    to.dedup();
+    let (profile, fix) = match to[..] {
+        [mask] => (
+            Some(Profile::Pps.name()),
+            format!(
+                "Write {mask} (CPUs {}) to /sys/class/net/{}/queues/rx-N/rps_cpus of every RX \
+                 queue, so flows hash over the network CPUs; keep the application's threads off \
+                 the CPUs that take the most receive work, or let RFS follow them.",
+                format_list(&parse_mask(mask).unwrap_or_default()),
+                iface.name
+            ),
+        ),
+        _ => (
+            None,
+            format!(
+                "Write {} (CPUs {}) to /sys/class/net/{}/queues/rx-N/rps_cpus of every RX queue \
+                 by hand, so flows hash over the network CPUs.",
+                format_mask(&rps_cpus(host, iface)),
+                format_list(&rps_cpus(host, iface)),
+                iface.name
+            ),
+        ),
+    };
+    let others: Vec<u32> = eligible.iter().copied().filter(|&c| c != cpu).collect();
+    let queues = iface.rx_queues.len();
+    out.push(Finding {
+        id: "rps.one-cpu",
+        severity: Severity::Warn,
+        title: format!("{}: RPS steers every RX queue to CPU{cpu}", iface.name),
+        evidence: format!(
+            "rps_cpus is {} (CPU{cpu} only) on {} of {}: all its receive processing runs on \
+             CPU{cpu}; {} none of it",
+            format_mask(&[cpu]),
+            if queues == 1 {
+                "its RX queue".to_string()
+            } else {
+                format!("all {queues} RX queues")
+            },
+            iface.name,
+            match others[..] {
+                [one] => format!("CPU{one} takes"),
+                _ => format!("CPUs {} take", format_list(&others)),
+            }
+        ),
+        why: WHY_RPS_ONE_CPU.to_string(),
+        fix,
+        profile,
         changes: Vec::new(),
         scope,
     });

@@ -335,3 +335,87 @@ fn qdisc_silent_for_fq_fq_codel_custom_or_unknown() {
     iface(&mut host, "eth0").root_qdisc = Probe::UNKNOWN;
     none(&diagnose(&host), "qdisc.no-fair-queue");
 }
+
+/// A 2-CPU namespace whose veth has 2 RX queues, as `nettune testbed up
+/// --scenario softirq-on-app-cpu` leaves it, with every queue's RPS set to
+/// `masks`.
+fn veth_in_namespace(masks: &[&[u32]]) -> crate::host::Host {
+    let mut host = vm_2cpu_single_queue();
+    host.source.netns = Some("ntb-x-server".to_string());
+    let veth = iface(&mut host, "eth0");
+    veth.physical = false;
+    veth.driver = Some("veth".into());
+    veth.irq_vectors.clear();
+    let q = veth.rx_queues[0].clone();
+    veth.rx_queues = masks
+        .iter()
+        .enumerate()
+        .map(|(index, m)| crate::host::RxQueue {
+            index: index as u32,
+            irq: None,
+            rps_cpus: Some(m.to_vec()),
+            ..q.clone()
+        })
+        .collect();
+    host
+}
+
+#[test]
+fn rps_one_cpu_fires_when_every_queue_steers_to_the_same_cpu() {
+    let f = assert_fires(
+        &diagnose(&veth_in_namespace(&[&[1], &[1]])),
+        "rps.one-cpu",
+        Severity::Warn,
+        &["eth0", "CPU1 only", "all 2 RX queues", "CPU0 takes none"],
+    );
+    assert_eq!(f.profile, Some("pps"));
+    assert!(f.fix.contains("Write 3 (CPUs 0-1)"), "{}", f.fix);
+    // The pps plan's change is listed, queue by queue: 2 -> 3.
+    let masks: Vec<(String, String)> = f
+        .changes
+        .iter()
+        .map(|c| (c.from.clone(), c.to.clone()))
+        .collect();
+    assert_eq!(masks, [("2".into(), "3".into()), ("2".into(), "3".into())]);
+    // Not also reported as RPS off.
+    none(&diagnose(&veth_in_namespace(&[&[1], &[1]])), "rps.off");
+}
+
+#[test]
+fn rps_one_cpu_is_silent_for_spread_or_mixed_masks_and_one_cpu_hosts() {
+    for masks in [
+        &[&[0u32, 1][..], &[0, 1][..]][..],
+        &[&[0][..], &[1][..]][..],
+        &[&[1][..], &[][..]][..],
+        &[&[][..], &[][..]][..],
+    ] {
+        none(&diagnose(&veth_in_namespace(masks)), "rps.one-cpu");
+    }
+    // One CPU that may take network work: nowhere else to steer to.
+    let mut host = veth_in_namespace(&[&[1], &[1]]);
+    host.isolated_cpus = vec![0];
+    none(&diagnose(&host), "rps.one-cpu");
+    // A bridge gets its packets from its ports: not judged.
+    let mut host = veth_in_namespace(&[&[1], &[1]]);
+    let br = iface(&mut host, "eth0");
+    br.driver = Some("bridge".into());
+    br.devtype = Some("bridge".into());
+    none(&diagnose(&host), "rps.one-cpu");
+}
+
+#[test]
+fn rps_one_cpu_after_the_pps_plan_is_gone() {
+    // What `apply --profile pps --netns` writes (the plan's masks) leaves
+    // nothing for the rule to report.
+    let host = veth_in_namespace(&[&[1], &[1]]);
+    let f = the(&diagnose(&host), "rps.one-cpu");
+    let mut after = host.clone();
+    for (q, c) in iface(&mut after, "eth0")
+        .rx_queues
+        .iter_mut()
+        .zip(&f.changes)
+    {
+        q.rps_cpus = crate::base::cpuset::parse_mask(&c.to).ok();
+    }
+    none(&diagnose(&after), "rps.one-cpu");
+}

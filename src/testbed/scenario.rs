@@ -1,0 +1,346 @@
+//! Testbed scenarios: a testbed made with one of the receive problems the
+//! source articles fix, so that doctor can name it, a profile can fix it
+//! and a benchmark can show the difference, on any host with two CPUs.
+//!
+//! On a quiet two-CPU host a plain veth testbed has none of these
+//! problems: the receive softirq runs on the sender's CPU (veth has no
+//! interrupt: `netif_rx` queues the packet on the CPU that sent it) and
+//! the reader has the other CPU to itself. A scenario builds the problem:
+//! the settings go into the server's namespace (they vanish with it),
+//! host-wide ones through [`super::host_values`] (restored by `testbed
+//! down`), and the workload that shows it (which CPU the reader and the
+//! sender run on) is printed as commands to run.
+
+use std::net::Ipv4Addr;
+
+/// What a scenario writes to the server's veth RX queues.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rps {
+    /// Left as the testbed makes it.
+    Unchanged,
+    /// rps_cpus 0 on every RX queue: packets are processed on the sending
+    /// CPU (a namespace's `rps_default_mask` could have set a mask).
+    Off,
+    /// rps_cpus = this one CPU on every RX queue.
+    OneCpu(u32),
+}
+
+/// The traffic that shows a scenario's problem.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Workload {
+    /// Many small UDP packets (`bench udp-flood` into `bench udp-sink`),
+    /// the reader and the sender pinned.
+    Udp {
+        reader_cpu: u32,
+        sender_cpu: u32,
+        flood_options: &'static str,
+    },
+    /// One bulk TCP stream (`bench stream` into `bench stream-server`).
+    Stream,
+}
+
+/// One scenario.
+#[derive(Debug, Clone, Copy)]
+pub struct Scenario {
+    pub name: &'static str,
+    /// One line, for `testbed scenarios`.
+    pub summary: &'static str,
+    /// The problem and how it arises, for people.
+    pub problem: &'static str,
+    /// The public source whose starting point this is.
+    pub source: &'static str,
+    /// RX/TX queues per veth end.
+    pub queues: u32,
+    pub rps: Rps,
+    /// Sysctls written in the server's namespace (dotted name, value).
+    pub sysctls: &'static [(&'static str, &'static str)],
+    /// Host-wide values lowered to at most this (snapshot and restore).
+    pub host: &'static [super::host_values::AtMost],
+    pub workload: Workload,
+    /// The doctor finding that names the problem.
+    pub finding: &'static str,
+    /// The profile whose plan fixes it.
+    pub profile: &'static str,
+    /// Options `doctor` and `apply` need to see it (the path's bandwidth
+    /// and round-trip time for buffer sizes), or "".
+    pub path: &'static str,
+}
+
+/// Every scenario, in the order `testbed scenarios` lists them.
+pub const ALL: &[Scenario] = &[
+    Scenario {
+        name: "reader-on-softirq-cpu",
+        summary: "the UDP reader pinned to the CPU that runs the receive softirq (RPS off)",
+        problem: "RPS is off on the server's veth, so each packet is processed on the CPU that \
+                  sent it (veth has no interrupt), and the reader is pinned to that CPU: the \
+                  reader, the softirq and the sender share CPU 0 while CPU 1 idles. RPS, which \
+                  moves the protocol work to other CPUs, or moving the reader, is the fix.",
+        source: "Cloudflare, \"How to receive a million packets per second\"",
+        queues: 2,
+        rps: Rps::Off,
+        sysctls: &[],
+        host: &[],
+        workload: Workload::Udp {
+            reader_cpu: 0,
+            sender_cpu: 0,
+            flood_options: "--flows 16",
+        },
+        finding: "rps.off",
+        profile: "pps",
+        path: "",
+    },
+    Scenario {
+        name: "softirq-on-app-cpu",
+        summary: "RPS steers all receive work to the reader's CPU (the CPU0 pile-up)",
+        problem: "RPS on every RX queue of the server's veth names CPU 1, where the reader is \
+                  pinned: all receive processing piles up on the reader's CPU while the \
+                  sender's CPU could take half of it. RPS stands in for queue interrupts, which \
+                  a veth does not have; spreading RPS over both CPUs is the fix.",
+        source: "\"SMP IRQ affinity\" (igi, 2013): softirqs piled on CPU0",
+        queues: 2,
+        rps: Rps::OneCpu(1),
+        sysctls: &[],
+        host: &[],
+        workload: Workload::Udp {
+            reader_cpu: 1,
+            sender_cpu: 0,
+            flood_options: "--flows 16",
+        },
+        finding: "rps.one-cpu",
+        profile: "pps",
+        path: "",
+    },
+    Scenario {
+        name: "bulk-small-buffers",
+        summary:
+            "a bulk TCP flow whose receive buffer is too small for its bandwidth-delay product",
+        problem: "The server's namespace caps TCP receive buffers at 32 KiB (net.ipv4.tcp_rmem \
+                  4096 16384 32768), far below what a veth pair carries in one round trip \
+                  (10 Gbit/s x 100 us = 125 kB): the receiver's window, not the path, limits a \
+                  bulk flow. Buffer maxima at or above bandwidth x RTT are the fix.",
+        source: "ESnet fasterdata, Linux host tuning (buffers from bandwidth x RTT)",
+        queues: 2,
+        rps: Rps::Unchanged,
+        sysctls: &[("net.ipv4.tcp_rmem", "4096 16384 32768")],
+        host: &[],
+        workload: Workload::Stream,
+        finding: "tcp.buffers-small",
+        profile: "throughput",
+        path: "--bandwidth 10gbit --rtt 100us",
+    },
+];
+
+/// The scenario called `name`, or an error that lists them.
+pub fn find(name: &str) -> anyhow::Result<&'static Scenario> {
+    ALL.iter().find(|s| s.name == name).ok_or_else(|| {
+        anyhow::anyhow!(
+            "unknown scenario '{name}': choose one of {} (`nettune testbed scenarios` says what \
+             each builds)",
+            ALL.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
+        )
+    })
+}
+
+/// `testbed scenarios`: one line each.
+pub fn list() -> String {
+    let width = ALL.iter().map(|s| s.name.len()).max().unwrap_or(0);
+    let mut out = String::from("scenarios (nettune testbed up --scenario NAME):\n");
+    for s in ALL {
+        out.push_str(&format!("  {:width$}  {}\n", s.name, s.summary));
+    }
+    out
+}
+
+/// The commands that show, judge and fix a scenario on testbed `tb`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Commands {
+    /// Start first: the receiving side (the reader, pinned, for UDP).
+    pub server: String,
+    /// The sending side.
+    pub client: String,
+    pub doctor: String,
+    pub fix: String,
+}
+
+/// Where the commands run: the server's namespace and address, the
+/// client's namespace (a testbed's sides, without naming the type, which
+/// lives in the module that uses this one).
+#[derive(Debug, Clone, Copy)]
+pub struct Where<'a> {
+    pub server_netns: &'a str,
+    pub server_address: Ipv4Addr,
+    pub client_netns: &'a str,
+}
+
+pub fn commands(s: &Scenario, at: Where<'_>) -> Commands {
+    let join = |parts: &[&str]| {
+        parts
+            .iter()
+            .filter(|p| !p.is_empty())
+            .copied()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let (server_cmd, client_cmd) = match s.workload {
+        Workload::Udp {
+            reader_cpu,
+            sender_cpu,
+            flood_options,
+        } => (
+            format!(
+                "nettune bench udp-sink --netns {} --bind {}:9000 --pin {reader_cpu} --duration \
+                 10",
+                at.server_netns, at.server_address
+            ),
+            join(&[
+                &format!(
+                    "nettune bench udp-flood --netns {} --to {}:9000 --pin {sender_cpu} \
+                     --duration 10",
+                    at.client_netns, at.server_address
+                ),
+                flood_options,
+            ]),
+        ),
+        Workload::Stream => (
+            format!(
+                "nettune bench stream-server --netns {} --bind {}:5201 --duration 15",
+                at.server_netns, at.server_address
+            ),
+            format!(
+                "nettune bench stream --netns {} --to {}:5201 --duration 10",
+                at.client_netns, at.server_address
+            ),
+        ),
+    };
+    Commands {
+        server: server_cmd,
+        client: client_cmd,
+        doctor: join(&["nettune doctor --netns", at.server_netns, s.path]),
+        fix: join(&[
+            "nettune apply --profile",
+            s.profile,
+            "--netns",
+            at.server_netns,
+            s.path,
+        ]),
+    }
+}
+
+/// Make scenario `s` real on the testbed `tb` just built: its RPS setting
+/// in the server's namespace (host-wide values are set by the caller,
+/// with their snapshot).
+pub fn build(s: &Scenario, server_netns: &str, server_iface: &str) -> anyhow::Result<()> {
+    let mask = match s.rps {
+        Rps::Unchanged => None,
+        Rps::Off => Some("0".to_string()),
+        Rps::OneCpu(cpu) => Some(crate::base::cpuset::format_mask(&[cpu])),
+    };
+    let (iface, netns) = (server_iface, server_netns);
+    // A thread of its own enters the namespace and mounts a sysfs that
+    // shows it (the host's /sys does not show the namespace's veth).
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| -> anyhow::Result<()> {
+                crate::base::netns::enter(netns)?;
+                let root = crate::base::Root::live();
+                for (name, value) in s.sysctls {
+                    root.write(&format!("/proc/sys/{}", name.replace('.', "/")), value)
+                        .map_err(|e| anyhow::anyhow!("in network namespace {netns}: {e}"))?;
+                }
+                let Some(mask) = &mask else {
+                    return Ok(());
+                };
+                let queues = root
+                    .list(&format!("/sys/class/net/{iface}/queues"))
+                    .map_err(|e| anyhow::anyhow!("{e}"))?
+                    .unwrap_or_default();
+                for q in queues.iter().filter(|q| q.starts_with("rx-")) {
+                    root.write(&format!("/sys/class/net/{iface}/queues/{q}/rps_cpus"), mask)
+                        .map_err(|e| anyhow::anyhow!("in network namespace {netns}: {e}"))?;
+                }
+                Ok(())
+            })
+            .join()
+            .unwrap_or_else(|_| {
+                Err(anyhow::anyhow!(
+                    "the thread setting up scenario '{}' panicked",
+                    s.name
+                ))
+            })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_unknown_ones_list_the_choices() {
+        let mut names: Vec<&str> = ALL.iter().map(|s| s.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), ALL.len());
+        assert_eq!(
+            find("softirq-on-app-cpu").map(|s| s.finding).ok(),
+            Some("rps.one-cpu")
+        );
+        let err = find("nope").expect_err("unknown").to_string();
+        assert!(
+            err.contains("'nope'") && err.contains("reader-on-softirq-cpu"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn every_scenario_names_a_doctor_rule_and_a_profile() {
+        for s in ALL {
+            assert!(crate::doctor::RULE_IDS.contains(&s.finding), "{}", s.name);
+            assert!(
+                <crate::plan::Profile as clap::ValueEnum>::from_str(s.profile, false).is_ok(),
+                "{}",
+                s.name
+            );
+            if let Workload::Udp {
+                reader_cpu,
+                sender_cpu,
+                ..
+            } = s.workload
+            {
+                assert!(reader_cpu < 2 && sender_cpu < 2, "{}: two CPUs", s.name);
+            }
+            assert!(list().contains(s.summary));
+        }
+    }
+
+    #[test]
+    fn commands_pin_the_reader_and_the_sender_on_the_testbed() {
+        let tb = Where {
+            server_netns: "ntb-x-server",
+            server_address: Ipv4Addr::new(198, 18, 0, 1),
+            client_netns: "ntb-x-client",
+        };
+        let s = find("softirq-on-app-cpu").expect("scenario");
+        let c = commands(s, tb);
+        assert_eq!(
+            c.server,
+            "nettune bench udp-sink --netns ntb-x-server --bind 198.18.0.1:9000 --pin 1 \
+             --duration 10"
+        );
+        assert_eq!(
+            c.client,
+            "nettune bench udp-flood --netns ntb-x-client --to 198.18.0.1:9000 --pin 0 \
+             --duration 10 --flows 16"
+        );
+        assert_eq!(c.fix, "nettune apply --profile pps --netns ntb-x-server");
+        // A buffer scenario passes the path on to doctor and apply.
+        let c = commands(find("bulk-small-buffers").expect("scenario"), tb);
+        assert_eq!(
+            c.doctor,
+            "nettune doctor --netns ntb-x-server --bandwidth 10gbit --rtt 100us"
+        );
+        assert!(c
+            .fix
+            .starts_with("nettune apply --profile throughput --netns ntb-x-server --bandwidth"));
+        assert!(c.server.contains("stream-server") && c.client.contains("--to 198.18.0.1:5201"));
+    }
+}
