@@ -18,6 +18,7 @@ mod bench_udp;
 mod doctor;
 mod doctor_plan;
 mod experiment;
+mod fleet;
 mod fuzz_findings;
 mod golden;
 mod inspect;
