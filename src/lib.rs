@@ -11,6 +11,7 @@ pub mod cli;
 pub mod doctor;
 pub mod error;
 pub mod experiment;
+pub mod fleet;
 pub mod gather;
 pub mod host;
 pub mod inspect;

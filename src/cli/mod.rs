@@ -13,6 +13,7 @@ pub mod apply;
 pub mod bench;
 pub mod doctor;
 pub mod experiment;
+pub mod fleet;
 pub mod guard;
 mod host_args;
 pub mod inspect;
@@ -216,6 +217,10 @@ pub enum Command {
     /// softirq, NAPI polls), from the kernel's own tracepoints.
     #[command(subcommand)]
     Trace(trace::TraceCommand),
+    /// Reports over many hosts: `nettune fleet report DIR` merges their
+    /// doctor JSON into one table of findings and the hosts that share them.
+    #[command(subcommand)]
+    Fleet(fleet::FleetCommand),
     /// Start the server side of any bench on request, for clients with
     /// `bench ... --remote ADDR:PORT --token-file FILE` (docs/serve.md).
     Serve(serve::ServeArgs),
@@ -333,6 +338,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Status> {
         Command::Experiment(cmd) => experiment::run(cmd),
         Command::Testbed(cmd) => testbed::run(cmd),
         Command::Trace(cmd) => trace::run(cmd),
+        Command::Fleet(cmd) => fleet::run(cmd),
         Command::Serve(args) => serve::run(args),
         Command::Completions(args) => {
             let mut out = Vec::new();

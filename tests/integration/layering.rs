@@ -31,7 +31,7 @@ const LAYERS: &[&[&str]] = &[
     &["error", "output"],
     &["base"],
     &["host", "nic"],
-    &["doctor", "plan", "inspect", "gather"],
+    &["doctor", "plan", "inspect", "gather", "fleet"],
     &["apply"],
     &["bench", "monitor", "testbed", "trace"],
     &["serve", "experiment"],

@@ -21,6 +21,7 @@ mod doctor;
 mod doctor_plan;
 mod experiment;
 mod experiment_report;
+mod fleet;
 mod fuzz_findings;
 mod golden;
 mod inspect;
