@@ -38,7 +38,8 @@ impl Exporter {
     /// The same, listening on `bind`.
     pub(crate) fn start_at(bind: &str, args: &[&str]) -> Exporter {
         let mut cmd = nettune();
-        cmd.args(["monitor", "--prometheus", "--bind", bind]).args(args);
+        cmd.args(["monitor", "--prometheus", "--bind", bind])
+            .args(args);
         Exporter::spawn(cmd)
     }
 

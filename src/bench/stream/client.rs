@@ -14,9 +14,7 @@ use nix::errno::Errno;
 use nix::sys::socket::{self, AddressFamily, SockFlag, SockType, SockaddrStorage};
 
 use super::pump::{self, Moved, Source};
-use super::report::{
-    build_report, Interval, Opening, Outcome, Rtts, StreamInterval, StreamReport,
-};
+use super::report::{build_report, Interval, Opening, Outcome, Rtts, StreamInterval, StreamReport};
 use super::server_report::TestReport;
 use super::sock::{self, Buffers, Pacer, TcpInfo};
 use super::wire::{Header, Kind, Params, ToClient, ToServer, MAX_MESSAGE};
