@@ -76,6 +76,18 @@ fn row_starting(buf: &Buffer, start: &str) -> (u16, String) {
         .unwrap_or_else(|| panic!("no row starting '{start}' in\n{}", screen(buf)))
 }
 
+/// Whether a row holds `label`, then only spaces, then `text`: a line of a
+/// pane that may sit beside another.
+fn labelled(buf: &Buffer, label: &str, text: &str) -> bool {
+    rows(buf).iter().any(|row| {
+        row.match_indices(label).any(|(at, _)| {
+            let rest = &row[at + label.len()..];
+            let gap = rest.len() - rest.trim_start_matches(' ').len();
+            gap > 0 && rest[gap..].starts_with(text)
+        })
+    })
+}
+
 /// Where `needle` first appears on row `y` (its first cell).
 fn column_of(buf: &Buffer, y: u16, needle: &str) -> u16 {
     let row = &rows(buf)[usize::from(y)];
@@ -155,7 +167,11 @@ fn the_heat_map_cell_of_the_queue_on_its_cpu() {
 fn the_ladder_marks_the_layer_losing_packets() {
     let app = app_with(vm_first());
     let buf = render(&app, Theme::colored(), 80, 24);
-    let (y, names) = row_starting(&buf, "NIC >");
+    let (y, names) = rows(&buf)
+        .into_iter()
+        .enumerate()
+        .find_map(|(y, r)| r.find("NIC > ").map(|at| (y as u16, r[at..].to_string())))
+        .unwrap_or_else(|| panic!("no ladder header in\n{}", screen(&buf)));
     let x = column_of(&buf, y, " UDP ") + 1;
     assert_eq!(buf[(x, y)].bg, Color::Red, "{names}");
     let nic = column_of(&buf, y, "NIC");
@@ -221,18 +237,25 @@ fn traced_reasons_are_named_under_their_layers() {
     );
     let buf = render(&app_with(frame), Theme::plain(), 160, 60);
     let text = screen(&buf);
-    let (_, udp) = row_starting(&buf, "UDP ");
+    // Each reason on its layer's line, wherever the layout puts the pane.
     assert!(
-        udp.contains("SOCKET_RCVBUFF 412/s at udp_queue_rcv_one_skb+0x2f5"),
+        labelled(
+            &buf,
+            "UDP",
+            "SOCKET_RCVBUFF 412/s at udp_queue_rcv_one_skb+0x2f5"
+        ),
         "{text}"
     );
-    let (_, nf) = row_starting(&buf, "netfilter ");
     assert!(
-        nf.contains("NETFILTER_DROP 40/s (location hidden)"),
+        labelled(&buf, "netfilter", "NETFILTER_DROP 40/s (location hidden)"),
         "{text}"
     );
     // The layer only the tracer sees joins the row because it dropped.
-    let (y, names) = row_starting(&buf, "NIC >");
+    let (y, names) = rows(&buf)
+        .into_iter()
+        .enumerate()
+        .find_map(|(y, r)| r.find("NIC > ").map(|at| (y as u16, r[at..].to_string())))
+        .unwrap_or_else(|| panic!("no ladder header in\n{}", screen(&buf)));
     assert!(names.contains("netfilter"), "{names}");
     assert!(names.find("softnet") < names.find("netfilter"), "{names}");
     assert!(rows(&buf)[usize::from(y) + 1].contains(" 40 "), "{text}");
@@ -262,7 +285,11 @@ fn no_color_uses_no_colour_and_still_says_everything() {
     assert!(buf[(x, y)].modifier.contains(Modifier::REVERSED), "{row}");
     // Each part of the bar has its own glyph: soft is #.
     assert!(row.contains("####################"), "{row}");
-    let (y, names) = row_starting(&buf, "NIC >");
+    let (y, names) = rows(&buf)
+        .into_iter()
+        .enumerate()
+        .find_map(|(y, r)| r.find("NIC > ").map(|at| (y as u16, r[at..].to_string())))
+        .unwrap_or_else(|| panic!("no ladder header in\n{}", screen(&buf)));
     let udp = column_of(&buf, y, " UDP ") + 1;
     assert!(
         buf[(udp, y)].modifier.contains(Modifier::REVERSED),
