@@ -68,6 +68,11 @@ pub fn run(args: MonitorArgs) -> anyhow::Result<Status> {
             Feed::replay(dir, selection)?
         }
         None => {
+            // A namespace that is not there is the one error to report,
+            // not also a note that the tracer could not follow it.
+            if let Some(name) = &args.netns {
+                crate::base::netns::open(name)?;
+            }
             // Before entering the namespace: the tracer reads tracefs and
             // the kernel's BTF, which a namespace's own /sys lacks.
             let reasons = reason_source(&args, choose_view(&args) != View::Tui);

@@ -59,7 +59,9 @@ pub fn files_under(dir: &Path, keep: &dyn Fn(&Path) -> bool) -> Vec<PathBuf> {
     entries.sort();
     let mut files = Vec::new();
     for path in entries {
-        if path.is_dir() {
+        // A symlinked directory is walked where it really is: sysfs trees
+        // hold loops (a device's net/IF/device).
+        if path.is_dir() && !path.is_symlink() {
             files.extend(files_under(&path, keep));
         } else if keep(&path) {
             files.push(path);

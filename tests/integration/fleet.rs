@@ -149,7 +149,8 @@ fn files_it_cannot_use_are_named_and_newer_or_older_reports_are_merged() {
     std::fs::write(d.join("old7/doctor.json"), older.to_string()).expect("write");
     // The same machine twice.
     let (name, first) = hosts.iter().next().expect("a host");
-    std::fs::write(d.join("again.json"), first.to_string()).expect("write");
+    // Named to sort after the first one, which is the one counted.
+    std::fs::write(d.join("zz-again.json"), first.to_string()).expect("write");
 
     let report = report_json(d);
     assert_eq!(report["hosts"], hosts.len() + 2, "{report}");
@@ -176,7 +177,10 @@ fn files_it_cannot_use_are_named_and_newer_or_older_reports_are_merged() {
         skipped["other.json"].contains("neither findings"),
         "{skipped:?}"
     );
-    assert!(skipped["again.json"].contains(name.as_str()), "{skipped:?}");
+    assert!(
+        skipped["zz-again.json"].contains(name.as_str()),
+        "{skipped:?}"
+    );
     assert_eq!(report["newer_schema"].as_array().expect("newer").len(), 1);
     assert_eq!(report["without_host_block"][0], "old7/doctor");
     let (code, text, _) = run(&["fleet", "report", d.to_str().expect("utf8")]);
