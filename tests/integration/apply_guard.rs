@@ -173,7 +173,11 @@ fn bump_udp(snmp: &Path, names: &[&str], n: u64) {
             out.push(line.to_string());
         }
     }
-    fs::write(snmp, out.join("\n") + "\n").expect("write snmp");
+    // Whole or not at all, as the kernel serves the file: a reader that
+    // caught it truncated would see a counter gap, not the drops.
+    let next = snmp.with_extension("next");
+    fs::write(&next, out.join("\n") + "\n").expect("write snmp");
+    fs::rename(&next, snmp).expect("replace snmp");
 }
 
 #[test]
