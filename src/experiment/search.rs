@@ -244,23 +244,11 @@ pub fn winning_plan(candidate: &Candidate, found: &Found, bench: &Bench, tuner: 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::Profile;
 
     fn candidate(name: &str) -> Candidate {
         Candidate {
             name: name.to_string(),
-            plan: Plan {
-                profile: Profile::Custom,
-                cpus: vec![0, 1],
-                interfaces: vec!["veth0".to_string()],
-                changes: Vec::new(),
-                skipped: Vec::new(),
-                made_for: None,
-                irqbalance: None,
-                host_wide: Vec::new(),
-                host_command: None,
-                site: None,
-            },
+            plan: Plan::custom(vec![0, 1], vec!["veth0".to_string()], Vec::new()),
         }
     }
 

@@ -11,7 +11,7 @@ use crate::base::Probe;
 use crate::host::{Host, Interface};
 use crate::plan::compare::same_value;
 use crate::plan::target::{RxFile, TxFile};
-use crate::plan::{Change, Plan, Profile, Target, Value, KERNEL_GROUP};
+use crate::plan::{Change, Plan, Target, Value, KERNEL_GROUP};
 
 /// What the search may change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -480,18 +480,7 @@ pub fn candidates(host: &Host, space: &Space) -> anyhow::Result<(Vec<Candidate>,
         };
         out.push(Candidate {
             name,
-            plan: Plan {
-                profile: Profile::Custom,
-                cpus: host.online_cpus.clone(),
-                interfaces: space.ifaces.clone(),
-                changes: c.changes,
-                skipped: Vec::new(),
-                made_for: None,
-                irqbalance: None,
-                host_wide: Vec::new(),
-                host_command: None,
-                site: None,
-            },
+            plan: Plan::custom(host.online_cpus.clone(), space.ifaces.clone(), c.changes),
         });
     }
     let limit = space.max_candidates + 1;
@@ -560,18 +549,11 @@ pub fn settings_plan(
         };
         changes.extend(choice.changes.iter().cloned());
     }
-    Ok(Plan {
-        profile: Profile::Custom,
-        cpus: host.online_cpus.clone(),
-        interfaces: space.ifaces.clone(),
+    Ok(Plan::custom(
+        host.online_cpus.clone(),
+        space.ifaces.clone(),
         changes,
-        skipped: Vec::new(),
-        made_for: None,
-        irqbalance: None,
-        host_wide: Vec::new(),
-        host_command: None,
-        site: None,
-    })
+    ))
 }
 
 /// The interfaces of `space`, each as `host` has it.

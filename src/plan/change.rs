@@ -110,6 +110,25 @@ pub struct Plan<V = Value> {
     pub host_command: Option<String>,
 }
 
+impl Plan {
+    /// A plan of exactly `changes`, made by no profile (experiment search's
+    /// candidates): nothing skipped, no host-wide part, made for no host.
+    pub fn custom(cpus: Vec<u32>, interfaces: Vec<String>, changes: Vec<Change>) -> Plan {
+        Plan {
+            profile: Profile::Custom,
+            site: None,
+            cpus,
+            interfaces,
+            changes,
+            skipped: Vec::new(),
+            irqbalance: None,
+            made_for: None,
+            host_wide: Vec::new(),
+            host_command: None,
+        }
+    }
+}
+
 /// A site profile as a plan names it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SiteRef {
