@@ -18,7 +18,7 @@ use serde::Serialize;
 
 use crate::base::root::Access;
 use crate::base::Root;
-use crate::host::{read_host, Inputs, Selection};
+use crate::host::{identity, read_host, Inputs, Selection};
 use crate::nic::live::{LiveEthtool, LiveNetdev, LiveNetlink};
 use crate::nic::recorded::DriverFile;
 
@@ -41,6 +41,10 @@ struct CaptureInfo {
     captured_unix_secs: u64,
     kernel: Option<String>,
     netns: Option<String>,
+    /// The keyed hash of the host's machine id (never the id itself), so
+    /// that `inspect --root` and `doctor --root` of the capture name the
+    /// machine a fleet report groups by.
+    machine_id_hash: Option<String>,
 }
 
 pub fn capture(dest: &Path, netns: Option<String>) -> anyhow::Result<CaptureSummary> {
@@ -102,10 +106,27 @@ pub(crate) fn write_info(
             .unwrap_or(0),
         kernel,
         netns,
+        machine_id_hash: identity::machine_id_hash(&Root::live()),
     };
-    let info_path = dest.join("nettune/capture.json");
+    record_hostname(dest)?;
+    let info_path = dest.join(identity::CAPTURE_INFO);
     fs::write(&info_path, serde_json::to_string_pretty(&info)? + "\n")
         .with_context(|| format!("cannot write {}", info_path.display()))
+}
+
+/// Copy the host name into the tree, where `--root` reads it as it reads it
+/// live: the host model itself does not read it, so the recording missed it.
+fn record_hostname(dest: &Path) -> anyhow::Result<()> {
+    const PATH: &str = "/proc/sys/kernel/hostname";
+    if inside(dest, Path::new(PATH)).exists() {
+        return Ok(());
+    }
+    if identity::hostname(&Root::live()).is_none() {
+        return Ok(());
+    }
+    replicate(dest, PATH, Access::File)
+        .map(|_| ())
+        .with_context(|| format!("copying {PATH} into {}", dest.display()))
 }
 
 /// The destination must be new or empty: a capture never mixes with

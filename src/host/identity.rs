@@ -53,7 +53,7 @@ impl Identity {
     pub fn of(host: &Host, root: &Root) -> Identity {
         Identity {
             hostname: hostname(root),
-            machine_id_hash: machine_id(root).as_deref().map(hash_machine_id),
+            machine_id_hash: machine_id_hash(root),
             kernel: host.kernel.clone(),
             nettune_version: env!("CARGO_PKG_VERSION").to_string(),
             cpus: host.online_cpus.len(),
@@ -84,6 +84,33 @@ pub fn machine_id(root: &Root) -> Option<String> {
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty())
 }
+
+/// The keyed hash of the machine id of the tree `root` shows. A capture
+/// holds no /etc/machine-id (machine-id(5): the id is confidential, and a
+/// capture is made to be shared); `nettune capture` writes its hash into
+/// nettune/capture.json instead, read here.
+pub fn machine_id_hash(root: &Root) -> Option<String> {
+    if let Some(id) = machine_id(root) {
+        return Some(hash_machine_id(&id));
+    }
+    if root.is_live() {
+        return None;
+    }
+    let info = fsio::read_text_bounded(
+        &root.base().join(CAPTURE_INFO),
+        64 * 1024,
+        "a capture's description",
+    )
+    .ok()?;
+    let info: serde_json::Value = serde_json::from_str(&info).ok()?;
+    info.get("machine_id_hash")?
+        .as_str()
+        .filter(|h| h.len() == 32 && h.bytes().all(|b| b.is_ascii_hexdigit()))
+        .map(str::to_string)
+}
+
+/// Where a capture describes itself, relative to its top directory.
+pub const CAPTURE_INFO: &str = "nettune/capture.json";
 
 /// `/proc/sys/kernel/hostname`; `None` when it cannot be read.
 pub fn hostname(root: &Root) -> Option<String> {
