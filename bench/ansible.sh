@@ -9,6 +9,7 @@
 # the load average before and after; exits 1 when the second run changed
 # something or the rollback left a value different.
 # Needs root, ip and ansible-playbook (Debian package ansible-core).
+# NETTUNE=PATH drives that binary instead of a release build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 hosts=${HOSTS:-5}
@@ -26,8 +27,13 @@ command -v ansible-playbook >/dev/null || {
     echo "bench/ansible.sh: needs ansible-playbook (apt-get install ansible-core)" >&2
     exit 2
 }
-cargo build --release --quiet
-bin=$PWD/target/release/nettune
+# NETTUNE: a nettune binary to drive instead of the release build.
+if [ -n "${NETTUNE:-}" ]; then
+    bin=$(realpath "$NETTUNE")
+else
+    cargo build --release --quiet
+    bin=$PWD/target/release/nettune
+fi
 tag="nta$$"
 work=$(mktemp -d)
 made=()
