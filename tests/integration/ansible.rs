@@ -691,8 +691,9 @@ fn an_older_nettune_is_named_with_its_version_and_what_is_needed() {
 }
 
 #[test]
-fn the_modules_document_themselves_and_the_playbooks_parse() {
-    const TEST: &str = "the_modules_document_themselves_and_the_playbooks_parse";
+fn the_modules_document_themselves_the_playbooks_parse_and_the_collection_builds() {
+    const TEST: &str =
+        "the_modules_document_themselves_the_playbooks_parse_and_the_collection_builds";
     if !ansible_present(TEST) {
         return;
     }
@@ -722,6 +723,39 @@ fn the_modules_document_themselves_and_the_playbooks_parse() {
             entry["doc"]["options"].is_object() && entry["return"].is_object(),
             "{module}: {entry:#}"
         );
+    }
+    // The collection builds as its README says, with every module in it.
+    let mut cmd = Command::new("ansible-galaxy");
+    cmd.args(["collection", "build", "--output-path"])
+        .arg(ansible.dir.path())
+        .arg(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("contrib/ansible/ansible_collections/nettune/tune"),
+        );
+    ansible_env(&mut cmd, ansible.dir.path());
+    let child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("ansible-galaxy");
+    let (code, out, err) = finish_bounded(child, PLAYBOOK_LIMIT);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let tarball = ansible
+        .dir
+        .path()
+        .join(format!("nettune-tune-{}.tar.gz", env!("CARGO_PKG_VERSION")));
+    let listed = sh(&["tar", "tzf", s(&tarball)]);
+    for file in [
+        "plugins/modules/apply.py",
+        "plugins/modules/rollback.py",
+        "plugins/modules/facts.py",
+        "plugins/module_utils/nettune.py",
+        "roles/install/tasks/main.yml",
+        "playbooks/tune.yml",
+        "playbooks/collect.yml",
+        "playbooks/rollback.yml",
+    ] {
+        assert!(listed.lines().any(|l| l == file), "{file} not in {listed}");
     }
 }
 
