@@ -155,7 +155,11 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<Status> {
         rates.as_ref().map(|r| r.seconds),
     )
     .with_unjudged(crate::doctor::unjudged(&host))
-    .with_host(crate::host::identity::Identity::of(&host, &root))
+    .with_host(crate::host::identity::Identity::of(
+        &host,
+        &root,
+        args.netns.as_deref(),
+    ))
     .with_trace(traced.clone());
     let mut out = io::stdout().lock();
     if args.json {

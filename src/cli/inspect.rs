@@ -34,7 +34,8 @@ pub fn run(args: InspectArgs) -> anyhow::Result<Status> {
     )?;
     let text = if args.json {
         let root = crate::host::open_root(args.target.root.as_deref())?;
-        serde_json::to_string_pretty(&with_identity(&host, &root)?)? + "\n"
+        serde_json::to_string_pretty(&with_identity(&host, &root, args.target.netns.as_deref())?)?
+            + "\n"
     } else {
         // Asking for one interface means wanting its detail even when down.
         crate::inspect::render(&host, host.interfaces.len() == 1)
@@ -45,8 +46,12 @@ pub fn run(args: InspectArgs) -> anyhow::Result<Status> {
 
 /// The host model as JSON with the `host` block (who the host is) right
 /// after `schema_version`, where a fleet report looks first.
-fn with_identity(host: &Host, root: &Root) -> anyhow::Result<serde_json::Value> {
-    let identity = serde_json::to_value(Identity::of(host, root))?;
+fn with_identity(
+    host: &Host,
+    root: &Root,
+    netns: Option<&str>,
+) -> anyhow::Result<serde_json::Value> {
+    let identity = serde_json::to_value(Identity::of(host, root, netns))?;
     let serde_json::Value::Object(model) = serde_json::to_value(host)? else {
         anyhow::bail!("the host model is not a JSON object");
     };

@@ -74,18 +74,21 @@ pub struct Group {
 }
 
 /// The name a host goes by in the report: its hostname, or the file's
-/// path below the directory when the report has none.
+/// path below the directory when the report has none; a network
+/// namespace's report adds the namespace (`web1 netns blue`).
 fn host_name(dir: &Path, loaded: &Loaded) -> String {
-    loaded
-        .report
-        .host
-        .as_ref()
+    let host = loaded.report.host.as_ref();
+    let name = host
         .and_then(|h| h.hostname.clone())
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| {
             let rel = loaded.path.strip_prefix(dir).unwrap_or(&loaded.path);
             rel.with_extension("").display().to_string()
-        })
+        });
+    match host.and_then(|h| h.netns.as_deref()) {
+        Some(netns) => format!("{name} netns {netns}"),
+        None => name,
+    }
 }
 
 fn shape(host: Option<&HostBlock>) -> Shape {
@@ -130,9 +133,11 @@ fn severity_rank(severity: &str) -> u8 {
 }
 
 /// Merge what was read. `loaded` in path order; a second report of the
-/// same machine (same hashed machine id) is skipped, naming the first.
+/// same machine (same hashed machine id) and the same network namespace
+/// (none for the host's own) is skipped, naming the first. Namespaces of
+/// one machine are hosts of their own: each is its own receive path.
 pub fn merge(dir: &Path, loaded: Vec<Loaded>, mut skipped: Vec<Skipped>) -> FleetReport {
-    let mut seen_machines: BTreeMap<String, PathBuf> = BTreeMap::new();
+    let mut seen_machines: BTreeMap<(String, Option<String>), PathBuf> = BTreeMap::new();
     let mut hosts = 0;
     let mut clean_hosts = 0;
     let mut without_host_block = Vec::new();
@@ -141,11 +146,11 @@ pub fn merge(dir: &Path, loaded: Vec<Loaded>, mut skipped: Vec<Skipped>) -> Flee
     type Acc = (String, String, BTreeMap<Shape, Vec<String>>);
     let mut by_finding: BTreeMap<String, Acc> = BTreeMap::new();
     for item in loaded {
-        let machine = item
-            .report
-            .host
-            .as_ref()
-            .and_then(|h| h.machine_id_hash.clone());
+        let machine = item.report.host.as_ref().and_then(|h| {
+            h.machine_id_hash
+                .clone()
+                .map(|machine| (machine, h.netns.clone()))
+        });
         if let Some(machine) = machine {
             if let Some(first) = seen_machines.get(&machine) {
                 skipped.push(Skipped {
@@ -281,6 +286,7 @@ mod tests {
                 host: Some(HostBlock {
                     hostname: Some(name.into()),
                     machine_id_hash: Some(format!("m-{name}")),
+                    netns: None,
                     kernel: Some("5.15.0".into()),
                     nettune_version: Some("0.1.0".into()),
                     cpus: Some(cpus),
@@ -340,6 +346,34 @@ mod tests {
         assert_eq!(r.findings[0].hosts, 1);
         assert_eq!(r.skipped.len(), 1);
         assert!(r.skipped[0].reason.contains("/d/a.json"), "{:?}", r.skipped);
+    }
+
+    #[test]
+    fn network_namespaces_of_one_machine_are_hosts_of_their_own() {
+        let in_netns = |ns: &str| {
+            let mut loaded = host("a", "veth", 2, &["w.irq"]);
+            loaded.path = PathBuf::from(format!("/d/{ns}.json"));
+            if let Some(h) = loaded.report.host.as_mut() {
+                h.netns = Some(ns.to_string());
+            }
+            loaded
+        };
+        let r = merge(
+            Path::new("/d"),
+            vec![
+                host("a", "veth", 2, &["w.irq"]),
+                in_netns("blue"),
+                in_netns("red"),
+                in_netns("red"),
+            ],
+            Vec::new(),
+        );
+        assert_eq!(r.hosts, 3);
+        assert_eq!(
+            r.findings[0].host_names,
+            vec!["a", "a netns blue", "a netns red"]
+        );
+        assert_eq!(r.skipped.len(), 1, "the second report of red");
     }
 
     #[test]

@@ -42,6 +42,9 @@ pub struct HostBlock {
     pub hostname: Option<String>,
     #[serde(default)]
     pub machine_id_hash: Option<String>,
+    /// The network namespace the report looked at (`--netns NAME`).
+    #[serde(default)]
+    pub netns: Option<String>,
     #[serde(default)]
     pub kernel: Option<String>,
     #[serde(default)]

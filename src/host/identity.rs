@@ -1,6 +1,7 @@
 //! The `host` block of `inspect --json` and `doctor --json`: what a fleet
-//! report groups hosts by (name, a hash of the machine id, kernel, nettune
-//! version, CPU and NUMA layout, NIC drivers), the same in both outputs.
+//! report groups hosts by (name, a hash of the machine id, the network
+//! namespace looked at, kernel, nettune version, CPU and NUMA layout, NIC
+//! drivers), the same in both outputs.
 
 use std::collections::BTreeMap;
 
@@ -35,6 +36,12 @@ pub struct Identity {
     /// HMAC-SHA256 of /etc/machine-id keyed by nettune's own key, the first
     /// 16 bytes in hex; `None` when the host has no machine id.
     pub machine_id_hash: Option<String>,
+    /// The network namespace the report looked at (`--netns NAME`); absent
+    /// for the host's own. Namespaces of one machine share its machine id,
+    /// and each is a receive path of its own: a fleet report counts each
+    /// as a host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub netns: Option<String>,
     /// `uname -r`.
     pub kernel: Option<String>,
     /// The nettune version that wrote the report.
@@ -49,11 +56,13 @@ pub struct Identity {
 }
 
 impl Identity {
-    /// The identity of the host `host` was read from through `root`.
-    pub fn of(host: &Host, root: &Root) -> Identity {
+    /// The identity of the host `host` was read from through `root`,
+    /// inside network namespace `netns` when one was named.
+    pub fn of(host: &Host, root: &Root, netns: Option<&str>) -> Identity {
         Identity {
             hostname: hostname(root),
             machine_id_hash: machine_id_hash(root),
+            netns: netns.map(str::to_string),
             kernel: host.kernel.clone(),
             nettune_version: env!("CARGO_PKG_VERSION").to_string(),
             cpus: host.online_cpus.len(),

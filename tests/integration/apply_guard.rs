@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::bench_udp::Running;
 use crate::common::*;
 
 /// A guarded apply running in the background: its stderr lines arrive on
@@ -408,6 +409,46 @@ fn guard_options_are_checked_before_anything_is_read() {
     }
 }
 
+/// A UDP reader at `bind` in `rx` with a 4 KiB receive buffer, for `secs`
+/// seconds: quiet until a flood starts, it then loses most datagrams at
+/// the socket (UDP RcvbufErrors), which a guard must see.
+pub(crate) fn small_buffer_sink(rx: &Netns, bind: &str, secs: &str) -> Running {
+    Running::start(crate::bench_udp::nettune(
+        None,
+        &[
+            "bench",
+            "udp-sink",
+            "--netns",
+            &rx.name,
+            "--bind",
+            bind,
+            "--rcvbuf",
+            "4096",
+            "--duration",
+            secs,
+        ],
+    ))
+}
+
+/// A UDP flood of 20,000 packets/s from `tx` to `to` for `secs` seconds.
+pub(crate) fn udp_flood(tx: &Netns, to: &str, secs: &str) -> Running {
+    Running::start(crate::bench_udp::nettune(
+        None,
+        &[
+            "bench",
+            "udp-flood",
+            "--netns",
+            &tx.name,
+            "--to",
+            to,
+            "--rate",
+            "20000",
+            "--duration",
+            secs,
+        ],
+    ))
+}
+
 /// The values of a namespace a plan may change, as the kernel shows them:
 /// every queue file of RPS/XPS and every networking sysctl (byte queue
 /// limits, which move with traffic, left out).
@@ -446,21 +487,7 @@ fn a_guard_in_a_namespace_rolls_back_when_a_flood_starts_losing_packets() {
     let before = namespace_values(&rx);
 
     // A reader with a tiny receive buffer, quiet until the flood starts.
-    let sink = crate::bench_udp::Running::start(crate::bench_udp::nettune(
-        None,
-        &[
-            "bench",
-            "udp-sink",
-            "--netns",
-            &rx.name,
-            "--bind",
-            "10.83.0.2:0",
-            "--rcvbuf",
-            "4096",
-            "--duration",
-            "40",
-        ],
-    ));
+    let sink = small_buffer_sink(&rx, "10.83.0.2:0", "40");
     let to = sink.bound_addr();
     let mut guarded = Guarded::start(&[
         "apply",
@@ -480,21 +507,7 @@ fn a_guard_in_a_namespace_rolls_back_when_a_flood_starts_losing_packets() {
     let changed = namespace_values(&rx);
     assert_ne!(changed, before, "the plan changed nothing");
     let flood_start = Instant::now();
-    let flood = crate::bench_udp::Running::start(crate::bench_udp::nettune(
-        None,
-        &[
-            "bench",
-            "udp-flood",
-            "--netns",
-            &tx.name,
-            "--to",
-            &to,
-            "--rate",
-            "20000",
-            "--duration",
-            "5",
-        ],
-    ));
+    let flood = udp_flood(&tx, &to, "5");
     let (code, out, err) = guarded.finish(Duration::from_secs(40));
     let restored_after = flood_start.elapsed();
     drop(flood);

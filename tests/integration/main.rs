@@ -4,6 +4,7 @@
 
 #[macro_use]
 mod common;
+mod ansible;
 mod apply;
 mod apply_guard;
 mod apply_netns;

@@ -162,7 +162,7 @@ func TestTheMonitorContainerHasNoPrivilege(t *testing.T) {
 	}
 }
 
-// The tuning DaemonSet: apply at the start, the rollback on termination,
+// The tuning DaemonSet: a guarded apply at the start, the rollback on termination,
 // both on the node's state directory.
 func TestTheTuningDaemonSetAppliesAndRollsBack(t *testing.T) {
 	ds := daemonSet(t, "../nettune-tune.yaml")
@@ -174,6 +174,11 @@ func TestTheTuningDaemonSetAppliesAndRollsBack(t *testing.T) {
 	args := strings.Join(apply.Args, " ")
 	if !regexp.MustCompile(`^apply --profile \S+`).MatchString(args) {
 		t.Errorf("the init container runs %q", args)
+	}
+	// Guarded: a node where the profile hurts undoes it and stops the
+	// rollout there.
+	if !regexp.MustCompile(`(^| )--guard \S+`).MatchString(args) {
+		t.Errorf("the init container applies without --guard: %q", args)
 	}
 	rollback := container(t, spec.Containers, "rollback")
 	hook := rollback.Lifecycle
