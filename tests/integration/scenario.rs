@@ -379,3 +379,81 @@ fn a_delay_line_ends_with_its_namespaces_and_a_killed_one_leaves_nothing() {
     let (code, _, stderr) = run(&["testbed", "down", &bed.name]);
     assert_eq!(code, 2, "nothing is left to remove: {stderr}");
 }
+
+#[test]
+fn experiment_run_measures_the_bulk_scenario_with_a_stream_and_puts_its_buffers_back() {
+    if skip_unless_root(
+        "experiment_run_measures_the_bulk_scenario_with_a_stream_and_puts_its_buffers_back",
+    ) {
+        return;
+    }
+    let _guard = measuring();
+    let bed = Bed::up("bulk-small-buffers");
+    let tcp_rmem = || {
+        sh(&[
+            "ip",
+            "netns",
+            "exec",
+            bed.server(),
+            "cat",
+            "/proc/sys/net/ipv4/tcp_rmem",
+        ])
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+    };
+    assert_eq!(tcp_rmem(), "4096 16384 32768");
+    let work = tempfile::tempdir().expect("tempdir");
+    let out = work.path().join("exp");
+    let child = crate::experiment::experiment_run(
+        &[
+            "--testbed",
+            &bed.name,
+            "--configs",
+            "current,throughput:--bandwidth 50mbit --rtt 30ms",
+            "--bench",
+            "stream",
+            "--repeat",
+            "1",
+            "--duration",
+            "1s",
+            "--warmup",
+            "0.5s",
+        ],
+        &out,
+        &work.path().join("state"),
+    )
+    .spawn()
+    .expect("experiment");
+    let (code, stdout, stderr) = finish_bounded(child, Duration::from_secs(120));
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    let results: Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join("results.json")).expect("results.json"),
+    )
+    .expect("json");
+    assert_eq!(results["complete"], true);
+    assert_eq!(results["benches"][0]["kind"], "stream");
+    assert_eq!(results["benches"][0]["metric"], "bits/s");
+    let runs = results["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 2);
+    for run in runs {
+        assert!(run["value"].as_f64().is_some_and(|v| v > 0.0), "{run}");
+    }
+    // The profile raised the namespace's buffers for its run, and the
+    // experiment put the scenario's back.
+    let throughput = results["configs"]
+        .as_array()
+        .expect("configs")
+        .iter()
+        .find(|c| c["kind"] == "profile")
+        .expect("the profile's config");
+    assert!(
+        throughput["changes"]
+            .as_array()
+            .expect("changes")
+            .iter()
+            .any(|c| c["target"].as_str().is_some_and(|t| t.contains("tcp_rmem"))),
+        "{throughput}"
+    );
+    assert_eq!(tcp_rmem(), "4096 16384 32768");
+}
