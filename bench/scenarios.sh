@@ -72,6 +72,11 @@ case "${1:-}" in
     *) echo "usage: bench/scenarios.sh [--search]" >&2; exit 2 ;;
 esac
 SEARCH_SPACE=${SEARCH_SPACE:-rps,xps}
+# ALLOW_HOST=1: the search and the grid may change host-wide values
+# (rps_sock_flow_entries, which SEARCH_SPACE=rps,rfs,xps needs), journaled
+# and restored.
+host_args=()
+[ "${ALLOW_HOST:-0}" = 1 ] && host_args=(--allow-host)
 ROUNDS=${ROUNDS:-5}
 WINDOW=${WINDOW:-2}
 TCP_WINDOW=${TCP_WINDOW:-5}
@@ -154,19 +159,19 @@ print(pin(c["server"]), pin(c["client"]))' <<<"$up")
         load_line
         echo "$scenario: nettune experiment search --space $SEARCH_SPACE --bench '$line' ${pin_args[*]} --repeat $ROUNDS --duration $EXP_DURATION" >&2
         t0=$(now)
-        "$NETTUNE" experiment search --testbed "$bed" --space "$SEARCH_SPACE" --bench "$line" "${pin_args[@]}" \
+        "$NETTUNE" experiment search --testbed "$bed" --space "$SEARCH_SPACE" --bench "$line" "${pin_args[@]}" "${host_args[@]}" \
             --repeat "$ROUNDS" --duration "$EXP_DURATION" --warmup 1s --json >"$work/search-$scenario.json" 2>"$work/search-$scenario.log" || true
         t1=$(now)
         [ -s "$work/search-$scenario.json" ] || { echo "scenarios.sh: experiment search failed on $scenario:" >&2; tail -5 "$work/search-$scenario.log" >&2; exit 1; }
-        # The search's candidates as experiment configs: "rps=app(1)" names
-        # the same setting as "rps=app".
+        # The search's candidates as experiment configs: "rps=app(1)
+        # xps=off" names the same settings as "rps=app+xps=off".
         configs=$(python3 -c '
 import json, re, sys
 d = json.load(open(sys.argv[1]))
-print(",".join(re.sub(r"\([^)]*\)", "", c) for c in d["candidates"]))' "$work/search-$scenario.json")
+print(",".join("+".join(re.sub(r"\([^)]*\)", "", c).split()) for c in d["candidates"]))' "$work/search-$scenario.json")
         echo "$scenario: the grid: nettune experiment run --configs '$configs' --bench '$line' ${pin_args[*]} --repeat $ROUNDS --duration $EXP_DURATION" >&2
         t2=$(now)
-        "$NETTUNE" experiment run --testbed "$bed" --configs "$configs" --bench "$line" "${pin_args[@]}" \
+        "$NETTUNE" experiment run --testbed "$bed" --configs "$configs" --bench "$line" "${pin_args[@]}" "${host_args[@]}" \
             --repeat "$ROUNDS" --duration "$EXP_DURATION" --warmup 1s --out "$work/grid-$scenario" >"$work/grid-$scenario.log" 2>&1 \
             || { echo "scenarios.sh: the grid failed on $scenario:" >&2; tail -5 "$work/grid-$scenario.log" >&2; exit 1; }
         t3=$(now)
@@ -181,7 +186,7 @@ medians = {c["config"]: c["summary"]["median"] for c in g["cells"]}
 best = max(medians, key=medians.get)
 found = s["search"]
 better = found["comparison"]["verdict"] == "better"
-pick = re.sub(r"\([^)]*\)", "", found["winner_name"]) if better else "current"
+pick = "+".join(re.sub(r"\([^)]*\)", "", found["winner_name"]).split()) if better else "current"
 regret = (medians[best] - medians[pick]) / medians[best] * 100 if pick in medians else float("nan")
 ratio = (float(t1) - float(t0)) / (float(t3) - float(t2))
 print(f"| {scenario} | {len(medians)} | {best} {medians[best] / scale:.1f} | {pick} {medians.get(pick, float('nan')) / scale:.1f} "
