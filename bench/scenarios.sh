@@ -1,34 +1,62 @@
 #!/usr/bin/env bash
 # bench/scenarios.sh: what the matching profile gains on each testbed
-# scenario (`nettune testbed up --scenario NAME`), measured with sockperf
-# (UDP scenarios) and iperf3 (the bulk TCP one). A benchmark, not a test:
-# it prints figures and ratios.
+# scenario (`nettune testbed up --scenario NAME`), measured two ways in the
+# same testbed: by `nettune experiment run` (the profile against the
+# scenario as found, with nettune's own engines), and by tools users already
+# trust (sockperf for the UDP scenarios, iperf3 for the bulk TCP one). A
+# benchmark, not a test: it prints figures and ratios.
 #
-# For each UDP scenario in SCENARIOS (default: all of them), a testbed is made
-# with the scenario, and sockperf runs for the whole benchmark: `sockperf sr`
-# in the server namespace pinned to the scenario's reader CPU, `sockperf tp`
-# (32-byte messages, as fast as it can, FLOWS (16) destination ports, so
-# FLOWS flows) in the client namespace pinned to its sender CPU, both as the
-# scenario prints them (`nettune testbed up --scenario NAME --json`:
-# reader and sender CPUs in its commands). The figure is the datagrams per
-# second the reader took: the server namespace's Udp InDatagrams
-# (/proc/net/snmp, counted when the application reads a datagram) over a
-# WINDOW (2 s); RcvbufErrors beside it.
+# 1. experiment run. For each scenario in SCENARIOS (default: all of them) a
+#    testbed is made with it, then
+#      nettune experiment run --testbed BED --configs current,PROFILE[:PATH]
+#          --bench LINE [--server-pin READER] --repeat ROUNDS
+#          --duration EXP_DURATION --warmup 1s
+#    where PROFILE is the scenario's profile and PATH its --bandwidth/--rtt
+#    (as `testbed up --json` prints them), and LINE is the scenario's load:
+#    `udp-flood --flows FLOWS --pin SENDER` into a sink pinned to the
+#    reader's CPU (UDP scenarios), or `stream` (one bulk TCP flow,
+#    unpinned). The experiment alternates the two configs in shuffled
+#    rounds, applies and rolls back the profile itself, and judges the
+#    ratio of medians with a bootstrap interval (docs/experiment.md).
+#    Reported: the median of each config [range] and the ratio with its
+#    verdict.
 #
-# For bulk-small-buffers, `iperf3 -s` runs in the server namespace and
-# each phase is one `iperf3 -c` of WINDOW seconds (a new connection, so it
-# autotunes under the state's buffers); the figure is iperf3's received
-# Gbit/s.
+# 2. The trusted tool, on the same testbed. For the UDP scenarios sockperf
+#    runs for the whole phase: `sockperf sr` in the server namespace pinned
+#    to the scenario's reader CPU, `sockperf tp` (32-byte messages, as fast
+#    as it can, FLOWS (16) destination ports, so FLOWS flows) in the client
+#    namespace pinned to its sender CPU; the figure is the datagrams per
+#    second the reader took: the server namespace's Udp InDatagrams
+#    (/proc/net/snmp, counted when the application reads a datagram) over a
+#    WINDOW (2 s); RcvbufErrors beside it. For bulk-small-buffers, `iperf3
+#    -s` runs in the server namespace and each phase is one `iperf3 -c` of
+#    TCP_WINDOW (5 s: the line has a 30 ms round trip) with a 1 s omit (a
+#    new connection, so it autotunes under the state's buffers); the figure
+#    is iperf3's received Mbit/s. Two states alternate (for UDP while the
+#    traffic flows), the order swapped each round, ROUNDS (5) rounds, each
+#    phase after SETTLE (0.5 s):
+#      before  the scenario as built
+#      after   `nettune apply --profile P --netns SERVER [PATH]`, undone with
+#              `nettune rollback` for the next "before"
+#    Reported: the median of each state [range], and the median [range] of
+#    the per-round ratios after/before.
 #
-# Two states alternate (for UDP while the traffic flows), the order swapped each
-# round, ROUNDS (5) rounds, each phase after SETTLE (0.5 s):
-#   before  the scenario as built
-#   after   `nettune apply --profile P --netns SERVER` (P: the scenario's
-#           profile), undone with `nettune rollback` for the next "before"
-# Reported per scenario: the median received kpps of each state [range],
-# the median [range] of the per-round ratios after/before, and the load
-# average at the start and the end. A run whose load average was 1.5 or
-# more at either end is labelled noisy: its figures are not results.
+# --search: instead of the above, the search's regret per scenario. On
+# the scenario's testbed, `nettune experiment search --space SEARCH_SPACE
+# (rps,xps) --bench LINE --repeat ROUNDS --duration EXP_DURATION` runs
+# first (timed); then the exhaustive grid over the same space: `experiment
+# run` with every candidate the search listed (the host as found first,
+# each as the settings it names: rps=app+xps=off, ...) at the same
+# --repeat, --duration and --warmup (timed). Reported per scenario: the
+# grid's best config and median, the search's pick and its median in the
+# grid, the regret (how far the pick's grid median is below the best, %),
+# and the search's wall time over the grid's. The goal: regret within 3%,
+# in at most a quarter of the grid's time. A search that finds nothing
+# better than the host as found picks the host as found.
+#
+# The load average at the start and the end is printed; a run whose load
+# average was 1.5 or more at either end is labelled noisy: its figures are
+# not results. MODES ("experiment tools") picks the parts to run.
 #
 # Needs root (namespaces), sockperf and iperf3 (Debian packages), python3 and
 # nettune (NETTUNE, else target/release/nettune, else the one on PATH).
@@ -37,8 +65,23 @@
 # Traffic stays between the testbed's namespaces (198.18.0.0/30).
 set -euo pipefail
 
+SEARCH=0
+case "${1:-}" in
+    --search) SEARCH=1 ;;
+    "") ;;
+    *) echo "usage: bench/scenarios.sh [--search]" >&2; exit 2 ;;
+esac
+SEARCH_SPACE=${SEARCH_SPACE:-rps,xps}
+# ALLOW_HOST=1: the search and the grid may change host-wide values
+# (rps_sock_flow_entries, which SEARCH_SPACE=rps,rfs,xps needs), journaled
+# and restored.
+host_args=()
+[ "${ALLOW_HOST:-0}" = 1 ] && host_args=(--allow-host)
 ROUNDS=${ROUNDS:-5}
 WINDOW=${WINDOW:-2}
+TCP_WINDOW=${TCP_WINDOW:-5}
+EXP_DURATION=${EXP_DURATION:-3s}
+MODES=${MODES:-"experiment tools"}
 SETTLE=${SETTLE:-0.5}
 FLOWS=${FLOWS:-16}
 SCENARIOS=${SCENARIOS:-"reader-on-softirq-cpu softirq-on-app-cpu bulk-small-buffers"}
@@ -76,6 +119,96 @@ load_start=$(load)
 echo "nettune: $("$NETTUNE" --version)"
 echo "load average at start: $load_start"
 summary=()
+# The experiment's figures: "before[range] after[range] ratio verdict"
+# from its results.json, the medians divided by $2.
+experiment_figures() {
+    python3 - "$1" "$2" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+scale = float(sys.argv[2])
+cells = {c["config"]: c for c in d["cells"]}
+ref, tuned = d["configs"][0]["name"], d["configs"][1]["name"]
+s = lambda c: c["summary"]
+fmt = lambda c: "%.1f[%.1f-%.1f]" % (s(c)["median"] / scale, s(c)["min"] / scale, s(c)["max"] / scale)
+cmp = cells[tuned]["comparison"]
+print(fmt(cells[ref]), fmt(cells[tuned]), "%.2fx" % cmp["ratio"], cmp["verdict"])
+EOF
+}
+
+# The scenario's load for nettune: "LINE" "SERVER-PIN-ARGS" "SCALE".
+load_line() {
+    if [ "$reader" = - ]; then
+        line="stream"; pin_args=(); scale=1000000
+    else
+        line="udp-flood --flows $FLOWS --pin $sender"; pin_args=(--server-pin "$reader"); scale=1000
+    fi
+}
+
+now() { date +%s.%N; }
+
+if [ "$SEARCH" = 1 ]; then
+    rows=()
+    for scenario in $SCENARIOS; do
+        bed="ntb-scb$$"
+        up=$("$NETTUNE" testbed up --name "$bed" --scenario "$scenario" --json)
+        read -r reader sender < <(python3 -c '
+import json, re, sys
+c = json.load(sys.stdin)["commands"]
+pin = lambda s: (re.search(r"--pin (\d+)", s) or re.search("()", "")).group(1) or "-"
+print(pin(c["server"]), pin(c["client"]))' <<<"$up")
+        load_line
+        echo "$scenario: nettune experiment search --space $SEARCH_SPACE --bench '$line' ${pin_args[*]} --repeat $ROUNDS --duration $EXP_DURATION" >&2
+        t0=$(now)
+        "$NETTUNE" experiment search --testbed "$bed" --space "$SEARCH_SPACE" --bench "$line" "${pin_args[@]}" "${host_args[@]}" \
+            --repeat "$ROUNDS" --duration "$EXP_DURATION" --warmup 1s --json >"$work/search-$scenario.json" 2>"$work/search-$scenario.log" || true
+        t1=$(now)
+        [ -s "$work/search-$scenario.json" ] || { echo "scenarios.sh: experiment search failed on $scenario:" >&2; tail -5 "$work/search-$scenario.log" >&2; exit 1; }
+        # The search's candidates as experiment configs: "rps=app(1)
+        # xps=off" names the same settings as "rps=app+xps=off".
+        configs=$(python3 -c '
+import json, re, sys
+d = json.load(open(sys.argv[1]))
+print(",".join("+".join(re.sub(r"\([^)]*\)", "", c).split()) for c in d["candidates"]))' "$work/search-$scenario.json")
+        echo "$scenario: the grid: nettune experiment run --configs '$configs' --bench '$line' ${pin_args[*]} --repeat $ROUNDS --duration $EXP_DURATION" >&2
+        t2=$(now)
+        "$NETTUNE" experiment run --testbed "$bed" --configs "$configs" --bench "$line" "${pin_args[@]}" "${host_args[@]}" \
+            --repeat "$ROUNDS" --duration "$EXP_DURATION" --warmup 1s --out "$work/grid-$scenario" >"$work/grid-$scenario.log" 2>&1 \
+            || { echo "scenarios.sh: the grid failed on $scenario:" >&2; tail -5 "$work/grid-$scenario.log" >&2; exit 1; }
+        t3=$(now)
+        cleanup
+        rows+=("$(python3 - "$scenario" "$work/search-$scenario.json" "$work/grid-$scenario/results.json" "$t0" "$t1" "$t2" "$t3" "$scale" <<'EOF'
+import json, re, sys
+scenario, search, grid, t0, t1, t2, t3, scale = sys.argv[1:]
+s = json.load(open(search))
+g = json.load(open(grid))
+scale = float(scale)
+medians = {c["config"]: c["summary"]["median"] for c in g["cells"]}
+best = max(medians, key=medians.get)
+found = s["search"]
+better = found["comparison"]["verdict"] == "better"
+pick = "+".join(re.sub(r"\([^)]*\)", "", found["winner_name"]).split()) if better else "current"
+regret = (medians[best] - medians[pick]) / medians[best] * 100 if pick in medians else float("nan")
+ratio = (float(t1) - float(t0)) / (float(t3) - float(t2))
+print(f"| {scenario} | {len(medians)} | {best} {medians[best] / scale:.1f} | {pick} {medians.get(pick, float('nan')) / scale:.1f} "
+      f"| {regret:.1f} | {float(t1) - float(t0):.0f} s / {float(t3) - float(t2):.0f} s = {ratio:.2f} |")
+EOF
+)")
+    done
+    load_end=$(load)
+    echo "load average at end: $load_end"
+    echo
+    echo "search regret: SEARCH_SPACE=$SEARCH_SPACE, $ROUNDS repeats of $EXP_DURATION, medians in kpps (udp-flood) or Mbit/s (stream)"
+    echo
+    echo "| scenario | grid configs | grid best | search pick (its grid median) | regret % | time: search / grid |"
+    echo "|---|---|---|---|---|---|"
+    printf '%s\n' "${rows[@]}"
+    if awk -v a="$load_start" -v b="$load_end" 'BEGIN { exit !(a >= 1.5 || b >= 1.5) }'; then
+        echo
+        echo "NOISY: load average $load_start at the start, $load_end at the end (1.5 or more): not a result"
+    fi
+    exit 0
+fi
+
 for scenario in $SCENARIOS; do
     bed="ntb-scb$$"
     up=$("$NETTUNE" testbed up --name "$bed" --scenario "$scenario" --json)
@@ -88,65 +221,79 @@ print(d["server"]["netns"], d["client"]["netns"], pin(c["server"]), pin(c["clien
       ",".join(c["doctor"].split()[4:]) or "-")' <<<"$up")
     path=${path//,/ }
     [ "$path" = - ] && path=""
-    if [ "$reader" = - ]; then
-        kind=tcp
-        ip netns exec "$server" iperf3 -s -B 198.18.0.1 >"$work/iperf3-s.log" 2>&1 &
-        pids+=($!)
-        sleep 1
-    else
-        kind=udp
-        feed=$work/feed
-        : > "$feed"
-        for i in $(seq 0 $((FLOWS - 1))); do echo "U:198.18.0.1:$((11111 + i))" >> "$feed"; done
-        total=$(awk -v r="$ROUNDS" -v w="$WINDOW" -v s="$SETTLE" 'BEGIN { printf "%d", r * 2 * (w + s + 3) + 10 }')
-        ip netns exec "$server" taskset -c "$reader" sockperf sr -f "$feed" >"$work/sr.log" 2>&1 &
-        pids+=($!)
-        sleep 1
-        ip netns exec "$client" taskset -c "$sender" sockperf tp -f "$feed" -m 32 -t "$total" >"$work/tp.log" 2>&1 &
-        pids+=($!)
-        sleep 2
+    if [ "$reader" = - ]; then kind=tcp; else kind=udp; fi
+
+    exp="- - - -"
+    if [[ " $MODES " == *" experiment "* ]]; then
+        configs="current,$profile"
+        [ -n "$path" ] && configs="current,$profile:$path"
+        load_line
+        echo "$scenario: nettune experiment run --configs '$configs' --bench '$line' ${pin_args[*]} --repeat $ROUNDS --duration $EXP_DURATION" >&2
+        "$NETTUNE" experiment run --testbed "$bed" --configs "$configs" --bench "$line" "${pin_args[@]}" \
+            --repeat "$ROUNDS" --duration "$EXP_DURATION" --warmup 1s --out "$work/exp-$scenario" >"$work/exp-$scenario.log" 2>&1 \
+            || { echo "scenarios.sh: experiment run failed on $scenario:" >&2; tail -5 "$work/exp-$scenario.log" >&2; exit 1; }
+        exp=$(experiment_figures "$work/exp-$scenario/results.json" "$scale")
     fi
-    state_dir=$work/state-$scenario
-    applied=""
-    set_state() {
-        if [ "$1" = after ] && [ -z "$applied" ]; then
-            # shellcheck disable=SC2086 # $path is several options
-            "$NETTUNE" apply --profile "$profile" --netns "$server" $path --state-dir "$state_dir" --json >"$work/apply.json"
-            applied=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["state"]["id"])' "$work/apply.json")
-        elif [ "$1" = before ] && [ -n "$applied" ]; then
-            "$NETTUNE" rollback "$applied" --state-dir "$state_dir" >/dev/null
-            applied=""
-        fi
-    }
+
     : > "$work/rounds"
-    for round in $(seq 1 "$ROUNDS"); do
-        if [ $((round % 2)) = 1 ]; then order="before after"; else order="after before"; fi
-        line="$round"
-        for state in $order; do
-            set_state "$state"
-            sleep "$SETTLE"
-            if [ "$kind" = tcp ]; then
-                ip netns exec "$client" iperf3 -c 198.18.0.1 -t "$WINDOW" --json >"$work/iperf3.json" || true
-                gbit=$(python3 -c 'import json,sys
-try: print("%.2f" % (json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"] / 1e9))
-except Exception: print("0")' "$work/iperf3.json")
-                line="$line $state $gbit 0"
-                continue
+    if [[ " $MODES " == *" tools "* ]]; then
+        if [ "$kind" = tcp ]; then
+            ip netns exec "$server" iperf3 -s -B 198.18.0.1 >"$work/iperf3-s.log" 2>&1 &
+            pids+=($!)
+            sleep 1
+        else
+            feed=$work/feed
+            : > "$feed"
+            for i in $(seq 0 $((FLOWS - 1))); do echo "U:198.18.0.1:$((11111 + i))" >> "$feed"; done
+            total=$(awk -v r="$ROUNDS" -v w="$WINDOW" -v s="$SETTLE" 'BEGIN { printf "%d", r * 2 * (w + s + 3) + 10 }')
+            ip netns exec "$server" taskset -c "$reader" sockperf sr -f "$feed" >"$work/sr.log" 2>&1 &
+            pids+=($!)
+            sleep 1
+            ip netns exec "$client" taskset -c "$sender" sockperf tp -f "$feed" -m 32 -t "$total" >"$work/tp.log" 2>&1 &
+            pids+=($!)
+            sleep 2
+        fi
+        state_dir=$work/state-$scenario
+        applied=""
+        set_state() {
+            if [ "$1" = after ] && [ -z "$applied" ]; then
+                # shellcheck disable=SC2086 # $path is several options
+                "$NETTUNE" apply --profile "$profile" --netns "$server" $path --state-dir "$state_dir" --json >"$work/apply.json"
+                applied=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["state"]["id"])' "$work/apply.json")
+            elif [ "$1" = before ] && [ -n "$applied" ]; then
+                "$NETTUNE" rollback "$applied" --state-dir "$state_dir" >/dev/null
+                applied=""
             fi
-            read -r in0 err0 < <(udp "$server")
-            t0=$(date +%s.%N)
-            sleep "$WINDOW"
-            read -r in1 err1 < <(udp "$server")
-            t1=$(date +%s.%N)
-            line="$line $state $(awk -v a="$in0" -v b="$in1" -v x="$t0" -v y="$t1" 'BEGIN { printf "%.1f", (b - a) / (y - x) / 1000 }') $((err1 - err0))"
+        }
+        : > "$work/rounds"
+        for round in $(seq 1 "$ROUNDS"); do
+            if [ $((round % 2)) = 1 ]; then order="before after"; else order="after before"; fi
+            line="$round"
+            for state in $order; do
+                set_state "$state"
+                sleep "$SETTLE"
+                if [ "$kind" = tcp ]; then
+                    ip netns exec "$client" iperf3 -c 198.18.0.1 -t "$TCP_WINDOW" -O 1 --json >"$work/iperf3.json" || true
+                    mbit=$(python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print("%.1f" % (d["end"]["sum_received"]["bits_per_second"] / 1e6))' "$work/iperf3.json" 2>/dev/null || echo 0)
+                    line="$line $state $mbit 0"
+                    continue
+                fi
+                read -r in0 err0 < <(udp "$server")
+                t0=$(date +%s.%N)
+                sleep "$WINDOW"
+                read -r in1 err1 < <(udp "$server")
+                t1=$(date +%s.%N)
+                line="$line $state $(awk -v a="$in0" -v b="$in1" -v x="$t0" -v y="$t1" 'BEGIN { printf "%.1f", (b - a) / (y - x) / 1000 }') $((err1 - err0))"
+            done
+            echo "$line" >> "$work/rounds"
         done
-        echo "$line" >> "$work/rounds"
-    done
-    set_state before
+        set_state before
+    fi
     cleanup
-    summary+=("$(python3 - "$scenario" "$profile" "$reader" "$sender" "$kind" "$work/rounds" <<'EOF'
+    # shellcheck disable=SC2086 # $exp is four words
+    summary+=("$(python3 - "$scenario" "$profile" "$reader" "$sender" "$kind" "$work/rounds" $exp <<'EOF'
 import statistics, sys
-scenario, profile, reader, sender, kind, path = sys.argv[1:]
+scenario, profile, reader, sender, kind, path, e_before, e_after, e_ratio, e_verdict = sys.argv[1:]
 rate = {"before": [], "after": []}
 errs = {"before": 0, "after": 0}
 ratios = []
@@ -158,12 +305,16 @@ for line in open(path):
         errs[s] += got[s][1]
     if got["before"][0] > 0:
         ratios.append(got["after"][0] / got["before"][0])
-unit, digits = ("Gbit/s", 2) if kind == "tcp" else ("kpps", 0)
-fmt = lambda v: f"{statistics.median(v):.{digits}f} [{min(v):.{digits}f}-{max(v):.{digits}f}] {unit}"
-pinning = "unpinned (iperf3)" if kind == "tcp" else f"reader CPU {reader}, sender CPU {sender}"
+unit, digits = ("Mbit/s", 1) if kind == "tcp" else ("kpps", 0)
+fmt = lambda v: f"{statistics.median(v):.{digits}f} [{min(v):.{digits}f}-{max(v):.{digits}f}]" if v else "-"
+pinning = "unpinned" if kind == "tcp" else f"reader CPU {reader}, sender CPU {sender}"
+tool = "iperf3" if kind == "tcp" else "sockperf"
 ratio = f"{statistics.median(ratios):.2f}x [{min(ratios):.2f}-{max(ratios):.2f}]" if ratios else "-"
-drops = "-" if kind == "tcp" else f"{errs['before']} / {errs['after']}"
-print(f"| {scenario} | {profile} | {pinning} | {fmt(rate['before'])} | {fmt(rate['after'])} | {ratio} | {drops} |")
+drops = "-" if kind == "tcp" or not ratios else f"{errs['before']} / {errs['after']}"
+engine = "stream" if kind == "tcp" else "udp-flood"
+e = lambda x: x.replace("[", " [") if x != "-" else x
+print(f"| {scenario} | {profile} | {pinning} | {unit} | {engine}: {e(e_before)} | {e(e_after)} | {e_ratio} ({e_verdict.replace('_', ' ')}) "
+      f"| {tool}: {fmt(rate['before'])} | {fmt(rate['after'])} | {ratio} | {drops} |")
 EOF
 )")
 done
@@ -171,10 +322,11 @@ load_end=$(load)
 echo "load average at end: $load_end"
 noisy=$(awk -v a="$load_start" -v b="$load_end" 'BEGIN { print (a >= 1.5 || b >= 1.5) ? "yes" : "no" }')
 echo
-echo "received: kpps (sockperf, $FLOWS flows of 32 B) or Gbit/s (iperf3, one stream); median [range] of $ROUNDS rounds"
+echo "experiment run: nettune's engines, median [range] of $ROUNDS runs per config, ratio of medians with the experiment's verdict"
+echo "tools: sockperf ($FLOWS flows of 32 B, kpps the reader took) or iperf3 (one stream, Mbit/s received), median [range] of $ROUNDS alternated rounds"
 echo
-echo "| scenario | profile | pinning | before | after | after / before | RcvbufErrors before / after |"
-echo "|---|---|---|---|---|---|---|"
+echo "| scenario | profile | pinning | unit | experiment: before | after | after / before | tool: before | after | after / before | RcvbufErrors before / after |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|"
 printf '%s\n' "${summary[@]}"
 if [ "$noisy" = yes ]; then
     echo

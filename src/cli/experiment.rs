@@ -78,7 +78,7 @@ pub struct RunArgs {
     pub configs: Vec<String>,
     /// A `nettune bench` client command line without its target
     /// (`udp-flood --flows 16`, `rr --proto tcp --instances 100`, `http -c
-    /// 64`); repeat for several. The matching server side is started by the
+    /// 64`, `stream`); repeat for several. The matching server side is started by the
     /// experiment.
     #[arg(long = "bench", value_name = "BENCH", required = true)]
     pub benches: Vec<String>,

@@ -5,7 +5,7 @@ use serde_json::json;
 
 use crate::error::Status;
 use crate::testbed::host_values::Restored;
-use crate::testbed::{self, scenario, Testbed};
+use crate::testbed::{self, delay_line, scenario, Testbed};
 
 #[derive(Debug, clap::Subcommand)]
 pub enum TestbedCommand {
@@ -36,6 +36,23 @@ pub enum TestbedCommand {
     ///   nettune testbed down --all
     #[command(verbatim_doc_comment)]
     Down(DownArgs),
+    /// The forwarder of a scenario's delay line, which `testbed up` starts
+    /// and `testbed down` stops.
+    #[command(hide = true)]
+    DelayLine(DelayLineArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct DelayLineArgs {
+    /// The testbed whose sides it joins.
+    #[arg(long, value_name = "NAME")]
+    pub name: String,
+    /// The round-trip time it adds (half each way).
+    #[arg(long, value_name = "TIME")]
+    pub rtt: String,
+    /// Its rate, each way.
+    #[arg(long, value_name = "RATE")]
+    pub rate: String,
 }
 
 #[derive(Debug, clap::Args)]
@@ -86,7 +103,46 @@ pub fn run(cmd: TestbedCommand) -> anyhow::Result<Status> {
             Ok(Status::Clean)
         }
         TestbedCommand::Down(args) => down(&args),
+        TestbedCommand::DelayLine(args) => run_delay_line(&args),
     }
+}
+
+/// Run a delay line's forwarder until `testbed down` (SIGTERM) or until
+/// its testbed's namespaces are gone.
+fn run_delay_line(args: &DelayLineArgs) -> anyhow::Result<Status> {
+    use crate::base::units::{parse_rate_within, parse_time_within};
+    use std::time::Duration;
+    let tb = Testbed::named(&args.name)?;
+    let rtt = parse_time_within(
+        &args.rtt,
+        Duration::from_micros(100),
+        Duration::from_secs(10),
+    )
+    .map_err(|e| anyhow::anyhow!("--rtt {e}"))?;
+    let rate = parse_rate_within(&args.rate, 1_000_000, 100_000_000_000)
+        .map_err(|e| anyhow::anyhow!("--rate {e}"))?;
+    let line = delay_line::Line {
+        rtt_us: rtt.as_micros() as u64,
+        rate_bps: rate,
+    };
+    let stop = crate::cli::signals::stop_on_signals()?;
+    let report = delay_line::serve(&tb.sides(), line, &stop, || {
+        use std::io::Write as _;
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "ready")
+            .and_then(|()| out.flush())
+            .map_err(|e| anyhow::anyhow!("cannot tell `testbed up` the delay line is ready: {e}"))
+    })?;
+    eprintln!(
+        "nettune: delay line of {} ended: {} packets to the server ({} dropped), {} to the client \
+         ({} dropped)",
+        tb.name,
+        report.to_server.forwarded,
+        report.to_server.dropped,
+        report.to_client.forwarded,
+        report.to_client.dropped
+    );
+    Ok(Status::Clean)
 }
 
 /// The online CPUs of this host, for the default queue count.
@@ -147,8 +203,24 @@ fn describe_scenario(s: &scenario::Scenario, tb: &Testbed) -> String {
             values.join(", ")
         )
     };
+    let line = tb
+        .delay_line
+        .as_ref()
+        .map(|d| {
+            format!(
+                "  delay line: {} and {} (PID {}), {} round trip, {} each way; `nettune testbed \
+                 down {}` stops it\n",
+                d.server_tun,
+                d.client_tun,
+                d.pid,
+                crate::base::units::format_time(d.line.rtt_us as f64 / 1e6),
+                crate::base::units::format_rate(d.line.rate_bps),
+                tb.name
+            )
+        })
+        .unwrap_or_default();
     format!(
-        "scenario {name}: {summary}\n{problem}\n  (after {source})\n{host}show it (the server \
+        "scenario {name}: {summary}\n{problem}\n  (after {source})\n{host}{line}show it (the server \
          first, then the client, in two shells):\n  {server}\n  {client}\njudge it (doctor names \
          {finding}):\n  {doctor}\nfix it, then run both again:\n  {fix}\n",
         name = s.name,

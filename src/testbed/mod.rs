@@ -10,6 +10,7 @@
 //! (never routed); each testbed has its own namespaces, so all can use the
 //! same two addresses.
 
+pub mod delay_line;
 pub mod host_values;
 pub mod netns;
 pub mod scenario;
@@ -59,6 +60,9 @@ pub struct Testbed {
     /// Host-wide values its scenario changed (restored by `testbed down`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub host_values: Vec<host_values::HostValue>,
+    /// The delay line between its sides, when its scenario has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delay_line: Option<delay_line::Running>,
 }
 
 impl Testbed {
@@ -89,6 +93,7 @@ impl Testbed {
             queues: None,
             scenario: None,
             host_values: Vec::new(),
+            delay_line: None,
         })
     }
 
@@ -106,12 +111,24 @@ impl Testbed {
         }
     }
 
-    /// Whether any of its namespaces, or host-wide values its scenario
-    /// changed, exist.
+    /// Where its delay line runs.
+    pub fn sides(&self) -> delay_line::Sides<'_> {
+        delay_line::Sides {
+            testbed: &self.name,
+            server_netns: &self.server.netns,
+            server_addr: self.server.address,
+            client_netns: &self.client.netns,
+            client_addr: self.client.address,
+        }
+    }
+
+    /// Whether any of its namespaces, host-wide values its scenario
+    /// changed, or its delay line, exist.
     pub fn exists(&self) -> bool {
         netns::exists(&self.server.netns)
             || netns::exists(&self.client.netns)
             || !host_values::changed(&self.name).is_empty()
+            || delay_line::recorded(&self.name).is_some()
     }
 
     /// An existing, whole testbed (for `experiment run --testbed NAME`).
@@ -169,6 +186,15 @@ pub fn up_with(
             tb.name
         );
     }
+    if let Some(running) = delay_line::recorded(&tb.name) {
+        anyhow::bail!(
+            "testbed '{}' is in use: its delay line runs (PID {}); remove it with `nettune \
+             testbed down {}` or choose another --name; nothing was changed",
+            tb.name,
+            running.pid,
+            tb.name
+        );
+    }
     if let Some(side) = [&tb.server, &tb.client]
         .into_iter()
         .find(|s| netns::exists(&s.netns))
@@ -182,10 +208,14 @@ pub fn up_with(
         );
     }
     let mut host_values = Vec::new();
+    let mut line = None;
     let made = build(tb, queues).and_then(|()| match scenario {
         Some(s) => {
             scenario::build(s, &tb.server.netns, &tb.server.iface)?;
             host_values = host_values::set(&tb.name, s.host)?;
+            if let Some(wanted) = s.delay_line {
+                line = Some(delay_line::start(&tb.sides(), wanted)?);
+            }
             Ok(())
         }
         None => Ok(()),
@@ -201,6 +231,7 @@ pub fn up_with(
     tb.queues = Some(queues);
     tb.scenario = scenario.map(|s| s.name);
     tb.host_values = host_values;
+    tb.delay_line = line;
     Ok(tb)
 }
 
@@ -250,11 +281,15 @@ fn build(tb: &Testbed, queues: u32) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Remove testbed `tb`: both namespaces, with the veth pair, and put back
-/// the host-wide values its scenario changed. Removing one that does not
-/// exist is not an error (it was half made, or removed).
+/// Remove testbed `tb`: its delay line's forwarder (first: it holds the
+/// namespaces), both namespaces, with the veth pair, and put back the
+/// host-wide values its scenario changed. Removing one that does not exist
+/// is not an error (it was half made, or removed).
 pub fn down(tb: &Testbed) -> anyhow::Result<Vec<host_values::Restored>> {
     let mut errors = Vec::new();
+    if let Err(e) = delay_line::stop(&tb.name) {
+        errors.push(crate::error::message(&e));
+    }
     let restored = host_values::restore(&tb.name).unwrap_or_else(|e| {
         errors.push(crate::error::message(&e));
         Vec::new()
@@ -312,6 +347,8 @@ pub fn all() -> Vec<Testbed> {
             name.strip_suffix(".json").map(str::to_string)
         }));
     }
+    // Or a delay line whose namespaces were removed by other means.
+    names.extend(delay_line::testbeds());
     names.sort();
     names.dedup();
     names

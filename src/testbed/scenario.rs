@@ -64,6 +64,9 @@ pub struct Scenario {
     /// Options `doctor` and `apply` need to see it (the path's bandwidth
     /// and round-trip time for buffer sizes), or "".
     pub path: &'static str,
+    /// A delay line between the testbed's sides (a real round-trip time
+    /// and rate), run while the testbed is up.
+    pub delay_line: Option<super::delay_line::Line>,
 }
 
 /// Every scenario, in the order `testbed scenarios` lists them.
@@ -88,6 +91,7 @@ pub const ALL: &[Scenario] = &[
         finding: "rps.off",
         profile: "pps",
         path: "",
+        delay_line: None,
     },
     Scenario {
         name: "softirq-on-app-cpu",
@@ -109,15 +113,19 @@ pub const ALL: &[Scenario] = &[
         finding: "rps.one-cpu",
         profile: "pps",
         path: "",
+        delay_line: None,
     },
     Scenario {
         name: "bulk-small-buffers",
-        summary:
-            "a bulk TCP flow whose receive buffer is too small for its bandwidth-delay product",
-        problem: "The server's namespace caps TCP receive buffers at 32 KiB (net.ipv4.tcp_rmem \
-                  4096 16384 32768), far below what a veth pair carries in one round trip \
-                  (10 Gbit/s x 100 us = 125 kB): the receiver's window, not the path, limits a \
-                  bulk flow. Buffer maxima at or above bandwidth x RTT are the fix.",
+        summary: "bulk TCP over a 30 ms, 50 Mbit/s delay line, the receive buffer far below \
+                  its bandwidth-delay product",
+        problem: "The testbed's sides talk through a delay line (two TUN devices and a \
+                  forwarder: 30 ms round trip, 50 Mbit/s each way, so 187.5 kB in flight when \
+                  full), and the server's namespace caps TCP receive buffers at 32 KiB \
+                  (net.ipv4.tcp_rmem 4096 16384 32768): the receiver's window, not the line, \
+                  limits a bulk flow to a few Mbit/s. Buffer maxima at or above bandwidth x \
+                  RTT are the fix. The path is kept below the kernel's default \
+                  net.core.rmem_max and wmem_max (212992), which a namespace cannot change.",
         source: "ESnet fasterdata, Linux host tuning (buffers from bandwidth x RTT)",
         queues: 2,
         rps: Rps::Unchanged,
@@ -126,7 +134,11 @@ pub const ALL: &[Scenario] = &[
         workload: Workload::Stream,
         finding: "tcp.buffers-small",
         profile: "throughput",
-        path: "--bandwidth 10gbit --rtt 100us",
+        path: "--bandwidth 50mbit --rtt 30ms",
+        delay_line: Some(super::delay_line::Line {
+            rtt_us: 30_000,
+            rate_bps: 50_000_000,
+        }),
     },
 ];
 
@@ -313,6 +325,39 @@ mod tests {
     }
 
     #[test]
+    fn a_delay_line_is_the_path_doctor_judges_and_fits_the_default_maxima() {
+        for s in ALL {
+            let Some(line) = s.delay_line else {
+                continue;
+            };
+            let words: Vec<&str> = s.path.split_whitespace().collect();
+            let value = |flag: &str| {
+                let at = words.iter().position(|w| *w == flag).expect(flag);
+                words[at + 1]
+            };
+            let rate = crate::base::units::parse_rate(value("--bandwidth")).expect("rate");
+            let rtt = crate::base::units::parse_time(value("--rtt")).expect("rtt");
+            assert_eq!(rate, line.rate_bps, "{}", s.name);
+            assert_eq!(rtt, line.rtt(), "{}", s.name);
+            // rmem_max/wmem_max are the host's: a namespace's profile
+            // cannot raise them, so the line must fit their default.
+            assert!(line.bdp_bytes() < 212_992, "{}", s.name);
+            // And the scenario's buffers are far below it.
+            let (_, tcp_rmem) = s
+                .sysctls
+                .iter()
+                .find(|(n, _)| *n == "net.ipv4.tcp_rmem")
+                .expect("tcp_rmem");
+            let max: u64 = tcp_rmem
+                .split_whitespace()
+                .last()
+                .and_then(|m| m.parse().ok())
+                .expect("max");
+            assert!(max * 4 < line.bdp_bytes(), "{}", s.name);
+        }
+    }
+
+    #[test]
     fn commands_pin_the_reader_and_the_sender_on_the_testbed() {
         let tb = Where {
             server_netns: "ntb-x-server",
@@ -336,7 +381,7 @@ mod tests {
         let c = commands(find("bulk-small-buffers").expect("scenario"), tb);
         assert_eq!(
             c.doctor,
-            "nettune doctor --netns ntb-x-server --bandwidth 10gbit --rtt 100us"
+            "nettune doctor --netns ntb-x-server --bandwidth 50mbit --rtt 30ms"
         );
         assert!(c
             .fix

@@ -4,6 +4,9 @@
 //! everything. Speed is not asserted here: bench/scenarios.sh measures the
 //! gain. The namespace tests need root.
 
+use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
+use std::time::{Duration, Instant};
+
 use serde_json::Value;
 
 use crate::common::*;
@@ -169,7 +172,7 @@ fn rps_one_cpu_is_the_scenario_not_the_plain_testbed() {
     assert!(plain_ids.contains(&"rps.off".to_string()), "{plain_ids:?}");
     // Nor are its buffers too small for the path the buffer scenario
     // judges with.
-    let path = ["--bandwidth", "10gbit", "--rtt", "100us"];
+    let path = ["--bandwidth", "50mbit", "--rtt", "30ms"];
     let plain_ids = named(plain.server(), &path);
     assert!(
         !plain_ids.contains(&"tcp.buffers-small".to_string()),
@@ -193,4 +196,264 @@ fn rps_one_cpu_is_the_scenario_not_the_plain_testbed() {
         masks.iter().all(|m| m.trim_start_matches('0') == "2"),
         "{masks:?}"
     );
+}
+
+/// Run `f` on a thread inside named network namespace `netns`.
+fn in_netns<T: Send>(netns: &str, f: impl FnOnce() -> T + Send) -> T {
+    let path = format!("/run/netns/{netns}");
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                let ns = std::fs::File::open(&path).expect("open the netns file");
+                nix::sched::setns(&ns, nix::sched::CloneFlags::CLONE_NEWNET).expect("setns");
+                f()
+            })
+            .join()
+            .expect("netns thread")
+    })
+}
+
+/// The round-trip time from the client's side of a testbed to the
+/// server's: the shortest of 10 UDP echoes (a ping that needs no tool),
+/// between the testbed's two addresses.
+fn echo_rtt(up: &Value) -> Duration {
+    let server = up["server"]["netns"].as_str().expect("server netns");
+    let client = up["client"]["netns"].as_str().expect("client netns");
+    const PROBES: usize = 10;
+    let echo = in_netns(server, || {
+        UdpSocket::bind(SocketAddrV4::new(Ipv4Addr::new(198, 18, 0, 1), 0)).expect("bind")
+    });
+    echo.set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    let port = echo.local_addr().expect("addr").port();
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let mut buf = [0u8; 64];
+            for _ in 0..PROBES {
+                let Ok((n, from)) = echo.recv_from(&mut buf) else {
+                    return;
+                };
+                let _ = echo.send_to(&buf[..n], from);
+            }
+        });
+        let probe = in_netns(client, || {
+            UdpSocket::bind(SocketAddrV4::new(Ipv4Addr::new(198, 18, 0, 2), 0)).expect("bind")
+        });
+        probe
+            .set_read_timeout(Some(Duration::from_secs(3)))
+            .expect("timeout");
+        let to = SocketAddrV4::new(Ipv4Addr::new(198, 18, 0, 1), port);
+        let mut best = Duration::MAX;
+        for i in 0..PROBES {
+            let sent = Instant::now();
+            probe.send_to(&[i as u8; 32], to).expect("send");
+            let mut buf = [0u8; 64];
+            let (n, _) = probe.recv_from(&mut buf).expect("an echo within 3 s");
+            assert_eq!(buf[..n], [i as u8; 32]);
+            best = best.min(sent.elapsed());
+        }
+        best
+    })
+}
+
+/// Whether process `pid` runs (a zombie has ended).
+fn running(pid: i64) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rfind(')')
+            .and_then(|end| stat[end + 1..].split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X")
+    })
+}
+
+/// Whether link `link` exists in network namespace `netns`.
+fn has_link(netns: &str, link: &str) -> bool {
+    std::process::Command::new("ip")
+        .args(["-n", netns, "link", "show", link])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+fn delay_line_record(bed: &str) -> std::path::PathBuf {
+    std::path::Path::new("/run/nettune/testbed/delay-line").join(format!("{bed}.json"))
+}
+
+/// Wait at most `limit` for `done`.
+fn wait_for(limit: Duration, done: impl Fn() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    done()
+}
+
+#[test]
+fn the_bulk_scenario_has_a_real_round_trip_time_and_down_stops_its_delay_line() {
+    if skip_unless_root(
+        "the_bulk_scenario_has_a_real_round_trip_time_and_down_stops_its_delay_line",
+    ) {
+        return;
+    }
+    // A plain testbed's sides are a veth apart: well under a millisecond.
+    let name = unique("scn");
+    let up = run_json(&["testbed", "up", "--name", &name, "--queues", "2", "--json"]);
+    let plain = Bed { name, up };
+    let plain_rtt = echo_rtt(&plain.up);
+    assert!(plain_rtt < Duration::from_millis(10), "{plain_rtt:?}");
+    drop(plain);
+
+    let bed = Bed::up("bulk-small-buffers");
+    let line = &bed.up["delay_line"];
+    assert_eq!(line["rtt_us"], 30_000, "{:#}", bed.up);
+    assert_eq!(line["rate_bps"], 50_000_000, "{:#}", bed.up);
+    let pid = line["pid"].as_i64().expect("the forwarder's PID");
+    assert!(running(pid), "the forwarder {pid} does not run");
+    let client = bed.up["client"]["netns"]
+        .as_str()
+        .expect("client")
+        .to_string();
+    assert!(has_link(bed.server(), "tb-sdelay") && has_link(&client, "tb-cdelay"));
+    assert!(delay_line_record(&bed.name).exists());
+
+    // The line's 30 ms, never less (a packet is held until it is due),
+    // and not much more.
+    let rtt = echo_rtt(&bed.up);
+    assert!(
+        rtt >= Duration::from_micros(29_500) && rtt <= Duration::from_millis(36),
+        "round trip over the 30 ms line: {rtt:?}"
+    );
+
+    let (code, _, stderr) = run(&["testbed", "down", &bed.name]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!running(pid), "the forwarder {pid} outlived testbed down");
+    assert!(!delay_line_record(&bed.name).exists());
+    for netns in [bed.server(), client.as_str()] {
+        assert!(
+            !std::path::Path::new(&format!("/run/netns/{netns}")).exists(),
+            "{netns} is left"
+        );
+    }
+}
+
+#[test]
+fn a_delay_line_ends_with_its_namespaces_and_a_killed_one_leaves_nothing() {
+    if skip_unless_root("a_delay_line_ends_with_its_namespaces_and_a_killed_one_leaves_nothing") {
+        return;
+    }
+    // Killed outright: its TUN devices go with it, and down still
+    // removes the rest.
+    let bed = Bed::up("bulk-small-buffers");
+    let pid = bed.up["delay_line"]["pid"].as_i64().expect("pid");
+    // SAFETY: SIGKILL to the forwarder this test's testbed started.
+    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGKILL) }, 0);
+    assert!(
+        wait_for(Duration::from_secs(5), || !has_link(
+            bed.server(),
+            "tb-sdelay"
+        )),
+        "the TUN device outlived its forwarder"
+    );
+    let (code, _, stderr) = run(&["testbed", "down", &bed.name]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!delay_line_record(&bed.name).exists());
+    assert!(!std::path::Path::new(&format!("/run/netns/{}", bed.server())).exists());
+    drop(bed);
+
+    // Its namespaces removed by other means: it ends by itself and
+    // forgets its record.
+    let bed = Bed::up("bulk-small-buffers");
+    let pid = bed.up["delay_line"]["pid"].as_i64().expect("pid");
+    let client = bed.up["client"]["netns"]
+        .as_str()
+        .expect("client")
+        .to_string();
+    sh(&["ip", "netns", "delete", bed.server()]);
+    sh(&["ip", "netns", "delete", &client]);
+    assert!(
+        wait_for(Duration::from_secs(5), || !running(pid)),
+        "the forwarder {pid} outlived its namespaces"
+    );
+    assert!(!delay_line_record(&bed.name).exists());
+    let (code, _, stderr) = run(&["testbed", "down", &bed.name]);
+    assert_eq!(code, 2, "nothing is left to remove: {stderr}");
+}
+
+#[test]
+fn experiment_run_measures_the_bulk_scenario_with_a_stream_and_puts_its_buffers_back() {
+    if skip_unless_root(
+        "experiment_run_measures_the_bulk_scenario_with_a_stream_and_puts_its_buffers_back",
+    ) {
+        return;
+    }
+    let _guard = measuring();
+    let bed = Bed::up("bulk-small-buffers");
+    let tcp_rmem = || {
+        sh(&[
+            "ip",
+            "netns",
+            "exec",
+            bed.server(),
+            "cat",
+            "/proc/sys/net/ipv4/tcp_rmem",
+        ])
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+    };
+    assert_eq!(tcp_rmem(), "4096 16384 32768");
+    let work = tempfile::tempdir().expect("tempdir");
+    let out = work.path().join("exp");
+    let child = crate::experiment::experiment_run(
+        &[
+            "--testbed",
+            &bed.name,
+            "--configs",
+            "current,throughput:--bandwidth 50mbit --rtt 30ms",
+            "--bench",
+            "stream",
+            "--repeat",
+            "1",
+            "--duration",
+            "1s",
+            "--warmup",
+            "0.5s",
+        ],
+        &out,
+        &work.path().join("state"),
+    )
+    .spawn()
+    .expect("experiment");
+    let (code, stdout, stderr) = finish_bounded(child, Duration::from_secs(120));
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    let results: Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join("results.json")).expect("results.json"),
+    )
+    .expect("json");
+    assert_eq!(results["complete"], true);
+    assert_eq!(results["benches"][0]["kind"], "stream");
+    assert_eq!(results["benches"][0]["metric"], "bits/s");
+    let runs = results["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 2);
+    for run in runs {
+        assert!(run["value"].as_f64().is_some_and(|v| v > 0.0), "{run}");
+    }
+    // The profile raised the namespace's buffers for its run, and the
+    // experiment put the scenario's back.
+    let throughput = results["configs"]
+        .as_array()
+        .expect("configs")
+        .iter()
+        .find(|c| c["kind"] == "profile")
+        .expect("the profile's config");
+    assert!(
+        throughput["changes"]
+            .as_array()
+            .expect("changes")
+            .iter()
+            .any(|c| c["target"].as_str().is_some_and(|t| t.contains("tcp_rmem"))),
+        "{throughput}"
+    );
+    assert_eq!(tcp_rmem(), "4096 16384 32768");
 }

@@ -1,18 +1,20 @@
 //! stream-server as a registered engine: a daemon's server side for one
-//! test, its parameters on the stream's own control connection. (An
-//! experiment does not run stream: its client is not a [`Load`].)
-//!
-//! [`Load`]: crate::bench::engine::Load
+//! test, its parameters on the stream's own control connection; and the
+//! stream client as an experiment's load, judged by the bits per second it
+//! moved in its measured part.
 
 use std::net::SocketAddr;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{open_server, ServerConfig, StreamServer};
+use super::{open_server, ServerConfig, StreamConfig, StreamServer};
 use crate::base::observe::Quiet;
 use crate::base::stop::Stop;
-use crate::bench::engine::{json, typed, Engine, Params, Placement, Served, Server};
+use crate::bench::engine::{
+    json, params, typed, Engine, Load, Marker, Params, Placement, Ran, Served, Server,
+};
 use crate::bench::udp::entry::num;
 
 pub struct Stream;
@@ -73,6 +75,48 @@ impl Server for StreamServer {
         let report = StreamServer::run(*self, stop, &mut Quiet)?;
         Ok(Served {
             problem: None,
+            report: json(&report),
+        })
+    }
+}
+
+impl Load for StreamConfig {
+    fn engine(&self) -> &'static dyn Engine {
+        &Stream
+    }
+    fn duration(&self) -> Duration {
+        self.duration
+    }
+    fn set_duration(&mut self, duration: Duration) {
+        self.duration = duration;
+    }
+    fn warmup(&self) -> Option<Duration> {
+        Some(self.warmup)
+    }
+    fn pin(&self) -> &[u32] {
+        &self.pin
+    }
+    fn server_params(&self, _threads: u32) -> Params {
+        params(&ServerParams {})
+    }
+    fn run(
+        &self,
+        to: SocketAddr,
+        netns: Option<String>,
+        stop: &Stop,
+        mark: &mut dyn FnMut(),
+    ) -> anyhow::Result<Ran> {
+        let mut client = self.clone();
+        client.to = to;
+        client.netns = netns;
+        let report = super::client::run(&client, stop, &mut Marker::new(mark))?;
+        Ok(Ran {
+            // The measured part's rate (the receiver's count spans the
+            // warm-up too).
+            rate: report.end.sum_sent.bits_per_second,
+            latency: None,
+            sent: None,
+            problem: report.problem(),
             report: json(&report),
         })
     }

@@ -1,6 +1,6 @@
 //! What an experiment's user writes, turned into configs and benches:
 //! `--configs current,pps,throughput:--rtt=50ms,plan.json` and `--bench
-//! 'rr --proto tcp --instances 100'`. Both are parsed with the same clap
+//! 'rr --proto tcp --instances 100'` (or `udp-flood`, `http`, `stream`). Both are parsed with the same clap
 //! structs as `nettune plan`/`apply` and `nettune bench`, so every flag
 //! means what it means there.
 
@@ -12,7 +12,7 @@ use clap::{CommandFactory as _, FromArgMatches as _, Parser};
 
 use crate::bench::engine::Load;
 use crate::cli::bench::http::Target;
-use crate::cli::bench::{FloodArgs, HttpArgs, RrArgs};
+use crate::cli::bench::{FloodArgs, HttpArgs, RrArgs, StreamArgs};
 use crate::cli::plan::TuneArgs;
 use crate::experiment::bench::Bench;
 use crate::experiment::tune::{Config, Tuning};
@@ -32,6 +32,7 @@ enum BenchLine {
     UdpFlood(FloodArgs),
     Rr(RrArgs),
     Http(HttpArgs),
+    Stream(StreamArgs),
 }
 
 /// A clap error as one line.
@@ -54,14 +55,14 @@ pub fn bench(text: &str, duration: Duration, warmup: Duration) -> anyhow::Result
     let mut w = words(text, "--bench")?;
     let kind = w.first().cloned().unwrap_or_default();
     match kind.as_str() {
-        "udp-flood" | "rr" | "http" => {}
-        "udp-sink" | "rr-server" | "http-server" => anyhow::bail!(
+        "udp-flood" | "rr" | "http" | "stream" => {}
+        "udp-sink" | "rr-server" | "http-server" | "stream-server" => anyhow::bail!(
             "--bench '{text}': {kind} is a server side, which the experiment starts itself; give \
-             the client: udp-flood, rr or http"
+             the client: udp-flood, rr, http or stream"
         ),
         _ => anyhow::bail!(
             "--bench '{text}': give a `nettune bench` client command line without its target: \
-             'udp-flood --flows 16', 'rr --proto tcp --instances 100', 'http -c 64'"
+             'udp-flood --flows 16', 'rr --proto tcp --instances 100', 'http -c 64', 'stream'"
         ),
     }
     if let Some(word) = w.iter().find(|x| {
@@ -123,6 +124,21 @@ pub fn bench(text: &str, duration: Duration, warmup: Duration) -> anyhow::Result
             }
             c.size
                 .check_for(c.proto)
+                .map_err(|e| anyhow::anyhow!("--bench '{text}': {e}"))?;
+            Box::new(c)
+        }
+        BenchLine::Stream(args) => {
+            let to = args
+                .to
+                .ok_or_else(|| anyhow::anyhow!("--bench '{text}': no target"))?;
+            let mut c = args.config(to);
+            if !own_duration {
+                c.duration = duration;
+            }
+            if !own_warmup {
+                c.warmup = warmup;
+            }
+            c.validate()
                 .map_err(|e| anyhow::anyhow!("--bench '{text}': {e}"))?;
             Box::new(c)
         }
@@ -294,6 +310,17 @@ mod tests {
             None => panic!("{:?}", b.client),
         }
         assert_eq!(b.udp_warmup, W);
+        let b = bench("stream -P 2", S, W).expect("stream");
+        match b
+            .client
+            .as_any()
+            .downcast_ref::<crate::bench::stream::StreamConfig>()
+        {
+            Some(c) => assert_eq!((c.streams, c.duration, c.warmup), (2, S, W)),
+            None => panic!("{:?}", b.client),
+        }
+        assert_eq!((b.kind(), b.metric()), ("stream", "bits/s"));
+        assert!(bench("stream-server", S, W).is_err());
         let b = bench("http -c 64 -D 0", S, W).expect("http");
         match b
             .client

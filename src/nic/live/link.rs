@@ -2,7 +2,8 @@
 //! whose two ends are created directly inside two network namespaces
 //! (`ip link add A netns X numrxqueues N numtxqueues N type veth peer name
 //! B netns Y ...`), a link brought up (`ip link set A up`), an IPv4
-//! address added (`ip addr add 198.18.0.1/30 dev A`).
+//! address added (`ip addr add 198.18.0.1/30 dev A`), a host route through
+//! a link (`ip route add 198.18.0.2/32 dev T src 198.18.0.1`).
 //!
 //! Each request acts in the network namespace of the calling thread
 //! (its netlink socket's), except where a namespace is passed by file
@@ -18,6 +19,7 @@ use crate::base::driver::SetError;
 
 const RTM_NEWLINK: u16 = 16;
 const RTM_NEWADDR: u16 = 20;
+const RTM_NEWROUTE: u16 = 24;
 const IFLA_IFNAME: u16 = 3;
 const IFLA_LINKINFO: u16 = 18;
 const IFLA_NET_NS_FD: u16 = 28;
@@ -28,6 +30,14 @@ const IFLA_INFO_DATA: u16 = 2;
 const VETH_INFO_PEER: u16 = 1;
 const IFA_ADDRESS: u16 = 1;
 const IFA_LOCAL: u16 = 2;
+const RTA_DST: u16 = 1;
+const RTA_OIF: u16 = 4;
+const RTA_PREFSRC: u16 = 7;
+const RT_TABLE_MAIN: u8 = 254;
+/// The protocol `ip route add` gives a route it adds.
+const RTPROT_BOOT: u8 = 3;
+const RT_SCOPE_LINK: u8 = 253;
+const RTN_UNICAST: u8 = 1;
 const IFF_UP: u32 = 1;
 const NLM_F_EXCL: u16 = 0x200;
 const NLM_F_CREATE: u16 = 0x400;
@@ -112,6 +122,35 @@ pub fn add_address(name: &str, addr: Ipv4Addr, prefix: u8) -> Result<(), SetErro
     change(RTM_NEWADDR, NLM_F_CREATE | NLM_F_EXCL, &body)
 }
 
+/// The RTM_NEWROUTE body of `ip route add DEST/32 dev (index) src SRC`.
+fn host_route_body(dest: Ipv4Addr, index: u32, src: Ipv4Addr) -> Vec<u8> {
+    // struct rtmsg: family, dst_len, src_len, tos, table, protocol, scope,
+    // type, flags.
+    let mut body = vec![
+        AF_INET,
+        32,
+        0,
+        0,
+        RT_TABLE_MAIN,
+        RTPROT_BOOT,
+        RT_SCOPE_LINK,
+        RTN_UNICAST,
+    ];
+    body.extend_from_slice(&0u32.to_ne_bytes());
+    push_attr(&mut body, RTA_DST, &dest.octets());
+    push_attr(&mut body, RTA_OIF, &index.to_ne_bytes());
+    push_attr(&mut body, RTA_PREFSRC, &src.octets());
+    body
+}
+
+/// Route `dest`/32 out of link `name` with source address `src` (an
+/// address of this namespace), in the calling thread's namespace. The
+/// route goes with the link. Fails (EEXIST) when the route exists.
+pub fn add_host_route(dest: Ipv4Addr, name: &str, src: Ipv4Addr) -> Result<(), SetError> {
+    let body = host_route_body(dest, ifindex(name)? as u32, src);
+    change(RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL, &body)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -139,5 +178,20 @@ mod tests {
         );
         assert!(server < kind && kind < client, "{text:?}");
         assert_eq!(req.len() % 4, 0);
+    }
+
+    #[test]
+    fn a_host_route_names_its_destination_link_and_source() {
+        let body = host_route_body(
+            Ipv4Addr::new(198, 18, 0, 2),
+            7,
+            Ipv4Addr::new(198, 18, 0, 1),
+        );
+        // rtmsg (12 bytes), then three 8-byte attributes.
+        assert_eq!(body.len(), 12 + 3 * 8);
+        assert_eq!(&body[..8], &[AF_INET, 32, 0, 0, 254, 3, 253, 1]);
+        assert_eq!(&body[16..20], &[198, 18, 0, 2]);
+        assert_eq!(&body[24..28], &7u32.to_ne_bytes());
+        assert_eq!(&body[32..36], &[198, 18, 0, 1]);
     }
 }
