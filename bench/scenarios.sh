@@ -11,8 +11,8 @@
 #      nettune experiment run --testbed BED --configs current,PROFILE[:PATH]
 #          --bench LINE [--server-pin READER] --repeat ROUNDS
 #          --duration EXP_DURATION --warmup 1s
-#    where PROFILE is the scenario's profile and PATH its --bandwidth/--rtt
-#    (as `testbed up --json` prints them), and LINE is the scenario's load:
+#    where PROFILE is the scenario's profile and PATH the options of its fix
+#    (--bandwidth/--rtt, --cpus: as `testbed up --json` prints the fix), and LINE is the scenario's load:
 #    `udp-flood --flows FLOWS --pin SENDER` into a sink pinned to the
 #    reader's CPU (UDP scenarios), or `stream` (one bulk TCP flow,
 #    unpinned). The experiment alternates the two configs in shuffled
@@ -218,7 +218,7 @@ d = json.load(sys.stdin)
 pin = lambda c: (re.search(r"--pin (\d+)", c) or re.search("()", "")).group(1) or "-"
 c = d["commands"]
 print(d["server"]["netns"], d["client"]["netns"], pin(c["server"]), pin(c["client"]), d["profile"],
-      ",".join(c["doctor"].split()[4:]) or "-")' <<<"$up")
+      ",".join(c["fix"].split()[6:]) or "-")' <<<"$up")
     path=${path//,/ }
     [ "$path" = - ] && path=""
     if [ "$reader" = - ]; then kind=tcp; else kind=udp; fi

@@ -64,6 +64,9 @@ pub struct Scenario {
     /// Options `doctor` and `apply` need to see it (the path's bandwidth
     /// and round-trip time for buffer sizes), or "".
     pub path: &'static str,
+    /// Plan options the fix needs beyond the profile, or "": the CPUs
+    /// network work may use, kept off the reader's CPU.
+    pub fix_options: &'static str,
     /// A delay line between the testbed's sides (a real round-trip time
     /// and rate), run while the testbed is up.
     pub delay_line: Option<super::delay_line::Line>,
@@ -76,8 +79,9 @@ pub const ALL: &[Scenario] = &[
         summary: "the UDP reader pinned to the CPU that runs the receive softirq (RPS off)",
         problem: "RPS is off on the server's veth, so each packet is processed on the CPU that \
                   sent it (veth has no interrupt), and the reader is pinned to that CPU: the \
-                  reader, the softirq and the sender share CPU 0 while CPU 1 idles. RPS, which \
-                  moves the protocol work to other CPUs, or moving the reader, is the fix.",
+                  reader, the softirq and the sender share CPU 0 while CPU 1 idles. RPS onto the \
+                  CPUs the reader does not use (the plan's --cpus), which moves the protocol \
+                  work there, or moving the reader, is the fix.",
         source: "Cloudflare, \"How to receive a million packets per second\"",
         queues: 2,
         rps: Rps::Off,
@@ -91,6 +95,7 @@ pub const ALL: &[Scenario] = &[
         finding: "rps.off",
         profile: "pps",
         path: "",
+        fix_options: "--cpus 1",
         delay_line: None,
     },
     Scenario {
@@ -113,6 +118,7 @@ pub const ALL: &[Scenario] = &[
         finding: "rps.one-cpu",
         profile: "pps",
         path: "",
+        fix_options: "",
         delay_line: None,
     },
     Scenario {
@@ -135,6 +141,7 @@ pub const ALL: &[Scenario] = &[
         finding: "tcp.buffers-small",
         profile: "throughput",
         path: "--bandwidth 50mbit --rtt 30ms",
+        fix_options: "",
         delay_line: Some(super::delay_line::Line {
             rtt_us: 30_000,
             rate_bps: 50_000_000,
@@ -234,6 +241,7 @@ pub fn commands(s: &Scenario, at: Where<'_>) -> Commands {
             "--netns",
             at.server_netns,
             s.path,
+            s.fix_options,
         ]),
     }
 }

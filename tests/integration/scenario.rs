@@ -135,8 +135,13 @@ fn each_scenario_is_named_by_doctor_and_fixed_by_its_profile() {
             "{scenario}: doctor does not name {finding}: {before:?}"
         );
 
+        // The fix as `testbed up` prints it, run as printed.
+        let fix = bed.up["commands"]["fix"].as_str().expect("fix");
         let state = tempfile::tempdir().expect("state dir");
-        let (code, stdout, stderr) = run(&apply_args(&profile, bed.server(), s(state.path())));
+        let mut args: Vec<&str> = fix.split_whitespace().skip(1).collect();
+        assert_eq!(args[..3], ["apply", "--profile", profile.as_str()], "{fix}");
+        args.extend(["--state-dir", s(state.path())]);
+        let (code, stdout, stderr) = run(&args);
         assert_eq!(code, 0, "{scenario}: apply: {stdout}{stderr}");
         let after = named(bed.server(), &path);
         assert!(
