@@ -25,6 +25,9 @@
 # overflow so that many packets are dropped (SOCKET_RCVBUFF) and run the
 # drop program, the tracer's worst case.
 #
+# NETTUNE_BIN (empty) runs that nettune binary instead of building a
+# release one (figures are for a release build).
+#
 # Figures are worth publishing only from a quiet machine: the load average
 # is printed at the start and the end, and the run is labelled NOT QUIET
 # when either is 1.5 or more.
@@ -65,9 +68,13 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-echo "building nettune (release)..." >&2
-cargo build --release --quiet --bin nettune
-BIN=$PWD/target/release/nettune
+if [ -n "${NETTUNE_BIN:-}" ]; then
+    BIN=$NETTUNE_BIN
+else
+    echo "building nettune (release)..." >&2
+    cargo build --release --quiet --bin nettune
+    BIN=$PWD/target/release/nettune
+fi
 load() { cut -d' ' -f1 /proc/loadavg; }
 LOAD_START=$(load)
 echo "machine: $(nproc) CPUs, $(uname -r), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"

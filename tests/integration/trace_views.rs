@@ -157,13 +157,14 @@ fn monitor_json_names_the_reasons_under_their_layers() {
     );
 }
 
-#[test]
-fn the_exporter_counts_each_reason_and_layer() {
-    if skip_unless_root("the_exporter_counts_each_reason_and_layer") {
-        return;
-    }
-    let ns = quiet_namespace("trp");
-    let exporter = Exporter::start(&["--netns", &ns.name, "--interval", "0.1"]);
+/// Send `n` datagrams to a closed port in `ns` between two scrapes of
+/// `exporter`: the second scrape, and how much its NO_SOCKET series of the
+/// UDP layer grew.
+fn closed_port_drops(
+    exporter: &Exporter,
+    ns: &Netns,
+    n: usize,
+) -> (String, nettune::monitor::prom::parse::Parsed, f64) {
     let series = |p: &nettune::monitor::prom::parse::Parsed| {
         p.get(
             "nettune_skb_drop_reason_total",
@@ -172,10 +173,22 @@ fn the_exporter_counts_each_reason_and_layer() {
         .unwrap_or(0.0)
     };
     let (_, before) = exporter.metrics();
-    to_a_closed_port(&ns, 150);
+    to_a_closed_port(ns, n);
     std::thread::sleep(Duration::from_millis(300));
     let (body, after) = exporter.metrics();
-    assert_eq!(series(&after) - series(&before), 150.0, "{body}");
+    let counted = series(&after) - series(&before);
+    (body, after, counted)
+}
+
+#[test]
+fn the_exporter_counts_each_reason_and_layer() {
+    if skip_unless_root("the_exporter_counts_each_reason_and_layer") {
+        return;
+    }
+    let ns = quiet_namespace("trp");
+    let exporter = Exporter::start(&["--netns", &ns.name, "--interval", "0.1"]);
+    let (body, after, counted) = closed_port_drops(&exporter, &ns, 150);
+    assert_eq!(counted, 150.0, "{body}");
     assert_eq!(
         after.get(
             "nettune_scrape_collector_success",
@@ -302,20 +315,10 @@ fn the_drop_in_s_capabilities_let_an_unprivileged_exporter_trace() {
             "0.1",
         ]);
     let exporter = Exporter::spawn(cmd);
-    let series = |p: &nettune::monitor::prom::parse::Parsed| {
-        p.get(
-            "nettune_skb_drop_reason_total",
-            &[("reason", "NO_SOCKET"), ("layer", "udp")],
-        )
-        .unwrap_or(0.0)
-    };
-    let (_, before) = exporter.metrics();
-    to_a_closed_port(&ns, 150);
-    std::thread::sleep(Duration::from_millis(300));
-    let (body, after) = exporter.metrics();
+    let (body, after, counted) = closed_port_drops(&exporter, &ns, 150);
     // Host-wide (the exporter cannot enter a namespace without
     // CAP_SYS_ADMIN): other drops of this host may add to the test's.
-    assert!(series(&after) - series(&before) >= 150.0, "{body}");
+    assert!(counted >= 150.0, "{body}");
     assert_eq!(
         after.get(
             "nettune_scrape_collector_success",
