@@ -15,6 +15,16 @@ use serde_json::Value;
 use crate::common::*;
 use crate::monitor_prom::{assert_promtool_accepts, without_annotations, Exporter};
 
+/// The exporter as the unprivileged tests run it, after the program.
+const EXPORTER: [&str; 6] = [
+    "monitor",
+    "--prometheus",
+    "--bind",
+    "127.0.0.1:0",
+    "--interval",
+    "0.1",
+];
+
 /// A namespace with only loopback, without IPv6 (whose neighbour
 /// discovery would drop packets of its own at any time).
 fn quiet_namespace(tag: &str) -> Netns {
@@ -216,14 +226,7 @@ fn without_permission_to_trace_the_views_say_so_once_and_keep_their_counters() {
         cmd
     };
     let mut cmd = unprivileged();
-    cmd.args([
-        "monitor",
-        "--prometheus",
-        "--bind",
-        "127.0.0.1:0",
-        "--interval",
-        "0.1",
-    ]);
+    cmd.args(EXPORTER);
     let exporter = Exporter::spawn(cmd);
     for _ in 0..2 {
         let (body, scraped) = exporter.metrics();
@@ -306,14 +309,7 @@ fn the_drop_in_s_capabilities_let_an_unprivileged_exporter_trace() {
         .arg(format!("--ambient-caps={caps}"))
         .arg(format!("--bounding-set=-all,{caps}"))
         .arg(env!("CARGO_BIN_EXE_nettune"))
-        .args([
-            "monitor",
-            "--prometheus",
-            "--bind",
-            "127.0.0.1:0",
-            "--interval",
-            "0.1",
-        ]);
+        .args(EXPORTER);
     let exporter = Exporter::spawn(cmd);
     let (body, after, counted) = closed_port_drops(&exporter, &ns, 150);
     // Host-wide (the exporter cannot enter a namespace without
