@@ -14,7 +14,8 @@
 //! request head and date ([`http`]) that the bench http-server and the
 //! monitor's exporter both serve with; and entering a named network
 //! namespace ([`netns`]), which reading a host, applying, benches and
-//! trace all do.
+//! trace all do; and the [`netlink`] framing that the NIC clients and the
+//! socket reader of `host` both speak.
 //!
 //! `host`, `nic`, `doctor`, `plan`, `apply` and `bench` depend on `base`;
 //! `base` depends on nothing of nettune but `error`.
@@ -29,6 +30,7 @@ pub mod epoll;
 pub mod fsio;
 pub mod http;
 pub mod json_id;
+pub mod netlink;
 pub mod netns;
 pub mod observe;
 pub mod probe;

@@ -13,7 +13,8 @@ use crate::doctor::{diagnose_with_plans, parse_ignore, render_json, render_text,
 use crate::doctor::{AppliedState, AppliedXdp, Rates, Report, SocketDrops, TracedDrops};
 use crate::error::Status;
 use crate::gather::read_target;
-use crate::host::udp_sockets::{self, UdpSocket};
+use crate::host::sock_diag;
+use crate::host::udp_sockets::UdpSocket;
 use crate::host::{open_root, read_counters, Selection};
 
 /// Longest `--interval` accepted: doctor is a check, not a monitor.
@@ -251,7 +252,8 @@ fn applied_states(args: &DoctorArgs) -> Vec<AppliedState> {
 type ReasonSourceOr = Result<Box<dyn ReasonSource>, String>;
 
 /// Read the counters twice, `seconds` apart; with a drop tracer, its
-/// counts and the UDP sockets' drops over the same interval.
+/// counts and the UDP sockets' drops over the same interval (with each
+/// socket's own receive buffer, read in the namespace doctor entered).
 fn sample(
     seconds: f64,
     reasons: Option<&mut ReasonSourceOr>,
@@ -268,7 +270,7 @@ fn sample(
         Some(Ok(source)) => Some(source.totals()),
         _ => None,
     };
-    let sockets_before = udp_sockets::read(&root).unwrap_or_default();
+    let sockets_before = sock_diag::udp_sockets(&root).unwrap_or_default();
     let before = read_counters(&root);
     let start = Instant::now();
     std::thread::sleep(Duration::from_secs_f64(seconds));
@@ -283,7 +285,7 @@ fn sample(
         }),
         Some(Ok(source)) => {
             let now = source.totals();
-            let udp = udp_sockets::read(&root).unwrap_or_default();
+            let udp = sock_diag::udp_sockets(&root).unwrap_or_default();
             Some(TracedDrops {
                 seconds,
                 unavailable: now.unavailable.clone(),

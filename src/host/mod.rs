@@ -17,6 +17,7 @@ pub mod packet;
 pub mod protocols;
 pub mod snmp;
 pub mod snmp6;
+pub mod sock_diag;
 pub mod softirqs;
 pub mod softnet;
 pub mod stat;

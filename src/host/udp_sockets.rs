@@ -31,6 +31,11 @@ pub struct UdpSocket {
     /// Datagrams dropped since the socket was created.
     pub drops: u64,
     pub inode: u64,
+    /// The socket's receive buffer (SO_RCVBUF as the kernel set it), when
+    /// read through sock_diag ([`super::sock_diag`]); /proc/net/udp does
+    /// not show it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rcvbuf_bytes: Option<u64>,
 }
 
 /// Both files; one that does not exist (no IPv6) gives no sockets.
@@ -81,6 +86,7 @@ fn socket(line: &str, n: usize, v6: bool) -> Result<UdpSocket, ParseError> {
         rx_queue_bytes: rx_queue,
         drops,
         inode,
+        rcvbuf_bytes: None,
     })
 }
 

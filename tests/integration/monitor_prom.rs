@@ -486,20 +486,6 @@ fn prometheus_scrapes_it_and_computes_rates() {
     assert_eq!(code, Some(0), "{err}");
 }
 
-/// The YAML block after `marker` in docs/monitor.md.
-pub(crate) fn docs_block(marker: &str) -> String {
-    let docs =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/monitor.md"))
-            .expect("docs/monitor.md");
-    let from = docs
-        .find(marker)
-        .unwrap_or_else(|| panic!("no '{marker}' in docs/monitor.md"));
-    let rest = &docs[from..];
-    let start = rest.find("```yaml\n").expect("a yaml block") + "```yaml\n".len();
-    let end = rest[start..].find("```").expect("its end");
-    rest[start..start + end].to_string()
-}
-
 /// Rules YAML without its `annotations:` maps (each line indented
 /// deeper than `annotations:` belongs to it).
 pub(crate) fn without_annotations(yaml: &str) -> String {

@@ -4,7 +4,8 @@
 //! must be back, the alternate screen gone and `stty -a` show the
 //! terminal's cooked modes (icanon, echo, isig, opost) and the cursor be
 //! visible, whether it ended by `q`, Ctrl-C, SIGTERM, SIGHUP, a second
-//! signal while the view was closing, or a panic. Each test has its own
+//! signal while the view was closing, or a panic; and a view whose
+//! terminal hangs up without a signal ends on its own. Each test has its own
 //! tmux server (`-L`), killed on drop, also when the test fails.
 
 use std::process::{Command, Output};
@@ -525,4 +526,65 @@ fn a_live_view_on_200x50_fills_the_screen_as_intervals_come() {
     // this test started in its own terminal.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
     tmux.assert_restored(0);
+}
+
+/// A nettune the test started in a session of its own, killed by its PID
+/// when dropped (a view that does not end would outlive its terminal).
+struct Stray(i32);
+
+impl Drop for Stray {
+    fn drop(&mut self) {
+        // SAFETY: kill has no memory preconditions; the PID is a nettune
+        // this test started (a dead one's PID is not reused this soon).
+        unsafe { libc::kill(self.0, libc::SIGKILL) };
+    }
+}
+
+/// A terminal that goes away without a SIGHUP reaching the view: the tmux
+/// pane is killed while nettune runs in a session of its own (`setsid`),
+/// so the hang-up's SIGHUP goes to the pane's bash and bash's to its job,
+/// never to nettune, as when a wrapping shell takes the signal. The view
+/// sees its terminal hang up and exits 0 on its own, instead of running on
+/// against a terminal that reads end-of-file forever.
+#[test]
+fn a_view_whose_terminal_hangs_up_without_a_sighup_exits() {
+    let tmux = Tmux::start("hangup", 100, 30);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (pid_file, status_file) = (dir.path().join("pid"), dir.path().join("status"));
+    tmux.type_line(&format!(
+        "setsid -w sh -c 'echo $$ > {}; {}; echo $? > {}'",
+        pid_file.display(),
+        command("--interval 0.3"),
+        status_file.display()
+    ));
+    tmux.wait_for("the panes", |s| panes_shown(s) && s.contains(" ms  "));
+    let sh = std::fs::read_to_string(&pid_file).expect("the pid file");
+    let sh = sh.trim();
+    let children =
+        std::fs::read_to_string(format!("/proc/{sh}/task/{sh}/children")).expect("children of sh");
+    let pid: i32 = children
+        .split_whitespace()
+        .next()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no nettune under sh: '{children}'"));
+    let _stray = Stray(pid);
+    assert!(
+        std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "nettune")
+    );
+    tmux.ok(&["kill-pane", "-t", "main"]);
+    // Bounded, not timed: a view that spins never writes its status.
+    let deadline = Instant::now() + WAIT;
+    let status = loop {
+        if let Ok(text) = std::fs::read_to_string(&status_file) {
+            if text.ends_with('\n') {
+                break text.trim().to_string();
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "nettune (PID {pid}) still runs {WAIT:?} after its terminal hung up"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(status, "0", "ended on its own, not by a signal");
 }

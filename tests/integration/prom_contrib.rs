@@ -3,7 +3,8 @@
 //! test rules` on the rules' unit tests, and a real Prometheus evaluating
 //! the rules and answering every query of the Grafana dashboard (its
 //! variables filled in as Grafana fills them) while it scrapes a running
-//! `nettune monitor --prometheus` and loopback traffic makes drops.
+//! `nettune monitor --prometheus` and loopback traffic makes drops (as
+//! root, drops whose reason the exporter traces).
 
 use std::net::UdpSocket;
 use std::path::{Path, PathBuf};
@@ -60,6 +61,7 @@ fn the_scrape_config_and_the_rules_pass_promtool_check() {
         "UdpReceiveBufferErrorsGrowing",
         "NetRxSoftirqHotspot",
         "NettuneFinding",
+        "KernelDropsAtALimit",
     ] {
         assert!(text.contains(&format!("- alert: {alert}\n")), "{alert}");
     }
@@ -273,9 +275,26 @@ fn the_dashboard_is_a_grafana_dashboard_filtered_by_its_variables() {
     }
 }
 
+/// Whether `expr` reads the drop tracer's series, which only an exporter
+/// allowed to load BPF serves.
+fn reads_drop_reasons(expr: &str) -> bool {
+    expr.contains("nettune_skb_drop_reason")
+}
+
 #[test]
 fn every_dashboard_query_and_rule_gives_data_on_a_running_exporter() {
     let _serial = measuring();
+    // As root the exporter traces the kernel's drop reasons, and the flood
+    // below drops at its full socket buffer: SOCKET_RCVBUFF. Without root
+    // it cannot (no CAP_BPF): the drop-reason rule and panel then have no
+    // data, which is checked as such, and the skip recorded.
+    let traced = is_root();
+    if !traced {
+        skipped(
+            "every_dashboard_query_and_rule_gives_data_on_a_running_exporter (drop reasons)",
+            "needs root to trace the kernel's drop reasons",
+        );
+    }
     let exporter = Exporter::start(&["--all", "--interval", "0.5"]);
     let rules = contrib("prometheus/nettune-rules.yml");
     let prometheus = Prometheus::with_rules(&[exporter.addr], &[&rules]);
@@ -310,6 +329,21 @@ fn every_dashboard_query_and_rule_gives_data_on_a_running_exporter() {
     ] {
         let r = prometheus.query(rule);
         assert!(!r.is_empty(), "{rule} recorded nothing");
+    }
+    // The kernel's reason for the flood's drops, per host, reason and layer.
+    if traced {
+        prometheus.wait_for(
+            "instance_layer_reason:nettune_skb_drop_reason:rate5m{reason=\"SOCKET_RCVBUFF\",layer=\"udp\"}",
+            limit,
+            |r| r.iter().map(value_of).any(|v| v > 0.0),
+        );
+    } else {
+        let traced = prometheus.wait_for(
+            "nettune_scrape_collector_success{collector=\"drop_reasons\"}",
+            limit,
+            |r| !r.is_empty(),
+        );
+        assert_eq!(traced.iter().map(value_of).collect::<Vec<_>>(), [0.0]);
     }
     // The socket-buffer alert is pending (it fires after 5 minutes).
     prometheus.wait_for(
@@ -364,6 +398,10 @@ fn every_dashboard_query_and_rule_gives_data_on_a_running_exporter() {
             } else {
                 query_range(&prometheus, &expr, 20)
             };
+            if !traced && reads_drop_reasons(&expr) {
+                assert!(result.is_empty(), "{title}: {result:?}");
+                continue;
+            }
             assert!(!result.is_empty(), "{title}: no data for {expr}");
             // Values are numbers. A share of a NIC's queues is NaN while
             // the NIC receives nothing (0/0): the test sends nothing
@@ -415,6 +453,30 @@ fn every_dashboard_query_and_rule_gives_data_on_a_running_exporter() {
             .any(|s| s["metric"]["id"] == "udp.rcvbuf-errors"),
         "{result:?}"
     );
+    // The drops by reason: the flood's full socket buffer, in the UDP layer.
+    let reasons = panels(&d)
+        .into_iter()
+        .find(|p| p["title"] == "Drops by reason")
+        .expect("the drops-by-reason panel");
+    let result = query_range(
+        &prometheus,
+        &fill(reasons["targets"][0]["expr"].as_str().expect("expr"), &vars),
+        10,
+    );
+    let flood_reason = result
+        .iter()
+        .find(|s| s["metric"]["reason"] == "SOCKET_RCVBUFF" && s["metric"]["layer"] == "udp");
+    if traced {
+        let series = flood_reason.unwrap_or_else(|| panic!("no SOCKET_RCVBUFF: {result:?}"));
+        assert!(
+            numbers(std::slice::from_ref(series))
+                .iter()
+                .any(|v| *v > 0.0),
+            "{series}"
+        );
+    } else {
+        assert!(flood_reason.is_none(), "{result:?}");
+    }
     drop(flood);
     drop(prometheus);
     let (code, err) = exporter.stop();

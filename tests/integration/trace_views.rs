@@ -13,7 +13,17 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::common::*;
-use crate::monitor_prom::{assert_promtool_accepts, docs_block, without_annotations, Exporter};
+use crate::monitor_prom::{assert_promtool_accepts, without_annotations, Exporter};
+
+/// The exporter as the unprivileged tests run it, after the program.
+const EXPORTER: [&str; 6] = [
+    "monitor",
+    "--prometheus",
+    "--bind",
+    "127.0.0.1:0",
+    "--interval",
+    "0.1",
+];
 
 /// A namespace with only loopback, without IPv6 (whose neighbour
 /// discovery would drop packets of its own at any time).
@@ -157,13 +167,14 @@ fn monitor_json_names_the_reasons_under_their_layers() {
     );
 }
 
-#[test]
-fn the_exporter_counts_each_reason_and_layer() {
-    if skip_unless_root("the_exporter_counts_each_reason_and_layer") {
-        return;
-    }
-    let ns = quiet_namespace("trp");
-    let exporter = Exporter::start(&["--netns", &ns.name, "--interval", "0.1"]);
+/// Send `n` datagrams to a closed port in `ns` between two scrapes of
+/// `exporter`: the second scrape, and how much its NO_SOCKET series of the
+/// UDP layer grew.
+fn closed_port_drops(
+    exporter: &Exporter,
+    ns: &Netns,
+    n: usize,
+) -> (String, nettune::monitor::prom::parse::Parsed, f64) {
     let series = |p: &nettune::monitor::prom::parse::Parsed| {
         p.get(
             "nettune_skb_drop_reason_total",
@@ -172,10 +183,22 @@ fn the_exporter_counts_each_reason_and_layer() {
         .unwrap_or(0.0)
     };
     let (_, before) = exporter.metrics();
-    to_a_closed_port(&ns, 150);
+    to_a_closed_port(ns, n);
     std::thread::sleep(Duration::from_millis(300));
     let (body, after) = exporter.metrics();
-    assert_eq!(series(&after) - series(&before), 150.0, "{body}");
+    let counted = series(&after) - series(&before);
+    (body, after, counted)
+}
+
+#[test]
+fn the_exporter_counts_each_reason_and_layer() {
+    if skip_unless_root("the_exporter_counts_each_reason_and_layer") {
+        return;
+    }
+    let ns = quiet_namespace("trp");
+    let exporter = Exporter::start(&["--netns", &ns.name, "--interval", "0.1"]);
+    let (body, after, counted) = closed_port_drops(&exporter, &ns, 150);
+    assert_eq!(counted, 150.0, "{body}");
     assert_eq!(
         after.get(
             "nettune_scrape_collector_success",
@@ -203,14 +226,7 @@ fn without_permission_to_trace_the_views_say_so_once_and_keep_their_counters() {
         cmd
     };
     let mut cmd = unprivileged();
-    cmd.args([
-        "monitor",
-        "--prometheus",
-        "--bind",
-        "127.0.0.1:0",
-        "--interval",
-        "0.1",
-    ]);
+    cmd.args(EXPORTER);
     let exporter = Exporter::spawn(cmd);
     for _ in 0..2 {
         let (body, scraped) = exporter.metrics();
@@ -254,6 +270,63 @@ fn without_permission_to_trace_the_views_say_so_once_and_keep_their_counters() {
         .expect("layers")
         .iter()
         .any(|l| l["layer"] == "udp" && l["counters"].as_array().is_some_and(|c| !c.is_empty())));
+}
+
+/// The capabilities the opt-in drop-in of nettune-monitor.service grants
+/// (its `AmbientCapabilities=`), as setpriv names them: `+bpf,+perfmon`.
+fn drop_in_capabilities() -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("contrib/systemd/nettune-monitor.service.d/drop-reasons.conf");
+    let text = std::fs::read_to_string(&path).expect("the drop-in");
+    let granted: Vec<String> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("AmbientCapabilities="))
+        .flat_map(str::split_whitespace)
+        .map(|cap| {
+            let name = cap.strip_prefix("CAP_").expect("a CAP_ name");
+            format!("+{}", name.to_ascii_lowercase())
+        })
+        .collect();
+    assert!(!granted.is_empty(), "the drop-in grants nothing");
+    granted.join(",")
+}
+
+/// The packaged exporter's user (a user of its own: here nobody) holding
+/// only the capabilities the drop-in grants, ambient as systemd gives
+/// them, with a bounding set of those alone: it traces the kernel's drop
+/// reasons and serves them (tracefs, root's only, unread: the reasons come
+/// from the kernel's BTF).
+#[test]
+fn the_drop_in_s_capabilities_let_an_unprivileged_exporter_trace() {
+    if skip_unless_root("the_drop_in_s_capabilities_let_an_unprivileged_exporter_trace") {
+        return;
+    }
+    let caps = drop_in_capabilities();
+    let ns = quiet_namespace("trc");
+    let mut cmd = Command::new("setpriv");
+    cmd.args(["--reuid", "65534", "--regid", "65534", "--clear-groups"])
+        .arg(format!("--inh-caps=-all,{caps}"))
+        .arg(format!("--ambient-caps={caps}"))
+        .arg(format!("--bounding-set=-all,{caps}"))
+        .arg(env!("CARGO_BIN_EXE_nettune"))
+        .args(EXPORTER);
+    let exporter = Exporter::spawn(cmd);
+    let (body, after, counted) = closed_port_drops(&exporter, &ns, 150);
+    // Host-wide (the exporter cannot enter a namespace without
+    // CAP_SYS_ADMIN): other drops of this host may add to the test's.
+    assert!(counted >= 150.0, "{body}");
+    assert_eq!(
+        after.get(
+            "nettune_scrape_collector_success",
+            &[("collector", "drop_reasons")]
+        ),
+        Some(1.0),
+        "{}",
+        exporter.stderr()
+    );
+    let (code, err) = exporter.stop();
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!err.contains("not traced"), "{err}");
 }
 
 #[test]
@@ -324,7 +397,16 @@ fn doctor_trace_names_a_full_socket_buffer_with_its_socket() {
         evidence.contains(&format!("on udp {to}")),
         "the socket is named: {evidence}"
     );
-    assert!(evidence.contains("net.core.rmem_default"), "{evidence}");
+    // The socket's own buffer as the kernel set it (SO_RCVBUF 1 is raised
+    // to the kernel's floor), not a sysctl's default.
+    let rcvbuf = nix::sys::socket::getsockopt(&sink, nix::sys::socket::sockopt::RcvBuf)
+        .expect("getsockopt SO_RCVBUF");
+    assert!(
+        evidence.contains(&format!("on udp {to}: "))
+            && evidence.contains(&format!(", rcvbuf {rcvbuf} (SO_RCVBUF)")),
+        "the socket's rcvbuf {rcvbuf}: {evidence}"
+    );
+    assert!(evidence.contains("net.core.rmem_max"), "{evidence}");
     assert!(finding["fix"]
         .as_str()
         .is_some_and(|f| f.contains("SO_RCVBUF")));
@@ -339,6 +421,10 @@ fn doctor_trace_names_a_full_socket_buffer_with_its_socket() {
     assert_eq!(
         report["trace"]["udp_sockets"][0]["socket"]["local"],
         to.to_string()
+    );
+    assert_eq!(
+        report["trace"]["udp_sockets"][0]["socket"]["rcvbuf_bytes"],
+        rcvbuf
     );
 
     // Asked with nothing to trace over, or on a capture: one clear line.
@@ -418,26 +504,40 @@ fn the_experiment_report_lists_last_which_config_removed_which_drops() {
     assert!(!md.contains("kernel's reason"), "{md}");
 }
 
+/// The alert on drop reasons lives in contrib/prometheus/nettune-rules.yml,
+/// where docs/monitor.md points: it names exactly the reasons nettune
+/// calls limits, and fires on a limit, not on a decision.
 #[test]
-fn the_documented_drop_reason_rule_fires_on_a_limit_and_not_on_a_decision() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let rules = dir.path().join("reasons.yml");
-    std::fs::write(&rules, docs_block("<!-- drop reason rules -->")).expect("write");
-    let (code, out, err) = split(
-        Command::new("promtool")
-            .args(["check", "rules"])
-            .arg(&rules)
-            .output()
-            .expect("promtool"),
+fn the_contrib_drop_reason_alert_fires_on_a_limit_and_not_on_a_decision() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let path = root.join("contrib/prometheus/nettune-rules.yml");
+    let rules = std::fs::read_to_string(&path).expect("the contrib rules");
+    let docs = std::fs::read_to_string(root.join("docs/monitor.md")).expect("docs/monitor.md");
+    let section = &docs[docs
+        .find("#### Drop reasons in PromQL")
+        .expect("the section")..];
+    assert!(
+        section.contains("(../contrib/prometheus/nettune-rules.yml)")
+            && section.contains("`KernelDropsAtALimit`"),
+        "the docs point to the contrib rule"
     );
-    assert_eq!(code, 0, "{out}{err}");
-    assert!(out.contains("SUCCESS: 1 rules found"), "{out}");
+    let at = rules
+        .find("- alert: KernelDropsAtALimit\n")
+        .expect("the alert in the contrib rules");
+    let matcher = rules[at..]
+        .split("reason=~\"")
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+        .expect("its reason matcher");
+    let mut named: Vec<&str> = matcher.split('|').collect();
+    named.sort_unstable();
+    let mut limits = nettune::trace::catalog::LIMITS.to_vec();
+    limits.sort_unstable();
+    assert_eq!(named, limits);
+
+    let dir = tempfile::tempdir().expect("tempdir");
     let bare = dir.path().join("bare.yml");
-    std::fs::write(
-        &bare,
-        without_annotations(&docs_block("<!-- drop reason rules -->")),
-    )
-    .expect("write");
+    std::fs::write(&bare, without_annotations(&rules)).expect("write");
     let series = |reason: &str, layer: &str, values: &str| {
         format!(
             "      - series: 'nettune_skb_drop_reason_total{{instance=\"web1:10056\",job=\"nettune\",reason=\"{reason}\",layer=\"{layer}\"}}'\n        values: '{values}'\n"

@@ -1,12 +1,12 @@
 //! drops.reason: the kernel's own reasons for the packets it dropped while
 //! doctor sampled (`doctor --interval S --trace`), each with the place in
-//! the kernel, the socket it happened to where /proc/net/udp names one,
-//! and the fix.
+//! the kernel, the socket it happened to (from sock_diag, with its own
+//! receive buffer, or /proc/net/udp) and the fix.
 
 use super::shared::sysctl_u64;
 use crate::base::drop_reason::ReasonRate;
 use crate::base::units::{format_bytes, format_count};
-use crate::doctor::{Context, Finding, Severity, TracedDrops};
+use crate::doctor::{Context, Finding, Severity, SocketDrops, TracedDrops};
 use crate::host::Host;
 
 /// Reasons turned into findings, most drops first; the rest are in
@@ -31,6 +31,28 @@ pub fn check(ctx: &Context, out: &mut Vec<Finding>) {
     }
 }
 
+/// A socket as evidence: its drops and queue over the interval and, where
+/// the kernel reported it, its own receive buffer and where that came from
+/// (net.core.rmem_default for a socket that never set one).
+fn socket(s: &SocketDrops, default: Option<u64>) -> String {
+    let mut text = format!(
+        "on {} {}: {} dropped, {} queued",
+        s.socket.family,
+        s.socket.local,
+        format_count(s.drops),
+        format_bytes(s.socket.rx_queue_bytes)
+    );
+    if let Some(rcvbuf) = s.socket.rcvbuf_bytes {
+        let from = if Some(rcvbuf) == default {
+            "net.core.rmem_default"
+        } else {
+            "SO_RCVBUF"
+        };
+        text.push_str(&format!(", rcvbuf {rcvbuf} ({from})"));
+    }
+    text
+}
+
 fn finding(host: &Host, traced: &TracedDrops, r: &ReasonRate) -> Finding {
     let per_sec = r.per_sec.unwrap_or(0.0);
     let severity = match (r.about.limit, per_sec) {
@@ -49,26 +71,18 @@ fn finding(host: &Host, traced: &TracedDrops, r: &ReasonRate) -> Finding {
         "SOCKET_RCVBUFF" | "SOCKET_BACKLOG" | "PROTO_MEM"
     ) && r.protocols.iter().any(|p| p.name.as_deref() == Some("udp"));
     if udp && !traced.udp_sockets.is_empty() {
-        let named: Vec<String> = traced
-            .udp_sockets
-            .iter()
-            .take(MAX_SOCKETS)
-            .map(|s| {
-                format!(
-                    "on {} {}: {} dropped, {} queued",
-                    s.socket.family,
-                    s.socket.local,
-                    format_count(s.drops),
-                    format_bytes(s.socket.rx_queue_bytes)
-                )
-            })
-            .collect();
+        let default = sysctl_u64(host, "net.core.rmem_default");
+        let shown: Vec<&SocketDrops> = traced.udp_sockets.iter().take(MAX_SOCKETS).collect();
+        let named: Vec<String> = shown.iter().map(|s| socket(s, default)).collect();
         evidence.push_str(&format!(" {}", named.join("; ")));
-        if let Some(default) = sysctl_u64(host, "net.core.rmem_default") {
+        let max = sysctl_u64(host, "net.core.rmem_max").map_or("?".to_string(), |m| m.to_string());
+        if shown.iter().all(|s| s.socket.rcvbuf_bytes.is_some()) {
+            // The ceiling of SO_RCVBUF for a process without CAP_NET_ADMIN.
+            evidence.push_str(&format!("; net.core.rmem_max {max}"));
+        } else if let Some(default) = default {
             evidence.push_str(&format!(
                 "; a socket's buffer is net.core.rmem_default {default} unless it sets SO_RCVBUF \
-                 (up to net.core.rmem_max {})",
-                sysctl_u64(host, "net.core.rmem_max").map_or("?".to_string(), |m| m.to_string())
+                 (up to net.core.rmem_max {max})"
             ));
         }
     }
@@ -111,7 +125,6 @@ mod tests {
     use super::*;
     use crate::base::drop_layer::Layer;
     use crate::base::drop_reason::{About, PlaceCount};
-    use crate::doctor::SocketDrops;
     use crate::host::udp_sockets::UdpSocket;
 
     fn reason(name: &str, layer: Layer, count: u64, limit: bool) -> ReasonRate {
@@ -168,6 +181,7 @@ mod tests {
                     rx_queue_bytes: 209_920,
                     drops: 824,
                     inode: 1,
+                    rcvbuf_bytes: None,
                 },
                 drops: 824,
             }],
@@ -202,5 +216,40 @@ mod tests {
         let mut out = Vec::new();
         check(&Context::new(&host), &mut out);
         assert!(out.is_empty());
+    }
+
+    /// Read through sock_diag, a socket's own buffer is the evidence, and
+    /// where it came from: a buffer the application set, or the default.
+    #[test]
+    fn a_socket_read_through_sock_diag_shows_its_own_buffer() {
+        let sink = |port: u16, rcvbuf: u64, drops: u64| SocketDrops {
+            socket: UdpSocket {
+                family: "udp",
+                local: std::net::SocketAddr::from(([127, 0, 0, 1], port)),
+                rx_queue_bytes: 1664,
+                drops,
+                inode: u64::from(port),
+                rcvbuf_bytes: Some(rcvbuf),
+            },
+            drops,
+        };
+        let traced = TracedDrops {
+            seconds: 2.0,
+            unavailable: None,
+            reasons: vec![reason("SOCKET_RCVBUFF", Layer::Udp, 824, true)],
+            // The fixture's net.core.rmem_default is 212992.
+            udp_sockets: vec![sink(4321, 2304, 800), sink(4322, 212_992, 24)],
+        };
+        let found = judge(&traced);
+        let e = &found[0].evidence;
+        assert!(
+            e.starts_with(
+                "412 drops/s SOCKET_RCVBUFF (UDP) on udp 127.0.0.1:4321: 800 dropped, 1.6 KiB \
+                 queued, rcvbuf 2304 (SO_RCVBUF); on udp 127.0.0.1:4322: 24 dropped, 1.6 KiB \
+                 queued, rcvbuf 212992 (net.core.rmem_default); net.core.rmem_max "
+            ),
+            "{e}"
+        );
+        assert!(!e.contains("unless it sets SO_RCVBUF"), "{e}");
     }
 }

@@ -11,6 +11,12 @@
 //! the view is still closing (it restores with async-signal-safe calls
 //! only, then ends the process).
 //!
+//! A terminal that goes away without a signal reaching this process (a
+//! tmux pane or terminal window closed while a shell took the SIGHUP)
+//! ends the view too: the drawing loop waits on the terminal itself and
+//! sees it hang up ([`Tty::Gone`]), and the run ends as on SIGHUP, with
+//! nothing to restore.
+//!
 //! A replay stops advancing while the view is paused (the sampler thread
 //! waits), so resuming goes on from the interval on screen; a live feed
 //! keeps sampling, and the newest interval shows on resume.
@@ -60,8 +66,9 @@ enum Msg {
 }
 
 /// The longest the drawing loop waits for a key before it looks at the
-/// channel and the stop token: a frame shows and SIGTERM is obeyed within
-/// this; the loop draws only when something changed.
+/// channel, the stop token and the terminal's size: a frame shows, a
+/// resize is redrawn and SIGTERM is obeyed within this; the loop draws
+/// only when something changed.
 const TICK: Duration = Duration::from_millis(100);
 /// A replayed series is shown at its recorded pace, within these bounds.
 const REPLAY_PACE: (f64, f64) = (0.2, 5.0);
@@ -71,9 +78,9 @@ const JOIN_WAIT: Duration = Duration::from_secs(2);
 /// How often a paused replay looks whether the pause ended.
 const PAUSE_POLL: Duration = Duration::from_millis(50);
 
-/// Show `feed` in the terminal until `q`, Ctrl-C or `stop` (SIGTERM).
-/// An error of the feed (its namespace was deleted) ends the view and is
-/// returned once the terminal is restored.
+/// Show `feed` in the terminal until `q`, Ctrl-C, `stop` (SIGTERM) or the
+/// terminal hangs up. An error of the feed (its namespace was deleted)
+/// ends the view and is returned once the terminal is restored.
 pub fn run(feed: Feed, stop: &Stop, options: TuiOptions) -> anyhow::Result<TuiEnd> {
     let (tx, rx) = mpsc::channel();
     let sampler_stop = stop.clone();
@@ -192,6 +199,7 @@ fn show(
     terminal.clear()?;
     let mut app = App::new(options.source.clone());
     let mut dirty = true;
+    let mut last_size = None;
     while !stop.is_set() {
         loop {
             match rx.try_recv() {
@@ -223,36 +231,138 @@ fn show(
             anyhow::bail!("the terminal view stopped after a panic");
         }
         if dirty {
-            terminal.draw(|canvas| draw(canvas, &app, &options.theme))?;
+            if let Err(e) = terminal.draw(|canvas| draw(canvas, &app, &options.theme)) {
+                if tty_state(Duration::ZERO)? == Tty::Gone {
+                    break;
+                }
+                return Err(e.into());
+            }
             dirty = false;
             #[cfg(debug_assertions)]
             if app.frame.is_some() && std::env::var_os(PANIC_ENV).is_some() {
                 panic!("{PANIC_ENV} is set: a panic while the view is on screen");
             }
         }
-        if event::poll(TICK)? {
-            match event::read()? {
-                Event::Key(key) => {
-                    let action = handle(&mut app, key);
-                    // The replay stands still while the view is paused.
-                    paused.store(app.paused, Ordering::SeqCst);
-                    match action {
-                        Action::Quit => break,
-                        Action::Redraw => dirty = true,
-                        Action::None => {}
+        match tty_state(TICK)? {
+            Tty::Gone => break,
+            Tty::Quiet => {}
+            Tty::Input => {
+                // Every event crossterm has read, keys and resizes alike.
+                while event::poll(Duration::ZERO)? {
+                    match event::read()? {
+                        Event::Key(key) => {
+                            let action = handle(&mut app, key);
+                            // The replay stands still while the view is paused.
+                            paused.store(app.paused, Ordering::SeqCst);
+                            match action {
+                                Action::Quit => {
+                                    return Ok(TuiEnd {
+                                        frames: app.received,
+                                    })
+                                }
+                                Action::Redraw => dirty = true,
+                                Action::None => {}
+                            }
+                        }
+                        Event::Resize(..) => dirty = true,
+                        _ => {}
                     }
                 }
-                Event::Resize(..) => {
-                    terminal.autoresize()?;
-                    dirty = true;
-                }
-                _ => {}
             }
         }
+        // A resize is seen here, not only through crossterm's SIGWINCH
+        // event, which comes with the next key only (crossterm reads only
+        // when a key waits, above).
+        match terminal.size() {
+            Ok(size) if last_size != Some(size) => {
+                last_size = Some(size);
+                terminal.autoresize()?;
+                dirty = true;
+            }
+            Ok(_) => {}
+            Err(_) if tty_state(Duration::ZERO)? == Tty::Gone => break,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    if tty_state(Duration::ZERO)? == Tty::Gone {
+        // Nothing to give back: leave the terminal alone.
+        lost();
+        // Dropped, ratatui's Terminal would show the cursor again and,
+        // failing, print so on stderr: the same gone terminal, where a
+        // failed print panics. There is no cursor left to show.
+        std::mem::forget(terminal);
     }
     Ok(TuiEnd {
         frames: app.received,
     })
+}
+
+/// What the terminal has for the view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tty {
+    /// Nothing within the wait.
+    Quiet,
+    /// A key (or more) waits to be read.
+    Input,
+    /// Hung up: the other end of the pseudo-terminal closed (a terminal
+    /// window or tmux pane gone), which a SIGHUP may not have told this
+    /// process (it goes to the session's leader, a shell that may have
+    /// caught it or ignored it).
+    Gone,
+}
+
+/// Wait up to `timeout` for the terminal to have a key or to hang up.
+///
+/// Why not crossterm's `event::poll` alone: on a hung-up terminal every
+/// read returns end-of-file at once, and crossterm's reader loops on
+/// such reads without returning, so the view would spin and never see
+/// its stop. The view asks crossterm for events only when this says a key
+/// waits; a hang-up in the microseconds between the two is the only case
+/// left to crossterm.
+fn tty_state(timeout: Duration) -> io::Result<Tty> {
+    let Some(&(fd, _)) = SAVED_MODES.get() else {
+        // The modes could not be read, so neither could crossterm's raw
+        // mode be set: not reached while the view runs.
+        return Ok(if event::poll(timeout)? {
+            Tty::Input
+        } else {
+            Tty::Quiet
+        });
+    };
+    let mut watch = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ms = libc::c_int::try_from(timeout.as_millis()).unwrap_or(libc::c_int::MAX);
+    // SAFETY: one valid pollfd for one call; fd stays open while the view
+    // runs (stdin, or the /dev/tty kept for the process's life).
+    let ready = unsafe { libc::poll(&mut watch, 1, ms) };
+    if ready < 0 {
+        let e = io::Error::last_os_error();
+        // A signal (SIGWINCH, or the stop): the loop looks again.
+        return if e.kind() == io::ErrorKind::Interrupted {
+            Ok(Tty::Quiet)
+        } else {
+            Err(e)
+        };
+    }
+    Ok(
+        if watch.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
+            Tty::Gone
+        } else if watch.revents & libc::POLLIN != 0 {
+            Tty::Input
+        } else {
+            Tty::Quiet
+        },
+    )
+}
+
+/// The terminal hung up: there is nothing to give back (raw mode and the
+/// alternate screen went with it, and every write fails), so the guard and
+/// the panic hook leave it alone.
+fn lost() {
+    let _ = STATE.compare_exchange(TAKEN, FREE, Ordering::SeqCst, Ordering::SeqCst);
 }
 
 /// Who has the terminal: [`FREE`] (as the view found it), [`TAKEN`] (raw

@@ -14,8 +14,8 @@ use std::os::fd::{AsRawFd, BorrowedFd};
 
 use nix::sys::socket::SockProtocol;
 
-use super::netlink::{push_attr, push_str, set_error, Socket};
 use crate::base::driver::SetError;
+use crate::base::netlink::{push_attr, push_str, set_error, Socket};
 
 const RTM_NEWLINK: u16 = 16;
 const RTM_NEWADDR: u16 = 20;

@@ -21,7 +21,6 @@ mod ethtool_ioctl;
 mod ethtool_set;
 pub mod link;
 mod netdev;
-mod netlink;
 mod ntuple;
 mod queue_stats;
 mod rtnetlink;

@@ -17,13 +17,13 @@ use std::io;
 
 use nix::sys::socket::SockProtocol;
 
-use super::netlink::{
-    attr_u16, attr_u32, attr_uint, attrs, errno_of, malformed, push_attr, push_str, push_uint,
-    set_error, Socket,
-};
 use crate::base::driver::netdev::{Napi, NapiKey, NapiSet, Netdev, NetdevQueue, NetdevState};
 use crate::base::driver::xdp::{action_names, XdpFeatures};
 use crate::base::driver::{QueueStats, SetError};
+use crate::base::netlink::{
+    attr_u16, attr_u32, attr_uint, attrs, errno_of, malformed, push_attr, push_str, push_uint,
+    set_error, Socket,
+};
 use crate::base::Probe;
 
 /// Reads and changes the netdev family in the calling thread's network
@@ -503,8 +503,8 @@ fn parse_dev(payload: &[u8]) -> io::Result<Option<XdpFeatures>> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::netlink::attr_str;
     use super::*;
+    use crate::base::netlink::attr_str;
 
     fn genl(attrs: &[u8]) -> Vec<u8> {
         genl_body(1, 1, attrs)

@@ -14,10 +14,10 @@ use std::io;
 
 use nix::sys::socket::SockProtocol;
 
-use super::netlink::{
+use crate::base::driver::{Netlink, Qdisc, QdiscSet, QdiscSpec, SetError};
+use crate::base::netlink::{
     attr_str, attrs, ifindex, malformed, push_attr, push_str, route, u32_at, Socket,
 };
-use crate::base::driver::{Netlink, Qdisc, QdiscSet, QdiscSpec, SetError};
 use crate::base::Probe;
 
 /// Reads qdiscs from the running kernel, in the calling thread's network
@@ -143,8 +143,8 @@ fn parse_qdisc(payload: &[u8]) -> io::Result<QdiscMessage> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::netlink::{align4, u16_at};
     use super::*;
+    use crate::base::netlink::{align4, u16_at};
 
     fn qdisc_payload(ifindex: u32, handle: u32, parent: u32, kind: &str) -> Vec<u8> {
         let mut p = vec![0u8; 4];

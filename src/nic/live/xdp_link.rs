@@ -8,10 +8,10 @@
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 
-use super::netlink::{attr_u32, attrs, ifindex, push_attr, route, set_error};
 use crate::base::bpf;
 use crate::base::driver::xdp::{XdpMode, XdpProgram, XdpState};
 use crate::base::driver::SetError;
+use crate::base::netlink::{attr_u32, attrs, ifindex, push_attr, route, set_error};
 use crate::base::Probe;
 
 const RTM_GETLINK: u16 = 18;

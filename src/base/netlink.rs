@@ -1,10 +1,11 @@
-//! Netlink framing shared by the rtnetlink client (qdiscs) and the netdev
-//! generic-netlink client: one socket per request, messages written and
+//! Netlink framing shared by the rtnetlink client (qdiscs), the netdev
+//! generic-netlink client (both in `nic`) and the socket reader of
+//! `host::sock_diag` (NETLINK_SOCK_DIAG): one socket per request, messages written and
 //! read by hand (nlmsghdr, attributes), dumps collected to NLMSG_DONE,
 //! changes acknowledged with the kernel's extended-ack words.
 //!
 //! Why by hand and not netlink-packet-* or netlink-bindings: nettune sends
-//! six kinds of request and reads a dozen attributes; the framing below is
+//! seven kinds of request and reads a dozen attributes; the framing below is
 //! the whole protocol it needs, with no async runtime and no generated code
 //! to keep in step with the kernel's YAML specs.
 
