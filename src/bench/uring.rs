@@ -44,6 +44,28 @@ pub fn ring_sized(entries: u32, completions: u32) -> io::Result<IoUring> {
     }
 }
 
+/// Submit what is queued and run the task work that is due (a ring set up
+/// with DEFER_TASKRUN runs it only in an enter that asks for completions),
+/// without waiting: the completions of what has happened are posted.
+pub fn submit_and_run(ring: &mut IoUring) -> io::Result<()> {
+    let queued = ring.submission().len() as u32;
+    // SAFETY: no argument pointer; the queued entries were pushed under
+    // `push`'s contract.
+    let entered = unsafe {
+        ring.submitter().enter::<libc::sigset_t>(
+            queued,
+            0,
+            io_uring::EnterFlags::GETEVENTS.bits(),
+            None,
+        )
+    };
+    match entered {
+        Ok(_) => Ok(()),
+        Err(e) if matches!(e.raw_os_error(), Some(libc::EINTR) | Some(libc::EBUSY)) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
 /// Whether this kernel can serve the io_uring engines; the error says what
 /// is missing, and which kernel added it. Checked once per process.
 pub fn check() -> Result<(), String> {

@@ -30,6 +30,7 @@ use super::{Backend, Locality, Sched, ServerConfig};
 use crate::base::observe::Observer;
 use crate::base::stop::Stop;
 use crate::base::{cpuset, Root};
+use crate::bench::backend::Workload;
 use crate::bench::busy_poll::{BusyPoll, BusyPollReport};
 use crate::bench::harness::{self, Control, Placement, Timeline};
 use crate::bench::pin::{pin_current_thread, Pinning};
@@ -55,6 +56,10 @@ pub struct ServerReport {
     pub locality: String,
     /// The engine that ran: `epoll` or `io_uring`.
     pub engine: String,
+    /// Why that engine: asked for, or `--engine auto`'s rule and the
+    /// figures behind it.
+    #[serde(default)]
+    pub engine_reason: String,
     pub busy_poll_us: Option<u32>,
     /// The busy polling set on sockets and epoll instances; null: off.
     #[serde(default)]
@@ -105,6 +110,7 @@ pub struct HttpServer {
     locality: Locality,
     wait: Duration,
     engine: Backend,
+    engine_reason: String,
     warnings: Vec<String>,
     /// This kernel has EPIOCSPARAMS: epoll instances busy-poll too.
     epoll_params: bool,
@@ -117,7 +123,8 @@ pub struct HttpServer {
 /// refused unless `share_port`.
 pub fn open(config: ServerConfig) -> anyhow::Result<HttpServer> {
     config.validate()?;
-    let (engine, engine_warning) = config.engine.resolve()?;
+    let resolved = config.engine.resolve(Workload::HttpServer)?;
+    let engine = resolved.backend;
     let root = Root::live();
     let pinning = Pinning::new(config.pin.clone(), &root)?;
     let threads = match config.threads {
@@ -131,7 +138,7 @@ pub fn open(config: ServerConfig) -> anyhow::Result<HttpServer> {
     } else {
         Locality::Cbpf
     });
-    let mut warnings: Vec<String> = engine_warning.into_iter().collect();
+    let mut warnings: Vec<String> = resolved.warning.into_iter().collect();
     let program = match locality {
         Locality::Cbpf => {
             let online = root
@@ -197,6 +204,7 @@ pub fn open(config: ServerConfig) -> anyhow::Result<HttpServer> {
         locality,
         wait,
         engine,
+        engine_reason: resolved.reason,
         warnings,
     })
 }
@@ -295,6 +303,7 @@ impl HttpServer {
         );
         report.busy_poll = self.config.busy().report(self.epoll_params);
         report.engine = self.engine.name().to_string();
+        report.engine_reason = self.engine_reason;
         Ok(report)
     }
 }
@@ -534,6 +543,7 @@ fn build_report(
         locality: locality_name(locality).to_string(),
         // Set by the caller, which knows the engine that ran.
         engine: String::new(),
+        engine_reason: String::new(),
         busy_poll_us: config.busy_poll,
         busy_poll: None,
         ended: ended.to_string(),
@@ -566,6 +576,11 @@ pub fn text(r: &ServerReport) -> String {
         } else {
             ""
         }
+    );
+    let _ = writeln!(
+        out,
+        "http-server: engine {}",
+        crate::bench::backend::describe(&r.engine, &r.engine_reason)
     );
     for t in &r.per_thread {
         let cpu = t

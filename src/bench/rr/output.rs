@@ -161,6 +161,11 @@ pub fn server_text(r: &ServerReport) -> String {
             None => String::new(),
         }
     );
+    let _ = writeln!(
+        out,
+        "rr-server: engine {}",
+        crate::bench::backend::describe(&r.engine, &r.engine_reason)
+    );
     let odd: Vec<String> = [
         (t.udp_unknown, "datagrams from unknown flows"),
         (t.udp_send_errors, "UDP send errors"),

@@ -22,6 +22,7 @@ use crate::base::epoll::{Epoll, Interest, Ready};
 use crate::base::observe::Observer;
 use crate::base::stop::Stop;
 use crate::base::Root;
+use crate::bench::backend::Workload;
 use crate::bench::busy_poll::BusyPollReport;
 use crate::bench::harness::{self, Control, Phase, Placement, Timeline};
 use crate::bench::netns;
@@ -53,6 +54,10 @@ pub struct ServerReport {
     pub threads: usize,
     /// The engine that ran: `epoll` or `io_uring`.
     pub engine: String,
+    /// Why that engine: asked for, or `--engine auto`'s rule and the
+    /// figures behind it.
+    #[serde(default)]
+    pub engine_reason: String,
     /// `duration` or `interrupted` (the stop token).
     pub ended: String,
     pub duration_s: f64,
@@ -83,6 +88,7 @@ impl ServerReport {
 pub struct RrServer {
     config: ServerConfig,
     engine: Backend,
+    engine_reason: String,
     engine_warning: Option<String>,
     bound: SocketAddr,
     sockets: Vec<Sockets>,
@@ -98,7 +104,8 @@ pub struct RrServer {
 /// `share_port`.
 pub fn open(config: ServerConfig) -> anyhow::Result<RrServer> {
     config.validate()?;
-    let (engine, engine_warning) = config.engine.resolve()?;
+    let resolved = config.engine.resolve(Workload::RrServer)?;
+    let engine = resolved.backend;
     let pinning = Pinning::new(config.pin.clone(), &Root::live())?;
     // Unknown client count: allow as many descriptors as the hard limit.
     conn::ensure_descriptors(conn::hard_descriptor_limit())?;
@@ -124,7 +131,8 @@ pub fn open(config: ServerConfig) -> anyhow::Result<RrServer> {
             && crate::bench::busy_poll::epoll_params_supported(),
         config,
         engine,
-        engine_warning,
+        engine_reason: resolved.reason,
+        engine_warning: resolved.warning,
         bound,
         sockets,
         pinning,
@@ -205,6 +213,7 @@ impl RrServer {
             netns: self.config.netns.clone(),
             threads,
             engine: self.engine.name().to_string(),
+            engine_reason: self.engine_reason.clone(),
             ended: done.ended.name().to_string(),
             duration_s: done.elapsed.as_secs_f64(),
             drop_every,

@@ -16,8 +16,10 @@
 //!   full socket buffer would drop it.
 //!
 //! Every wake-up's requests are submitted by the io_uring_enter that waits
-//! for the next completions. At the end every request is cancelled before
-//! the buffers it points at are dropped.
+//! for the next completions, except while the thread serves a single
+//! client: then it submits them and sleeps in poll(2) on its sockets (see
+//! `Worker::wait`). At the end every request is cancelled before the
+//! buffers it points at are dropped.
 
 use std::net::{SocketAddr, TcpStream};
 use std::os::fd::{AsFd, AsRawFd, FromRawFd};
@@ -106,6 +108,9 @@ struct Worker<'a> {
     accept_paused: Option<Instant>,
     next_deadline_sweep: Instant,
     udp_receiving: bool,
+    /// The slot of the connection accepted last (where a lone client's
+    /// connection usually is).
+    last_slot: usize,
     report: ThreadReport,
 }
 
@@ -142,6 +147,7 @@ pub(super) fn serve(sockets: Sockets, plan: &Plan, phase: &Phase) -> anyhow::Res
         accept_paused: None,
         next_deadline_sweep: Instant::now() + Duration::from_secs(1),
         udp_receiving: false,
+        last_slot: 0,
         report: ThreadReport {
             thread: plan.thread,
             cpu: plan.cpu,
@@ -190,7 +196,7 @@ impl Worker<'_> {
                 self.push(&entry)?;
                 self.udp_receiving = true;
             }
-            uring::submit_and_wait(&mut self.ring, IDLE_WAIT).context("io_uring_enter failed")?;
+            self.wait(sockets)?;
             completions.clear();
             completions.extend(
                 self.ring
@@ -213,6 +219,92 @@ impl Worker<'_> {
             self.close_overdue()?;
         }
         Ok(())
+    }
+
+    /// Submit what is queued and wait for completions. A thread with one
+    /// client sleeps in poll(2) on its sockets instead of in
+    /// io_uring_enter: a socket wakes a poll(2) sleeper synchronously (the
+    /// waker is about to sleep, so the scheduler may run the woken thread
+    /// on the waker's CPU, as it does for the epoll engine's blocking
+    /// reads), while io_uring wakes its waiter with a plain wake-up, which
+    /// leaves the server on its last CPU: unpinned, part of a ping-pong's
+    /// transactions then cost a cross-CPU wake-up, dear in a VM whose idle
+    /// CPUs halt. The receive is still the multishot one: poll(2) only
+    /// sleeps, and the enter after it posts what arrived.
+    fn wait(&mut self, sockets: &Sockets) -> anyhow::Result<()> {
+        let Some((mut fds, n)) = self.lone_fds(sockets) else {
+            return uring::submit_and_wait(&mut self.ring, IDLE_WAIT)
+                .context("io_uring_enter failed");
+        };
+        if !self.ring.submission().is_empty() {
+            self.ring.submit().context("io_uring_enter failed")?;
+        }
+        if !self.ring.completion().is_empty() {
+            return Ok(());
+        }
+        // SAFETY: `fds` holds `n` initialised pollfd entries.
+        let ready = unsafe {
+            libc::poll(
+                fds.as_mut_ptr(),
+                n as libc::nfds_t,
+                IDLE_WAIT.as_millis() as libc::c_int,
+            )
+        };
+        if ready < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.raw_os_error() != Some(libc::EINTR) {
+                return Err(e).context("poll failed");
+            }
+        }
+        // The multishot receive's completion is posted by the ring's task
+        // work, which (DEFER_TASKRUN) runs only in an enter.
+        uring::submit_and_run(&mut self.ring).context("io_uring_enter failed")
+    }
+
+    /// The sockets to poll when this thread serves one client and nothing
+    /// else can complete without one of them becoming readable (no send
+    /// or cancellation in flight); `None` otherwise.
+    fn lone_fds(&mut self, sockets: &Sockets) -> Option<([libc::pollfd; 3], usize)> {
+        let live = self.slots.len() - self.free.len();
+        let flows = self.udp.count();
+        if live + flows != 1 || self.free_replies.len() != self.replies.len() {
+            return None;
+        }
+        let pollin = |fd: std::os::fd::RawFd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let mut fds = [pollin(-1); 3];
+        let mut n = 0;
+        if live == 1 {
+            let slot = self.lone_slot()?;
+            let conn = slot.conn.as_ref()?;
+            if slot.dead || slot.sending > 0 || !slot.receiving {
+                return None;
+            }
+            fds[n] = pollin(conn.stream.as_raw_fd());
+            n += 1;
+        }
+        if self.accepting {
+            fds[n] = pollin(sockets.listener.as_raw_fd());
+            n += 1;
+        }
+        if self.udp_receiving {
+            fds[n] = pollin(sockets.udp.as_raw_fd());
+            n += 1;
+        }
+        Some((fds, n))
+    }
+
+    /// The one open connection's slot, when there is one: the slot last
+    /// accepted into, else found (and remembered) by a look through all.
+    fn lone_slot(&mut self) -> Option<&Slot> {
+        let open = |slot: &Slot| slot.conn.is_some();
+        if !self.slots.get(self.last_slot).is_some_and(open) {
+            self.last_slot = self.slots.iter().position(open)?;
+        }
+        self.slots.get(self.last_slot)
     }
 
     /// Close connections past their hello deadline (once a second at most).
@@ -285,6 +377,7 @@ impl Worker<'_> {
             });
             self.slots.len() - 1
         });
+        self.last_slot = index;
         let slot = &mut self.slots[index];
         slot.conn = Some(Conn::new(stream));
         slot.sending = 0;

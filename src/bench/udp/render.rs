@@ -36,6 +36,9 @@ pub fn sink_text(r: &SinkReport) -> String {
         r.cpu_s,
         per_packet(r.cpu_ns_per_packet)
     );
+    if !r.engine_reason.is_empty() {
+        let _ = writeln!(out, "why       {}", r.engine_reason);
+    }
     for t in &r.per_thread {
         let _ = writeln!(
             out,

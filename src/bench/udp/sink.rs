@@ -24,6 +24,7 @@ use crate::base::counter::{delta, Width};
 use crate::base::observe::Observer;
 use crate::base::stop::Stop;
 use crate::base::Root;
+use crate::bench::backend::Workload;
 use crate::bench::cpu::thread_cpu_time;
 use crate::bench::harness::{self, Control, Phase, Placement, Timeline};
 use crate::bench::netns::{self, THREAD_NET};
@@ -96,6 +97,10 @@ pub struct SinkReport {
     /// The engine that ran: `epoll` (recvmmsg) or `io_uring` (multishot
     /// recvmsg).
     pub engine: String,
+    /// Why that engine: asked for, or `--engine auto`'s rule and the
+    /// figures behind it.
+    #[serde(default)]
+    pub engine_reason: String,
     /// UDP_GRO on the sockets.
     pub gro: bool,
     pub rcvbuf: RcvBuf,
@@ -143,6 +148,7 @@ impl SinkReport {
 pub struct Sink {
     config: SinkConfig,
     engine: Backend,
+    engine_reason: String,
     engine_warning: Option<String>,
     sockets: Vec<UdpSocket>,
     bound: SocketAddr,
@@ -154,7 +160,9 @@ pub struct Sink {
 /// socket on the port is refused unless `share_port`.
 pub fn open(config: SinkConfig) -> anyhow::Result<Sink> {
     config.validate()?;
-    let (engine, engine_warning) = config.engine.resolve()?;
+    let resolved = config
+        .engine
+        .resolve(Workload::UdpSink { gro: config.gro })?;
     let pinning = Pinning::new(config.pin.clone(), &Root::live())?;
     let count = if config.reuseport {
         config.threads as usize
@@ -173,8 +181,9 @@ pub fn open(config: SinkConfig) -> anyhow::Result<Sink> {
         .context("cannot read the sink's bound address")?;
     Ok(Sink {
         config,
-        engine,
-        engine_warning,
+        engine: resolved.backend,
+        engine_reason: resolved.reason,
+        engine_warning: resolved.warning,
         sockets,
         bound,
         rcvbuf,
@@ -531,6 +540,7 @@ fn build_report(
         reuseport: config.reuseport,
         batch: config.batch as usize,
         engine: sink.engine.name().to_string(),
+        engine_reason: sink.engine_reason.clone(),
         gro: config.gro,
         rcvbuf: sink.rcvbuf.clone(),
         ended: ended.to_string(),

@@ -68,8 +68,10 @@ pub struct ServerArgs {
     #[arg(long)]
     pub share_port: bool,
     /// I/O engine: epoll, io_uring (multishot accept, multishot recv into a
-    /// provided buffer ring, batched submissions; Linux 6.0), or auto
-    /// (io_uring where the kernel serves it, else epoll with a warning).
+    /// provided buffer ring, batched submissions; Linux 6.0), or auto (the
+    /// one that measured faster; epoll, with a warning, where the kernel
+    /// cannot serve io_uring). The report's `engine_reason` says why
+    /// (docs/benchmarks.md has the figures).
     #[arg(long, value_enum, default_value = "epoll")]
     pub engine: Backend,
     /// Print the final report as JSON on stdout, after the listening line

@@ -46,7 +46,10 @@ pub struct ServerArgs {
     pub busy: BusyPollArgs,
     /// I/O engine: epoll, io_uring (multishot accept, recv and recvmsg
     /// into provided buffer rings, batched submissions; Linux 6.0), or auto
-    /// (io_uring where the kernel serves it, else epoll with a warning).
+    /// (the one that measured faster, with one client and with many;
+    /// epoll, with a warning, where the kernel cannot serve io_uring). The
+    /// report's `engine_reason` says why (docs/benchmarks.md has the
+    /// figures).
     #[arg(long, value_enum, default_value = "epoll")]
     pub engine: Backend,
     /// Print the final report as JSON on stdout.

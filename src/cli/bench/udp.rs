@@ -61,8 +61,10 @@ pub struct SinkArgs {
     #[arg(long)]
     pub gro: bool,
     /// I/O engine: epoll (recvmmsg), io_uring (multishot recvmsg into a
-    /// provided buffer ring, Linux 6.0), or auto (io_uring where the kernel
-    /// serves it, else epoll with a warning).
+    /// provided buffer ring, Linux 6.0), or auto (the one that measured
+    /// faster for this setting, with or without --gro; epoll, with a
+    /// warning, where the kernel cannot serve io_uring). The report's
+    /// `engine_reason` says why (docs/benchmarks.md has the figures).
     #[arg(long, value_enum, default_value = "epoll")]
     pub engine: Backend,
     /// Print the final report as JSON on stdout (see docs/bench-udp.md).
