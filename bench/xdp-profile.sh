@@ -110,7 +110,7 @@ profile() {
         -- sleep "$WINDOW" 2>"$out.perferr" || fail "perf record" "$out.perferr"
     wait "$tx_pid" || fail "udp-flood" "$out.txerr"
     wait "$rx_pid" || [ $? -eq 1 ] || fail "$reader" "$out.rxerr"
-    perf report -i "$out.data" --stdio --no-children -n --sort cpu,sym -q 2>/dev/null \
+    perf report -i "$out.data" --stdio --no-children -n --sort cpu,comm,sym -q 2>/dev/null \
         >"$out.report" || fail "perf report" "$out.report"
     python3 - "$reader" "$out.rx" "$out.report" "$FREQ" "$WINDOW" "$TOP" \
         "$SENDER_CPU" "$RECEIVER_CPU" <<'EOF'
@@ -124,25 +124,32 @@ per_s = [i["packets"] for i in d["intervals"]][2:2 + int(window)]
 pps = sorted(per_s)[len(per_s) // 2] if per_s else 0
 packets = pps * window
 idle = re.compile(r"idle|halt|mwait|cpuidle|poll_idle|safe_halt")
+# Ours: the nettune processes (the flood on the sending CPU, the sink on
+# the reading one) and the kernel threads that run receive work
+# (ksoftirqd, threaded NAPI); the rest is whatever else the host ran.
+ours = re.compile(r"^(nettune|ksoftirqd|napi/)")
 rows = {}
 for line in open(report):
-    m = re.match(r"\s*([\d.]+)%\s+(\d+)\s+(\d+)\s+\[(.)\]\s+(\S+)", line)
+    m = re.match(r"\s*([\d.]+)%\s+(\d+)\s+(\d+)\s+(.+?)\s+\[(.)\]\s+(\S+)", line)
     if not m:
         continue
-    _, samples, cpu, where, sym = m.groups()
-    rows.setdefault(int(cpu), []).append((int(samples), where, sym))
+    _, samples, cpu, comm, where, sym = m.groups()
+    rows.setdefault(int(cpu), []).append((int(samples), comm.strip(), where, sym))
 print(f"{reader}: {pps / 1e6:.3f} Mpps received (median second of the window)")
+per = lambda n: (n / freq) * 1e9 / packets if packets else float("nan")
 for cpu, role in ((int(sender), "sending CPU"), (int(receiver), "reading CPU")):
     entries = sorted(rows.get(cpu, []), reverse=True)
-    busy = [e for e in entries if not idle.search(e[2])]
     total = sum(e[0] for e in entries)
-    busy_s = sum(e[0] for e in busy) / freq
-    per = lambda n: (n / freq) * 1e9 / packets if packets else float("nan")
-    print(f"  CPU {cpu} ({role}): busy {100 * busy_s / window:.0f}% of the window, "
-          f"{per(sum(e[0] for e in busy)):.0f} ns per packet; idle {per(total - sum(e[0] for e in busy)):.0f} ns")
-    for samples, where, sym in busy[:top]:
+    mine = [e for e in entries if ours.search(e[1]) and not idle.search(e[3])]
+    idle_n = sum(e[0] for e in entries if idle.search(e[3]))
+    other_n = total - idle_n - sum(e[0] for e in mine)
+    share = lambda n: 100 * n / max(total, 1)
+    print(f"  CPU {cpu} ({role}): nettune and receive work {share(sum(e[0] for e in mine)):.0f}% "
+          f"of the window, {per(sum(e[0] for e in mine)):.0f} ns per packet; other processes "
+          f"{share(other_n):.0f}%, idle {share(idle_n):.0f}%")
+    for samples, comm, where, sym in mine[:top]:
         kind = "kernel" if where == "k" else "user"
-        print(f"    {per(samples):7.1f} ns  {100 * samples / max(total, 1):5.1f}%  {sym} ({kind})")
+        print(f"    {per(samples):7.1f} ns  {share(samples):5.1f}%  {sym} ({kind}, {comm})")
 EOF
 }
 
