@@ -29,6 +29,9 @@ const LICENSE: &str = "Dual MIT/GPL";
 /// How long the reader sleeps in poll when the ring is empty: the bound on
 /// how late it sees the end of the run.
 const POLL_MS: i32 = 50;
+/// How long [`Attached::rebind`] waits for the queue the first socket held.
+const REBIND_TRIES: u32 = 200;
+const REBIND_PAUSE: Duration = Duration::from_millis(10);
 
 /// Program loaded and socket open; nothing attached yet.
 pub struct Loaded {
@@ -320,8 +323,8 @@ impl Attached {
         if busy_poll.as_ref().is_some_and(|b| b.napi_id.is_none()) {
             control.observer.warning(&format!(
                 "busy polling never engaged: the AF_XDP socket got no NAPI id when it was bound \
-                 (SO_INCOMING_NAPI_ID 0): queue {} of '{}' had no NAPI (a veth has one with native \
-                 XDP or GRO on)",
+                 (SO_INCOMING_NAPI_ID 0): the driver links no NAPI to queue {} of '{}' (veth \
+                 links none); the reader only spun",
                 config.queue, config.iface
             ));
         }
@@ -407,7 +410,19 @@ impl Attached {
         let iface = l.config.iface.clone();
         let busy = l.config.busy;
         let xsk = netns::within(l.config.netns.as_deref(), || {
-            let xsk = Xsk::open(ifindex, queue, copy, ring).map_err(|e| {
+            // The kernel frees the first socket's hold on the queue in
+            // deferred work: the queue reads busy for a moment.
+            let mut tries = 0;
+            let opened = loop {
+                match Xsk::open(ifindex, queue, copy, ring) {
+                    Err(e) if e.raw_os_error() == Some(libc::EBUSY) && tries < REBIND_TRIES => {
+                        tries += 1;
+                        std::thread::sleep(REBIND_PAUSE);
+                    }
+                    other => break other,
+                }
+            };
+            let xsk = opened.map_err(|e| {
                 anyhow::anyhow!(
                     "cannot open the busy-polling AF_XDP socket on '{iface}' queue {queue} \
                      after attaching: {e}"

@@ -57,15 +57,17 @@ pub struct XdpArgs {
     /// reader then never sleeps: when the ring is empty it polls the
     /// queue's NAPI itself with a non-blocking receive (the kernel's
     /// AF_XDP documentation, "Busy polling"). Its CPU stays fully busy.
-    /// Needs a queue with NAPI: a NIC, or a veth with native XDP or GRO.
+    /// Engages only where the driver links the queue to a NAPI (the kernel
+    /// gives the socket that NAPI's id at bind); a veth links none, and
+    /// the report then says busy polling never engaged.
     #[arg(long, value_name = "USECS", requires = "xdp", value_parser = clap::value_parser!(u32).range(1..=i32::MAX as i64))]
     pub busy_poll: Option<u32>,
     /// With --busy-poll: SO_PREFER_BUSY_POLL, and for the run the queue's
     /// NAPI gets an IRQ deferral (defer-hard-irqs 2, gro-flush-timeout
     /// 200 us, as the AF_XDP documentation suggests; netdev napi-set,
     /// Linux 6.13+), recorded in the state directory and restored after:
-    /// the reader, not a softirq on the sending CPU, then runs the XDP
-    /// program and the copy into the UMEM.
+    /// while busy polling engages, the reader, not a softirq, then runs the
+    /// XDP program and the copy into the UMEM.
     #[arg(long, requires = "busy_poll")]
     pub prefer_busy_poll: bool,
     /// With --busy-poll: SO_BUSY_POLL_BUDGET, packets one poll may take
