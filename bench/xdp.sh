@@ -4,6 +4,12 @@
 # packets, one nettune udp-flood thread) is read by
 #   recvmmsg  nettune bench udp-sink            (the kernel stack, a UDP socket)
 #   af_xdp    nettune bench udp-sink --xdp      (XDP redirect to an AF_XDP socket)
+#   af_xdp_generic  the same with --xdp-mode generic (the program runs after
+#             the kernel built the packet's skb)
+#   af_xdp_busy     the same (native) with --busy-poll 50 --busy-poll-budget 64
+#             --prefer-busy-poll: the reader polls the veth's NAPI itself, with
+#             the NAPI's IRQ deferral set for the run (and restored), so the
+#             program and the copy run on the reader's CPU, not the sender's
 #   xsk_c     bench/c/xsk_rxdrop (xdpsock's rxdrop loop on libxdp's xsk API,
 #             with xdpsock's queue-wide program: every packet of the queue,
 #             TCP included, goes to the socket; only if it builds)
@@ -27,7 +33,8 @@
 # the C reader. Everything it creates has a unique name and is removed on
 # exit, also on failure or Ctrl-C.
 #
-# Environment: DURATION (5), REPEAT (3), SENDER_CPU (0), RECEIVER_CPU (1).
+# Environment: DURATION (5), REPEAT (3), SENDER_CPU (0), RECEIVER_CPU (1),
+# ONLY (the readers to run, space separated; default all).
 set -euo pipefail
 
 DURATION=${DURATION:-5}
@@ -58,11 +65,21 @@ trap 'exit 130' INT TERM
 echo "building nettune (release) and the C reader..." >&2
 cargo build --release --quiet
 NETTUNE=$PWD/target/release/nettune
-READERS="recvmmsg af_xdp"
+READERS="recvmmsg af_xdp af_xdp_generic af_xdp_busy"
 if gcc -O2 -Wall -o "$WORK/xsk_rxdrop" bench/c/xsk_rxdrop.c -lxdp -lbpf 2>"$WORK/gcc.err"; then
     READERS="$READERS xsk_c"
 else
     echo "xsk_rxdrop does not build here (libxdp-dev, libbpf-dev?): $(head -1 "$WORK/gcc.err")" >&2
+fi
+
+if [ -n "${ONLY:-}" ]; then
+    for reader in $ONLY; do
+        case " $READERS " in
+        *" $reader "*) ;;
+        *) echo "ONLY: '$reader' is not one of: $READERS" >&2; exit 2 ;;
+        esac
+    done
+    READERS=$ONLY
 fi
 
 ip netns add "$NS_TX"
@@ -99,10 +116,15 @@ run() {
             --bind 10.79.0.2:9000 --batch 512 --rcvbuf 33554432 --pin "$RECEIVER_CPU" \
             --duration "$secs" >"$out.rx" 2>"$out.rxerr" &
         ;;
-    af_xdp)
+    af_xdp | af_xdp_generic | af_xdp_busy)
+        local extra=()
+        case $reader in
+        af_xdp_generic) extra=(--xdp-mode generic) ;;
+        af_xdp_busy) extra=(--busy-poll 50 --busy-poll-budget 64 --prefer-busy-poll) ;;
+        esac
         timeout "$LIMIT" "${timed[@]}" "$NETTUNE" bench udp-sink --xdp --iface "$VETH_RX" \
             --queue 0 --netns "$NS_RX" --bind 10.79.0.2:9000 --pin "$RECEIVER_CPU" \
-            --duration "$secs" >"$out.rx" 2>"$out.rxerr" &
+            --duration "$secs" "${extra[@]}" >"$out.rx" 2>"$out.rxerr" &
         ;;
     xsk_c)
         timeout "$LIMIT" ip netns exec "$NS_RX" "${timed[@]}" "$WORK/xsk_rxdrop" "$VETH_RX" 0 \
@@ -138,7 +160,7 @@ sys.exit(0 if "error" not in d and d["end"]["sum_received"]["bytes"] > 0 else 1)
         "$out.rxerr" >>"$pool-cpu"
     python3 -c 'import json,sys; print("%.3f" % (json.load(open(sys.argv[1]))["pps"] / 1e6))' "$out.tx" >>"$pool-sent"
     echo "$tcp_ok" >>"$pool-tcp"
-    grep -E '^(sequence|drops|program|path|where)' "$out.rx" | sed "s/^/  $reader: /" >&2 || true
+    grep -E '^(sequence|drops|program|path|where|busy poll)' "$out.rx" | sed "s/^/  $reader: /" >&2 || true
 }
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
@@ -156,14 +178,23 @@ done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "Mpps: median of whole seconds 2..$DURATION of all runs [range of per-run medians];" \
     "us/pkt: reader process CPU per packet received, median of runs"
-printf '%-9s %-10s %-21s %-9s %s\n' reader "sent Mpps" "received Mpps" "us/pkt" "TCP kept working"
+printf '%-15s %-10s %-21s %-9s %s\n' reader "sent Mpps" "received Mpps" "us/pkt" "TCP kept working"
 for reader in $READERS; do
     p="$WORK/pool-$reader"
-    printf '%-9s %-10s %-21s %-9s %s\n' "$reader" "$(median <"$p-sent")" \
+    printf '%-15s %-10s %-21s %-9s %s\n' "$reader" "$(median <"$p-sent")" \
         "$(median <"$p") [$(spread <"$p-runs")]" "$(median <"$p-cpu")" \
         "$(sort "$p-tcp" | uniq -c | tr '\n' ' ')"
 done
-echo "AF_XDP sink / recvmmsg sink: $(ratio "$(median <"$WORK/pool-af_xdp")" "$(median <"$WORK/pool-recvmmsg")")"
-if [ -f "$WORK/pool-xsk_c" ]; then
-    echo "AF_XDP sink / xsk_rxdrop (C, libxdp): $(ratio "$(median <"$WORK/pool-af_xdp")" "$(median <"$WORK/pool-xsk_c")")"
+pooled() { if [ -f "$WORK/pool-$1" ]; then median <"$WORK/pool-$1"; else echo 0; fi; }
+for reader in af_xdp af_xdp_generic af_xdp_busy; do
+    [ -f "$WORK/pool-$reader" ] && [ -f "$WORK/pool-recvmmsg" ] || continue
+    label="AF_XDP sink"
+    case $reader in
+    af_xdp_generic) label="AF_XDP sink, generic XDP" ;;
+    af_xdp_busy) label="AF_XDP sink, busy polling" ;;
+    esac
+    echo "$label / recvmmsg sink: $(ratio "$(pooled "$reader")" "$(pooled recvmmsg)")"
+done
+if [ -f "$WORK/pool-xsk_c" ] && [ -f "$WORK/pool-af_xdp" ]; then
+    echo "AF_XDP sink / xsk_rxdrop (C, libxdp): $(ratio "$(pooled af_xdp)" "$(pooled xsk_c)")"
 fi

@@ -202,7 +202,22 @@ pub fn record_xdp(
     Ok(journal)
 }
 
-/// The recorded program is attached: the state is complete.
+/// Settings a run changes beside its XDP program (the IRQ deferral of its
+/// queue's NAPI, for busy polling), recorded with their originals and
+/// synced before they are written; [`xdp_attached`] then marks them made,
+/// and `rollback` restores them before it removes the program. The caller
+/// holds the state directory's lock.
+pub fn record_xdp_changes(
+    state: &StateDir,
+    journal: &mut Journal,
+    entries: Vec<Entry>,
+) -> anyhow::Result<()> {
+    journal.changes.extend(entries);
+    state.save(journal)
+}
+
+/// The recorded program is attached (and what [`record_xdp_changes`]
+/// recorded is set): the state is complete.
 pub fn xdp_attached(state: &StateDir, journal: &mut Journal) -> anyhow::Result<()> {
     for e in &mut journal.changes {
         e.outcome = Outcome::Changed;
@@ -534,7 +549,8 @@ pub fn choose(listing: &Listing, id: Option<u32>, state: &StateDir) -> anyhow::R
     }
     if let Some(newer) = listing.journals.iter().rev().find(|j| {
         j.id > chosen.id
-            // An XDP program touches nothing but itself.
+            // An XDP program's run touches nothing but the program and
+            // its own queue's IRQ deferral.
             && j.xdp.is_none()
             && j.status.is_active()
             && place::same_place(j, chosen)

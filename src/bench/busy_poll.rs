@@ -79,6 +79,23 @@ impl BusyPoll {
     /// what the engine binds or sends to; `flag` names it: `--bind`,
     /// `--to`).
     pub fn validate(&self, flag: &str, addr: SocketAddr) -> anyhow::Result<()> {
+        self.check_values()?;
+        if self.usecs.is_none() {
+            return Ok(());
+        }
+        if addr.ip().is_loopback() {
+            anyhow::bail!(
+                "--busy-poll with {flag} '{addr}': loopback has no NAPI instance to poll, so busy \
+                 polling would never engage; run across a NIC, or a veth pair with GRO on and \
+                 TSO off (ethtool -K DEV gro on tso off)"
+            );
+        }
+        Ok(())
+    }
+
+    /// Bad input whatever the socket: the two modifiers without a poll
+    /// time, a poll time out of range, a zero budget.
+    pub fn check_values(&self) -> anyhow::Result<()> {
         let Some(usecs) = self.usecs else {
             if self.prefer || self.budget.is_some() {
                 anyhow::bail!(
@@ -93,13 +110,6 @@ impl BusyPoll {
         }
         if self.budget == Some(0) {
             anyhow::bail!("--busy-poll-budget '0': give 1 to 65535 packets per poll");
-        }
-        if addr.ip().is_loopback() {
-            anyhow::bail!(
-                "--busy-poll with {flag} '{addr}': loopback has no NAPI instance to poll, so busy \
-                 polling would never engage; run across a NIC, or a veth pair with GRO on and \
-                 TSO off (ethtool -K DEV gro on tso off)"
-            );
         }
         Ok(())
     }
@@ -141,10 +151,21 @@ impl BusyPoll {
     /// Set the options on one socket. A socket the kernel cannot busy-poll
     /// (not TCP or UDP over IP) is refused.
     pub fn apply_socket(&self, fd: BorrowedFd<'_>) -> anyhow::Result<()> {
+        if self.usecs.is_none() {
+            return Ok(());
+        }
+        check_socket_type(fd)?;
+        self.apply_options(fd)
+    }
+
+    /// Set the options on a socket of any family that records the NAPI its
+    /// packets arrive through: an AF_XDP socket does (the kernel's AF_XDP
+    /// documentation, "Busy polling"), and [`BusyPoll::apply_socket`]'s
+    /// TCP and UDP sockets.
+    pub fn apply_options(&self, fd: BorrowedFd<'_>) -> anyhow::Result<()> {
         let Some(usecs) = self.usecs else {
             return Ok(());
         };
-        check_socket_type(fd)?;
         let value = libc::c_int::try_from(usecs).unwrap_or(libc::c_int::MAX);
         set_int(fd, libc::SO_BUSY_POLL, value)
             .map_err(|e| option_error("SO_BUSY_POLL", 3, 11, &e))?;
@@ -199,6 +220,35 @@ impl BusyPoll {
                 "cannot set busy polling on an epoll instance (EPIOCSPARAMS): {e}"
             )),
         }
+    }
+}
+
+/// The busy polling options as the kernel holds them on a socket
+/// (getsockopt), for a report to echo what was accepted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SocketBusyPoll {
+    /// SO_BUSY_POLL, microseconds (0: off).
+    pub usecs: u32,
+    /// SO_PREFER_BUSY_POLL.
+    pub prefer: bool,
+    /// SO_BUSY_POLL_BUDGET as the kernel accepted it (it has no getsockopt
+    /// for the budget: a setsockopt that succeeded is what it holds);
+    /// `None`: not set, the kernel's default (8).
+    pub budget: Option<u16>,
+}
+
+impl BusyPoll {
+    /// The options as the kernel holds them on `fd` after
+    /// [`BusyPoll::apply_options`] or [`BusyPoll::apply_socket`] succeeded.
+    pub fn read_back(&self, fd: BorrowedFd<'_>) -> anyhow::Result<SocketBusyPoll> {
+        let read = |option, name: &str| {
+            get_int(fd, option).map_err(|e| anyhow::anyhow!("cannot read {name} back: {e}"))
+        };
+        Ok(SocketBusyPoll {
+            usecs: u32::try_from(read(libc::SO_BUSY_POLL, "SO_BUSY_POLL")?).unwrap_or(0),
+            prefer: read(SO_PREFER_BUSY_POLL, "SO_PREFER_BUSY_POLL")? != 0,
+            budget: self.budget,
+        })
     }
 }
 
@@ -378,7 +428,14 @@ mod tests {
         let udp = UdpSocket::bind("127.0.0.1:0").expect("udp");
         let busy = BusyPoll::new(Some(50), false, Some(8));
         match busy.apply_socket(udp.as_fd()) {
-            Ok(()) => assert_eq!(get_int(udp.as_fd(), libc::SO_BUSY_POLL).expect("get"), 50),
+            Ok(()) => assert_eq!(
+                busy.read_back(udp.as_fd()).expect("read back"),
+                SocketBusyPoll {
+                    usecs: 50,
+                    prefer: false,
+                    budget: Some(8)
+                }
+            ),
             // Raising SO_BUSY_POLL needs CAP_NET_ADMIN; say so.
             Err(e) => assert!(e.to_string().contains("CAP_NET_ADMIN"), "{e}"),
         }

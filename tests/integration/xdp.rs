@@ -117,6 +117,10 @@ fn sink_args(iface: &str, queue: &str, ns: &Netns, extra: &[&str]) -> Vec<String
     args
 }
 
+fn strs_owned(args: &[&str]) -> Vec<String> {
+    args.iter().map(|s| s.to_string()).collect()
+}
+
 fn strs(args: &[String]) -> Vec<&str> {
     args.iter().map(String::as_str).collect()
 }
@@ -466,6 +470,66 @@ fn bad_input_exits_2_and_attaches_nothing() {
             [base(&b, "0"), vec!["--engine".into(), "io_uring".into()]].concat(),
             "do not apply to --xdp",
         ),
+        (
+            [base(&b, "0"), vec!["--ring".into(), "1000".into()]].concat(),
+            "--ring '1000': give a power of two from 64 to 65536",
+        ),
+        (
+            [base(&b, "0"), vec!["--ring".into(), "32".into()]].concat(),
+            "--ring '32': give a power of two",
+        ),
+        (
+            [
+                base(&b, "0"),
+                vec!["--ring".into(), "64".into(), "--batch".into(), "512".into()],
+            ]
+            .concat(),
+            "--batch '512' is larger than --ring '64'",
+        ),
+        (
+            [
+                base(&b, "0"),
+                vec!["--busy-poll-budget".into(), "64".into()],
+            ]
+            .concat(),
+            "--busy-poll <USECS>",
+        ),
+        (
+            [base(&b, "0"), vec!["--busy-poll".into(), "0".into()]].concat(),
+            "'0'",
+        ),
+        (
+            [base(&b, "0"), vec!["--prefer-busy-poll".into()]].concat(),
+            "--busy-poll <USECS>",
+        ),
+        // Generic XDP on a veth without GRO: no NAPI to defer, nothing left.
+        (
+            [
+                base(&b, "0"),
+                [
+                    "--xdp-mode",
+                    "generic",
+                    "--busy-poll",
+                    "50",
+                    "--prefer-busy-poll",
+                ]
+                .map(String::from)
+                .to_vec(),
+            ]
+            .concat(),
+            "--prefer-busy-poll: cannot defer the IRQs of",
+        ),
+        (
+            strs_owned(&[
+                "bench",
+                "udp-sink",
+                "--bind",
+                "10.77.0.2:9000",
+                "--busy-poll",
+                "50",
+            ]),
+            "--xdp",
+        ),
     ];
     for (args, says) in cases {
         let args = strs(&args);
@@ -481,4 +545,218 @@ fn bad_input_exits_2_and_attaches_nothing() {
             .all(|s| s["status"] != "complete" && s["status"] != "applying"),
         "a refused run left a record"
     );
+}
+
+/// (defer-hard-irqs, gro-flush-timeout) of `iface`'s NAPIs, as `inspect`
+/// reads them through netdev netlink.
+fn deferral(state: &Path, ns: &Netns, iface: &str) -> Vec<(u64, u64)> {
+    let (code, out, err) = run(
+        state,
+        &["inspect", "--netns", &ns.name, "--iface", iface, "--json"],
+    );
+    assert_eq!(code, 0, "{err}");
+    let host = json(&out);
+    let entry = crate::common::iface(&host, iface);
+    entry["netdev"]["napis"]
+        .as_array()
+        .unwrap_or_else(|| panic!("napis: {:#}", entry["netdev"]))
+        .iter()
+        .map(|n| {
+            let f = |k: &str| n[k].as_u64().unwrap_or_else(|| panic!("{k} in {n}"));
+            (f("defer_hard_irqs"), f("gro_flush_timeout_ns"))
+        })
+        .collect()
+}
+
+/// The NAPI id the kernel links to `iface`'s RX queue 0 (netdev
+/// queue-get), as JSON: null when it links none.
+fn queue_napi(state: &Path, ns: &Netns, iface: &str) -> Value {
+    let (code, out, err) = run(
+        state,
+        &["inspect", "--netns", &ns.name, "--iface", iface, "--json"],
+    );
+    assert_eq!(code, 0, "{err}");
+    let host = json(&out);
+    let entry = crate::common::iface(&host, iface);
+    entry["netdev"]["queues"]
+        .as_array()
+        .unwrap_or_else(|| panic!("queues: {:#}", entry["netdev"]))
+        .iter()
+        .find(|q| q["direction"] == "rx" && q["index"] == 0)
+        .map(|q| q["napi_id"].clone())
+        .unwrap_or(Value::Null)
+}
+
+/// Wait until `iface`'s NAPIs show `want` (the sink sets them once the
+/// program is attached).
+fn wait_deferral(state: &Path, ns: &Netns, iface: &str, want: (u64, u64), sink: &mut Bg) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if deferral(state, ns, iface) == vec![want] {
+            return;
+        }
+        if sink.exited() {
+            let (code, out, err) = sink.finish(Duration::from_secs(1));
+            panic!("the sink ended (exit {code:?}) before deferring IRQs: {err}{out}");
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{iface}'s NAPI never showed {want:?}: {:?}",
+            deferral(state, ns, iface)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The receiving veth with GRO on: its NAPI exists before the program and
+/// stays after it, so what the run set and restored can be read.
+fn gro_on(rx: &Netns, iface: &str) {
+    rx.exec(&["ethtool", "-K", iface, "gro", "on"]);
+}
+
+#[test]
+fn busy_polling_is_set_on_the_socket_and_the_napi_deferral_restored_after_the_run() {
+    let Some(Setup { state, tx, rx, b }) =
+        setup("busy_polling_is_set_on_the_socket_and_the_napi_deferral_restored_after_the_run")
+    else {
+        return;
+    };
+    let _serial = measuring();
+    gro_on(&rx, &b);
+    assert_eq!(deferral(state.path(), &rx, &b), vec![(0, 0)]);
+    let args = sink_args(
+        &b,
+        "0",
+        &rx,
+        &[
+            "--duration",
+            "4",
+            "--json",
+            "--busy-poll",
+            "50",
+            "--busy-poll-budget",
+            "64",
+            "--prefer-busy-poll",
+            "--ring",
+            "4096",
+            "--batch",
+            "64",
+        ],
+    );
+    let mut sink = Bg::spawn(state.path(), &strs(&args));
+    wait_attached(&rx, &b, &mut sink);
+    wait_deferral(state.path(), &rx, &b, (2, 200_000), &mut sink);
+    let linked = queue_napi(state.path(), &rx, &b);
+    let (code, out, err) = run(
+        state.path(),
+        &[
+            "bench",
+            "udp-flood",
+            "--to",
+            "10.77.0.2:9000",
+            "--netns",
+            &tx.name,
+            "--rate",
+            "20000",
+            "--duration",
+            "1",
+            "--json",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let sent = count(&json(&out), "/packets");
+
+    let (code, out, err) = sink.finish(Duration::from_secs(30));
+    assert_eq!(code, Some(0), "{err}\n{out}");
+    let report = json(&out);
+    // What the kernel holds on the socket, read back.
+    assert_eq!(
+        report["busy_poll"]["socket"],
+        serde_json::json!({"usecs": 50, "prefer": true, "budget": 64}),
+        "{report:#}"
+    );
+    // The NAPI the socket busy-polls is the one the kernel links to the
+    // queue (netdev queue-get), if it links one: the kernel gives an
+    // AF_XDP socket that NAPI's id when it binds, and a veth links none.
+    assert_eq!(report["busy_poll"]["napi_id"], linked, "{report:#}");
+    if report["busy_poll"]["napi_id"].is_null() {
+        assert!(err.contains("busy polling never engaged"), "{err}");
+    }
+    assert_eq!(
+        report["busy_poll"]["deferral"],
+        serde_json::json!({"defer_hard_irqs": 2, "gro_flush_timeout_ns": 200000})
+    );
+    assert_eq!(
+        report["busy_poll"]["deferral_before"],
+        serde_json::json!({"defer_hard_irqs": 0, "gro_flush_timeout_ns": 0})
+    );
+    assert_eq!(count(&report, "/ring"), 4096);
+    assert_eq!(count(&report, "/umem_bytes"), 4096 * 2048);
+    assert_eq!(count(&report, "/batch"), 64);
+    let got = count(&report, "/packets");
+    assert!(got > 0 && got <= sent, "{got} of {sent}: {report:#}");
+    assert_eq!(count(&report, "/program_counts/redirected"), got);
+
+    // After the run: the NAPI as it was, the program gone, the state closed.
+    assert_eq!(deferral(state.path(), &rx, &b), vec![(0, 0)]);
+    assert_eq!(xdp_of(&rx, &b), None);
+    assert_eq!(states(state.path())[0]["status"], "rolled_back");
+}
+
+#[test]
+fn a_killed_busy_polling_sink_leaves_its_napi_deferral_to_rollback() {
+    let Some(Setup {
+        state,
+        tx: _tx,
+        rx,
+        b,
+    }) = setup("a_killed_busy_polling_sink_leaves_its_napi_deferral_to_rollback")
+    else {
+        return;
+    };
+    gro_on(&rx, &b);
+    let args = sink_args(
+        &b,
+        "0",
+        &rx,
+        &[
+            "--duration",
+            "60",
+            "--busy-poll",
+            "50",
+            "--prefer-busy-poll",
+        ],
+    );
+    let mut sink = Bg::spawn(state.path(), &strs(&args));
+    wait_attached(&rx, &b, &mut sink);
+    wait_deferral(state.path(), &rx, &b, (2, 200_000), &mut sink);
+    sink.signal(libc::SIGKILL);
+    let _ = sink.finish(Duration::from_secs(10));
+    // Left as the killed run set it, and recorded.
+    assert_eq!(deferral(state.path(), &rx, &b), vec![(2, 200_000)]);
+    assert!(xdp_of(&rx, &b).is_some());
+    // Recorded in the program's state, with the values to restore.
+    let record = std::fs::read_to_string(state.path().join("state-0001.json")).expect("state");
+    let record = json(&record);
+    let napi: Vec<(&str, &str)> = record["changes"]
+        .as_array()
+        .expect("changes")
+        .iter()
+        .filter_map(|c| Some((c["target"].as_str()?, c["original"].as_str()?)))
+        .filter(|(t, _)| t.starts_with("napi:"))
+        .collect();
+    assert_eq!(
+        napi,
+        vec![
+            (format!("napi:{b}:rx-0:defer-hard-irqs").as_str(), "0"),
+            (format!("napi:{b}:rx-0:gro-flush-timeout").as_str(), "0"),
+        ],
+        "{record:#}"
+    );
+
+    let (code, out, err) = run(state.path(), &["rollback"]);
+    assert_eq!(code, 0, "{err}\n{out}");
+    assert_eq!(deferral(state.path(), &rx, &b), vec![(0, 0)]);
+    assert_eq!(xdp_of(&rx, &b), None);
+    assert_eq!(states(state.path())[0]["status"], "rolled_back");
 }

@@ -26,11 +26,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::base::driver::flow::FlowSpec;
 use crate::base::driver::xdp::XdpMode;
+use crate::bench::busy_poll::{BusyPoll, SocketBusyPoll};
 use crate::bench::report::Interval;
 use crate::bench::udp::SequenceSummary;
 
 pub use sink::{load, Attached, Loaded};
-pub use socket::{CopyMode, XskStats, FRAME_SIZE, RING_SIZE};
+pub use socket::{CopyMode, XskStats, FRAME_SIZE, RING_MAX, RING_MIN, RING_SIZE};
 
 /// The name the program is loaded under (`bpftool prog`, `ip link`).
 pub const PROGRAM_NAME: &str = "nettune_xsk";
@@ -51,6 +52,14 @@ pub struct XskSinkConfig {
     pub pin: Option<u32>,
     /// Most frames taken from the ring at a time.
     pub batch: u32,
+    /// Entries of the fill and RX rings, and frames in the UMEM (a power
+    /// of two): what the socket holds while the reader is away.
+    pub ring: u32,
+    /// Busy polling of the socket (SO_BUSY_POLL, SO_PREFER_BUSY_POLL,
+    /// SO_BUSY_POLL_BUDGET); with `prefer`, the queue's NAPI also gets
+    /// [`DEFERRAL`] for the run.
+    #[serde(default)]
+    pub busy: BusyPoll,
     #[serde(with = "crate::bench::secs::option")]
     pub duration: Option<Duration>,
     /// The interface's network namespace.
@@ -67,13 +76,32 @@ impl XskSinkConfig {
             copy: None,
             pin: None,
             batch: 256,
+            ring: RING_SIZE,
+            busy: BusyPoll::default(),
             duration: Some(Duration::from_secs(10)),
             netns: None,
         }
     }
 
     pub fn validate(&self) -> anyhow::Result<()> {
-        crate::bench::within("batch", u64::from(self.batch), 1, u64::from(RING_SIZE))?;
+        if !self.ring.is_power_of_two() || !(RING_MIN..=RING_MAX).contains(&self.ring) {
+            anyhow::bail!(
+                "--ring '{}': give a power of two from {RING_MIN} to {RING_MAX} (the kernel's \
+                 AF_XDP rings are powers of two; {RING_MAX} frames are a {} MiB UMEM)",
+                self.ring,
+                (u64::from(RING_MAX) * u64::from(FRAME_SIZE)) >> 20
+            );
+        }
+        if self.batch > self.ring {
+            anyhow::bail!(
+                "--batch '{}' is larger than --ring '{}': a batch takes at most a ring's worth of \
+                 frames",
+                self.batch,
+                self.ring
+            );
+        }
+        crate::bench::within("batch", u64::from(self.batch), 1, u64::from(RING_MAX))?;
+        self.busy.check_values()?;
         if self.flow.proto != crate::base::driver::flow::FlowProto::Udp {
             anyhow::bail!(
                 "--flow '{}' is not UDP: udp-sink --xdp reads a UDP flow",
@@ -85,6 +113,38 @@ impl XskSinkConfig {
         }
         Ok(())
     }
+}
+
+/// The IRQ deferral the queue's NAPI gets for a run with
+/// `--prefer-busy-poll`: the values of the kernel's AF_XDP documentation
+/// ("Busy polling": napi_defer_hard_irqs 2, gro_flush_timeout 200000), set
+/// on that NAPI alone (netdev `napi-set`), journaled and restored. While
+/// the reader polls, the NAPI stays with it instead of being run by the
+/// softirq of the CPU that sends.
+pub const DEFERRAL: Deferral = Deferral {
+    defer_hard_irqs: 2,
+    gro_flush_timeout_ns: 200_000,
+};
+
+/// A NAPI's IRQ deferral.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Deferral {
+    pub defer_hard_irqs: u64,
+    pub gro_flush_timeout_ns: u64,
+}
+
+/// What a run did about busy polling.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct XskBusyPoll {
+    /// The options as the kernel holds them on the socket (read back).
+    pub socket: SocketBusyPoll,
+    /// The NAPI the socket's packets arrived through (SO_INCOMING_NAPI_ID
+    /// at the end); `None`: none, so busy polling never engaged.
+    pub napi_id: Option<u32>,
+    /// The deferral set on the queue's NAPI for the run, and what it was
+    /// before (restored after); `None` without `--prefer-busy-poll`.
+    pub deferral: Option<Deferral>,
+    pub deferral_before: Option<Deferral>,
 }
 
 /// The loaded program, as recorded before it is attached.
@@ -118,6 +178,12 @@ pub struct XskReport {
     /// The reader's CPU, if pinned.
     pub cpu: Option<u32>,
     pub batch: u32,
+    /// Entries of the fill and RX rings, and the UMEM they share, in bytes.
+    pub ring: u32,
+    pub umem_bytes: u64,
+    /// Busy polling; `None`: off (the reader sleeps in poll when the ring
+    /// is empty).
+    pub busy_poll: Option<XskBusyPoll>,
     /// `duration` or `interrupted`.
     pub ended: String,
     pub duration_s: f64,
@@ -210,6 +276,16 @@ pub fn render(r: &XskReport) -> String {
         "{}",
         crate::bench::udp::render::sequence_line(&r.sequence)
     );
+    let _ = writeln!(
+        out,
+        "rings     {} entries, UMEM {} KiB, batch {}",
+        r.ring,
+        r.umem_bytes >> 10,
+        r.batch
+    );
+    if let Some(b) = &r.busy_poll {
+        let _ = writeln!(out, "busy poll {}", busy_text(b));
+    }
     let d = &r.drops;
     let _ = writeln!(
         out,
@@ -232,4 +308,109 @@ pub fn render(r: &XskReport) -> String {
         ))
     );
     out
+}
+
+/// The busy polling line: what the socket holds, the NAPI polled, the
+/// deferral.
+fn busy_text(b: &XskBusyPoll) -> String {
+    let s = &b.socket;
+    let mut text = format!("SO_BUSY_POLL {} us", s.usecs);
+    if s.prefer {
+        text.push_str(", SO_PREFER_BUSY_POLL");
+    }
+    if let Some(budget) = s.budget {
+        text.push_str(&format!(", budget {budget}"));
+    }
+    match b.napi_id {
+        Some(id) => text.push_str(&format!("; NAPI {id}")),
+        None => text.push_str("; no NAPI seen: busy polling never engaged"),
+    }
+    if let Some(d) = &b.deferral {
+        text.push_str(&format!(
+            "; IRQ deferral {} polls, {} us for the run",
+            d.defer_hard_irqs,
+            d.gro_flush_timeout_ns / 1000
+        ));
+        if let Some(was) = &b.deferral_before {
+            text.push_str(&format!(
+                " (was {}, {} us)",
+                was.defer_hard_irqs,
+                was.gro_flush_timeout_ns / 1000
+            ));
+        }
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::base::driver::flow::FlowProto;
+
+    fn config() -> XskSinkConfig {
+        XskSinkConfig::new("veth0", 0, FlowSpec::any(FlowProto::Udp))
+    }
+
+    #[test]
+    fn rings_are_powers_of_two_within_bounds_and_hold_a_batch() {
+        assert!(config().validate().is_ok());
+        for ring in [RING_MIN, 4096, RING_MAX] {
+            let mut c = config();
+            c.ring = ring;
+            c.batch = 64;
+            assert!(c.validate().is_ok(), "{ring}");
+        }
+        for ring in [0, 32, 1000, RING_MAX * 2] {
+            let mut c = config();
+            c.ring = ring;
+            let err = c.validate().expect_err("bad ring").to_string();
+            assert!(err.contains(&format!("--ring '{ring}'")), "{err}");
+            assert!(err.contains("power of two from 64 to 65536"), "{err}");
+        }
+        let mut c = config();
+        c.ring = 64;
+        c.batch = 128;
+        let err = c.validate().expect_err("batch over ring").to_string();
+        assert!(
+            err.contains("--batch '128' is larger than --ring '64'"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn busy_polling_modifiers_need_a_poll_time() {
+        let mut c = config();
+        c.busy = BusyPoll::new(None, true, None);
+        let err = c.validate().expect_err("prefer alone").to_string();
+        assert!(err.contains("--busy-poll USECS"), "{err}");
+        c.busy = BusyPoll::new(Some(50), true, Some(64));
+        assert!(c.validate().is_ok());
+        c.busy = BusyPoll::new(Some(50), false, Some(0));
+        assert!(c.validate().is_err());
+    }
+
+    #[test]
+    fn the_busy_poll_line_says_what_the_socket_holds_and_whether_it_engaged() {
+        let mut b = XskBusyPoll {
+            socket: SocketBusyPoll {
+                usecs: 50,
+                prefer: true,
+                budget: Some(64),
+            },
+            napi_id: Some(8193),
+            deferral: Some(DEFERRAL),
+            deferral_before: Some(Deferral {
+                defer_hard_irqs: 0,
+                gro_flush_timeout_ns: 0,
+            }),
+        };
+        assert_eq!(
+            busy_text(&b),
+            "SO_BUSY_POLL 50 us, SO_PREFER_BUSY_POLL, budget 64; NAPI 8193; IRQ deferral 2 \
+             polls, 200 us for the run (was 0, 0 us)"
+        );
+        b.napi_id = None;
+        b.deferral = None;
+        assert!(busy_text(&b).ends_with("no NAPI seen: busy polling never engaged"));
+    }
 }

@@ -9,11 +9,12 @@ use anyhow::Context as _;
 use super::packet;
 use super::program::{self, Maps, PASSED, REDIRECTED};
 use super::socket::Xsk;
-use super::{ProgramCounts, ProgramInfo, XskReport, XskSinkConfig, PROGRAM_NAME};
+use super::{ProgramCounts, ProgramInfo, XskBusyPoll, XskReport, XskSinkConfig, PROGRAM_NAME};
 use crate::base::bpf;
 use crate::base::driver::xdp::{XdpMode, XdpProgram};
 use crate::base::observe::Observer;
 use crate::base::stop::Stop;
+use crate::bench::busy_poll;
 use crate::bench::cpu;
 use crate::bench::harness::{self, Phase, Placement, Timeline};
 use crate::bench::netns;
@@ -28,6 +29,9 @@ const LICENSE: &str = "Dual MIT/GPL";
 /// How long the reader sleeps in poll when the ring is empty: the bound on
 /// how late it sees the end of the run.
 const POLL_MS: i32 = 50;
+/// How long [`Attached::rebind`] waits for the queue the first socket held.
+const REBIND_TRIES: u32 = 200;
+const REBIND_PAUSE: Duration = Duration::from_millis(10);
 
 /// Program loaded and socket open; nothing attached yet.
 pub struct Loaded {
@@ -37,8 +41,9 @@ pub struct Loaded {
     info: ProgramInfo,
     counters: OwnedFd,
     /// Kept open: the XSKMAP holds the socket, the program the map.
-    _xsks: OwnedFd,
-    xsk: Xsk,
+    xsks: OwnedFd,
+    /// The socket; `None` only while [`Attached::rebind`] replaces it.
+    xsk: Option<Xsk>,
     pinning: Pinning,
 }
 
@@ -86,7 +91,7 @@ pub fn load(config: XskSinkConfig) -> anyhow::Result<Loaded> {
         .map_err(|e| anyhow::anyhow!("cannot assemble the XDP program: {e}"))?;
         let prog = bpf::prog_load_xdp(&insns, PROGRAM_NAME, LICENSE)?;
         let loaded = bpf::prog_info(&prog).context("cannot read the loaded program's id")?;
-        let xsk = Xsk::open(ifindex, config.queue, config.copy).map_err(|e| {
+        let xsk = Xsk::open(ifindex, config.queue, config.copy, config.ring).map_err(|e| {
             anyhow::anyhow!(
                 "cannot open an AF_XDP socket on '{iface}' queue {}{}: {e}",
                 config.queue,
@@ -96,6 +101,9 @@ pub fn load(config: XskSinkConfig) -> anyhow::Result<Loaded> {
                     _ => "",
                 }
             )
+        })?;
+        config.busy.apply_options(xsk.fd()).map_err(|e| {
+            anyhow::anyhow!("cannot set busy polling on the AF_XDP socket of '{iface}': {e:#}")
         })?;
         bpf::map_update_u32(&xsks, config.queue, xsk.raw_fd() as u32)
             .context("cannot put the AF_XDP socket in the XSKMAP")?;
@@ -111,8 +119,8 @@ pub fn load(config: XskSinkConfig) -> anyhow::Result<Loaded> {
             prog,
             info,
             counters,
-            _xsks: xsks,
-            xsk,
+            xsks,
+            xsk: Some(xsk),
             pinning,
         })
     })
@@ -188,10 +196,15 @@ impl Loaded {
                 )
             })
         })?;
-        Ok(Attached {
+        let mut attached = Attached {
             loaded: self,
             attached: true,
-        })
+        };
+        if attached.loaded.config.busy.is_on() {
+            // From here on an error drops `attached`, which detaches.
+            attached.rebind()?;
+        }
+        Ok(attached)
     }
 }
 
@@ -241,24 +254,35 @@ impl Attached {
     ) -> anyhow::Result<XskReport> {
         let config = self.loaded.config.clone();
         let info = self.loaded.info.clone();
+        let (socket_mode, ring) = {
+            let xsk = self.socket()?;
+            (xsk.mode, xsk.ring)
+        };
         observer.ready(
             None,
             &format!(
-                "reading {} queue {} through AF_XDP ({} mode), XDP program {} id {} ({}); flow {}",
+                "reading {} queue {} through AF_XDP ({} mode, rings of {}), XDP program {} id {} \
+                 ({}); flow {}{}",
                 config.iface,
                 config.queue,
-                self.loaded.xsk.mode.name(),
+                socket_mode.name(),
+                ring,
                 info.name,
                 info.id,
                 info.mode.name(),
-                config.flow
+                config.flow,
+                if config.busy.is_on() {
+                    format!("; busy polling: {}", busy_header(&config.busy))
+                } else {
+                    String::new()
+                }
             ),
         );
         let possible = crate::host::possible_cpus(&crate::base::Root::live())
             .map(|c| c.len())
             .unwrap_or(1);
         let counts_before = self.program_counts(possible);
-        let stats_before = self.loaded.xsk.stats().unwrap_or_default();
+        let stats_before = self.socket()?.stats().unwrap_or_default();
         let softirq_before = cpu::softirq_seconds();
         let live = [LiveCounter::default()];
         let mut control = Meter {
@@ -268,7 +292,12 @@ impl Attached {
         };
         let pinning = self.loaded.pinning.clone();
         let batch = config.batch;
-        let xsk = &mut self.loaded.xsk;
+        let busy = config.busy.is_on();
+        let xsk = self
+            .loaded
+            .xsk
+            .as_mut()
+            .ok_or_else(|| anyhow::anyhow!("the AF_XDP socket is closed"))?;
         let done = harness::run(
             vec![xsk],
             Placement::pinned(&pinning),
@@ -278,13 +307,32 @@ impl Attached {
                 duration: config.duration,
             },
             &mut control,
-            |_, xsk, phase| Ok(receive(xsk, batch, phase, &live[0])),
+            |_, xsk, phase| Ok(receive(xsk, batch, busy, phase, &live[0])),
         )?;
+        let busy_poll = if busy {
+            let xsk = self.socket()?;
+            Some(XskBusyPoll {
+                socket: config.busy.read_back(xsk.fd())?,
+                napi_id: busy_poll::incoming_napi_id(xsk.fd()),
+                deferral: None,
+                deferral_before: None,
+            })
+        } else {
+            None
+        };
+        if busy_poll.as_ref().is_some_and(|b| b.napi_id.is_none()) {
+            control.observer.warning(&format!(
+                "busy polling never engaged: the AF_XDP socket got no NAPI id when it was bound \
+                 (SO_INCOMING_NAPI_ID 0): the driver links no NAPI to queue {} of '{}' (veth \
+                 links none); the reader only spun",
+                config.queue, config.iface
+            ));
+        }
         let softirq_s = match (softirq_before, cpu::softirq_seconds()) {
             (Some(b), Some(a)) => Some((a - b).max(0.0)),
             _ => None,
         };
-        let stats_after = self.loaded.xsk.stats().unwrap_or_default();
+        let stats_after = self.socket()?.stats().unwrap_or_default();
         let counts_after = self.program_counts(possible);
         let intervals = control.meter.intervals;
         let result = done
@@ -308,9 +356,12 @@ impl Attached {
             flow: config.flow.clone(),
             netns: config.netns.clone(),
             program: info,
-            socket_mode: self.loaded.xsk.mode,
+            socket_mode,
             cpu: pinning.cpu_for(0),
             batch,
+            ring,
+            umem_bytes: u64::from(ring) * u64::from(super::FRAME_SIZE),
+            busy_poll,
             ended: done.ended.name().to_string(),
             duration_s: done.elapsed.as_secs_f64(),
             traffic_s,
@@ -342,10 +393,75 @@ impl Attached {
         }
     }
 
+    /// Open the socket again, now that the program is attached, and put
+    /// it in the XSKMAP in place of the first one. The kernel gives an
+    /// AF_XDP socket the NAPI id it busy-polls when the socket is bound
+    /// (the NAPI of its queue then), and a veth creates its queue's NAPI
+    /// (or a new one) when XDP is attached: a socket bound before would
+    /// busy-poll nothing.
+    fn rebind(&mut self) -> anyhow::Result<()> {
+        // Only one socket may be bound to a queue: the first one goes
+        // (and leaves the XSKMAP) before the new one binds; until then the
+        // program passes the flow's packets to the stack.
+        self.loaded.xsk = None;
+        let l = &self.loaded;
+        let (ifindex, queue, copy, ring) =
+            (l.ifindex, l.config.queue, l.config.copy, l.config.ring);
+        let iface = l.config.iface.clone();
+        let busy = l.config.busy;
+        let xsk = netns::within(l.config.netns.as_deref(), || {
+            // The kernel frees the first socket's hold on the queue in
+            // deferred work: the queue reads busy for a moment.
+            let mut tries = 0;
+            let opened = loop {
+                match Xsk::open(ifindex, queue, copy, ring) {
+                    Err(e) if e.raw_os_error() == Some(libc::EBUSY) && tries < REBIND_TRIES => {
+                        tries += 1;
+                        std::thread::sleep(REBIND_PAUSE);
+                    }
+                    other => break other,
+                }
+            };
+            let xsk = opened.map_err(|e| {
+                anyhow::anyhow!(
+                    "cannot open the busy-polling AF_XDP socket on '{iface}' queue {queue} \
+                     after attaching: {e}"
+                )
+            })?;
+            busy.apply_options(xsk.fd()).map_err(|e| {
+                anyhow::anyhow!("cannot set busy polling on the AF_XDP socket of '{iface}': {e:#}")
+            })?;
+            Ok(xsk)
+        })?;
+        bpf::map_update_u32(&self.loaded.xsks, queue, xsk.raw_fd() as u32)
+            .context("cannot put the AF_XDP socket in the XSKMAP")?;
+        self.loaded.xsk = Some(xsk);
+        Ok(())
+    }
+
+    fn socket(&self) -> anyhow::Result<&Xsk> {
+        self.loaded
+            .xsk
+            .as_ref()
+            .ok_or_else(|| anyhow::anyhow!("the AF_XDP socket is closed"))
+    }
+
     /// The interface index the program is attached to.
     pub fn ifindex(&self) -> u32 {
         self.loaded.ifindex
     }
+}
+
+/// The busy polling asked for, for the ready line.
+fn busy_header(b: &busy_poll::BusyPoll) -> String {
+    let mut text = format!("SO_BUSY_POLL {} us", b.usecs.unwrap_or(0));
+    if b.prefer {
+        text.push_str(", SO_PREFER_BUSY_POLL with IRQ deferral");
+    }
+    if let Some(budget) = b.budget {
+        text.push_str(&format!(", budget {budget}"));
+    }
+    text
 }
 
 /// What the reader brings back.
@@ -363,7 +479,19 @@ struct ReaderResult {
 /// sleep in poll when the ring is empty (spinning instead, as xdpsock does
 /// without -p, measured slower on shared vCPUs: the spinning vCPU takes
 /// time from the one that sends and copies). No allocation per frame.
-fn receive(xsk: &mut Xsk, batch: u32, phase: &Phase, live: &LiveCounter) -> ReaderResult {
+///
+/// With busy polling (`busy`) it never sleeps: an empty ring is answered
+/// with a non-blocking receive, which polls the queue's NAPI in this
+/// thread, as xdpsock -B does; the reader's CPU is then always busy, and
+/// with SO_PREFER_BUSY_POLL and the NAPI's IRQ deferral it, not the
+/// sender's softirq, runs the XDP program and the copy into the UMEM.
+fn receive(
+    xsk: &mut Xsk,
+    batch: u32,
+    busy: bool,
+    phase: &Phase,
+    live: &LiveCounter,
+) -> ReaderResult {
     let started = cpu::thread_cpu_time();
     let mut r = ReaderResult {
         packets: 0,
@@ -385,8 +513,12 @@ fn receive(xsk: &mut Xsk, batch: u32, phase: &Phase, live: &LiveCounter) -> Read
             _ => other += 1,
         });
         if n == 0 {
-            xsk.wake_if_needed();
-            let _ = xsk.wait(POLL_MS);
+            if busy {
+                xsk.kick();
+            } else {
+                xsk.wake_if_needed();
+                let _ = xsk.wait(POLL_MS);
+            }
             continue;
         }
         let now = Instant::now();

@@ -18,10 +18,14 @@ use std::sync::atomic::{AtomicU32, Ordering};
 /// 1500-byte frame.
 pub const FRAME_SIZE: u32 = 2048;
 /// Entries of the fill and RX rings (a power of two), and frames in the
-/// UMEM (32 MiB): 160 ms of packets at 100k packets/s, so a reader kept off
-/// its CPU for a while (a shared CPU, a scheduler tick) loses nothing. With
-/// 4096 a paced 100k/s flood lost half its packets on a loaded 2-vCPU VM.
+/// UMEM (32 MiB), unless `--ring` says otherwise: 160 ms of packets at
+/// 100k packets/s, so a reader kept off its CPU for a while (a shared CPU,
+/// a scheduler tick) loses nothing. With 4096 a paced 100k/s flood lost
+/// half its packets on a loaded 2-vCPU VM.
 pub const RING_SIZE: u32 = 16384;
+/// The smallest and largest `--ring` (the largest: a 128 MiB UMEM).
+pub const RING_MIN: u32 = 64;
+pub const RING_MAX: u32 = 65536;
 /// The completion ring must exist; nothing is sent.
 const COMPLETION_SIZE: u32 = 64;
 
@@ -157,6 +161,8 @@ pub struct Xsk {
     /// Frames taken from the RX ring and not yet given back to the fill
     /// ring (our private copy of the fill producer).
     fill_producer: u32,
+    /// Entries of the fill and RX rings, and frames in the UMEM.
+    pub ring: u32,
     pub mode: CopyMode,
 }
 
@@ -211,9 +217,10 @@ impl XskStats {
 }
 
 impl Xsk {
-    /// A socket on `ifindex` queue `queue`: zero-copy if the driver can,
+    /// A socket on `ifindex` queue `queue` with rings of `ring` entries
+    /// (a power of two) and as many frames: zero-copy if the driver can,
     /// else copy mode (or only `only` when given).
-    pub fn open(ifindex: u32, queue: u32, only: Option<CopyMode>) -> io::Result<Xsk> {
+    pub fn open(ifindex: u32, queue: u32, only: Option<CopyMode>, ring: u32) -> io::Result<Xsk> {
         let modes: &[CopyMode] = match only {
             Some(CopyMode::ZeroCopy) => &[CopyMode::ZeroCopy],
             Some(CopyMode::Copy) => &[CopyMode::Copy],
@@ -221,7 +228,7 @@ impl Xsk {
         };
         let mut last = io::Error::from_raw_os_error(libc::EINVAL);
         for &mode in modes {
-            match Xsk::open_in(ifindex, queue, mode) {
+            match Xsk::open_in(ifindex, queue, mode, ring) {
                 Ok(xsk) => return Ok(xsk),
                 // A driver without zero-copy refuses the bind.
                 Err(e) if only.is_none() && mode == CopyMode::ZeroCopy => last = e,
@@ -231,7 +238,7 @@ impl Xsk {
         Err(last)
     }
 
-    fn open_in(ifindex: u32, queue: u32, mode: CopyMode) -> io::Result<Xsk> {
+    fn open_in(ifindex: u32, queue: u32, mode: CopyMode, ring: u32) -> io::Result<Xsk> {
         // SAFETY: socket(2) with constant arguments; the result is checked.
         let raw = unsafe { libc::socket(libc::AF_XDP, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
         if raw < 0 {
@@ -239,33 +246,27 @@ impl Xsk {
         }
         // SAFETY: a new descriptor nothing else owns.
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-        let umem = Mapping::anonymous((FRAME_SIZE * RING_SIZE) as usize)?;
+        let umem = Mapping::anonymous(FRAME_SIZE as usize * ring as usize)?;
         // SAFETY: xdp_umem_reg is a plain C struct; zero is valid.
         let mut reg: libc::xdp_umem_reg = unsafe { std::mem::zeroed() };
         reg.addr = umem.ptr.as_ptr() as u64;
         reg.len = umem.len as u64;
         reg.chunk_size = FRAME_SIZE;
         sockopt(&fd, libc::XDP_UMEM_REG, &reg)?;
-        sockopt(&fd, libc::XDP_UMEM_FILL_RING, &RING_SIZE)?;
+        sockopt(&fd, libc::XDP_UMEM_FILL_RING, &ring)?;
         sockopt(&fd, libc::XDP_UMEM_COMPLETION_RING, &COMPLETION_SIZE)?;
-        sockopt(&fd, libc::XDP_RX_RING, &RING_SIZE)?;
+        sockopt(&fd, libc::XDP_RX_RING, &ring)?;
         // SAFETY: plain C struct; zero is valid.
         let mut offsets: libc::xdp_mmap_offsets = unsafe { std::mem::zeroed() };
         read_opt(&fd, libc::XDP_MMAP_OFFSETS, &mut offsets)?;
         let rx = Ring::map(
             &fd,
             &offsets.rx,
-            RING_SIZE,
+            ring,
             std::mem::size_of::<libc::xdp_desc>(),
             libc::XDP_PGOFF_RX_RING as u64,
         )?;
-        let fill = Ring::map(
-            &fd,
-            &offsets.fr,
-            RING_SIZE,
-            8,
-            libc::XDP_UMEM_PGOFF_FILL_RING,
-        )?;
+        let fill = Ring::map(&fd, &offsets.fr, ring, 8, libc::XDP_UMEM_PGOFF_FILL_RING)?;
         let completion = Ring::map(
             &fd,
             &offsets.cr,
@@ -280,16 +281,17 @@ impl Xsk {
             rx,
             _completion: completion,
             fill_producer: 0,
+            ring,
             mode,
         };
         // Every frame to the kernel before binding.
-        for frame in 0..RING_SIZE {
+        for frame in 0..ring {
             xsk.fill_slot(frame, u64::from(frame * FRAME_SIZE));
         }
-        xsk.fill_producer = RING_SIZE;
+        xsk.fill_producer = ring;
         xsk.fill
             .index(xsk.fill.producer)
-            .store(RING_SIZE, Ordering::Release);
+            .store(ring, Ordering::Release);
         // SAFETY: sockaddr_xdp is a plain C struct; zero is valid.
         let mut addr: libc::sockaddr_xdp = unsafe { std::mem::zeroed() };
         addr.sxdp_family = libc::AF_XDP as u16;
@@ -398,18 +400,30 @@ impl Xsk {
     /// this before it receives again.
     pub fn wake_if_needed(&self) {
         if self.fill.needs_wakeup() {
-            // SAFETY: a zero-length, non-blocking receive on our socket.
-            unsafe {
-                libc::recvfrom(
-                    self.fd.as_raw_fd(),
-                    std::ptr::null_mut(),
-                    0,
-                    libc::MSG_DONTWAIT,
-                    std::ptr::null_mut(),
-                    std::ptr::null_mut(),
-                )
-            };
+            self.kick();
         }
+    }
+
+    /// A zero-length, non-blocking receive: wakes the driver, and with
+    /// SO_BUSY_POLL set, polls the queue's NAPI once (up to the busy-poll
+    /// budget) in this thread (af_xdp.rst, "Busy polling").
+    pub fn kick(&self) {
+        // SAFETY: a zero-length, non-blocking receive on our socket.
+        unsafe {
+            libc::recvfrom(
+                self.fd.as_raw_fd(),
+                std::ptr::null_mut(),
+                0,
+                libc::MSG_DONTWAIT,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+            )
+        };
+    }
+
+    /// The socket, for socket-level options.
+    pub fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        std::os::fd::AsFd::as_fd(&self.fd)
     }
 
     /// Wait up to `timeout_ms` for packets (poll also wakes the driver).

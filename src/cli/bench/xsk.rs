@@ -46,6 +46,34 @@ pub struct XdpArgs {
     /// when the driver can, else copy (the report says which).
     #[arg(long, value_enum, value_name = "COPY", default_value_t = CopyArg::Auto)]
     pub xdp_copy: CopyArg,
+    /// With --xdp: entries of the socket's fill and RX rings and frames of
+    /// its UMEM (2048 bytes each), a power of two from 64 to 65536; default
+    /// 16384 (a 32 MiB UMEM). What the socket holds while the reader is
+    /// off its CPU: more frames lose fewer packets then, and touch more
+    /// memory.
+    #[arg(long, value_name = "N", requires = "xdp")]
+    pub ring: Option<u32>,
+    /// With --xdp: SO_BUSY_POLL on the AF_XDP socket, microseconds. The
+    /// reader then never sleeps: when the ring is empty it polls the
+    /// queue's NAPI itself with a non-blocking receive (the kernel's
+    /// AF_XDP documentation, "Busy polling"). Its CPU stays fully busy.
+    /// Engages only where the driver links the queue to a NAPI (the kernel
+    /// gives the socket that NAPI's id at bind); a veth links none, and
+    /// the report then says busy polling never engaged.
+    #[arg(long, value_name = "USECS", requires = "xdp", value_parser = clap::value_parser!(u32).range(1..=i32::MAX as i64))]
+    pub busy_poll: Option<u32>,
+    /// With --busy-poll: SO_PREFER_BUSY_POLL, and for the run the queue's
+    /// NAPI gets an IRQ deferral (defer-hard-irqs 2, gro-flush-timeout
+    /// 200 us, as the AF_XDP documentation suggests; netdev napi-set,
+    /// Linux 6.13+), recorded in the state directory and restored after:
+    /// while busy polling engages, the reader, not a softirq, then runs the
+    /// XDP program and the copy into the UMEM.
+    #[arg(long, requires = "busy_poll")]
+    pub prefer_busy_poll: bool,
+    /// With --busy-poll: SO_BUSY_POLL_BUDGET, packets one poll may take
+    /// (the kernel's default is 8; above 64 needs CAP_NET_ADMIN).
+    #[arg(long, value_name = "N", requires = "busy_poll", value_parser = clap::value_parser!(u16).range(1..))]
+    pub busy_poll_budget: Option<u16>,
     /// With --xdp: where the program is recorded. Default:
     /// $NETTUNE_STATE_DIR, else /var/lib/nettune.
     #[arg(long, value_name = "DIR", requires = "xdp")]
@@ -191,6 +219,9 @@ pub fn sink(x: &XdpArgs, args: Basics<'_>, stop: &Stop) -> anyhow::Result<Status
         CopyArg::Copy => Some(CopyMode::Copy),
     };
     config.batch = args.batch;
+    config.ring = x.ring.unwrap_or(xsk::RING_SIZE);
+    config.busy =
+        crate::bench::busy_poll::BusyPoll::new(x.busy_poll, x.prefer_busy_poll, x.busy_poll_budget);
     config.duration = Some(args.duration);
     config.netns = args.netns.clone();
     config.validate()?;
