@@ -51,36 +51,14 @@ for off in $OFF_MS; do
         exit 2
     fi
 done
-TAG="nl$$"
-NS_TX="${TAG}tx" NS_RX="${TAG}rx" VETH_TX="${TAG}t" VETH_RX="${TAG}r"
-WORK=$(mktemp -d)
-PIDS=()
-export NETTUNE_STATE_DIR="$WORK/state"
-
-cleanup() {
-    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    for ns in "$NS_TX" "$NS_RX"; do ip netns del "$ns" 2>/dev/null || true; done
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+. bench/xdp-veth.sh
+xdp_bench_start "nl$$"
 
 echo "building nettune (release)..." >&2
 cargo build --release --quiet
 NETTUNE=$PWD/target/release/nettune
 
-ip netns add "$NS_TX"
-ip netns add "$NS_RX"
-ip link add "$VETH_TX" netns "$NS_TX" address 02:00:00:7a:00:01 numrxqueues 1 numtxqueues 1 \
-    type veth peer name "$VETH_RX" netns "$NS_RX" address 02:00:00:7a:00:02 \
-    numrxqueues 1 numtxqueues 1
-ip -n "$NS_TX" addr add 10.122.0.1/24 dev "$VETH_TX"
-ip -n "$NS_RX" addr add 10.122.0.2/24 dev "$VETH_RX"
-for ns in "$NS_TX" "$NS_RX"; do ip -n "$ns" link set lo up; done
-ip -n "$NS_TX" link set "$VETH_TX" up
-ip -n "$NS_RX" link set "$VETH_RX" up
-ip -n "$NS_TX" neigh add 10.122.0.2 lladdr 02:00:00:7a:00:02 dev "$VETH_TX" nud permanent
+xdp_veth_up 122 7a
 
 # The competing process: spin OFF ms, sleep the rest of PERIOD_MS, for
 # SECS seconds.
