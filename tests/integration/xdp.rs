@@ -235,23 +235,7 @@ fn the_flow_is_counted_exactly_and_other_traffic_still_reaches_the_stack() {
     assert_eq!(active[0]["undoable"], false, "a running bench's program");
 
     // The steered flow: paced, so nothing is lost on two shared CPUs.
-    let (code, out, err) = run(
-        state.path(),
-        &[
-            "bench",
-            "udp-flood",
-            "--to",
-            "10.77.0.2:9000",
-            "--netns",
-            &tx.name,
-            "--rate",
-            "20000",
-            "--duration",
-            "1",
-            "--json",
-        ],
-    );
-    assert_eq!(code, 0, "{err}");
+    let out = paced_flood(state.path(), &tx.name);
     let flood = json(&out);
     let sent = count(&flood, "/packets");
     assert!(sent > 10_000, "{flood:#}");
@@ -647,23 +631,7 @@ fn busy_polling_is_set_on_the_socket_and_the_napi_deferral_restored_after_the_ru
     wait_attached(&rx, &b, &mut sink);
     wait_deferral(state.path(), &rx, &b, (2, 200_000), &mut sink);
     let linked = queue_napi(state.path(), &rx, &b);
-    let (code, out, err) = run(
-        state.path(),
-        &[
-            "bench",
-            "udp-flood",
-            "--to",
-            "10.77.0.2:9000",
-            "--netns",
-            &tx.name,
-            "--rate",
-            "20000",
-            "--duration",
-            "1",
-            "--json",
-        ],
-    );
-    assert_eq!(code, 0, "{err}");
+    let out = paced_flood(state.path(), &tx.name);
     let sent = count(&json(&out), "/packets");
 
     let (code, out, err) = sink.finish(Duration::from_secs(30));
@@ -759,4 +727,28 @@ fn a_killed_busy_polling_sink_leaves_its_napi_deferral_to_rollback() {
     assert_eq!(deferral(state.path(), &rx, &b), vec![(0, 0)]);
     assert_eq!(xdp_of(&rx, &b), None);
     assert_eq!(states(state.path())[0]["status"], "rolled_back");
+}
+
+/// The steered flow, paced so that nothing is lost on two shared CPUs: one
+/// second of 20,000 packets/s to the sink's address from `netns`; its JSON
+/// report.
+fn paced_flood(state: &Path, netns: &str) -> String {
+    let (code, out, err) = run(
+        state,
+        &[
+            "bench",
+            "udp-flood",
+            "--to",
+            "10.77.0.2:9000",
+            "--netns",
+            netns,
+            "--rate",
+            "20000",
+            "--duration",
+            "1",
+            "--json",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    out
 }
