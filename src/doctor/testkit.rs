@@ -638,6 +638,15 @@ pub fn every_finding() -> Vec<Finding> {
     for q in &mut eth1.rx_queues {
         q.rps_cpus = Some(vec![8]);
     }
+    // eth1's NAPIs defer IRQs with a long timer while nothing busy polls:
+    // napi.deferral-delays.
+    eth1.netdev = netdev_without_deferral(eth1.rx_queues.len() as u32);
+    if let Probe::Value(napis) = &mut eth1.netdev.napis {
+        for n in napis {
+            n.defer_hard_irqs = Some(100);
+            n.gro_flush_timeout_ns = Some(200_000);
+        }
+    }
     host.interfaces.push(eth1);
 
     let eth0 = iface(&mut host, "eth0");
@@ -677,7 +686,8 @@ pub fn every_finding() -> Vec<Finding> {
     });
 
     for (name, value) in [
-        ("net.core.busy_poll", "50"),
+        ("net.core.busy_poll", "0"),
+        ("net.core.busy_read", "0"),
         ("net.core.rmem_max", "4194304"),
         ("net.core.default_qdisc", "pfifo_fast"),
         ("net.ipv4.tcp_mtu_probing", "0"),
@@ -743,6 +753,18 @@ pub fn every_finding() -> Vec<Finding> {
                 owner_running: false,
                 attached: true,
             }),
+        },
+        // A latency state applied: eth0's queues without deferral are
+        // napi.no-irq-deferral (busy polling is off on this host).
+        AppliedState {
+            id: 3,
+            what: "profile latency".to_string(),
+            profile: Some("latency".to_string()),
+            drift: Vec::new(),
+            rollback: "nettune rollback 3".to_string(),
+            apply_again: "nettune apply --profile latency".to_string(),
+            steered: None,
+            xdp: None,
         },
     ];
     super::diagnose(&Context {

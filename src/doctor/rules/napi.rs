@@ -5,7 +5,7 @@
 //! interrupts, and on veth, which has no hardware IRQ, it measured a little
 //! slower (bench/busy_poll.sh compares both).
 
-use super::shared::{judged_interfaces, plural, sysctl_u64};
+use super::shared::{judged_interfaces, plural, queue_list, sysctl_u64};
 use crate::base::driver::NapiKey;
 use crate::base::Probe;
 use crate::doctor::planned::Plans;
@@ -156,20 +156,6 @@ pub fn check(ctx: &Context, plans: &Plans, out: &mut Vec<Finding>) {
     }
 }
 
-/// `rx-0..7` or `rx-0, rx-3`.
-fn queue_list(queues: &[u32]) -> String {
-    let contiguous = queues.windows(2).all(|w| w[1] == w[0] + 1);
-    match queues {
-        [one] => format!("rx-{one}"),
-        [first, .., last] if contiguous => format!("rx-{first}..{last}"),
-        _ => queues
-            .iter()
-            .map(|q| format!("rx-{q}"))
-            .collect::<Vec<_>>()
-            .join(", "),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -271,12 +257,5 @@ mod tests {
                 "{defer} {timer} {napi_set}"
             );
         }
-    }
-
-    #[test]
-    fn queue_lists_fold_runs() {
-        assert_eq!(queue_list(&[0, 1, 2, 3]), "rx-0..3");
-        assert_eq!(queue_list(&[2]), "rx-2");
-        assert_eq!(queue_list(&[0, 3]), "rx-0, rx-3");
     }
 }

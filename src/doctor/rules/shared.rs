@@ -247,3 +247,29 @@ impl<'a> Window<'a> {
         }
     }
 }
+
+/// RX queues for sentences: `rx-0..7` or `rx-0, rx-3`.
+pub(super) fn queue_list(queues: &[u32]) -> String {
+    let contiguous = queues.windows(2).all(|w| w[1] == w[0] + 1);
+    match queues {
+        [one] => format!("rx-{one}"),
+        [first, .., last] if contiguous => format!("rx-{first}..{last}"),
+        _ => queues
+            .iter()
+            .map(|q| format!("rx-{q}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queue_lists_fold_runs() {
+        assert_eq!(queue_list(&[0, 1, 2, 3]), "rx-0..3");
+        assert_eq!(queue_list(&[2]), "rx-2");
+        assert_eq!(queue_list(&[0, 3]), "rx-0, rx-3");
+    }
+}
