@@ -799,6 +799,30 @@ pub fn every_finding() -> Vec<Finding> {
     })
 }
 
+/// What netdev netlink says about a NIC whose one RX queue is served by
+/// NAPI 257 (IRQ 38) with these deferral values.
+pub fn one_napi(defer: u32, timer_ns: u64, napi_set: bool) -> crate::base::driver::NetdevState {
+    use crate::base::driver::netdev::{Napi, NetdevQueue};
+    crate::base::driver::NetdevState {
+        queues: Probe::Value(vec![NetdevQueue {
+            direction: "rx".to_string(),
+            index: 0,
+            napi_id: Some(257),
+        }]),
+        napis: Probe::Value(vec![Napi {
+            id: 257,
+            irq: Some(38),
+            thread_pid: None,
+            defer_hard_irqs: Some(defer),
+            gro_flush_timeout_ns: Some(timer_ns),
+            irq_suspend_timeout_ns: Some(0),
+            threaded: Some(false),
+        }]),
+        qstats: Probe::NOT_SUPPORTED,
+        napi_set: Probe::Value(napi_set),
+    }
+}
+
 /// What netdev netlink says about a NIC with `queues` RX queues, each
 /// linked to its own NAPI (ids from 8193) with IRQ deferral off, on a
 /// kernel with napi-set.

@@ -96,18 +96,21 @@ impl Drop for Bed {
 /// the counters do not matter to these rules), with `path` (--bandwidth,
 /// --rtt) passed on.
 fn named(netns: &str, path: &[&str]) -> Vec<String> {
+    findings(netns, path)
+        .iter()
+        .map(|f| f["id"].as_str().expect("id").to_string())
+        .collect()
+}
+
+/// The findings of `doctor --netns NETNS` on totals, as JSON.
+fn findings(netns: &str, path: &[&str]) -> Vec<Value> {
     let mut args = vec!["doctor", "--netns", netns, "--interval", "0", "--json"];
     args.extend(path);
     // Exit 1: findings at warn or above; 2 would be a failure to judge.
     let (code, stdout, stderr) = run(&args);
     assert!(code == 0 || code == 1, "doctor: exit {code}: {stderr}");
     let doc: Value = serde_json::from_str(&stdout).expect("doctor JSON");
-    doc["findings"]
-        .as_array()
-        .expect("findings")
-        .iter()
-        .map(|f| f["id"].as_str().expect("id").to_string())
-        .collect()
+    doc["findings"].as_array().expect("findings").clone()
 }
 
 #[test]
@@ -287,22 +290,9 @@ fn the_deferral_scenario_has_napi_and_the_latency_profile_shortens_its_timer() {
     );
 
     let doctor = || -> Vec<Value> {
-        let (code, stdout, stderr) = run(&[
-            "doctor",
-            "--netns",
-            bed.server(),
-            "--interval",
-            "0",
-            "--json",
-        ]);
-        assert!(code == 0 || code == 1, "doctor: exit {code}: {stderr}");
-        let doc: Value = serde_json::from_str(&stdout).expect("doctor JSON");
-        doc["findings"]
-            .as_array()
-            .expect("findings")
-            .iter()
+        findings(bed.server(), &[])
+            .into_iter()
             .filter(|f| f["id"] == "napi.deferral-delays")
-            .cloned()
             .collect()
     };
     let found = doctor();

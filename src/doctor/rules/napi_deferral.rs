@@ -7,7 +7,9 @@
 //! microseconds), so every request waits longer than the exchange itself
 //! takes.
 
-use super::shared::{judged_interfaces, plural, queue_list, sysctl_u64};
+use super::shared::{
+    judged_interfaces, napi_queues, planned_napi_value, plural, queue_list, sysctl_u64,
+};
 use crate::base::driver::NapiKey;
 use crate::doctor::planned::Plans;
 use crate::doctor::{Context, Finding, Severity};
@@ -65,35 +67,18 @@ fn busy_polling_off(ctx: &Context) -> Option<String> {
 }
 
 /// The RX queues of `iface` whose NAPI defers IRQs with a long timer, and
-/// their values as text (once per distinct pair).
+/// their values as text.
 fn long_deferral(iface: &Interface) -> Option<(Vec<u32>, Vec<String>)> {
-    let mut queues = Vec::new();
-    let mut seen = Vec::new();
-    let mut values: Vec<String> = Vec::new();
-    for q in &iface.rx_queues {
-        let Ok(rx) = iface.netdev.napi_of_rx(q.index) else {
-            continue;
-        };
-        let (Some(defer), Some(timer)) = (rx.napi.defer_hard_irqs, rx.napi.gro_flush_timeout_ns)
-        else {
-            continue;
-        };
-        if defer == 0 || timer < LONG_DEFERRAL_TIMER_NS {
-            continue;
-        }
-        queues.push(q.index);
-        if !seen.contains(&rx.napi.id) {
-            seen.push(rx.napi.id);
-            let text = format!(
+    napi_queues(
+        iface,
+        |defer, timer| defer > 0 && timer >= LONG_DEFERRAL_TIMER_NS,
+        |defer, timer| {
+            format!(
                 "defer-hard-irqs {defer}, gro-flush-timeout {timer} ns ({} us)",
                 timer / 1000
-            );
-            if !values.contains(&text) {
-                values.push(text);
-            }
-        }
-    }
-    (!queues.is_empty()).then_some((queues, values))
+            )
+        },
+    )
 }
 
 pub fn check(ctx: &Context, plans: &Plans, out: &mut Vec<Finding>) {
@@ -112,13 +97,7 @@ pub fn check(ctx: &Context, plans: &Plans, out: &mut Vec<Finding>) {
             })
             .collect();
         let planned = plans.planned(Profile::Latency, &scope);
-        let value = |key: NapiKey, default: u64| {
-            planned
-                .changes
-                .iter()
-                .find(|c| matches!(c.target, Target::Napi { key: k, .. } if k == key))
-                .map_or_else(|| default.to_string(), |c| c.to.to_string())
-        };
+        let value = |key, default| planned_napi_value(&planned, key, default);
         let defer = value(NapiKey::DeferHardIrqs, LATENCY_NAPI.defer_hard_irqs);
         let timer = value(NapiKey::GroFlushTimeout, LATENCY_NAPI.gro_flush_timeout_ns);
         let by_hand = if planned.changes.is_empty() {
@@ -160,33 +139,14 @@ pub fn check(ctx: &Context, plans: &Plans, out: &mut Vec<Finding>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::base::driver::netdev::{Napi, NetdevQueue, NetdevState};
-    use crate::base::Probe;
-    use crate::doctor::testkit::{set_sysctl, vm_2cpu_single_queue};
+    use crate::doctor::testkit::{one_napi, set_sysctl, vm_2cpu_single_queue};
     use crate::plan::values::HTTP_NAPI;
 
     /// The fixture host with eth0's one RX queue served by NAPI 257 with
     /// these deferral values, busy polling off.
     fn deferred(defer: u32, timer: u64) -> crate::host::Host {
         let mut host = vm_2cpu_single_queue();
-        host.interfaces[0].netdev = NetdevState {
-            queues: Probe::Value(vec![NetdevQueue {
-                direction: "rx".to_string(),
-                index: 0,
-                napi_id: Some(257),
-            }]),
-            napis: Probe::Value(vec![Napi {
-                id: 257,
-                irq: Some(38),
-                thread_pid: None,
-                defer_hard_irqs: Some(defer),
-                gro_flush_timeout_ns: Some(timer),
-                irq_suspend_timeout_ns: Some(0),
-                threaded: Some(false),
-            }]),
-            qstats: Probe::NOT_SUPPORTED,
-            napi_set: Probe::Value(true),
-        };
+        host.interfaces[0].netdev = one_napi(defer, timer, true);
         set_sysctl(&mut host, "net.core.busy_read", "0");
         set_sysctl(&mut host, "net.core.busy_poll", "0");
         host
