@@ -177,8 +177,8 @@ pub const ALL: &[Scenario] = &[
                   one: veth has no hardware IRQ or ethtool coalescing) for up to 100 empty \
                   polls with a 200 us timer, as a bulk receiver would set it. Once a poll has \
                   found a packet the queue is not woken again until the timer polls it: with \
-                  nobody busy polling, every request waits up to 200 us, several times a \
-                  round trip across the veth. The latency profile's short deferral (2 polls, \
+                  nobody busy polling, every request waits up to 200 us, longer than a \
+                  whole round trip across the veth without deferral. The latency profile's short deferral (2 polls, \
                   20 us) is the fix.",
         source: "kernel Documentation/networking/napi.rst, \"IRQ mitigation\"; talawah.io, \
                  \"Linux Kernel vs DPDK: HTTP Performance Showdown\" (interrupt moderation)",
