@@ -3,8 +3,9 @@
 # scenario (`nettune testbed up --scenario NAME`), measured two ways in the
 # same testbed: by `nettune experiment run` (the profile against the
 # scenario as found, with nettune's own engines), and by tools users already
-# trust (sockperf for the UDP scenarios, iperf3 for the bulk TCP one). A
-# benchmark, not a test: it prints figures and ratios.
+# trust (sockperf for the UDP and the request-response scenarios, iperf3
+# for the bulk TCP one). A benchmark, not a test: it prints figures and
+# ratios.
 #
 # 1. experiment run. For each scenario in SCENARIOS (default: all of them) a
 #    testbed is made with it, then
@@ -14,10 +15,13 @@
 #    where PROFILE is the scenario's profile and PATH the options of its fix
 #    (--bandwidth/--rtt, --cpus: as `testbed up --json` prints the fix), and LINE is the scenario's load:
 #    `udp-flood --flows FLOWS --pin SENDER` into a sink pinned to the
-#    reader's CPU (UDP scenarios), or `stream` (one bulk TCP flow,
-#    unpinned). The experiment alternates the two configs in shuffled
-#    rounds, applies and rolls back the profile itself, and judges the
-#    ratio of medians with a bootstrap interval (docs/experiment.md).
+#    reader's CPU (UDP scenarios), `rr --proto tcp --pin CLIENT` into an
+#    rr-server pinned to the server's CPU (rr-irq-deferral: transactions
+#    per second of one TCP connection, a closed loop), or `stream` (one
+#    bulk TCP flow, unpinned). The experiment alternates the two configs
+#    in shuffled rounds, applies and rolls back the profile itself, and
+#    judges the ratio of medians with a bootstrap interval
+#    (docs/experiment.md).
 #    Reported: the median of each config [range] and the ratio with its
 #    verdict.
 #
@@ -32,9 +36,14 @@
 #    -s` runs in the server namespace and each phase is one `iperf3 -c` of
 #    TCP_WINDOW (5 s: the line has a 30 ms round trip) with a 1 s omit (a
 #    new connection, so it autotunes under the state's buffers); the figure
-#    is iperf3's received Mbit/s. Two states alternate (for UDP while the
-#    traffic flows), the order swapped each round, ROUNDS (5) rounds, each
-#    phase after SETTLE (0.5 s):
+#    is iperf3's received Mbit/s. For rr-irq-deferral `sockperf sr --tcp`
+#    runs in the server namespace pinned to the server's CPU, and each
+#    phase is one `sockperf ping-pong --tcp --mps=max --full-rtt -m 14` of
+#    WINDOW seconds in the client namespace pinned to the client's CPU;
+#    the figure is round trips per second (ReceivedMessages / RunTime),
+#    its median round trip beside it. Two states alternate (for UDP while
+#    the traffic flows), the order swapped each round, ROUNDS (5) rounds,
+#    each phase after SETTLE (0.5 s):
 #      before  the scenario as built
 #      after   `nettune apply --profile P --netns SERVER [PATH]`, undone with
 #              `nettune rollback` for the next "before"
@@ -52,7 +61,9 @@
 # grid, the regret (how far the pick's grid median is below the best, %),
 # and the search's wall time over the grid's. The goal: regret within 3%,
 # in at most a quarter of the grid's time. A search that finds nothing
-# better than the host as found picks the host as found.
+# better than the host as found picks the host as found. rr-irq-deferral
+# is skipped there, with a line saying so: the search's dimensions (rps,
+# rfs, xps) do not include the per-NAPI settings its problem is about.
 #
 # The load average at the start and the end is printed; a run whose load
 # average was 1.5 or more at either end is labelled noisy: its figures are
@@ -84,7 +95,7 @@ EXP_DURATION=${EXP_DURATION:-3s}
 MODES=${MODES:-"experiment tools"}
 SETTLE=${SETTLE:-0.5}
 FLOWS=${FLOWS:-16}
-SCENARIOS=${SCENARIOS:-"reader-on-softirq-cpu softirq-on-app-cpu bulk-small-buffers"}
+SCENARIOS=${SCENARIOS:-"reader-on-softirq-cpu softirq-on-app-cpu bulk-small-buffers rr-irq-deferral"}
 
 here=$(cd "$(dirname "$0")/.." && pwd)
 NETTUNE=${NETTUNE:-}
@@ -137,7 +148,9 @@ EOF
 
 # The scenario's load for nettune: "LINE" "SERVER-PIN-ARGS" "SCALE".
 load_line() {
-    if [ "$reader" = - ]; then
+    if [ "$kind" = rr ]; then
+        line="rr --proto tcp --pin $sender"; pin_args=(--server-pin "$reader"); scale=1000
+    elif [ "$reader" = - ]; then
         line="stream"; pin_args=(); scale=1000000
     else
         line="udp-flood --flows $FLOWS --pin $sender"; pin_args=(--server-pin "$reader"); scale=1000
@@ -149,8 +162,13 @@ now() { date +%s.%N; }
 if [ "$SEARCH" = 1 ]; then
     rows=()
     for scenario in $SCENARIOS; do
+        if [ "$scenario" = rr-irq-deferral ]; then
+            echo "$scenario: skipped: the search space ($SEARCH_SPACE) has no per-NAPI settings (defer-hard-irqs, gro-flush-timeout), the only thing its problem is about" >&2
+            continue
+        fi
         bed="ntb-scb$$"
         up=$("$NETTUNE" testbed up --name "$bed" --scenario "$scenario" --json)
+        kind=other
         read -r reader sender < <(python3 -c '
 import json, re, sys
 c = json.load(sys.stdin)["commands"]
@@ -212,16 +230,16 @@ fi
 for scenario in $SCENARIOS; do
     bed="ntb-scb$$"
     up=$("$NETTUNE" testbed up --name "$bed" --scenario "$scenario" --json)
-    read -r server client reader sender profile path < <(python3 -c '
+    read -r server client reader sender profile path kind < <(python3 -c '
 import json, re, sys
 d = json.load(sys.stdin)
 pin = lambda c: (re.search(r"--pin (\d+)", c) or re.search("()", "")).group(1) or "-"
 c = d["commands"]
+kind = "rr" if " rr-server " in c["server"] else "tcp" if pin(c["server"]) == "-" else "udp"
 print(d["server"]["netns"], d["client"]["netns"], pin(c["server"]), pin(c["client"]), d["profile"],
-      ",".join(c["fix"].split()[6:]) or "-")' <<<"$up")
+      ",".join(c["fix"].split()[6:]) or "-", kind)' <<<"$up")
     path=${path//,/ }
     [ "$path" = - ] && path=""
-    if [ "$reader" = - ]; then kind=tcp; else kind=udp; fi
 
     exp="- - - -"
     if [[ " $MODES " == *" experiment "* ]]; then
@@ -239,6 +257,10 @@ print(d["server"]["netns"], d["client"]["netns"], pin(c["server"]), pin(c["clien
     if [[ " $MODES " == *" tools "* ]]; then
         if [ "$kind" = tcp ]; then
             ip netns exec "$server" iperf3 -s -B 198.18.0.1 >"$work/iperf3-s.log" 2>&1 &
+            pids+=($!)
+            sleep 1
+        elif [ "$kind" = rr ]; then
+            ip netns exec "$server" taskset -c "$reader" sockperf sr --tcp -i 198.18.0.1 -p 11111 >"$work/sr.log" 2>&1 &
             pids+=($!)
             sleep 1
         else
@@ -278,6 +300,18 @@ print(d["server"]["netns"], d["client"]["netns"], pin(c["server"]), pin(c["clien
                     line="$line $state $mbit 0"
                     continue
                 fi
+                if [ "$kind" = rr ]; then
+                    ip netns exec "$client" taskset -c "$sender" sockperf ping-pong --tcp -i 198.18.0.1 -p 11111 \
+                        -t "$WINDOW" -m 14 --mps=max --full-rtt >"$work/pp.log" 2>&1 || true
+                    # Round trips per second (thousands) and the median
+                    # round trip (us) in the place of the drop count.
+                    line="$line $state $(awk '/Valid Duration/ { for (i = 1; i <= NF; i++) {
+                        if ($i ~ /^RunTime=/) { split($i, a, "="); t = a[2] }
+                        if ($i ~ /^ReceivedMessages=/) { split($i, b, "="); n = b[2] } } }
+                        /percentile 50.000 =/ { p = $NF }
+                        END { printf "%.2f %s", (t > 0 ? n / t / 1000 : 0), (p == "" ? 0 : p) }' "$work/pp.log")"
+                    continue
+                fi
                 read -r in0 err0 < <(udp "$server")
                 t0=$(date +%s.%N)
                 sleep "$WINDOW"
@@ -296,22 +330,30 @@ import statistics, sys
 scenario, profile, reader, sender, kind, path, e_before, e_after, e_ratio, e_verdict = sys.argv[1:]
 rate = {"before": [], "after": []}
 errs = {"before": 0, "after": 0}
+rtt = {"before": [], "after": []}
 ratios = []
 for line in open(path):
     f = line.split()
-    got = {f[i]: (float(f[i + 1]), int(f[i + 2])) for i in (1, 4)}
+    got = {f[i]: (float(f[i + 1]), float(f[i + 2])) for i in (1, 4)}
     for s in rate:
         rate[s].append(got[s][0])
-        errs[s] += got[s][1]
+        if kind == "rr":
+            rtt[s].append(got[s][1])
+        else:
+            errs[s] += int(got[s][1])
     if got["before"][0] > 0:
         ratios.append(got["after"][0] / got["before"][0])
-unit, digits = ("Mbit/s", 1) if kind == "tcp" else ("kpps", 0)
-fmt = lambda v: f"{statistics.median(v):.{digits}f} [{min(v):.{digits}f}-{max(v):.{digits}f}]" if v else "-"
-pinning = "unpinned" if kind == "tcp" else f"reader CPU {reader}, sender CPU {sender}"
+unit, digits = {"tcp": ("Mbit/s", 1), "rr": ("k round trips/s", 2)}.get(kind, ("kpps", 0))
+fmt = lambda v, d=digits: f"{statistics.median(v):.{d}f} [{min(v):.{d}f}-{max(v):.{d}f}]" if v else "-"
+pinning = {"tcp": "unpinned", "rr": f"server CPU {reader}, client CPU {sender}"}.get(kind, f"reader CPU {reader}, sender CPU {sender}")
 tool = "iperf3" if kind == "tcp" else "sockperf"
 ratio = f"{statistics.median(ratios):.2f}x [{min(ratios):.2f}-{max(ratios):.2f}]" if ratios else "-"
-drops = "-" if kind == "tcp" or not ratios else f"{errs['before']} / {errs['after']}"
-engine = "stream" if kind == "tcp" else "udp-flood"
+if kind == "rr":
+    # The median round trip (us) of each state, in the drops column.
+    drops = f"median RTT us {fmt(rtt['before'], 1)} / {fmt(rtt['after'], 1)}" if ratios else "-"
+else:
+    drops = "-" if kind == "tcp" or not ratios else f"{errs['before']} / {errs['after']}"
+engine = {"tcp": "stream", "rr": "rr"}.get(kind, "udp-flood")
 e = lambda x: x.replace("[", " [") if x != "-" else x
 print(f"| {scenario} | {profile} | {pinning} | {unit} | {engine}: {e(e_before)} | {e(e_after)} | {e_ratio} ({e_verdict.replace('_', ' ')}) "
       f"| {tool}: {fmt(rate['before'])} | {fmt(rate['after'])} | {ratio} | {drops} |")
@@ -323,9 +365,9 @@ echo "load average at end: $load_end"
 noisy=$(awk -v a="$load_start" -v b="$load_end" 'BEGIN { print (a >= 1.5 || b >= 1.5) ? "yes" : "no" }')
 echo
 echo "experiment run: nettune's engines, median [range] of $ROUNDS runs per config, ratio of medians with the experiment's verdict"
-echo "tools: sockperf ($FLOWS flows of 32 B, kpps the reader took) or iperf3 (one stream, Mbit/s received), median [range] of $ROUNDS alternated rounds"
+echo "tools: sockperf ($FLOWS flows of 32 B, kpps the reader took; TCP ping-pong, k round trips/s and median RTT) or iperf3 (one stream, Mbit/s received), median [range] of $ROUNDS alternated rounds"
 echo
-echo "| scenario | profile | pinning | unit | experiment: before | after | after / before | tool: before | after | after / before | RcvbufErrors before / after |"
+echo "| scenario | profile | pinning | unit | experiment: before | after | after / before | tool: before | after | after / before | RcvbufErrors (or median RTT) before / after |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|"
 printf '%s\n' "${summary[@]}"
 if [ "$noisy" = yes ]; then

@@ -19,6 +19,7 @@ const NEEDS: &[(&str, &[&str])] = &[
     ("irq.remote-numa", &["interrupts", "numa", "cpus"]),
     ("irq.shared-cpu", &["interrupts", "cpus"]),
     ("mtu.jumbo-probing", &["sysctls", "interfaces"]),
+    ("napi.deferral-delays", &["sysctls", "interfaces"]),
     ("napi.no-irq-deferral", &["sysctls", "interfaces"]),
     ("netfilter.conntrack", &["conntrack"]),
     ("nic.queues-unused", &["interfaces", "cpus"]),

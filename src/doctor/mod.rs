@@ -33,6 +33,7 @@ pub const RULE_IDS: &[&str] = &[
     "irq.remote-numa",
     "irq.shared-cpu",
     "mtu.jumbo-probing",
+    "napi.deferral-delays",
     "napi.no-irq-deferral",
     "netfilter.conntrack",
     "nic.queues-unused",

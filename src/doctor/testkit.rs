@@ -638,6 +638,15 @@ pub fn every_finding() -> Vec<Finding> {
     for q in &mut eth1.rx_queues {
         q.rps_cpus = Some(vec![8]);
     }
+    // eth1's NAPIs defer IRQs with a long timer while nothing busy polls:
+    // napi.deferral-delays.
+    eth1.netdev = netdev_without_deferral(eth1.rx_queues.len() as u32);
+    if let Probe::Value(napis) = &mut eth1.netdev.napis {
+        for n in napis {
+            n.defer_hard_irqs = Some(100);
+            n.gro_flush_timeout_ns = Some(200_000);
+        }
+    }
     host.interfaces.push(eth1);
 
     let eth0 = iface(&mut host, "eth0");
@@ -677,7 +686,8 @@ pub fn every_finding() -> Vec<Finding> {
     });
 
     for (name, value) in [
-        ("net.core.busy_poll", "50"),
+        ("net.core.busy_poll", "0"),
+        ("net.core.busy_read", "0"),
         ("net.core.rmem_max", "4194304"),
         ("net.core.default_qdisc", "pfifo_fast"),
         ("net.ipv4.tcp_mtu_probing", "0"),
@@ -744,6 +754,18 @@ pub fn every_finding() -> Vec<Finding> {
                 attached: true,
             }),
         },
+        // A latency state applied: eth0's queues without deferral are
+        // napi.no-irq-deferral (busy polling is off on this host).
+        AppliedState {
+            id: 3,
+            what: "profile latency".to_string(),
+            profile: Some("latency".to_string()),
+            drift: Vec::new(),
+            rollback: "nettune rollback 3".to_string(),
+            apply_again: "nettune apply --profile latency".to_string(),
+            steered: None,
+            xdp: None,
+        },
     ];
     super::diagnose(&Context {
         host: &host,
@@ -775,6 +797,30 @@ pub fn every_finding() -> Vec<Finding> {
             udp_sockets: Vec::new(),
         }),
     })
+}
+
+/// What netdev netlink says about a NIC whose one RX queue is served by
+/// NAPI 257 (IRQ 38) with these deferral values.
+pub fn one_napi(defer: u32, timer_ns: u64, napi_set: bool) -> crate::base::driver::NetdevState {
+    use crate::base::driver::netdev::{Napi, NetdevQueue};
+    crate::base::driver::NetdevState {
+        queues: Probe::Value(vec![NetdevQueue {
+            direction: "rx".to_string(),
+            index: 0,
+            napi_id: Some(257),
+        }]),
+        napis: Probe::Value(vec![Napi {
+            id: 257,
+            irq: Some(38),
+            thread_pid: None,
+            defer_hard_irqs: Some(defer),
+            gro_flush_timeout_ns: Some(timer_ns),
+            irq_suspend_timeout_ns: Some(0),
+            threaded: Some(false),
+        }]),
+        qstats: Probe::NOT_SUPPORTED,
+        napi_set: Probe::Value(napi_set),
+    }
 }
 
 /// What netdev netlink says about a NIC with `queues` RX queues, each

@@ -108,6 +108,8 @@ impl Testbed {
             server_netns: &self.server.netns,
             server_address: self.server.address,
             client_netns: &self.client.netns,
+            server_iface: &self.server.iface,
+            client_iface: &self.client.iface,
         }
     }
 
@@ -211,7 +213,7 @@ pub fn up_with(
     let mut line = None;
     let made = build(tb, queues).and_then(|()| match scenario {
         Some(s) => {
-            scenario::build(s, &tb.server.netns, &tb.server.iface)?;
+            scenario::build(s, tb.at())?;
             host_values = host_values::set(&tb.name, s.host)?;
             if let Some(wanted) = s.delay_line {
                 line = Some(delay_line::start(&tb.sides(), wanted)?);

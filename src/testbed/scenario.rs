@@ -37,6 +37,22 @@ pub enum Workload {
     },
     /// One bulk TCP stream (`bench stream` into `bench stream-server`).
     Stream,
+    /// Request-response over one TCP connection (`bench rr` into `bench
+    /// rr-server`), the server and the client pinned to different CPUs.
+    Rr { server_cpu: u32, client_cpu: u32 },
+}
+
+/// IRQ deferral written to the server's veth (its per-device sysfs files,
+/// which set every NAPI of the device and are the defaults of NAPIs made
+/// later), after NAPI is switched on at both ends: GRO on, and TSO off so
+/// that locally sent TCP goes through the peer's NAPI instead of the
+/// backlog (veth_skb_is_eligible_for_gro in drivers/net/veth.c).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Deferral {
+    /// Empty polls the device IRQ stays masked after a poll found packets.
+    pub defer_hard_irqs: u32,
+    /// The timer that polls while it is masked, nanoseconds.
+    pub gro_flush_timeout_ns: u64,
 }
 
 /// One scenario.
@@ -70,6 +86,8 @@ pub struct Scenario {
     /// A delay line between the testbed's sides (a real round-trip time
     /// and rate), run while the testbed is up.
     pub delay_line: Option<super::delay_line::Line>,
+    /// NAPI on the veth and this IRQ deferral on the server's end.
+    pub deferral: Option<Deferral>,
 }
 
 /// Every scenario, in the order `testbed scenarios` lists them.
@@ -97,6 +115,7 @@ pub const ALL: &[Scenario] = &[
         path: "",
         fix_options: "--cpus 1",
         delay_line: None,
+        deferral: None,
     },
     Scenario {
         name: "softirq-on-app-cpu",
@@ -120,6 +139,7 @@ pub const ALL: &[Scenario] = &[
         path: "",
         fix_options: "",
         delay_line: None,
+        deferral: None,
     },
     Scenario {
         name: "bulk-small-buffers",
@@ -145,6 +165,39 @@ pub const ALL: &[Scenario] = &[
         delay_line: Some(super::delay_line::Line {
             rtt_us: 30_000,
             rate_bps: 50_000_000,
+        }),
+        deferral: None,
+    },
+    Scenario {
+        name: "rr-irq-deferral",
+        summary: "TCP request-response across a veth with NAPI, its IRQ deferral set for \
+                  throughput (100 polls, 200 us timer), nothing busy polling",
+        problem: "GRO is on and TSO off at both ends of the veth, so each RX queue has a NAPI \
+                  and TCP goes through it, and the server's veth defers its IRQ (the software \
+                  one: veth has no hardware IRQ or ethtool coalescing) for up to 100 empty \
+                  polls with a 200 us timer, as a bulk receiver would set it. Once a poll has \
+                  found a packet the queue is not woken again until the timer polls it: with \
+                  nobody busy polling, every request waits up to 200 us, longer than a \
+                  whole round trip across the veth without deferral. The latency profile's short deferral (2 polls, \
+                  20 us) is the fix.",
+        source: "kernel Documentation/networking/napi.rst, \"IRQ mitigation\"; talawah.io, \
+                 \"Linux Kernel vs DPDK: HTTP Performance Showdown\" (interrupt moderation)",
+        queues: 2,
+        rps: Rps::Unchanged,
+        sysctls: &[],
+        host: &[],
+        workload: Workload::Rr {
+            server_cpu: 0,
+            client_cpu: 1,
+        },
+        finding: "napi.deferral-delays",
+        profile: "latency",
+        path: "",
+        fix_options: "",
+        delay_line: None,
+        deferral: Some(Deferral {
+            defer_hard_irqs: 100,
+            gro_flush_timeout_ns: 200_000,
         }),
     },
 ];
@@ -189,6 +242,9 @@ pub struct Where<'a> {
     pub server_netns: &'a str,
     pub server_address: Ipv4Addr,
     pub client_netns: &'a str,
+    /// The veth end in each namespace.
+    pub server_iface: &'a str,
+    pub client_iface: &'a str,
 }
 
 pub fn commands(s: &Scenario, at: Where<'_>) -> Commands {
@@ -230,6 +286,21 @@ pub fn commands(s: &Scenario, at: Where<'_>) -> Commands {
                 at.client_netns, at.server_address
             ),
         ),
+        Workload::Rr {
+            server_cpu,
+            client_cpu,
+        } => (
+            format!(
+                "nettune bench rr-server --netns {} --bind {}:7000 --pin {server_cpu} \
+                 --duration 15",
+                at.server_netns, at.server_address
+            ),
+            format!(
+                "nettune bench rr --netns {} --to {}:7000 --proto tcp --pin {client_cpu} \
+                 --duration 10",
+                at.client_netns, at.server_address
+            ),
+        ),
     };
     Commands {
         server: server_cmd,
@@ -246,39 +317,66 @@ pub fn commands(s: &Scenario, at: Where<'_>) -> Commands {
     }
 }
 
-/// Make scenario `s` real on the testbed `tb` just built: its RPS setting
-/// in the server's namespace (host-wide values are set by the caller,
-/// with their snapshot).
-pub fn build(s: &Scenario, server_netns: &str, server_iface: &str) -> anyhow::Result<()> {
+/// Make scenario `s` real on the testbed just built (at `at`): its
+/// sysctls, RPS and IRQ deferral in the server's namespace, NAPI at both
+/// veth ends (host-wide values are set by the caller, with their
+/// snapshot).
+pub fn build(s: &Scenario, at: Where<'_>) -> anyhow::Result<()> {
     let mask = match s.rps {
         Rps::Unchanged => None,
         Rps::Off => Some("0".to_string()),
         Rps::OneCpu(cpu) => Some(crate::base::cpuset::format_mask(&[cpu])),
     };
-    let (iface, netns) = (server_iface, server_netns);
-    // A thread of its own enters the namespace and mounts a sysfs that
-    // shows it (the host's /sys does not show the namespace's veth).
+    let iface = at.server_iface;
+    if s.deferral.is_some() {
+        in_netns(s, at.client_netns, |_| napi_on(at.client_iface))?;
+    }
+    in_netns(s, at.server_netns, |root| {
+        for (name, value) in s.sysctls {
+            root.write(&format!("/proc/sys/{}", name.replace('.', "/")), value)
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+        }
+        if let Some(mask) = &mask {
+            let queues = root
+                .list(&format!("/sys/class/net/{iface}/queues"))
+                .map_err(|e| anyhow::anyhow!("{e}"))?
+                .unwrap_or_default();
+            for q in queues.iter().filter(|q| q.starts_with("rx-")) {
+                root.write(&format!("/sys/class/net/{iface}/queues/{q}/rps_cpus"), mask)
+                    .map_err(|e| anyhow::anyhow!("{e}"))?;
+            }
+        }
+        if let Some(d) = s.deferral {
+            napi_on(iface)?;
+            // After GRO made the NAPIs: a write to these files sets every
+            // NAPI of the device, and NAPIs made later (GRO off and on)
+            // start from them.
+            for (file, value) in [
+                ("napi_defer_hard_irqs", d.defer_hard_irqs.to_string()),
+                ("gro_flush_timeout", d.gro_flush_timeout_ns.to_string()),
+            ] {
+                root.write(&format!("/sys/class/net/{iface}/{file}"), &value)
+                    .map_err(|e| anyhow::anyhow!("{e}"))?;
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Run `f` on a thread of its own inside network namespace `netns`, with
+/// a sysfs that shows it (the host's /sys does not show the namespace's
+/// veth).
+fn in_netns(
+    s: &Scenario,
+    netns: &str,
+    f: impl FnOnce(&crate::base::Root) -> anyhow::Result<()> + Send,
+) -> anyhow::Result<()> {
     std::thread::scope(|scope| {
         scope
             .spawn(|| -> anyhow::Result<()> {
                 crate::base::netns::enter(netns)?;
-                let root = crate::base::Root::live();
-                for (name, value) in s.sysctls {
-                    root.write(&format!("/proc/sys/{}", name.replace('.', "/")), value)
-                        .map_err(|e| anyhow::anyhow!("in network namespace {netns}: {e}"))?;
-                }
-                let Some(mask) = &mask else {
-                    return Ok(());
-                };
-                let queues = root
-                    .list(&format!("/sys/class/net/{iface}/queues"))
-                    .map_err(|e| anyhow::anyhow!("{e}"))?
-                    .unwrap_or_default();
-                for q in queues.iter().filter(|q| q.starts_with("rx-")) {
-                    root.write(&format!("/sys/class/net/{iface}/queues/{q}/rps_cpus"), mask)
-                        .map_err(|e| anyhow::anyhow!("in network namespace {netns}: {e}"))?;
-                }
-                Ok(())
+                f(&crate::base::Root::live())
+                    .map_err(|e| anyhow::anyhow!("in network namespace {netns}: {e:#}"))
             })
             .join()
             .unwrap_or_else(|_| {
@@ -288,6 +386,59 @@ pub fn build(s: &Scenario, server_netns: &str, server_iface: &str) -> anyhow::Re
                 ))
             })
     })
+}
+
+/// Features that give a veth end NAPI for TCP sent across the pair (`ethtool
+/// -K IF gro on tso off`): GRO on makes one NAPI per RX queue; TSO off
+/// (every TCP segmentation kind) lets the peer hand locally sent segments
+/// to that NAPI (veth_skb_is_eligible_for_gro, drivers/net/veth.c).
+const NAPI_FEATURES: &[(&str, bool)] = &[
+    ("rx-gro", true),
+    ("tx-tcp-segmentation", false),
+    ("tx-tcp-ecn-segmentation", false),
+    ("tx-tcp-mangleid-segmentation", false),
+    ("tx-tcp6-segmentation", false),
+];
+
+/// [`NAPI_FEATURES`] on `iface` in this thread's namespace, through the
+/// ethtool ioctls nettune uses everywhere (never the ethtool program).
+fn napi_on(iface: &str) -> anyhow::Result<()> {
+    use crate::base::driver::{DriverSetting, Ethtool as _, EthtoolSet as _};
+    let ethtool = crate::nic::live::LiveEthtool;
+    let features = match ethtool.query(iface).features {
+        crate::base::Probe::Value(f) => f,
+        crate::base::Probe::Missing(m) => anyhow::bail!(
+            "cannot read the offload features of {iface}: {}",
+            match m {
+                crate::base::Missing::NotSupported => "the driver does not report them",
+                crate::base::Missing::Unknown => "the ethtool query failed",
+            }
+        ),
+    };
+    for &(name, on) in NAPI_FEATURES {
+        match features.get(name) {
+            Some(f) if f.active == on => continue,
+            // A segmentation kind this kernel does not have is off.
+            None if !on => continue,
+            _ => {}
+        }
+        ethtool
+            .set(
+                iface,
+                &DriverSetting::Feature {
+                    name: name.to_string(),
+                    on,
+                },
+            )
+            .map_err(|e| {
+                anyhow::anyhow!(
+                    "cannot switch {name} {} on {iface}: {}",
+                    if on { "on" } else { "off" },
+                    e.message
+                )
+            })?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -328,6 +479,14 @@ mod tests {
             {
                 assert!(reader_cpu < 2 && sender_cpu < 2, "{}: two CPUs", s.name);
             }
+            if let Workload::Rr {
+                server_cpu,
+                client_cpu,
+            } = s.workload
+            {
+                assert!(server_cpu < 2 && client_cpu < 2, "{}: two CPUs", s.name);
+                assert_ne!(server_cpu, client_cpu, "{}", s.name);
+            }
             assert!(list().contains(s.summary));
         }
     }
@@ -366,11 +525,31 @@ mod tests {
     }
 
     #[test]
+    fn a_deferral_is_long_enough_for_doctor_and_the_fix_shortens_it() {
+        use crate::plan::values::{HTTP_NAPI, LATENCY_NAPI};
+        let long = crate::doctor::thresholds::LONG_DEFERRAL_TIMER_NS;
+        for s in ALL {
+            let Some(d) = s.deferral else {
+                continue;
+            };
+            assert!(d.defer_hard_irqs > 0, "{}", s.name);
+            // Doctor names it, and the profile's own timer would not be.
+            assert!(d.gro_flush_timeout_ns >= long, "{}", s.name);
+            assert_eq!(s.finding, "napi.deferral-delays", "{}", s.name);
+            assert_eq!(s.profile, "latency", "{}", s.name);
+            assert!(LATENCY_NAPI.gro_flush_timeout_ns < long);
+            assert!(HTTP_NAPI.gro_flush_timeout_ns < long);
+        }
+    }
+
+    #[test]
     fn commands_pin_the_reader_and_the_sender_on_the_testbed() {
         let tb = Where {
             server_netns: "ntb-x-server",
             server_address: Ipv4Addr::new(198, 18, 0, 1),
             client_netns: "ntb-x-client",
+            server_iface: "tb-server",
+            client_iface: "tb-client",
         };
         let s = find("softirq-on-app-cpu").expect("scenario");
         let c = commands(s, tb);
@@ -395,5 +574,21 @@ mod tests {
             .fix
             .starts_with("nettune apply --profile throughput --netns ntb-x-server --bandwidth"));
         assert!(c.server.contains("stream-server") && c.client.contains("--to 198.18.0.1:5201"));
+        // Request-response: server and client on different CPUs, over TCP.
+        let c = commands(find("rr-irq-deferral").expect("scenario"), tb);
+        assert_eq!(
+            c.server,
+            "nettune bench rr-server --netns ntb-x-server --bind 198.18.0.1:7000 --pin 0 \
+             --duration 15"
+        );
+        assert_eq!(
+            c.client,
+            "nettune bench rr --netns ntb-x-client --to 198.18.0.1:7000 --proto tcp --pin 1 \
+             --duration 10"
+        );
+        assert_eq!(
+            c.fix,
+            "nettune apply --profile latency --netns ntb-x-server"
+        );
     }
 }

@@ -15,6 +15,7 @@ const SCENARIOS: &[&str] = &[
     "reader-on-softirq-cpu",
     "softirq-on-app-cpu",
     "bulk-small-buffers",
+    "rr-irq-deferral",
 ];
 
 #[test]
@@ -95,18 +96,21 @@ impl Drop for Bed {
 /// the counters do not matter to these rules), with `path` (--bandwidth,
 /// --rtt) passed on.
 fn named(netns: &str, path: &[&str]) -> Vec<String> {
+    findings(netns, path)
+        .iter()
+        .map(|f| f["id"].as_str().expect("id").to_string())
+        .collect()
+}
+
+/// The findings of `doctor --netns NETNS` on totals, as JSON.
+fn findings(netns: &str, path: &[&str]) -> Vec<Value> {
     let mut args = vec!["doctor", "--netns", netns, "--interval", "0", "--json"];
     args.extend(path);
     // Exit 1: findings at warn or above; 2 would be a failure to judge.
     let (code, stdout, stderr) = run(&args);
     assert!(code == 0 || code == 1, "doctor: exit {code}: {stderr}");
     let doc: Value = serde_json::from_str(&stdout).expect("doctor JSON");
-    doc["findings"]
-        .as_array()
-        .expect("findings")
-        .iter()
-        .map(|f| f["id"].as_str().expect("id").to_string())
-        .collect()
+    doc["findings"].as_array().expect("findings").clone()
 }
 
 #[test]
@@ -200,6 +204,149 @@ fn rps_one_cpu_is_the_scenario_not_the_plain_testbed() {
     assert!(
         masks.iter().all(|m| m.trim_start_matches('0') == "2"),
         "{masks:?}"
+    );
+}
+
+/// The veth end `dev` of namespace `netns` as `inspect --json` shows it.
+fn inspected(netns: &str, dev: &str) -> Value {
+    let host = run_json(&["inspect", "--netns", netns, "--iface", dev, "--json"]);
+    iface(&host, dev).clone()
+}
+
+/// (defer-hard-irqs, gro-flush-timeout, irq-suspend-timeout) of each NAPI
+/// of an interface, in id order.
+fn napi_values(entry: &Value) -> Vec<(u64, u64, u64)> {
+    let mut napis: Vec<&Value> = entry["netdev"]["napis"]
+        .as_array()
+        .unwrap_or_else(|| panic!("napis: {:#}", entry["netdev"]))
+        .iter()
+        .collect();
+    napis.sort_by_key(|n| n["id"].as_u64());
+    napis
+        .iter()
+        .map(|n| {
+            let f = |k: &str| n[k].as_u64().unwrap_or_else(|| panic!("{k} in {n}"));
+            (
+                f("defer_hard_irqs"),
+                f("gro_flush_timeout_ns"),
+                f("irq_suspend_timeout_ns"),
+            )
+        })
+        .collect()
+}
+
+/// The deferral scenario's veth really has NAPI at both ends (GRO on, TSO
+/// off, set without ethtool), its server end defers IRQs with the long
+/// timer, doctor names it with the values it reads, the latency profile
+/// replaces them per NAPI and clears the finding, rollback puts the
+/// scenario's values back exactly (and the finding with them), and down
+/// removes it all.
+#[test]
+fn the_deferral_scenario_has_napi_and_the_latency_profile_shortens_its_timer() {
+    if skip_unless_root("the_deferral_scenario_has_napi_and_the_latency_profile_shortens_its_timer")
+    {
+        return;
+    }
+    for sysctl in ["busy_read", "busy_poll"] {
+        let us = std::fs::read_to_string(format!("/proc/sys/net/core/{sysctl}")).expect(sysctl);
+        assert_eq!(
+            us.trim(),
+            "0",
+            "net.core.{sysctl} is on on this host: busy polling takes packets before the timer, \
+             so doctor rightly names nothing"
+        );
+    }
+    let bed = Bed::up("rr-irq-deferral");
+    let client = bed.up["client"]["netns"]
+        .as_str()
+        .expect("client")
+        .to_string();
+    assert!(
+        bed.up["commands"]["server"]
+            .as_str()
+            .is_some_and(|c| c.contains("bench rr-server") && c.contains("--pin 0")),
+        "{:#}",
+        bed.up
+    );
+    for (netns, dev) in [(bed.server(), "tb-server"), (client.as_str(), "tb-client")] {
+        let entry = inspected(netns, dev);
+        let features = &entry["driver_settings"]["features"];
+        assert_eq!(features["rx-gro"]["active"], true, "{dev}: {features:#}");
+        assert_eq!(
+            features["tx-tcp-segmentation"]["active"], false,
+            "{dev}: {features:#}"
+        );
+        // GRO on: one NAPI per RX queue.
+        assert_eq!(napi_values(&entry).len(), 2, "{dev}: {:#}", entry["netdev"]);
+    }
+    assert!(napi_values(&inspected(&client, "tb-client"))
+        .iter()
+        .all(|n| (n.0, n.1) == (0, 0)));
+    let scenario = inspected(bed.server(), "tb-server");
+    let built = napi_values(&scenario);
+    assert!(
+        built.iter().all(|n| (n.0, n.1) == (100, 200_000)),
+        "{built:?}"
+    );
+
+    let doctor = || -> Vec<Value> {
+        findings(bed.server(), &[])
+            .into_iter()
+            .filter(|f| f["id"] == "napi.deferral-delays")
+            .collect()
+    };
+    let found = doctor();
+    assert_eq!(found.len(), 1, "{found:#?}");
+    let evidence = found[0]["evidence"].as_str().expect("evidence");
+    assert!(
+        evidence.starts_with(
+            "2 RX queues of tb-server (rx-0..1): defer-hard-irqs 100, gro-flush-timeout 200000 ns"
+        ) && evidence.contains(
+            "busy polling off host-wide (net.core.busy_read 0, net.core.busy_poll 0; a \
+                 network namespace cannot set them)"
+        ),
+        "{evidence}"
+    );
+    assert_eq!(found[0]["severity"], "warn");
+    assert_eq!(found[0]["profile"], "latency");
+
+    let state = tempfile::tempdir().expect("state dir");
+    let state_dir = s(state.path());
+    let (code, stdout, stderr) = run(&[
+        "apply",
+        "--profile",
+        "latency",
+        "--netns",
+        bed.server(),
+        "--state-dir",
+        state_dir,
+    ]);
+    assert_eq!(code, 0, "apply: {stdout}{stderr}");
+    assert!(
+        napi_values(&inspected(bed.server(), "tb-server"))
+            .iter()
+            .all(|n| *n == (2, 20_000, 20_000_000)),
+        "the latency profile's values per NAPI"
+    );
+    assert!(doctor().is_empty(), "named after apply --profile latency");
+
+    let (code, _, stderr) = run(&["rollback", "--state-dir", state_dir]);
+    assert_eq!(code, 0, "rollback: {stderr}");
+    let back = inspected(bed.server(), "tb-server");
+    assert_eq!(back["netdev"]["napis"], scenario["netdev"]["napis"]);
+    assert_eq!(doctor().len(), 1, "named again after rollback");
+
+    let (code, _, stderr) = run(&["testbed", "down", &bed.name]);
+    assert_eq!(code, 0, "{stderr}");
+    for netns in [bed.server(), client.as_str()] {
+        assert!(
+            !std::path::Path::new(&format!("/run/netns/{netns}")).exists(),
+            "{netns} is left"
+        );
+    }
+    assert!(
+        !std::path::Path::new(&format!("/run/nettune/testbed/{}.json", bed.name)).exists(),
+        "host-wide values recorded"
     );
 }
 

@@ -5,6 +5,7 @@ mod buffers;
 mod cpu;
 mod irq;
 mod napi;
+mod napi_deferral;
 mod nic;
 mod reasons;
 mod shared;
@@ -16,6 +17,9 @@ mod steer;
 /// Thresholds other judges share (`monitor`'s live findings use doctor's
 /// numbers, so both say the same about the same rates).
 pub(crate) mod thresholds {
+    // The testbed's deferral scenario checks its timer against it.
+    #[cfg(test)]
+    pub(crate) use super::napi_deferral::LONG_DEFERRAL_TIMER_NS;
     pub(crate) use super::sockets::UDP_ERRORS_CRIT_PER_SEC;
     pub(crate) use super::softnet::{
         HOT_SHARE, LITTLE_SHARE, MIN_IDLE_OTHERS, MIN_NET_RX_PER_SEC, SATURATED_SOFTIRQ,
@@ -37,6 +41,7 @@ pub fn all(ctx: &Context, plans: &Plans) -> Vec<Finding> {
     sockets::check(ctx, plans, &mut out);
     cpu::check(ctx, plans, &mut out);
     napi::check(ctx, plans, &mut out);
+    napi_deferral::check(ctx, plans, &mut out);
     reasons::check(ctx, &mut out);
     state::check(ctx, &mut out);
     steer::check(ctx, &mut out);

@@ -5,7 +5,9 @@
 //! interrupts, and on veth, which has no hardware IRQ, it measured a little
 //! slower (bench/busy_poll.sh compares both).
 
-use super::shared::{judged_interfaces, plural, sysctl_u64};
+use super::shared::{
+    judged_interfaces, napi_queues, planned_napi_value, plural, queue_list, sysctl_u64,
+};
 use crate::base::driver::NapiKey;
 use crate::base::Probe;
 use crate::doctor::planned::Plans;
@@ -62,34 +64,14 @@ fn tuned_for_latency(ctx: &Context) -> Option<(String, Profile)> {
 /// The RX queues of `iface` whose NAPI has deferral off, with the value
 /// that keeps it off; `None` when the kernel or driver cannot tell or set.
 fn undeferred(iface: &Interface) -> Option<(Vec<u32>, Vec<String>)> {
-    let n = &iface.netdev;
-    if n.napi_set != Probe::Value(true) {
+    if iface.netdev.napi_set != Probe::Value(true) {
         return None;
     }
-    let mut queues = Vec::new();
-    let mut seen = Vec::new();
-    let mut values: Vec<String> = Vec::new();
-    for q in &iface.rx_queues {
-        let Ok(rx) = n.napi_of_rx(q.index) else {
-            continue;
-        };
-        let (Some(defer), Some(timer)) = (rx.napi.defer_hard_irqs, rx.napi.gro_flush_timeout_ns)
-        else {
-            continue;
-        };
-        if defer > 0 && timer > 0 {
-            continue;
-        }
-        queues.push(q.index);
-        if !seen.contains(&rx.napi.id) {
-            seen.push(rx.napi.id);
-            let text = format!("defer-hard-irqs {defer}, gro-flush-timeout {timer} ns");
-            if !values.contains(&text) {
-                values.push(text);
-            }
-        }
-    }
-    (!queues.is_empty()).then_some((queues, values))
+    napi_queues(
+        iface,
+        |defer, timer| defer == 0 || timer == 0,
+        |defer, timer| format!("defer-hard-irqs {defer}, gro-flush-timeout {timer} ns"),
+    )
 }
 
 pub fn check(ctx: &Context, plans: &Plans, out: &mut Vec<Finding>) {
@@ -105,13 +87,7 @@ pub fn check(ctx: &Context, plans: &Plans, out: &mut Vec<Finding>) {
             .flat_map(|&q| NapiKey::ALL.map(|key| Target::napi(&iface.name, q, key)))
             .collect();
         let planned = plans.planned(profile, &scope);
-        let value = |key: NapiKey, default: u64| {
-            planned
-                .changes
-                .iter()
-                .find(|c| matches!(c.target, Target::Napi { key: k, .. } if k == key))
-                .map_or_else(|| default.to_string(), |c| c.to.to_string())
-        };
+        let value = |key, default| planned_napi_value(&planned, key, default);
         let wanted = if profile == Profile::Http {
             HTTP_NAPI
         } else {
@@ -156,47 +132,15 @@ pub fn check(ctx: &Context, plans: &Plans, out: &mut Vec<Finding>) {
     }
 }
 
-/// `rx-0..7` or `rx-0, rx-3`.
-fn queue_list(queues: &[u32]) -> String {
-    let contiguous = queues.windows(2).all(|w| w[1] == w[0] + 1);
-    match queues {
-        [one] => format!("rx-{one}"),
-        [first, .., last] if contiguous => format!("rx-{first}..{last}"),
-        _ => queues
-            .iter()
-            .map(|q| format!("rx-{q}"))
-            .collect::<Vec<_>>()
-            .join(", "),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::base::driver::netdev::{Napi, NetdevQueue, NetdevState};
-    use crate::doctor::testkit::{set_sysctl, vm_2cpu_single_queue};
+    use crate::doctor::testkit::{one_napi, set_sysctl, vm_2cpu_single_queue};
     use crate::doctor::AppliedState;
 
     fn with_napi(defer: u32, timer: u64, napi_set: bool) -> crate::host::Host {
         let mut host = vm_2cpu_single_queue();
-        host.interfaces[0].netdev = NetdevState {
-            queues: Probe::Value(vec![NetdevQueue {
-                direction: "rx".to_string(),
-                index: 0,
-                napi_id: Some(257),
-            }]),
-            napis: Probe::Value(vec![Napi {
-                id: 257,
-                irq: Some(38),
-                thread_pid: None,
-                defer_hard_irqs: Some(defer),
-                gro_flush_timeout_ns: Some(timer),
-                irq_suspend_timeout_ns: Some(0),
-                threaded: Some(false),
-            }]),
-            qstats: Probe::NOT_SUPPORTED,
-            napi_set: Probe::Value(napi_set),
-        };
+        host.interfaces[0].netdev = one_napi(defer, timer, napi_set);
         host
     }
 
@@ -271,12 +215,5 @@ mod tests {
                 "{defer} {timer} {napi_set}"
             );
         }
-    }
-
-    #[test]
-    fn queue_lists_fold_runs() {
-        assert_eq!(queue_list(&[0, 1, 2, 3]), "rx-0..3");
-        assert_eq!(queue_list(&[2]), "rx-2");
-        assert_eq!(queue_list(&[0, 3]), "rx-0, rx-3");
     }
 }

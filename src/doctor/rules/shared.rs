@@ -247,3 +247,78 @@ impl<'a> Window<'a> {
         }
     }
 }
+
+/// The RX queues of `iface` whose NAPI reports deferral values that
+/// `pick(defer-hard-irqs, gro-flush-timeout ns)` selects, and those values
+/// as text, once per distinct pair; `None` when no queue is selected
+/// (also when the kernel reports no NAPI or no values).
+pub(super) fn napi_queues(
+    iface: &Interface,
+    pick: impl Fn(u32, u64) -> bool,
+    text: impl Fn(u32, u64) -> String,
+) -> Option<(Vec<u32>, Vec<String>)> {
+    let mut queues = Vec::new();
+    let mut seen = Vec::new();
+    let mut values: Vec<String> = Vec::new();
+    for q in &iface.rx_queues {
+        let Ok(rx) = iface.netdev.napi_of_rx(q.index) else {
+            continue;
+        };
+        let (Some(defer), Some(timer)) = (rx.napi.defer_hard_irqs, rx.napi.gro_flush_timeout_ns)
+        else {
+            continue;
+        };
+        if !pick(defer, timer) {
+            continue;
+        }
+        queues.push(q.index);
+        if !seen.contains(&rx.napi.id) {
+            seen.push(rx.napi.id);
+            let text = text(defer, timer);
+            if !values.contains(&text) {
+                values.push(text);
+            }
+        }
+    }
+    (!queues.is_empty()).then_some((queues, values))
+}
+
+/// The value `planned` sets for NAPI setting `key` (the first queue's), or
+/// `default` when the plan does not change it.
+pub(super) fn planned_napi_value(
+    planned: &crate::doctor::planned::Planned,
+    key: crate::base::driver::NapiKey,
+    default: u64,
+) -> String {
+    planned
+        .changes
+        .iter()
+        .find(|c| matches!(c.target, Target::Napi { key: k, .. } if k == key))
+        .map_or_else(|| default.to_string(), |c| c.to.to_string())
+}
+
+/// RX queues for sentences: `rx-0..7` or `rx-0, rx-3`.
+pub(super) fn queue_list(queues: &[u32]) -> String {
+    let contiguous = queues.windows(2).all(|w| w[1] == w[0] + 1);
+    match queues {
+        [one] => format!("rx-{one}"),
+        [first, .., last] if contiguous => format!("rx-{first}..{last}"),
+        _ => queues
+            .iter()
+            .map(|q| format!("rx-{q}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queue_lists_fold_runs() {
+        assert_eq!(queue_list(&[0, 1, 2, 3]), "rx-0..3");
+        assert_eq!(queue_list(&[2]), "rx-2");
+        assert_eq!(queue_list(&[0, 3]), "rx-0, rx-3");
+    }
+}
