@@ -209,7 +209,7 @@ fn a_guard_rolls_back_when_udp_drops_grow_and_restores_the_tree_byte_for_byte() 
     // 5,000 datagrams lost at full socket buffers within one interval.
     bump_udp(&snmp, &["InErrors", "RcvbufErrors"], 5_000);
     let (code, out, err) = guarded.finish(Duration::from_secs(30));
-    assert_eq!(code, Some(1), "{err}\n{out}");
+    assert_eq!(code, Some(1), "{out}\n{err}");
     let report: Value = serde_json::from_str(&out).expect("json");
     let guard = &report["guard"];
     assert_eq!(guard["result"], "rolled_back", "{guard:#}");
@@ -512,7 +512,7 @@ fn a_guard_in_a_namespace_rolls_back_when_a_flood_starts_losing_packets() {
     let restored_after = flood_start.elapsed();
     drop(flood);
     drop(sink);
-    assert_eq!(code, Some(1), "{err}\n{out}");
+    assert_eq!(code, Some(1), "{out}\n{err}");
     let report: Value = serde_json::from_str(&out).expect("json");
     let guard = &report["guard"];
     assert_eq!(guard["result"], "rolled_back", "{guard:#}");

@@ -312,7 +312,8 @@ fn io_uring_blocked_by_seccomp_is_refused_or_falls_back_to_epoll() {
             assert!(!stderr.contains("warning"), "{command}: {stderr}");
         }
         let json = &stdout[stdout.find('{').unwrap_or_else(|| panic!("{stdout}"))..];
-        let report: Value = serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {json}"));
+        let report: Value =
+            serde_json::from_str(json).unwrap_or_else(|e| panic!("{json}\nnot JSON: {e}"));
         assert_eq!(report["engine"], "epoll", "{command}: {report:#}");
     }
 }
@@ -344,7 +345,8 @@ fn auto_picks_io_uring_where_the_kernel_serves_it() {
     let (code, stdout, stderr) = sink.finish(Duration::from_secs(10));
     assert_eq!(code, Some(1), "{stderr}");
     assert!(!stderr.contains("warning"), "{stderr}");
-    let report: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    let report: Value =
+        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{stdout}\nnot JSON: {e}"));
     assert_eq!(report["engine"], "io_uring");
 }
 
@@ -401,7 +403,8 @@ fn auto_runs_the_engine_the_documented_table_names() {
         // It ran, received nothing in 0.3 s, and says so (exit 1).
         assert_eq!(code, Some(1), "{setting}: {stderr}");
         let json = &stdout[stdout.find('{').unwrap_or_else(|| panic!("{stdout}"))..];
-        let report: Value = serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {json}"));
+        let report: Value =
+            serde_json::from_str(json).unwrap_or_else(|e| panic!("{json}\nnot JSON: {e}"));
         let expected = if served { engine.as_str() } else { "epoll" };
         assert_eq!(report["engine"], expected, "{setting}: {report:#}");
         let reason = report["engine_reason"].as_str().unwrap_or_default();

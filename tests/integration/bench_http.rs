@@ -86,7 +86,8 @@ impl Server {
         };
         let mut rest = String::new();
         self.stdout.read_to_string(&mut rest).expect("stdout");
-        let report: Value = serde_json::from_str(&rest).unwrap_or_else(|e| panic!("{e}: {rest}"));
+        let report: Value =
+            serde_json::from_str(&rest).unwrap_or_else(|e| panic!("{rest}\nnot JSON: {e}"));
         // A server that answered nothing measured nothing: exit 1.
         let expected = if u(&report, "/requests") == 0 { 1 } else { 0 };
         assert_eq!(status.code(), Some(expected), "server exit {status:?}");
@@ -120,7 +121,7 @@ fn load_json(args: &[&str], limit: Duration) -> Value {
     let full = [&["bench", "http", "--json"], args].concat();
     let (code, stdout, stderr) = run_bounded(&full, limit);
     assert_eq!(code, 0, "nettune {full:?}: {stderr}\n{stdout}");
-    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{stdout}\nnot JSON: {e}"))
 }
 
 fn f(v: &Value, path: &str) -> f64 {
@@ -679,7 +680,8 @@ fn sigterm_ends_the_server_with_its_report(engine: &str) {
     assert!(status.success(), "{status:?}");
     let mut rest = String::new();
     server.stdout.read_to_string(&mut rest).expect("stdout");
-    let report: Value = serde_json::from_str(&rest).unwrap_or_else(|e| panic!("{e}: {rest}"));
+    let report: Value =
+        serde_json::from_str(&rest).unwrap_or_else(|e| panic!("{rest}\nnot JSON: {e}"));
     assert_eq!(report["ended"], "interrupted");
     assert!(u(&report, "/requests") >= u(&load, "/requests"));
 }

@@ -72,7 +72,7 @@ impl Server {
         assert_eq!(unsafe { libc::kill(self.0.pid(), libc::SIGINT) }, 0);
         let (code, rest) = self.0.finish(LIMIT);
         assert_eq!(code, Some(0), "rr-server exit: {rest}");
-        serde_json::from_str(&rest).unwrap_or_else(|e| panic!("{e}: {rest}"))
+        serde_json::from_str(&rest).unwrap_or_else(|e| panic!("{rest}\nnot JSON: {e}"))
     }
 }
 
@@ -107,7 +107,7 @@ fn client(ns: Option<&Netns>, to: &str, args: &[&str]) -> Value {
         .expect("spawn rr");
     let (code, stdout, stderr) = finish(child, LIMIT);
     assert_eq!(code, Some(0), "{all:?}: {stderr}\n{stdout}");
-    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{stdout}\nnot JSON: {e}"))
 }
 
 fn f(v: &Value, path: &str) -> f64 {
@@ -482,7 +482,8 @@ fn ctrl_c_stops_a_long_run_with_a_report(engine: &str) {
             asked.elapsed()
         );
         assert_eq!(code, Some(0), "{err}");
-        let report: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+        let report: Value =
+            serde_json::from_str(&out).unwrap_or_else(|e| panic!("{out}\nnot JSON: {e}"));
         assert_eq!(report["ended"], "interrupted");
         assert!(f(&report, "/duration_s") < 30.0, "{report:#}");
         assert!(u(&report, "/transactions") > 0, "{report:#}");

@@ -63,7 +63,8 @@ impl Server {
     /// The JSON report it prints when its one test is over.
     fn report(self) -> (Option<i32>, Value) {
         let (code, rest) = self.0.finish(LIMIT);
-        let report = serde_json::from_str(&rest).unwrap_or_else(|e| panic!("{e}: {rest}"));
+        let report =
+            serde_json::from_str(&rest).unwrap_or_else(|e| panic!("{rest}\nnot JSON: {e}"));
         (code, report)
     }
 }

@@ -7,9 +7,9 @@
 //! Traffic stays on loopback; every process is bounded in time and killed
 //! by its PID if it overruns.
 
-use std::io::Write as _;
-use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -140,19 +140,61 @@ fn free_port() -> u16 {
     listener.local_addr().expect("addr").port()
 }
 
+/// An `iperf3 -s` on loopback, once it says it listens: the child and its
+/// port. The port was free a moment before iperf3 binds it, and tests run
+/// in parallel: when another process took it first, this server exits
+/// ("Address already in use") and another port is tried. Without the
+/// listening line, a client could connect to that other process, or be
+/// refused for as long as it retries.
+fn iperf3_server() -> (Child, String) {
+    let mut failures = Vec::new();
+    for _ in 0..5 {
+        let port = free_port().to_string();
+        // --forceflush: a piped stdout would hold the listening line back.
+        let mut server = Command::new("iperf3")
+            .args(["-s", "--forceflush", "-B", "127.0.0.1", "-p", &port])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn iperf3 -s");
+        let stdout = server.stdout.take().expect("stdout");
+        let (tx, rx) = std::sync::mpsc::channel();
+        // Reads to the end, so the server never blocks on a full pipe.
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                let _ = tx.send(line);
+            }
+        });
+        let deadline = Instant::now() + LIMIT;
+        let mut seen = String::new();
+        let listening = loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(line) if line.contains("Server listening on") => break true,
+                Ok(line) => seen.push_str(&format!("{line}\n")),
+                Err(_) => break false,
+            }
+        };
+        if listening {
+            return (server, port);
+        }
+        let _ = server.kill();
+        let (_, _, err) = finish_bounded(server, LIMIT);
+        failures.push(format!("port {port}: {seen}{}", err.trim()));
+    }
+    panic!("iperf3 -s never listened:\n{}", failures.join("\n"));
+}
+
 /// `iperf3 -J` of two streams for a second against an `iperf3 -s` it
 /// starts on loopback (and kills by PID).
 fn iperf3_json() -> String {
-    let port = free_port().to_string();
-    let mut server = Command::new("iperf3")
-        .args(["-s", "-B", "127.0.0.1", "-p", &port])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn iperf3 -s");
-    // The server may not listen yet: a refused client is tried again.
+    let (mut server, port) = iperf3_server();
+    // The server listens; a run that still fails (a test iperf3 itself
+    // could not finish on a busy machine) is tried a few more times: its
+    // document is the reference here, not what is tested.
     let mut last = String::new();
-    for _ in 0..50 {
+    for _ in 0..5 {
         let child = Command::new("iperf3")
             .args(["-c", "127.0.0.1", "-p", &port, "-t", "1", "-P", "2", "-J"])
             .stdout(Stdio::piped())
@@ -160,8 +202,8 @@ fn iperf3_json() -> String {
             .spawn()
             .expect("spawn iperf3 -c");
         let (code, out, err) = finish_bounded(child, LIMIT);
-        // With -J, iperf3 3.x can exit 0 on a refused connection and put
-        // the failure in the document's "error" instead.
+        // With -J, iperf3 3.x can exit 0 on a failed test and put the
+        // failure in the document's "error" instead.
         let failed_inside = serde_json::from_str::<Value>(&out)
             .map(|doc| doc.get("error").is_some_and(|e| !e.is_null()))
             .unwrap_or(true);
@@ -207,7 +249,7 @@ fn nettune_json() -> (String, Value) {
         .spawn()
         .expect("spawn bench stream");
     let (code, out, err) = finish_bounded(child, LIMIT);
-    assert_eq!(code, Some(0), "{err}\n{out}");
+    assert_eq!(code, Some(0), "{out}\n{err}");
     let (code, rest) = server.finish(LIMIT);
     assert_eq!(code, Some(0), "{rest}");
     (out, serde_json::from_str(&rest).expect("server JSON"))

@@ -112,7 +112,7 @@ impl Drop for Running {
 pub(crate) fn json_report(running: Running, limit: Duration) -> Value {
     let (code, stdout, stderr) = running.finish(limit);
     assert_eq!(code, Some(0), "stderr: {stderr}\nstdout: {stdout}");
-    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{stdout}\nnot JSON: {e}"))
 }
 
 pub(crate) fn u(v: &Value, path: &str) -> u64 {

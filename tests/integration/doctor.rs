@@ -43,7 +43,8 @@ use crate::common::{fixture, fixture_copy, run, skip_unless_root, Netns};
 
 fn findings(args: &[&str]) -> (i32, Vec<Value>, String) {
     let (code, out, err) = run(args);
-    let json: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"));
+    let json: Value =
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{out}\n{err}\nnot JSON: {e}"));
     let list = json["findings"].as_array().expect("findings").clone();
     (code, list, err)
 }

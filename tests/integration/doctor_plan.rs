@@ -61,7 +61,7 @@ fn doctor_at(place: &[&str], path: &[&str]) -> Vec<Value> {
     args.extend_from_slice(path);
     let (code, out, err) = run(&args);
     assert!(code == 0 || code == 1, "doctor {args:?} exit {code}: {err}");
-    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{out}\nnot JSON: {e}"));
     v["findings"].as_array().expect("findings").clone()
 }
 
@@ -86,7 +86,7 @@ fn plan_changes(
     args.extend(profile_args(profile, path));
     let (code, out, err) = run(&args);
     assert_eq!(code, 0, "plan {args:?}: {err}");
-    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{out}\nnot JSON: {e}"));
     v["changes"]
         .as_array()
         .expect("changes")

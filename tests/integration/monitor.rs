@@ -459,6 +459,66 @@ fn spawn_monitor(args: &[&str]) -> Child {
         .expect("spawn nettune monitor")
 }
 
+/// A live monitor whose stdout is read as it comes, so that a test acts
+/// once the run has shown something rather than after a guessed sleep (a
+/// busy machine starts a process late).
+struct Watched {
+    child: Child,
+    out: std::sync::Arc<std::sync::Mutex<String>>,
+    reader: std::thread::JoinHandle<()>,
+}
+
+impl Watched {
+    fn start(args: &[&str]) -> Watched {
+        use std::io::Read as _;
+        let mut child = spawn_monitor(args);
+        let mut pipe = child.stdout.take().expect("stdout");
+        let out = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let sink = std::sync::Arc::clone(&out);
+        let reader = std::thread::spawn(move || {
+            let mut chunk = [0u8; 4096];
+            while let Ok(n @ 1..) = pipe.read(&mut chunk) {
+                if let Ok(mut text) = sink.lock() {
+                    text.push_str(&String::from_utf8_lossy(&chunk[..n]));
+                }
+            }
+        });
+        Watched { child, out, reader }
+    }
+
+    fn stdout(&self) -> String {
+        self.out.lock().map(|t| t.clone()).unwrap_or_default()
+    }
+
+    /// Wait (at most 20 s) until stdout so far satisfies `done`.
+    fn wait_for(&mut self, what: &str, done: impl Fn(&str) -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !done(&self.stdout()) {
+            let exited = self.child.try_wait().expect("wait");
+            if exited.is_some() || Instant::now() > deadline {
+                let _ = self.child.kill();
+                panic!(
+                    "{}\nmonitor showed no {what} (exit: {exited:?})",
+                    self.stdout()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn pid(&self) -> i32 {
+        i32::try_from(self.child.id()).expect("pid")
+    }
+
+    /// [`finish_bounded`] with the stdout read so far and to the end.
+    fn finish(self, limit: Duration) -> (Option<i32>, String, String) {
+        let (code, _, err) = finish_bounded(self.child, limit);
+        let _ = self.reader.join();
+        let out = self.out.lock().map(|t| t.clone()).unwrap_or_default();
+        (code, out, err)
+    }
+}
+
 /// Send UDP datagrams from inside `ns` to `to` for `secs`, about `pps` a
 /// second.
 fn send_udp(ns: &Netns, to: &str, secs: f64, pps: u32) {
@@ -493,7 +553,7 @@ fn watches_a_namespace_traffic_and_interfaces_that_vanish() {
     let receiver =
         ns.inside(|| std::net::UdpSocket::bind(format!("10.199.{net}.2:0")).expect("bind"));
     let to = receiver.local_addr().expect("addr").to_string();
-    let child = spawn_monitor(&[
+    let mut child = Watched::start(&[
         "--netns",
         &ns.name,
         "--json",
@@ -503,11 +563,12 @@ fn watches_a_namespace_traffic_and_interfaces_that_vanish() {
         "7",
         "--all",
     ]);
-    std::thread::sleep(Duration::from_millis(300));
+    // Its first frame: it watches b from now on.
+    child.wait_for("first frame", |out| out.contains('\n'));
     send_udp(&sender, &to, 1.5, 20_000);
     // Deleting one end of a veth pair deletes both.
     sender.ip(&["link", "del", &a]);
-    let (code, out, err) = finish_bounded(child, Duration::from_secs(20));
+    let (code, out, err) = child.finish(Duration::from_secs(20));
     assert!(matches!(code, Some(0 | 1)), "{code:?}: {err}");
     let frames = lines(&out);
     assert_eq!(frames.len(), 7, "{err}");
@@ -551,7 +612,7 @@ fn an_interface_named_with_iface_that_vanishes_is_announced() {
         return;
     }
     let (ns, a, _b) = veth_pair("mif");
-    let child = spawn_monitor(&[
+    let mut child = Watched::start(&[
         "--netns",
         &ns.name,
         "--iface",
@@ -561,9 +622,11 @@ fn an_interface_named_with_iface_that_vanishes_is_announced() {
         "--count",
         "4",
     ]);
-    std::thread::sleep(Duration::from_millis(500));
+    // Deleted after its first block (it saw the interface) and before its
+    // last.
+    child.wait_for("first block", |out| out.contains("\n\n"));
     ns.ip(&["link", "del", &a]);
-    let (code, out, err) = finish_bounded(child, Duration::from_secs(15));
+    let (code, out, err) = child.finish(Duration::from_secs(15));
     // 1 when an interval showed a finding: the live findings read host-wide
     // counters (softnet), which other tests' floods can push over doctor's
     // thresholds. A vanished interface must not make the run fail (2).
@@ -583,13 +646,15 @@ fn stops_with_a_clear_message_when_its_namespace_is_deleted() {
         return;
     }
     let ns = Netns::new("mdel");
-    let child = spawn_monitor(&["--netns", &ns.name, "--interval", "0.2"]);
-    std::thread::sleep(Duration::from_millis(600));
+    let mut child = Watched::start(&["--netns", &ns.name, "--interval", "0.2"]);
+    // Deleted once it runs inside: before, the namespace would be missing
+    // at start, another error.
+    child.wait_for("first block", |out| out.contains("\n\n"));
     sh(&["ip", "netns", "del", &ns.name]);
     let name = ns.name.clone();
     // Already deleted: nothing left for its drop to clean up.
     std::mem::forget(ns);
-    let (code, _, err) = finish_bounded(child, Duration::from_secs(10));
+    let (code, _, err) = child.finish(Duration::from_secs(10));
     assert_eq!(code, Some(2), "{err}");
     assert!(
         err.contains(&format!(
@@ -601,12 +666,12 @@ fn stops_with_a_clear_message_when_its_namespace_is_deleted() {
 
 #[test]
 fn sigterm_ends_an_open_ended_run_cleanly() {
-    let child = spawn_monitor(&["--interval", "0.2"]);
-    std::thread::sleep(Duration::from_millis(700));
-    let pid = i32::try_from(child.id()).expect("pid");
+    let mut child = Watched::start(&["--interval", "0.2"]);
+    // Two whole blocks (each ends with a blank line) before the signal.
+    child.wait_for("two blocks", |out| out.matches("\n\n").count() >= 2);
     // SAFETY: kill has no memory preconditions; the PID is our child's.
-    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
-    let (code, out, err) = finish_bounded(child, Duration::from_secs(5));
+    assert_eq!(unsafe { libc::kill(child.pid(), libc::SIGTERM) }, 0);
+    let (code, out, err) = child.finish(Duration::from_secs(5));
     assert_eq!(code, Some(0), "{err}");
     assert!(blocks(&out).len() >= 2, "{out}");
     assert!(out.ends_with("\n\n"), "a whole block last:\n{out}");

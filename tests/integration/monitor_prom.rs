@@ -92,7 +92,7 @@ impl Exporter {
     pub(crate) fn metrics(&self) -> (String, Parsed) {
         let (status, _, body) = self.get("/metrics");
         assert_eq!(status, 200, "{body}");
-        let parsed = parse(&body).unwrap_or_else(|e| panic!("{e}\n{body}"));
+        let parsed = parse(&body).unwrap_or_else(|e| panic!("{body}\n{e}"));
         (body, parsed)
     }
 
@@ -188,12 +188,67 @@ fn dechunk(mut body: &[u8]) -> Vec<u8> {
     }
 }
 
-/// A loopback port nobody listens on now.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
+/// A Go exporter-toolkit server (Prometheus, node_exporter) started on a
+/// loopback port 0, once it logs where it listens: the child, its address
+/// and its log (stderr, drained to the end so that it never blocks on a
+/// full pipe; the last 8 KiB kept). A port picked free beforehand could
+/// be taken by a parallel test before the server binds it; port 0 cannot.
+fn spawn_listening(mut cmd: Command, what: &str) -> (Child, SocketAddr, Arc<Mutex<String>>) {
+    let mut child = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{what} (Debian package): {e}"));
+    let log = Arc::new(Mutex::new(String::new()));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let pipe = child.stderr.take().expect("stderr");
+    let sink = Arc::clone(&log);
+    std::thread::spawn(move || {
+        for line in BufReader::new(pipe).lines() {
+            let Ok(line) = line else { break };
+            // `msg="Listening on" address=127.0.0.1:41055`: the bound
+            // address (an earlier line names the requested :0).
+            if line.contains("msg=\"Listening on\"") {
+                let addr = line
+                    .split_whitespace()
+                    .find_map(|w| w.strip_prefix("address="))
+                    .and_then(|a| a.parse::<SocketAddr>().ok());
+                if let Some(addr) = addr {
+                    let _ = tx.send(addr);
+                }
+            }
+            if let Ok(mut text) = sink.lock() {
+                text.push_str(&line);
+                text.push('\n');
+                let mut cut = text.len().saturating_sub(8192);
+                while !text.is_char_boundary(cut) {
+                    cut += 1;
+                }
+                text.drain(..cut);
+            }
+        }
+    });
+    match rx.recv_timeout(Duration::from_secs(60)) {
+        Ok(addr) => (child, addr, log),
+        Err(_) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            // Let the reader take the last lines.
+            std::thread::sleep(Duration::from_millis(100));
+            let text = log.lock().map(|t| t.clone()).unwrap_or_default();
+            panic!("{text}\n{what} never logged the address it listens on");
+        }
+    }
+}
+
+/// A child killed by its PID when dropped, also when a test fails first.
+struct KillOnDrop(Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 /// `promtool check metrics` on `body`: its exit code and output.
@@ -317,6 +372,7 @@ fn a_replay_serves_the_recorded_counters_and_the_findings_they_show() {
 pub(crate) struct Prometheus {
     child: Child,
     pub(crate) addr: SocketAddr,
+    log: Arc<Mutex<String>>,
     _dir: tempfile::TempDir,
 }
 
@@ -346,21 +402,18 @@ impl Prometheus {
         );
         let config_path = dir.path().join("prometheus.yml");
         std::fs::write(&config_path, config).expect("write the config");
-        let addr = SocketAddr::from(([127, 0, 0, 1], free_port()));
-        let child = Command::new("prometheus")
-            .arg(format!("--config.file={}", config_path.display()))
+        let mut cmd = Command::new("prometheus");
+        cmd.arg(format!("--config.file={}", config_path.display()))
             .arg(format!(
                 "--storage.tsdb.path={}",
                 dir.path().join("data").display()
             ))
-            .arg(format!("--web.listen-address={addr}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("prometheus (Debian package prometheus)");
-        let prometheus = Prometheus {
+            .arg("--web.listen-address=127.0.0.1:0");
+        let (child, addr, log) = spawn_listening(cmd, "prometheus");
+        let mut prometheus = Prometheus {
             child,
             addr,
+            log,
             _dir: dir,
         };
         let deadline = Instant::now() + Duration::from_secs(60);
@@ -368,10 +421,21 @@ impl Prometheus {
             if TcpStream::connect(addr).is_ok() && http_get(addr, "/-/ready").0 == 200 {
                 break;
             }
-            assert!(Instant::now() < deadline, "prometheus did not become ready");
+            let exited = prometheus.child.try_wait().expect("wait");
+            if exited.is_some() || Instant::now() > deadline {
+                panic!(
+                    "{}\nprometheus did not become ready (exit: {exited:?})",
+                    prometheus.log()
+                );
+            }
             std::thread::sleep(Duration::from_millis(200));
         }
         prometheus
+    }
+
+    /// The tail of its log.
+    fn log(&self) -> String {
+        self.log.lock().map(|t| t.clone()).unwrap_or_default()
     }
 
     /// An instant query: the `data.result` array.
@@ -574,23 +638,14 @@ fn slow_and_hostile_clients_do_not_stall_a_scrape() {
 fn node_series_match_node_exporter_on_the_same_host() {
     let _serial = measuring();
     let exporter = Exporter::start(&[]);
-    let port = free_port();
-    let mut node = Command::new("prometheus-node-exporter")
-        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("prometheus-node-exporter (Debian package)");
-    let node_addr = SocketAddr::from(([127, 0, 0, 1], port));
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while TcpStream::connect(node_addr).is_err() {
-        assert!(Instant::now() < deadline, "node_exporter did not start");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let mut cmd = Command::new("prometheus-node-exporter");
+    cmd.arg("--web.listen-address=127.0.0.1:0");
+    // It logs the address once its listener is bound: it accepts from then.
+    let (node, node_addr, _log) = spawn_listening(cmd, "prometheus-node-exporter");
+    let node = KillOnDrop(node);
     let (_, _, theirs) = http_get(node_addr, "/metrics");
     let (ours_text, ours) = exporter.metrics();
-    let _ = node.kill();
-    let _ = node.wait();
+    drop(node);
     let theirs = parse(&theirs).expect("node_exporter's exposition");
     // Every node_ family written here is node_exporter's: same type,
     // same label names. Families it does not write: those of its newer

@@ -35,8 +35,9 @@ fn web_config(pki: &Pki) -> PathBuf {
 }
 
 /// curl's answer to GET /metrics: its exit code and the HTTP status it
-/// printed (`000`: none).
-fn curl(addr: std::net::SocketAddr, pki: &Pki, extra: &[&str]) -> (i32, String) {
+/// printed (`000`: none), and curl's own message (stderr) for the
+/// assertions' text: why it failed, when it did.
+fn curl(addr: std::net::SocketAddr, pki: &Pki, extra: &[&str]) -> (i32, String, String) {
     let out = Command::new("curl")
         .args(["-sS", "--max-time", "10", "-o", "/dev/null"])
         .args(["-w", "%{http_code}", "--cacert", &pki.arg("ca.pem")])
@@ -44,10 +45,9 @@ fn curl(addr: std::net::SocketAddr, pki: &Pki, extra: &[&str]) -> (i32, String) 
         .arg(format!("https://{addr}/metrics"))
         .output()
         .expect("curl");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).trim().to_string(),
-    )
+    let status = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let why = String::from_utf8_lossy(&out.stderr).trim().to_string();
+    (out.status.code().unwrap_or(-1), status, why)
 }
 
 #[test]
@@ -80,21 +80,21 @@ fn prometheus_scrapes_over_tls_with_basic_auth_and_others_are_refused() {
         "--key",
         &pki.arg("client.key"),
     ];
-    let (code, status) = curl(exporter.addr, &pki, &[&client[..], &["-u", &me]].concat());
-    assert_eq!((code, status.as_str()), (0, "200"));
+    let (code, status, why) = curl(exporter.addr, &pki, &[&client[..], &["-u", &me]].concat());
+    assert_eq!((code, status.as_str()), (0, "200"), "{why}");
     // A wrong password, and none: 401.
     let wrong = format!("{USER}:not-{PASSWORD}");
-    let (code, status) = curl(
+    let (code, status, why) = curl(
         exporter.addr,
         &pki,
         &[&client[..], &["-u", &wrong]].concat(),
     );
-    assert_eq!((code, status.as_str()), (0, "401"));
-    let (code, status) = curl(exporter.addr, &pki, &client);
-    assert_eq!((code, status.as_str()), (0, "401"));
+    assert_eq!((code, status.as_str()), (0, "401"), "{why}");
+    let (code, status, why) = curl(exporter.addr, &pki, &client);
+    assert_eq!((code, status.as_str()), (0, "401"), "{why}");
     // No client certificate where one is required: the handshake is
     // refused, so no HTTP answer at all, not even with the password.
-    let (code, status) = curl(exporter.addr, &pki, &["-u", &me]);
+    let (code, status, _) = curl(exporter.addr, &pki, &["-u", &me]);
     assert_ne!(code, 0, "{status}");
     assert_eq!(status, "000");
     // A certificate from a CA the exporter does not trust: the same.
@@ -104,7 +104,7 @@ fn prometheus_scrapes_over_tls_with_basic_auth_and_others_are_refused() {
         "--key",
         &pki.arg("rogue.key"),
     ];
-    let (code, status) = curl(exporter.addr, &pki, &[&rogue[..], &["-u", &me]].concat());
+    let (code, status, _) = curl(exporter.addr, &pki, &[&rogue[..], &["-u", &me]].concat());
     assert_ne!(code, 0, "{status}");
     assert_eq!(status, "000");
 

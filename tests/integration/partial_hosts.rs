@@ -37,7 +37,7 @@ fn issue<'a>(host: &'a Value, section: &str) -> &'a Value {
 fn doctor(tree: &Path) -> Value {
     let (code, out, err) = run(&["doctor", "--json", "--root", s(tree)]);
     assert!(code == 0 || code == 1, "doctor exit {code}: {err}");
-    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{out}\nnot JSON: {e}"))
 }
 
 fn unjudged(report: &Value) -> Vec<String> {

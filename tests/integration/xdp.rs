@@ -172,7 +172,7 @@ fn wait_attached(ns: &Netns, iface: &str, sink: &mut Bg) -> String {
 }
 
 fn json(text: &str) -> Value {
-    serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"))
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("{text}\nnot JSON: {e}"))
 }
 
 fn count(v: &Value, path: &str) -> u64 {
@@ -266,7 +266,7 @@ fn the_flow_is_counted_exactly_and_other_traffic_still_reaches_the_stack() {
     }
 
     let (code, out, err) = sink.finish(Duration::from_secs(30));
-    assert_eq!(code, Some(0), "{err}\n{out}");
+    assert_eq!(code, Some(0), "{out}\n{err}");
     let report = json(&out);
     assert_eq!(count(&report, "/packets"), sent, "{report:#}");
     assert_eq!(count(&report, "/sequence/received"), sent);
@@ -310,7 +310,7 @@ fn a_killed_sink_leaves_its_program_to_doctor_and_rollback_removes_only_it() {
 
     // doctor finds it, inside the namespace.
     let (code, out, err) = run(state.path(), &["doctor", "--netns", &rx.name, "--json"]);
-    assert_eq!(code, 1, "{err}\n{out}");
+    assert_eq!(code, 1, "{out}\n{err}");
     let report = json(&out);
     let stale: Vec<&Value> = report["findings"]
         .as_array()
@@ -340,7 +340,7 @@ fn a_killed_sink_leaves_its_program_to_doctor_and_rollback_removes_only_it() {
         std::thread::sleep(Duration::from_millis(50));
     };
     let (code, out, err) = run(state.path(), &["rollback", &killed_state]);
-    assert_eq!(code, 0, "{err}\n{out}");
+    assert_eq!(code, 0, "{out}\n{err}");
     let text = crate::common::sh(&["ip", "-n", &rx.name, "-d", "link", "show", "dev", &b]);
     assert!(
         text.contains(&other_program),
@@ -358,7 +358,7 @@ fn a_killed_sink_leaves_its_program_to_doctor_and_rollback_removes_only_it() {
     third.signal(libc::SIGKILL);
     let _ = third.finish(Duration::from_secs(10));
     let (code, out, err) = run(state.path(), &["rollback"]);
-    assert_eq!(code, 0, "{err}\n{out}");
+    assert_eq!(code, 0, "{out}\n{err}");
     assert!(out.contains("XDP program nettune_xsk"), "{out}");
     assert_eq!(xdp_of(&rx, &b), None);
     let all = states(state.path());
@@ -635,7 +635,7 @@ fn busy_polling_is_set_on_the_socket_and_the_napi_deferral_restored_after_the_ru
     let sent = count(&json(&out), "/packets");
 
     let (code, out, err) = sink.finish(Duration::from_secs(30));
-    assert_eq!(code, Some(0), "{err}\n{out}");
+    assert_eq!(code, Some(0), "{out}\n{err}");
     let report = json(&out);
     // What the kernel holds on the socket, read back.
     assert_eq!(
@@ -723,7 +723,7 @@ fn a_killed_busy_polling_sink_leaves_its_napi_deferral_to_rollback() {
     );
 
     let (code, out, err) = run(state.path(), &["rollback"]);
-    assert_eq!(code, 0, "{err}\n{out}");
+    assert_eq!(code, 0, "{out}\n{err}");
     assert_eq!(deferral(state.path(), &rx, &b), vec![(0, 0)]);
     assert_eq!(xdp_of(&rx, &b), None);
     assert_eq!(states(state.path())[0]["status"], "rolled_back");
