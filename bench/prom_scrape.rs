@@ -169,7 +169,15 @@ fn agree(
             "node_procs_running" | "node_procs_blocked" | "node_netstat_Tcp_CurrEstab"
         ) || s.name.starts_with("node_network_up")
             || s.name.ends_with("_bytes") && !s.name.ends_with("_total");
-        let ok = gauge || (per_sec > 0.0 && diff / per_sec <= window);
+        // /proc/stat counts CPU time in USER_HZ ticks (1/100 s): two reads
+        // of an idle CPU's counter can differ by one tick while its rate
+        // over the rounds is itself one tick per second.
+        let tick = if s.name == "node_cpu_seconds_total" {
+            0.01 + 1e-9
+        } else {
+            0.0
+        };
+        let ok = gauge || diff <= tick || (per_sec > 0.0 && diff / per_sec <= window);
         if !ok {
             outside.push(format!(
                 "{key}: ours {} theirs {other} (rate {per_sec:.2}/s)",
