@@ -72,7 +72,6 @@ while time.monotonic() < end:
 
 median() { sort -g | awk '{v[NR]=$1} END {if (NR==0) print "-"; else print v[int((NR+1)/2)]}'; }
 spread() { sort -g | awk 'NR==1 {lo=$1} {hi=$1} END {if (NR==0) print "-"; else printf "%s-%s", lo, hi}'; }
-fail() { echo "$1 failed: $(cat "$2")" >&2; exit 2; }
 field() { python3 -c 'import json,sys
 d = json.load(open(sys.argv[1]))
 for k in sys.argv[2].split("."):
@@ -98,13 +97,9 @@ run() {
         ;;
     *) echo "READERS: '$reader' is not recvmmsg, af_xdp or af_xdp_busy" >&2; exit 2 ;;
     esac
-    local rx_pid=$! waited=0
+    local rx_pid=$!
     PIDS+=("$rx_pid")
-    until grep -qE 'listening on|reading' "$out.rxerr" 2>/dev/null; do
-        sleep 0.05
-        waited=$((waited + 1))
-        [ $waited -le 200 ] || fail "$reader start" "$out.rxerr"
-    done
+    xdp_wait_reader "$out.rxerr" "$reader"
     sleep 0.5 # the veth's NAPI restarts as the program attaches
     if [ "$off" -gt 0 ]; then
         chrt -f 50 taskset -c "$RECEIVER_CPU" python3 -c "$HOG" "$off" "$PERIOD_MS" \

@@ -46,7 +46,6 @@ NETTUNE=$PWD/target/release/nettune
 
 xdp_veth_up 123 7b
 
-fail() { echo "$1 failed: $(cat "$2")" >&2; exit 2; }
 
 # profile READER: one run with perf over the window; prints its table.
 profile() {
@@ -67,13 +66,9 @@ profile() {
         ;;
     *) echo "READERS: '$reader' is not recvmmsg, af_xdp or af_xdp_busy" >&2; exit 2 ;;
     esac
-    local rx_pid=$! waited=0
+    local rx_pid=$!
     PIDS+=("$rx_pid")
-    until grep -qE 'listening on|reading' "$out.rxerr" 2>/dev/null; do
-        sleep 0.05
-        waited=$((waited + 1))
-        [ $waited -le 200 ] || fail "$reader start" "$out.rxerr"
-    done
+    xdp_wait_reader "$out.rxerr" "$reader"
     sleep 0.5
     timeout "$LIMIT" ip netns exec "$NS_TX" "$NETTUNE" bench udp-flood --to 10.123.0.2:9000 \
         --flows 16 --size 32 --batch 1024 --pin "$SENDER_CPU" --duration "$DURATION" --json \

@@ -38,3 +38,17 @@ xdp_veth_up() {
     ip -n "$NS_RX" link set "$VETH_RX" up
     ip -n "$NS_TX" neigh add "10.$net.0.2" lladdr "02:00:00:$mac:00:02" dev "$VETH_TX" nud permanent
 }
+
+# A step that failed: its name and its log, exit 2.
+fail() { echo "$1 failed: $(cat "$2")" >&2; exit 2; }
+
+# Wait (up to 10 s) until the reader started in the background says on
+# stderr (FILE) that it listens or reads; else fail naming READER.
+xdp_wait_reader() { # FILE READER
+    local waited=0
+    until grep -qE 'listening on|reading' "$1" 2>/dev/null; do
+        sleep 0.05
+        waited=$((waited + 1))
+        [ $waited -le 200 ] || fail "$2 start" "$1"
+    done
+}

@@ -81,7 +81,6 @@ seconds() {
 }
 median() { sort -g | awk '{v[NR]=$1} END {if (NR==0) print "0"; else print v[int((NR+1)/2)]}'; }
 spread() { sort -g | awk 'NR==1 {lo=$1} {hi=$1} END {printf "%s-%s", lo, hi}'; }
-fail() { echo "$1 failed: $(cat "$2")" >&2; exit 2; }
 
 # run READER: one run; pools its per-second rates, CPU per packet, loss and
 # whether the TCP connection kept working.
@@ -109,13 +108,9 @@ run() {
             "$RECEIVER_CPU" "$secs" >"$out.rx" 2>"$out.rxerr" &
         ;;
     esac
-    local rx_pid=$! waited=0
+    local rx_pid=$!
     PIDS+=("$rx_pid")
-    until grep -qE 'listening on|reading' "$out.rxerr" 2>/dev/null; do
-        sleep 0.05
-        waited=$((waited + 1))
-        [ $waited -le 200 ] || fail "$reader start" "$out.rxerr"
-    done
+    xdp_wait_reader "$out.rxerr" "$reader"
     timeout "$LIMIT" ip netns exec "$NS_TX" iperf3 -c 10.79.0.2 -p 5201 -b 1M -t "$DURATION" -J \
         >"$out.tcp" 2>&1 &
     local tcp_pid=$!
