@@ -157,11 +157,18 @@ pub fn parse_all(text: &str) -> Result<(Vec<CpuTime>, SystemCounters), ParseErro
         let Some(id) = tag.strip_prefix("cpu").filter(|id| !id.is_empty()) else {
             continue;
         };
-        let cpu = id.parse::<u32>().map_err(|_| {
-            ParseError::new(format!(
-                "line {n}: 'cpu{id}' is not a CPU id (file garbled?)"
-            ))
-        })?;
+        // Bounded like every CPU id: per-CPU tables are sized by the
+        // largest id, so a garbled id must not ask for gigabytes.
+        let cpu = id
+            .parse::<u32>()
+            .ok()
+            .filter(|&c| c < crate::base::cpuset::MAX_CPUS)
+            .ok_or_else(|| {
+                ParseError::new(format!(
+                    "line {n}: 'cpu{id}' is not a CPU id below {} (file garbled?)",
+                    crate::base::cpuset::MAX_CPUS
+                ))
+            })?;
         let ticks = fields
             .map(|t| {
                 t.parse::<u64>().map_err(|_| {
@@ -354,5 +361,15 @@ ctxt 10230120
         let ids: Vec<u32> = cpus.iter().map(|c| c.cpu).collect();
         assert_eq!(ids, ints.cpus, "both list the online CPUs");
         assert!(cpus.iter().all(|c| c.idle > 0));
+    }
+
+    #[test]
+    fn a_cpu_id_beyond_what_linux_supports_is_an_error() {
+        let err = parse("cpu5 1 1 1 1\ncpu4294967295 1 1 1 1\n").unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("'cpu4294967295' is not a CPU id below 8192"),
+            "{err}"
+        );
     }
 }
