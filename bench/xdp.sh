@@ -10,6 +10,13 @@
 #             --prefer-busy-poll: the reader polls the veth's NAPI itself, with
 #             the NAPI's IRQ deferral set for the run (and restored), so the
 #             program and the copy run on the reader's CPU, not the sender's
+#   recvmmsg_deferred  the recvmmsg sink with af_xdp_busy's IRQ deferral
+#             (2 empty polls, 200 us) on the veth's NAPI, which UDP from a
+#             local socket goes through only with GRO on at the receiving
+#             end and TSO off at the sending one (veth_skb_is_eligible_for_gro);
+#             set for the run and restored. The recvmmsg sink cannot busy
+#             poll (its socket options are the AF_XDP sink's), so this is the
+#             deferral alone, without the bypass
 #   xsk_c     bench/c/xsk_rxdrop (xdpsock's rxdrop loop on libxdp's xsk API,
 #             with xdpsock's queue-wide program: every packet of the queue,
 #             TCP included, goes to the socket; only if it builds)
@@ -29,7 +36,7 @@
 # received (/usr/bin/time), median of the runs; the load average is
 # printed before and after.
 #
-# Needs root, ip, iperf3, /usr/bin/time; gcc, libxdp-dev and libbpf-dev for
+# Needs root, ip, ethtool, iperf3, /usr/bin/time; gcc, libxdp-dev and libbpf-dev for
 # the C reader. Everything it creates has a unique name and is removed on
 # exit, also on failure or Ctrl-C.
 #
@@ -53,7 +60,7 @@ xdp_bench_start "nx$$"
 echo "building nettune (release) and the C reader..." >&2
 cargo build --release --quiet
 NETTUNE=$PWD/target/release/nettune
-READERS="recvmmsg af_xdp af_xdp_generic af_xdp_busy"
+READERS="recvmmsg af_xdp af_xdp_generic af_xdp_busy recvmmsg_deferred"
 if gcc -O2 -Wall -o "$WORK/xsk_rxdrop" bench/c/xsk_rxdrop.c -lxdp -lbpf 2>"$WORK/gcc.err"; then
     READERS="$READERS xsk_c"
 else
@@ -75,6 +82,19 @@ ip netns exec "$NS_RX" iperf3 -s -p 5201 >"$WORK/iperf-server" 2>&1 &
 PIDS+=("$!")
 sleep 0.5
 
+# napi_deferral on|off: the veth NAPI the recvmmsg_deferred reader goes through (GRO on
+# at the receiving end, TSO off at the sending one) with the AF_XDP sink's
+# IRQ deferral, or the pair as created. The cleanup deletes the namespaces,
+# so an interrupted run leaves nothing either way.
+napi_deferral() {
+    local gro=off tso=on defer=0 timeout=0
+    if [ "$1" = on ]; then gro=on tso=off defer=2 timeout=200000; fi
+    ip netns exec "$NS_RX" ethtool -K "$VETH_RX" gro "$gro" >/dev/null
+    ip netns exec "$NS_TX" ethtool -K "$VETH_TX" tso "$tso" >/dev/null
+    ip netns exec "$NS_RX" sh -c "echo $defer >/sys/class/net/$VETH_RX/napi_defer_hard_irqs &&
+        echo $timeout >/sys/class/net/$VETH_RX/gro_flush_timeout"
+}
+
 # seconds FILE: the per-second "X.XXXM pps" values of seconds 2..DURATION.
 seconds() {
     grep -Eo '^ *[0-9.]+M pps' "$1" | sed -n "2,${DURATION}p" | awk '{sub("M","",$1); print $1}'
@@ -89,6 +109,12 @@ run() {
     local timed=(/usr/bin/time -f "cpu %U %S")
     case $reader in
     recvmmsg)
+        timeout "$LIMIT" ip netns exec "$NS_RX" "${timed[@]}" "$NETTUNE" bench udp-sink \
+            --bind 10.79.0.2:9000 --batch 512 --rcvbuf 33554432 --pin "$RECEIVER_CPU" \
+            --duration "$secs" >"$out.rx" 2>"$out.rxerr" &
+        ;;
+    recvmmsg_deferred)
+        napi_deferral on
         timeout "$LIMIT" ip netns exec "$NS_RX" "${timed[@]}" "$NETTUNE" bench udp-sink \
             --bind 10.79.0.2:9000 --batch 512 --rcvbuf 33554432 --pin "$RECEIVER_CPU" \
             --duration "$secs" >"$out.rx" 2>"$out.rxerr" &
@@ -125,6 +151,7 @@ sys.exit(0 if "error" not in d and d["end"]["sum_received"]["bytes"] > 0 else 1)
         tcp_ok=yes
     # A run that measured nothing exits 1 with its report; keep going.
     wait "$rx_pid" || [ $? -eq 1 ] || fail "$reader" "$out.rxerr"
+    [ "$reader" != recvmmsg_deferred ] || napi_deferral off
     local pool="$WORK/pool-$reader"
     seconds "$out.rx" | tee -a "$pool" | median >>"$pool-runs"
     local packets
@@ -159,15 +186,20 @@ for reader in $READERS; do
         "$(sort "$p-tcp" | uniq -c | tr '\n' ' ')"
 done
 pooled() { if [ -f "$WORK/pool-$1" ]; then median <"$WORK/pool-$1"; else echo 0; fi; }
-for reader in af_xdp af_xdp_generic af_xdp_busy; do
+for reader in af_xdp af_xdp_generic af_xdp_busy recvmmsg_deferred; do
     [ -f "$WORK/pool-$reader" ] && [ -f "$WORK/pool-recvmmsg" ] || continue
     label="AF_XDP sink"
     case $reader in
     af_xdp_generic) label="AF_XDP sink, generic XDP" ;;
     af_xdp_busy) label="AF_XDP sink, busy polling" ;;
+    recvmmsg_deferred) label="recvmmsg sink with the same IRQ deferral" ;;
     esac
     echo "$label / recvmmsg sink: $(ratio "$(pooled "$reader")" "$(pooled recvmmsg)")"
 done
+if [ -f "$WORK/pool-af_xdp_busy" ] && [ -f "$WORK/pool-recvmmsg_deferred" ]; then
+    echo "AF_XDP sink, busy polling / recvmmsg sink, same IRQ deferral:" \
+        "$(ratio "$(pooled af_xdp_busy)" "$(pooled recvmmsg_deferred)")"
+fi
 if [ -f "$WORK/pool-xsk_c" ] && [ -f "$WORK/pool-af_xdp" ]; then
     echo "AF_XDP sink / xsk_rxdrop (C, libxdp): $(ratio "$(pooled af_xdp)" "$(pooled xsk_c)")"
 fi
