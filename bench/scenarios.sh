@@ -262,8 +262,11 @@ print(d["server"]["netns"], d["client"]["netns"], pin(c["server"]), pin(c["clien
         [ -n "$path" ] && configs="current,$profile:$path"
         load_line
         echo "$scenario: nettune experiment run --configs '$configs' --bench '$line' ${pin_args[*]} --repeat $ROUNDS --duration $EXP_DURATION" >&2
+        # A journal directory of its own: another apply on this host (on
+        # its own testbed) holds the default one's lock while it runs.
         "$NETTUNE" experiment run --testbed "$bed" --configs "$configs" --bench "$line" "${pin_args[@]}" \
-            --repeat "$ROUNDS" --duration "$EXP_DURATION" --warmup 1s --out "$work/exp-$scenario" >"$work/exp-$scenario.log" 2>&1 \
+            --repeat "$ROUNDS" --duration "$EXP_DURATION" --warmup 1s --state-dir "$work/state-exp-$scenario" \
+            --out "$work/exp-$scenario" >"$work/exp-$scenario.log" 2>&1 \
             || { echo "scenarios.sh: experiment run failed on $scenario:" >&2; tail -5 "$work/exp-$scenario.log" >&2; exit 1; }
         exp=$(experiment_figures "$work/exp-$scenario/results.json" "$scale")
     fi

@@ -130,8 +130,8 @@ int main(int argc, char **argv) {
     if (threads < 1 || threads > MAX_THREADS || batch < 1 || batch > 1024 || size < 1)
         usage(argv[0]);
     if (segments < 1 || batch % segments != 0 || (long)segments * size > MAX_DATAGRAM) {
-        fprintf(stderr, "-g %d: BATCH (%d) must be a multiple of it, and %d x SIZE (%d) at most %d bytes\n",
-                segments, batch, segments, size, MAX_DATAGRAM);
+        fprintf(stderr, "-g %d: give a divisor of BATCH (%d) whose multiple of SIZE (%d) is at most %d bytes\n",
+                segments, batch, size, MAX_DATAGRAM);
         return 2;
     }
     if (flows < 1 || flows > MAX_FLOWS || ntohs(to.sin_port) + flows - 1 > 65535) {

@@ -248,8 +248,7 @@ fn veth_rx_packets(netns: &str) -> u64 {
 /// the scenario piles the receive work.
 #[test]
 fn the_pile_up_scenario_sends_gso_buffers_that_its_reader_takes_one_by_one() {
-    if skip_unless_root("the_pile_up_scenario_sends_gso_buffers_that_its_reader_takes_one_by_one")
-    {
+    if skip_unless_root("the_pile_up_scenario_sends_gso_buffers_that_its_reader_takes_one_by_one") {
         return;
     }
     let _serial = measuring();
