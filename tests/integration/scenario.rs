@@ -280,7 +280,6 @@ fn the_pile_up_scenario_sends_gso_buffers_that_its_reader_takes_one_by_one() {
             .and_then(Value::as_u64)
             .unwrap_or_else(|| panic!("{path} in {v:#}"))
     };
-    assert_eq!(u(&flood, "/gso_segments"), 64, "{flood:#}");
     let sent = u(&flood, "/packets");
     assert!(sent >= 64, "{flood:#}");
     // One veth packet per 64-datagram send (a few more: ARP).
@@ -288,6 +287,7 @@ fn the_pile_up_scenario_sends_gso_buffers_that_its_reader_takes_one_by_one() {
         rx * 16 <= sent,
         "the veth carried {rx} packets for {sent} datagrams: not whole GSO buffers"
     );
+    assert_eq!(flood["gso_segments"], 64, "{flood:#}");
     // The reader is plain: one datagram per packet, each read on its own.
     assert_eq!(sink["gro"], Value::Bool(false), "{sink:#}");
     let received = u(&sink, "/packets");
