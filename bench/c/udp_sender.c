@@ -1,4 +1,4 @@
-/* udp_sender [-g SEGMENTS] [-f FLOWS] [-s] ADDR:PORT THREADS BATCH SIZE CPUS DURATION_S
+/* udp_sender [-g SEGMENTS] [-f FLOWS] [-r PPS] [-s] ADDR:PORT THREADS BATCH SIZE CPUS DURATION_S
  * Each thread: FLOWS connected sockets (1 unless -f), to PORT, PORT+1, ...,
  * PORT+FLOWS-1, each with a source port of its own; sendmmsg of BATCH
  * packets of SIZE bytes on one socket after the other, as fast as it can.
@@ -9,6 +9,10 @@
  *                SEGMENTS; SEGMENTS x SIZE at most 65507 bytes, SEGMENTS at
  *                most the kernel's UDP_MAX_SEGMENTS, 64 or 128).
  *   -f FLOWS     connected sockets per thread, one destination port each.
+ *   -r PPS       at most PPS packets per second in all (split over the
+ *                threads): each call sends the whole messages due by then,
+ *                at most BATCH packets, and a thread that fell behind
+ *                catches up at most 10 ms of them.
  *   -s           start every packet with sockperf's message header (14
  *                bytes: sequence, the "client" flag, the length), so that
  *                `sockperf sr` reads the datagrams as it reads those of
@@ -32,6 +36,7 @@
 struct worker {
     struct sockaddr_in to;
     int cpu, batch, size, segments, flows, sockperf;
+    double rate; /* packets per second for this thread; 0: as fast as it can */
     struct counter *counter;
 };
 
@@ -79,8 +84,29 @@ static void *send_loop(void *arg) {
         msgs[i].msg_hdr.msg_iovlen = 1;
     }
     unsigned long long packets = 0;
+    struct timespec start;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    double skipped = 0; /* packets due but given up: a thread off its CPU */
     for (int k = 0; !atomic_load_explicit(&stop, memory_order_relaxed); k = (k + 1) % w->flows) {
-        int n = sendmmsg(fds[k], msgs, messages, 0);
+        int count = messages;
+        if (w->rate > 0) {
+            struct timespec now;
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            double due = ((now.tv_sec - start.tv_sec) + (now.tv_nsec - start.tv_nsec) / 1e9) * w->rate;
+            double owed = due - skipped - (double)packets;
+            if (owed > w->rate / 100) { /* more than 10 ms behind */
+                skipped += owed - w->rate / 100;
+                owed = w->rate / 100;
+            }
+            count = (int)(owed / w->segments);
+            if (count > messages)
+                count = messages;
+            if (count < 1) {
+                usleep(100);
+                continue;
+            }
+        }
+        int n = sendmmsg(fds[k], msgs, count, 0);
         if (n < 0 && errno == EINVAL)
             die("sendmmsg (with -g: SEGMENTS x SIZE above 65507 bytes, SEGMENTS above the "
                 "kernel's UDP_MAX_SEGMENTS, or SIZE above the path MTU)");
@@ -95,9 +121,10 @@ static void *send_loop(void *arg) {
 
 static void usage(const char *name) {
     fprintf(stderr,
-            "usage: %s [-g SEGMENTS] [-f FLOWS] [-s] ADDR:PORT THREADS BATCH SIZE CPUS DURATION\n"
+            "usage: %s [-g SEGMENTS] [-f FLOWS] [-r PPS] [-s] ADDR:PORT THREADS BATCH SIZE CPUS DURATION\n"
             "  -g SEGMENTS  UDP_SEGMENT: SEGMENTS packets per message, cut by the stack\n"
             "  -f FLOWS     sockets per thread, to ports PORT .. PORT+FLOWS-1\n"
+            "  -r PPS       at most PPS packets per second in all\n"
             "  -s           a sockperf message header in every packet (for sockperf sr)\n",
             name);
     exit(2);
@@ -105,13 +132,19 @@ static void usage(const char *name) {
 
 int main(int argc, char **argv) {
     int segments = 1, flows = 1, sockperf = 0, opt;
-    while ((opt = getopt(argc, argv, "g:f:s")) != -1) {
+    double rate = 0;
+    while ((opt = getopt(argc, argv, "g:f:r:s")) != -1) {
         switch (opt) {
         case 'g':
             segments = atoi(optarg);
             break;
         case 'f':
             flows = atoi(optarg);
+            break;
+        case 'r':
+            rate = atof(optarg);
+            if (rate < 1)
+                usage(argv[0]);
             break;
         case 's':
             sockperf = 1;
@@ -154,6 +187,7 @@ int main(int argc, char **argv) {
             .segments = segments,
             .flows = flows,
             .sockperf = sockperf,
+            .rate = rate / threads,
             .counter = &counters[i],
         };
         pthread_create(&tids[i], NULL, send_loop, &workers[i]);

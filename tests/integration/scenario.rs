@@ -208,19 +208,19 @@ fn rps_one_cpu_is_the_scenario_not_the_plain_testbed() {
 }
 
 /// The words of the command `testbed up` printed as `commands.KEY`, without
-/// the leading `nettune`, with its `--duration` set to `secs` and `extra`
-/// appended.
-fn printed(bed: &Bed, key: &str, secs: &str, extra: &[&str]) -> Vec<String> {
+/// the leading `nettune`, with each (option, value) of `set` set: the
+/// printed value replaced, or the option appended.
+fn printed(bed: &Bed, key: &str, set: &[(&str, &str)]) -> Vec<String> {
     let line = bed.up["commands"][key]
         .as_str()
         .unwrap_or_else(|| panic!("commands.{key}: {:#}", bed.up));
     let mut words: Vec<String> = line.split_whitespace().skip(1).map(String::from).collect();
-    let at = words
-        .iter()
-        .position(|w| w == "--duration")
-        .unwrap_or_else(|| panic!("no --duration in '{line}'"));
-    words[at + 1] = secs.to_string();
-    words.extend(extra.iter().map(|w| w.to_string()));
+    for (option, value) in set {
+        match words.iter().position(|w| w == option) {
+            Some(at) => words[at + 1] = value.to_string(),
+            None => words.extend([option.to_string(), value.to_string()]),
+        }
+    }
     words
 }
 
@@ -241,7 +241,7 @@ fn veth_rx_packets(netns: &str) -> u64 {
 }
 
 /// The pile-up scenario's sender costs little per packet, as a NIC does:
-/// its printed flood, run as printed (paced, shorter, with --json), hands
+/// its printed flood, run as printed (slower, shorter, with --json), hands
 /// the veth 64 packets per buffer (the server's veth counts one packet per
 /// send), and the printed sink, a plain reader without UDP GRO, takes the
 /// datagrams one by one: the buffers are cut on the receiving side, where
@@ -253,10 +253,12 @@ fn the_pile_up_scenario_sends_gso_buffers_that_its_reader_takes_one_by_one() {
     }
     let _serial = measuring();
     let bed = Bed::up("softirq-on-app-cpu");
-    let sink_args = printed(&bed, "server", "3", &["--json"]);
+    let mut sink_args = printed(&bed, "server", &[("--duration", "3")]);
+    sink_args.push("--json".to_string());
     // 64,000 packets/s: whatever this machine is doing, the reader keeps
     // up and nothing is dropped for want of CPU.
-    let flood_args = printed(&bed, "client", "1", &["--rate", "64000", "--json"]);
+    let mut flood_args = printed(&bed, "client", &[("--duration", "1"), ("--rate", "64000")]);
+    flood_args.push("--json".to_string());
     let rx_before = veth_rx_packets(bed.server());
     let sink = ServerChild::spawn_bench(nettune().args(&sink_args));
     let (code, stdout, stderr) = finish_bounded(
