@@ -15,7 +15,11 @@
 #    where PROFILE is the scenario's profile and PATH the options of its fix
 #    (--bandwidth/--rtt, --cpus: as `testbed up --json` prints the fix), and LINE is the scenario's load:
 #    `udp-flood --flows FLOWS --pin SENDER` into a sink pinned to the
-#    reader's CPU (UDP scenarios), `rr --proto tcp --pin CLIENT` into an
+#    reader's CPU (UDP scenarios; with `--gso N --rate R` where the
+#    scenario's printed flood has them: softirq-on-app-cpu's sender sends
+#    64 packets per call, so that it costs its CPU little per packet, as a
+#    NIC costs the receiving host nothing, at a fixed 900,000 packets/s, as
+#    a NIC at its line rate), `rr --proto tcp --pin CLIENT` into an
 #    rr-server pinned to the server's CPU (rr-irq-deferral: transactions
 #    per second of one TCP connection, a closed loop), or `stream` (one
 #    bulk TCP flow, unpinned). The experiment alternates the two configs
@@ -29,7 +33,12 @@
 #    runs for the whole phase: `sockperf sr` in the server namespace pinned
 #    to the scenario's reader CPU, `sockperf tp` (32-byte messages, as fast
 #    as it can, FLOWS (16) destination ports, so FLOWS flows) in the client
-#    namespace pinned to its sender CPU; the figure is the datagrams per
+#    namespace pinned to its sender CPU (sockperf cannot send with UDP GSO:
+#    where the scenario's flood has `--gso N`, bench/c/udp_sender sends
+#    instead, built here with gcc: `udp_sender -g N -r R -f FLOWS -s`, N
+#    packets of 32 bytes per send, R per second, to the same FLOWS ports,
+#    each with sockperf's message header so that sockperf sr reads them as
+#    its own, pinned to the sender CPU); the figure is the datagrams per
 #    second the reader took: the server namespace's Udp InDatagrams
 #    (/proc/net/snmp, counted when the application reads a datagram) over a
 #    WINDOW (2 s); RcvbufErrors beside it. For bulk-small-buffers, `iperf3
@@ -69,8 +78,9 @@
 # average was 1.5 or more at either end is labelled noisy: its figures are
 # not results. MODES ("experiment tools") picks the parts to run.
 #
-# Needs root (namespaces), sockperf and iperf3 (Debian packages), python3 and
-# nettune (NETTUNE, else target/release/nettune, else the one on PATH).
+# Needs root (namespaces), sockperf and iperf3 (Debian packages), gcc (for
+# a GSO scenario's sender), python3 and nettune (NETTUNE, else
+# target/release/nettune, else the one on PATH).
 # Everything it makes has a unique name and is removed on exit, also on
 # failure or Ctrl-C; it stops only the processes it started, by PID.
 # Traffic stays between the testbed's namespaces (198.18.0.0/30).
@@ -146,6 +156,11 @@ print(fmt(cells[ref]), fmt(cells[tuned]), "%.2fx" % cmp["ratio"], cmp["verdict"]
 EOF
 }
 
+# Option $1 (--gso: UDP GSO segments per send; --rate: packets per
+# second) of the scenario's flood as `testbed up` printed it ($up), or ""
+# when the flood has none.
+flood_opt() { python3 -c 'import json, re, sys; m = re.search(sys.argv[1] + r" (\d+)", json.load(sys.stdin)["commands"]["client"]); print(m.group(1) if m else "")' "$1" <<<"$up"; }
+
 # The scenario's load for nettune: "LINE" "SERVER-PIN-ARGS" "SCALE".
 load_line() {
     if [ "$kind" = rr ]; then
@@ -153,7 +168,8 @@ load_line() {
     elif [ "$reader" = - ]; then
         line="stream"; pin_args=(); scale=1000000
     else
-        line="udp-flood --flows $FLOWS --pin $sender"; pin_args=(--server-pin "$reader"); scale=1000
+        gso=$(flood_opt --gso); rate=$(flood_opt --rate)
+        line="udp-flood --flows $FLOWS --pin $sender${gso:+ --gso $gso}${rate:+ --rate $rate}"; pin_args=(--server-pin "$reader"); scale=1000
     fi
 }
 
@@ -240,6 +256,7 @@ print(d["server"]["netns"], d["client"]["netns"], pin(c["server"]), pin(c["clien
       ",".join(c["fix"].split()[6:]) or "-", kind)' <<<"$up")
     path=${path//,/ }
     [ "$path" = - ] && path=""
+    gso=$(flood_opt --gso); rate=$(flood_opt --rate)
 
     exp="- - - -"
     if [[ " $MODES " == *" experiment "* ]]; then
@@ -247,8 +264,11 @@ print(d["server"]["netns"], d["client"]["netns"], pin(c["server"]), pin(c["clien
         [ -n "$path" ] && configs="current,$profile:$path"
         load_line
         echo "$scenario: nettune experiment run --configs '$configs' --bench '$line' ${pin_args[*]} --repeat $ROUNDS --duration $EXP_DURATION" >&2
+        # A journal directory of its own: another apply on this host (on
+        # its own testbed) holds the default one's lock while it runs.
         "$NETTUNE" experiment run --testbed "$bed" --configs "$configs" --bench "$line" "${pin_args[@]}" \
-            --repeat "$ROUNDS" --duration "$EXP_DURATION" --warmup 1s --out "$work/exp-$scenario" >"$work/exp-$scenario.log" 2>&1 \
+            --repeat "$ROUNDS" --duration "$EXP_DURATION" --warmup 1s --state-dir "$work/state-exp-$scenario" \
+            --out "$work/exp-$scenario" >"$work/exp-$scenario.log" 2>&1 \
             || { echo "scenarios.sh: experiment run failed on $scenario:" >&2; tail -5 "$work/exp-$scenario.log" >&2; exit 1; }
         exp=$(experiment_figures "$work/exp-$scenario/results.json" "$scale")
     fi
@@ -271,7 +291,15 @@ print(d["server"]["netns"], d["client"]["netns"], pin(c["server"]), pin(c["clien
             ip netns exec "$server" taskset -c "$reader" sockperf sr -f "$feed" >"$work/sr.log" 2>&1 &
             pids+=($!)
             sleep 1
-            ip netns exec "$client" taskset -c "$sender" sockperf tp -f "$feed" -m 32 -t "$total" >"$work/tp.log" 2>&1 &
+            if [ -n "$gso" ]; then
+                if [ ! -x "$work/udp_sender" ]; then
+                    command -v gcc >/dev/null || { echo "scenarios.sh: gcc is missing (the GSO sender of $scenario): apt-get install gcc" >&2; exit 2; }
+                    gcc -O2 -Wall -pthread -o "$work/udp_sender" "$here/bench/c/udp_sender.c"
+                fi
+                ip netns exec "$client" "$work/udp_sender" -g "$gso" ${rate:+-r "$rate"} -f "$FLOWS" -s 198.18.0.1:11111 1 1024 32 "$sender" "$total" >"$work/tp.log" 2>&1 &
+            else
+                ip netns exec "$client" taskset -c "$sender" sockperf tp -f "$feed" -m 32 -t "$total" >"$work/tp.log" 2>&1 &
+            fi
             pids+=($!)
             sleep 2
         fi
@@ -325,8 +353,8 @@ print(d["server"]["netns"], d["client"]["netns"], pin(c["server"]), pin(c["clien
     fi
     cleanup
     # shellcheck disable=SC2086 # $exp is four words
-    summary+=("$(python3 - "$scenario" "$profile" "$reader" "$sender" "$kind" "$work/rounds" $exp <<'EOF'
-import statistics, sys
+    summary+=("$(GSO="$gso" RATE="$rate" python3 - "$scenario" "$profile" "$reader" "$sender" "$kind" "$work/rounds" $exp <<'EOF'
+import os, statistics, sys
 scenario, profile, reader, sender, kind, path, e_before, e_after, e_ratio, e_verdict = sys.argv[1:]
 rate = {"before": [], "after": []}
 errs = {"before": 0, "after": 0}
@@ -346,14 +374,16 @@ for line in open(path):
 unit, digits = {"tcp": ("Mbit/s", 1), "rr": ("k round trips/s", 2)}.get(kind, ("kpps", 0))
 fmt = lambda v, d=digits: f"{statistics.median(v):.{d}f} [{min(v):.{d}f}-{max(v):.{d}f}]" if v else "-"
 pinning = {"tcp": "unpinned", "rr": f"server CPU {reader}, client CPU {sender}"}.get(kind, f"reader CPU {reader}, sender CPU {sender}")
-tool = "iperf3" if kind == "tcp" else "sockperf"
+gso = os.environ["GSO"] if kind == "udp" else ""
+paced = f" --rate {os.environ['RATE']}" if gso and os.environ["RATE"] else ""
+tool = "iperf3" if kind == "tcp" else f"udp_sender -g {gso}{paced.replace('--rate', '-r')} -> sockperf sr" if gso else "sockperf"
 ratio = f"{statistics.median(ratios):.2f}x [{min(ratios):.2f}-{max(ratios):.2f}]" if ratios else "-"
 if kind == "rr":
     # The median round trip (us) of each state, in the drops column.
     drops = f"median RTT us {fmt(rtt['before'], 1)} / {fmt(rtt['after'], 1)}" if ratios else "-"
 else:
     drops = "-" if kind == "tcp" or not ratios else f"{errs['before']} / {errs['after']}"
-engine = {"tcp": "stream", "rr": "rr"}.get(kind, "udp-flood")
+engine = {"tcp": "stream", "rr": "rr"}.get(kind, f"udp-flood --gso {gso}{paced}" if gso else "udp-flood")
 e = lambda x: x.replace("[", " [") if x != "-" else x
 print(f"| {scenario} | {profile} | {pinning} | {unit} | {engine}: {e(e_before)} | {e(e_after)} | {e_ratio} ({e_verdict.replace('_', ' ')}) "
       f"| {tool}: {fmt(rate['before'])} | {fmt(rate['after'])} | {ratio} | {drops} |")
@@ -365,7 +395,7 @@ echo "load average at end: $load_end"
 noisy=$(awk -v a="$load_start" -v b="$load_end" 'BEGIN { print (a >= 1.5 || b >= 1.5) ? "yes" : "no" }')
 echo
 echo "experiment run: nettune's engines, median [range] of $ROUNDS runs per config, ratio of medians with the experiment's verdict"
-echo "tools: sockperf ($FLOWS flows of 32 B, kpps the reader took; TCP ping-pong, k round trips/s and median RTT) or iperf3 (one stream, Mbit/s received), median [range] of $ROUNDS alternated rounds"
+echo "tools: sockperf ($FLOWS flows of 32 B, kpps the reader took, sent by sockperf tp or, with UDP GSO, by bench/c/udp_sender; TCP ping-pong, k round trips/s and median RTT) or iperf3 (one stream, Mbit/s received), median [range] of $ROUNDS alternated rounds"
 echo
 echo "| scenario | profile | pinning | unit | experiment: before | after | after / before | tool: before | after | after / before | RcvbufErrors (or median RTT) before / after |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|"

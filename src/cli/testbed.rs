@@ -315,3 +315,38 @@ fn down(args: &DownArgs) -> anyhow::Result<Status> {
     }
     Ok(Status::Clean)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::bench::BenchCommand;
+    use crate::cli::{Cli, Command};
+    use clap::Parser as _;
+
+    /// Every command a scenario prints is one nettune accepts as printed,
+    /// and a UDP flood's options (its flows, its GSO) pass the flood's own
+    /// checks: a user pastes them.
+    #[test]
+    fn every_scenario_prints_commands_nettune_accepts() {
+        let at = scenario::Where {
+            server_netns: "ntb-x-server",
+            server_address: std::net::Ipv4Addr::new(198, 18, 0, 1),
+            client_netns: "ntb-x-client",
+            server_iface: "tb-server",
+            client_iface: "tb-client",
+        };
+        for s in scenario::ALL {
+            let c = scenario::commands(s, at);
+            for line in [&c.server, &c.client, &c.doctor, &c.fix] {
+                let cli = Cli::try_parse_from(line.split_whitespace())
+                    .unwrap_or_else(|e| panic!("{}: '{line}': {e}", s.name));
+                if let Command::Bench(BenchCommand::UdpFlood(flood)) = cli.command {
+                    flood
+                        .config()
+                        .validate()
+                        .unwrap_or_else(|e| panic!("{}: '{line}': {e:#}", s.name));
+                }
+            }
+        }
+    }
+}

@@ -29,7 +29,9 @@ pub enum Rps {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Workload {
     /// Many small UDP packets (`bench udp-flood` into `bench udp-sink`),
-    /// the reader and the sender pinned.
+    /// the reader and the sender pinned; `flood_options` are the flood's
+    /// flows and, where the sender must cost little per packet (as a NIC
+    /// does), its UDP GSO and rate.
     Udp {
         reader_cpu: u32,
         sender_cpu: u32,
@@ -123,7 +125,15 @@ pub const ALL: &[Scenario] = &[
         problem: "RPS on every RX queue of the server's veth names CPU 1, where the reader is \
                   pinned: all receive processing piles up on the reader's CPU while the \
                   sender's CPU could take half of it. RPS stands in for queue interrupts, which \
-                  a veth does not have; spreading RPS over both CPUs is the fix.",
+                  a veth does not have; spreading RPS over both CPUs is the fix. The local \
+                  sender stands in for a NIC, whose packets cost the receiving host nothing to \
+                  send: with UDP GSO (--gso 64) one send carries 64 packets, which cross the \
+                  veth as one and are cut into datagrams on the CPU that RPS picks, so CPU 0 \
+                  has room for the receive work the fix gives it (a sender paying for every \
+                  packet would keep CPU 0 busy, and the fix would only move work onto it). \
+                  Like a NIC at its line rate it sends at a fixed rate (--rate 900000), more \
+                  than one CPU takes: unpaced, it would offer so much that the receive \
+                  softirq starves the reader whichever way RPS points.",
         source: "\"SMP IRQ affinity\" (igi, 2013): softirqs piled on CPU0",
         queues: 2,
         rps: Rps::OneCpu(1),
@@ -132,7 +142,7 @@ pub const ALL: &[Scenario] = &[
         workload: Workload::Udp {
             reader_cpu: 1,
             sender_cpu: 0,
-            flood_options: "--flows 16",
+            flood_options: "--flows 16 --gso 64 --rate 900000",
         },
         finding: "rps.one-cpu",
         profile: "pps",
@@ -561,8 +571,12 @@ mod tests {
         assert_eq!(
             c.client,
             "nettune bench udp-flood --netns ntb-x-client --to 198.18.0.1:9000 --pin 0 \
-             --duration 10 --flows 16"
+             --duration 10 --flows 16 --gso 64 --rate 900000"
         );
+        // The reader is a plain recvmmsg sink: UDP GRO would hand it the
+        // sender's 64-packet sends whole and hide the per-packet receive
+        // work the scenario piles up.
+        assert!(!c.server.contains("--gro"), "{}", c.server);
         assert_eq!(c.fix, "nettune apply --profile pps --netns ntb-x-server");
         // A buffer scenario passes the path on to doctor and apply.
         let c = commands(find("bulk-small-buffers").expect("scenario"), tb);

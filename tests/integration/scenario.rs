@@ -207,6 +207,99 @@ fn rps_one_cpu_is_the_scenario_not_the_plain_testbed() {
     );
 }
 
+/// The words of the command `testbed up` printed as `commands.KEY`, without
+/// the leading `nettune`, with each (option, value) of `set` set: the
+/// printed value replaced, or the option appended.
+fn printed(bed: &Bed, key: &str, set: &[(&str, &str)]) -> Vec<String> {
+    let line = bed.up["commands"][key]
+        .as_str()
+        .unwrap_or_else(|| panic!("commands.{key}: {:#}", bed.up));
+    let mut words: Vec<String> = line.split_whitespace().skip(1).map(String::from).collect();
+    for (option, value) in set {
+        match words.iter().position(|w| w == option) {
+            Some(at) => words[at + 1] = value.to_string(),
+            None => words.extend([option.to_string(), value.to_string()]),
+        }
+    }
+    words
+}
+
+/// Packets the server's veth end has received (one per buffer it was
+/// handed, however many datagrams the buffer holds).
+fn veth_rx_packets(netns: &str) -> u64 {
+    sh(&[
+        "ip",
+        "netns",
+        "exec",
+        netns,
+        "cat",
+        "/sys/class/net/tb-server/statistics/rx_packets",
+    ])
+    .trim()
+    .parse()
+    .expect("rx_packets")
+}
+
+/// The pile-up scenario's sender costs little per packet, as a NIC does:
+/// its printed flood, run as printed (slower, shorter, with --json), hands
+/// the veth 64 packets per buffer (the server's veth counts one packet per
+/// send), and the printed sink, a plain reader without UDP GRO, takes the
+/// datagrams one by one: the buffers are cut on the receiving side, where
+/// the scenario piles the receive work.
+#[test]
+fn the_pile_up_scenario_sends_gso_buffers_that_its_reader_takes_one_by_one() {
+    if skip_unless_root("the_pile_up_scenario_sends_gso_buffers_that_its_reader_takes_one_by_one") {
+        return;
+    }
+    let _serial = measuring();
+    let bed = Bed::up("softirq-on-app-cpu");
+    let mut sink_args = printed(&bed, "server", &[("--duration", "3")]);
+    sink_args.push("--json".to_string());
+    // 64,000 packets/s: whatever this machine is doing, the reader keeps
+    // up and nothing is dropped for want of CPU.
+    let mut flood_args = printed(&bed, "client", &[("--duration", "1"), ("--rate", "64000")]);
+    flood_args.push("--json".to_string());
+    let rx_before = veth_rx_packets(bed.server());
+    let sink = ServerChild::spawn_bench(nettune().args(&sink_args));
+    let (code, stdout, stderr) = finish_bounded(
+        nettune()
+            .args(&flood_args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn the flood"),
+        Duration::from_secs(20),
+    );
+    assert_eq!(code, Some(0), "{flood_args:?}: {stderr}");
+    let flood: Value = serde_json::from_str(&stdout).expect("flood JSON");
+    let (code, stdout) = sink.finish(Duration::from_secs(20));
+    assert_eq!(code, Some(0), "{sink_args:?}");
+    let sink: Value = serde_json::from_str(&stdout).expect("sink JSON");
+    let rx = veth_rx_packets(bed.server()) - rx_before;
+
+    let u = |v: &Value, path: &str| {
+        v.pointer(path)
+            .and_then(Value::as_u64)
+            .unwrap_or_else(|| panic!("{path} in {v:#}"))
+    };
+    let sent = u(&flood, "/packets");
+    assert!(sent >= 64, "{flood:#}");
+    // One veth packet per 64-datagram send (a few more: ARP).
+    assert!(
+        rx * 16 <= sent,
+        "the veth carried {rx} packets for {sent} datagrams: not whole GSO buffers"
+    );
+    assert_eq!(flood["gso_segments"], 64, "{flood:#}");
+    // The reader is plain: one datagram per packet, each read on its own.
+    assert_eq!(sink["gro"], Value::Bool(false), "{sink:#}");
+    let received = u(&sink, "/packets");
+    assert_eq!(u(&sink, "/datagrams"), received, "{sink:#}");
+    assert!(
+        received * 2 >= sent,
+        "the reader took {received} of {sent} datagrams"
+    );
+}
+
 /// The veth end `dev` of namespace `netns` as `inspect --json` shows it.
 fn inspected(netns: &str, dev: &str) -> Value {
     let host = run_json(&["inspect", "--netns", netns, "--iface", dev, "--json"]);
