@@ -415,21 +415,29 @@ fn a_search_over_napi_tries_each_deferral_and_puts_the_scenarios_back() {
         .map(|s| s[0].as_str().expect("name"))
         .collect();
     assert_eq!(first.len(), 3, "{first:?}");
-    // The winner's plan names each NAPI by interface and RX queue.
+    // The winner's plan names each NAPI by interface and RX queue. Every
+    // choice changes the timer (200 us here) on both queues; the http
+    // profile's keeps the scenario's 100 polls, the others change them too.
     let changes: Vec<&str> = found["plan"]["changes"]
         .as_array()
         .expect("changes")
         .iter()
         .map(|c| c["target"].as_str().expect("target"))
         .collect();
-    assert_eq!(
-        changes,
-        [
-            "napi:tb-server:rx-0:defer-hard-irqs",
-            "napi:tb-server:rx-0:gro-flush-timeout",
-            "napi:tb-server:rx-1:defer-hard-irqs",
-            "napi:tb-server:rx-1:gro-flush-timeout",
-        ]
+    let timers = [
+        "napi:tb-server:rx-0:gro-flush-timeout",
+        "napi:tb-server:rx-1:gro-flush-timeout",
+    ];
+    let polls = [
+        "napi:tb-server:rx-0:defer-hard-irqs",
+        "napi:tb-server:rx-1:defer-hard-irqs",
+    ];
+    assert!(
+        timers.iter().all(|t| changes.contains(t))
+            && changes
+                .iter()
+                .all(|c| timers.contains(c) || polls.contains(c)),
+        "{changes:?}"
     );
     let back = inspected(bed.server(), "tb-server");
     assert_eq!(back["netdev"]["napis"], scenario["netdev"]["napis"]);
