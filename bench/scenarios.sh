@@ -66,7 +66,9 @@
 # over the grid's, and the ratio expected for the grid's size and ROUNDS
 # (docs/benchmarks.md gives the model). The goal: regret within 3%, in at
 # most a quarter of the grid's time. A search that finds nothing better
-# than the host as found picks the host as found.
+# than the host as found picks the host as found (the row shows the
+# rounds' winner and its confirmation's verdict beside it); below ROUNDS=3
+# the confirmation gives no verdict, so every search picks it.
 #
 # The load average at the start and the end is printed; a run whose load
 # average was 1.5 or more at either end is labelled noisy: its figures are
@@ -163,6 +165,7 @@ load_line() {
 now() { date +%s.%N; }
 
 if [ "$SEARCH" = 1 ]; then
+    [ "$ROUNDS" -ge 3 ] || echo "scenarios.sh: ROUNDS=$ROUNDS: below 3 repeats the confirmation gives no verdict, so every search picks the host as found" >&2
     rows=()
     for scenario in $SCENARIOS; do
         bed="ntb-scb$$"
@@ -202,8 +205,16 @@ medians = {c["config"]: c["summary"]["median"] for c in g["cells"]}
 best = max(medians, key=medians.get)
 found = s["search"]
 better = found["comparison"]["verdict"] == "better"
-pick = "+".join(re.sub(r"\([^)]*\)", "", found["winner_name"]).split()) if better else "current"
+winner = "+".join(re.sub(r"\([^)]*\)", "", found["winner_name"]).split())
+pick = winner if better else "current"
 regret = (medians[best] - medians[pick]) / medians[best] * 100 if pick in medians else float("nan")
+# Not better: the host as found is the pick; the winner of the rounds and
+# its confirmation's verdict beside it (below 3 repeats there is none).
+if not better:
+    verdict = found["comparison"]["verdict"].replace("_", " ")
+    pick_text = f"current {medians.get('current', float('nan')) / scale:.1f} (rounds' winner {winner} {medians.get(winner, float('nan')) / scale:.1f}: {verdict})"
+else:
+    pick_text = f"{pick} {medians.get(pick, float('nan')) / scale:.1f}"
 ratio = (float(t1) - float(t0)) / (float(t3) - float(t2))
 # The ratio the schedule predicts (docs/benchmarks.md): per run its warm-up
 # (a short run's share of it) and 0.15 s of applying, rolling back and
@@ -219,7 +230,7 @@ while True:
     if n <= 1:
         break
 expected = (rounds + 2 * repeat * run(dur)) / (len(medians) * repeat * run(dur))
-print(f"| {scenario} | {len(medians)} | {best} {medians[best] / scale:.1f} | {pick} {medians.get(pick, float('nan')) / scale:.1f} "
+print(f"| {scenario} | {len(medians)} | {best} {medians[best] / scale:.1f} | {pick_text} "
       f"| {regret:.1f} | {float(t1) - float(t0):.0f} s / {float(t3) - float(t2):.0f} s = {ratio:.2f} | {expected:.2f} |")
 EOF
 )")
