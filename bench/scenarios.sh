@@ -235,6 +235,11 @@ print(f"| {scenario} | {len(medians)} | {best} {medians[best] / scale:.1f} | {pi
 EOF
 )")
     done
+    # KEEP=DIR: keep each search's JSON and log and each grid's result
+    # directory (report.md, report.html) there.
+    if [ -n "${KEEP:-}" ]; then
+        mkdir -p "$KEEP" && cp -r "$work"/search-* "$work"/grid-* "$KEEP"/
+    fi
     load_end=$(load)
     echo "load average at end: $load_end"
     echo
