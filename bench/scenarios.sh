@@ -61,18 +61,23 @@
 #
 # --search: instead of the above, the search's regret per scenario. On
 # the scenario's testbed, `nettune experiment search --space SEARCH_SPACE
-# (rps,xps) --bench LINE --repeat ROUNDS --duration EXP_DURATION` runs
+# (rps,xps,napi) --bench LINE --repeat ROUNDS --duration EXP_DURATION` runs
 # first (timed); then the exhaustive grid over the same space: `experiment
 # run` with every candidate the search listed (the host as found first,
-# each as the settings it names: rps=app+xps=off, ...) at the same
-# --repeat, --duration and --warmup (timed). Reported per scenario: the
-# grid's best config and median, the search's pick and its median in the
-# grid, the regret (how far the pick's grid median is below the best, %),
-# and the search's wall time over the grid's. The goal: regret within 3%,
-# in at most a quarter of the grid's time. A search that finds nothing
-# better than the host as found picks the host as found. rr-irq-deferral
-# is skipped there, with a line saying so: the search's dimensions (rps,
-# rfs, xps) do not include the per-NAPI settings its problem is about.
+# each as the settings it names: rps=app+xps=off+napi=latency, ...) at the
+# same --repeat, --duration and --warmup (timed). A dimension the scenario
+# lacks is skipped by the search and so absent from the grid: the UDP and
+# bulk scenarios' veths have no NAPI (GRO off), so napi counts only on
+# rr-irq-deferral (4 RPS x 2 XPS x 4 NAPI choices = 32 configurations; 8
+# and 4 on the others). Reported per scenario: the grid's best config and
+# median, the search's pick and its median in the grid, the regret (how
+# far the pick's grid median is below the best, %), the search's wall time
+# over the grid's, and the ratio expected for the grid's size and ROUNDS
+# (docs/benchmarks.md gives the model). The goal: regret within 3%, in at
+# most a quarter of the grid's time. A search that finds nothing better
+# than the host as found picks the host as found (the row shows the
+# rounds' winner and its confirmation's verdict beside it); below ROUNDS=3
+# the confirmation gives no verdict, so every search picks it.
 #
 # The load average at the start and the end is printed; a run whose load
 # average was 1.5 or more at either end is labelled noisy: its figures are
@@ -92,7 +97,7 @@ case "${1:-}" in
     "") ;;
     *) echo "usage: bench/scenarios.sh [--search]" >&2; exit 2 ;;
 esac
-SEARCH_SPACE=${SEARCH_SPACE:-rps,xps}
+SEARCH_SPACE=${SEARCH_SPACE:-rps,xps,napi}
 # ALLOW_HOST=1: the search and the grid may change host-wide values
 # (rps_sock_flow_entries, which SEARCH_SPACE=rps,rfs,xps needs), journaled
 # and restored.
@@ -176,20 +181,16 @@ load_line() {
 now() { date +%s.%N; }
 
 if [ "$SEARCH" = 1 ]; then
+    [ "$ROUNDS" -ge 3 ] || echo "scenarios.sh: ROUNDS=$ROUNDS: below 3 repeats the confirmation gives no verdict, so every search picks the host as found" >&2
     rows=()
     for scenario in $SCENARIOS; do
-        if [ "$scenario" = rr-irq-deferral ]; then
-            echo "$scenario: skipped: the search space ($SEARCH_SPACE) has no per-NAPI settings (defer-hard-irqs, gro-flush-timeout), the only thing its problem is about" >&2
-            continue
-        fi
         bed="ntb-scb$$"
         up=$("$NETTUNE" testbed up --name "$bed" --scenario "$scenario" --json)
-        kind=other
-        read -r reader sender < <(python3 -c '
+        read -r reader sender kind < <(python3 -c '
 import json, re, sys
 c = json.load(sys.stdin)["commands"]
 pin = lambda s: (re.search(r"--pin (\d+)", s) or re.search("()", "")).group(1) or "-"
-print(pin(c["server"]), pin(c["client"]))' <<<"$up")
+print(pin(c["server"]), pin(c["client"]), "rr" if " rr-server " in c["server"] else "other")' <<<"$up")
         load_line
         echo "$scenario: nettune experiment search --space $SEARCH_SPACE --bench '$line' ${pin_args[*]} --repeat $ROUNDS --duration $EXP_DURATION" >&2
         t0=$(now)
@@ -220,21 +221,48 @@ medians = {c["config"]: c["summary"]["median"] for c in g["cells"]}
 best = max(medians, key=medians.get)
 found = s["search"]
 better = found["comparison"]["verdict"] == "better"
-pick = "+".join(re.sub(r"\([^)]*\)", "", found["winner_name"]).split()) if better else "current"
+winner = "+".join(re.sub(r"\([^)]*\)", "", found["winner_name"]).split())
+pick = winner if better else "current"
 regret = (medians[best] - medians[pick]) / medians[best] * 100 if pick in medians else float("nan")
+# Not better: the host as found is the pick; the winner of the rounds and
+# its confirmation's verdict beside it (below 3 repeats there is none).
+if not better:
+    verdict = found["comparison"]["verdict"].replace("_", " ")
+    pick_text = f"current {medians.get('current', float('nan')) / scale:.1f} (rounds' winner {winner} {medians.get(winner, float('nan')) / scale:.1f}: {verdict})"
+else:
+    pick_text = f"{pick} {medians.get(pick, float('nan')) / scale:.1f}"
 ratio = (float(t1) - float(t0)) / (float(t3) - float(t2))
-print(f"| {scenario} | {len(medians)} | {best} {medians[best] / scale:.1f} | {pick} {medians.get(pick, float('nan')) / scale:.1f} "
-      f"| {regret:.1f} | {float(t1) - float(t0):.0f} s / {float(t3) - float(t2):.0f} s = {ratio:.2f} |")
+# The ratio the schedule predicts (docs/benchmarks.md): per run its warm-up
+# (a short run's share of it) and 0.15 s of applying, rolling back and
+# starting the server; the rounds keep a third, their runs double from
+# --min-duration (1 s) up to --duration; then --repeat pairs at --duration.
+settings = g["settings"]
+repeat, dur, warm = settings["repeat"], settings["duration_s"], settings["warmup_s"]
+run = lambda d: d + warm * min(d / dur, 1.0) + 0.15
+n, d, rounds = len(medians) - 1, min(1.0, dur), 0.0
+while True:
+    rounds += (n + 1) * run(d)
+    n, d = -(-n // 3), min(2 * d, dur)
+    if n <= 1:
+        break
+expected = (rounds + 2 * repeat * run(dur)) / (len(medians) * repeat * run(dur))
+print(f"| {scenario} | {len(medians)} | {best} {medians[best] / scale:.1f} | {pick_text} "
+      f"| {regret:.1f} | {float(t1) - float(t0):.0f} s / {float(t3) - float(t2):.0f} s = {ratio:.2f} | {expected:.2f} |")
 EOF
 )")
     done
+    # KEEP=DIR: keep each search's JSON and log and each grid's result
+    # directory (report.md, report.html) there.
+    if [ -n "${KEEP:-}" ]; then
+        mkdir -p "$KEEP" && cp -r "$work"/search-* "$work"/grid-* "$KEEP"/
+    fi
     load_end=$(load)
     echo "load average at end: $load_end"
     echo
-    echo "search regret: SEARCH_SPACE=$SEARCH_SPACE, $ROUNDS repeats of $EXP_DURATION, medians in kpps (udp-flood) or Mbit/s (stream)"
+    echo "search regret: SEARCH_SPACE=$SEARCH_SPACE, $ROUNDS repeats of $EXP_DURATION, medians in kpps (udp-flood), k transactions/s (rr) or Mbit/s (stream)"
     echo
-    echo "| scenario | grid configs | grid best | search pick (its grid median) | regret % | time: search / grid |"
-    echo "|---|---|---|---|---|---|"
+    echo "| scenario | grid configs | grid best | search pick (its grid median) | regret % | time: search / grid | expected |"
+    echo "|---|---|---|---|---|---|---|"
     printf '%s\n' "${rows[@]}"
     if awk -v a="$load_start" -v b="$load_end" 'BEGIN { exit !(a >= 1.5 || b >= 1.5) }'; then
         echo

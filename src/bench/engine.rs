@@ -161,6 +161,9 @@ pub trait Load: Config + Debug + Send + Sync {
     /// The engine's own warm-up before it measures; `None`: it has none
     /// (a discarded run stands in).
     fn warmup(&self) -> Option<Duration>;
+    /// Change the engine's own warm-up. An engine without one (`warmup`
+    /// is `None`) keeps this default, which ignores it.
+    fn set_warmup(&mut self, _warmup: Duration) {}
     /// The CPUs the client's threads are pinned to (empty: not pinned).
     fn pin(&self) -> &[u32];
     /// The parameters of the server side this client loads with

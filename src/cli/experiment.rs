@@ -45,8 +45,9 @@ pub enum ExperimentCommand {
     /// Example: nettune experiment compare exp1 exp2
     Compare(CompareArgs),
     /// Find the best configuration by measurement: candidate plans over RPS,
-    /// RFS, XPS, IRQ affinity and coalescing, measured by successive
-    /// halving; the winner is written as a plan for `apply --plan FILE`.
+    /// RFS, XPS, IRQ affinity, coalescing and per-NAPI IRQ deferral,
+    /// measured by successive halving; the winner is written as a plan for
+    /// `apply --plan FILE`.
     ///
     /// Examples:
     ///   nettune experiment search --testbed --bench 'udp-flood --flows 16' --server-pin 1 --out plan.json
@@ -73,7 +74,8 @@ pub struct RunArgs {
     /// (the host as found), a profile (pps, latency, throughput, http,
     /// baseline) with plan flags after a colon (`throughput:--rtt=50ms`),
     /// a saved plan file, or settings as the search names them, joined by
-    /// `+` (`rps=all`, `rps=app+rfs=on`, `xps=per-queue`, `irq=spread`).
+    /// `+` (`rps=all`, `rps=app+rfs=on`, `xps=per-queue`, `irq=spread`,
+    /// `napi=latency`).
     #[arg(long, value_name = "LIST", required = true)]
     pub configs: Vec<String>,
     /// A `nettune bench` client command line without its target

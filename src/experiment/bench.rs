@@ -89,6 +89,19 @@ impl Bench {
         b
     }
 
+    /// The same bench measuring for `duration` after `share` (0 to 1) of
+    /// its warm-up, the engine's own or the discarded run: the search's
+    /// short runs warm up in proportion to their length.
+    pub fn with_run(&self, duration: Duration, share: f64) -> Bench {
+        let mut b = self.with_duration(duration);
+        let share = share.clamp(0.0, 1.0);
+        if let Some(own) = b.client.warmup() {
+            b.client.set_warmup(own.mul_f64(share));
+        }
+        b.udp_warmup = b.udp_warmup.mul_f64(share);
+        b
+    }
+
     /// The CPUs the client's threads are pinned to (empty: not pinned).
     pub fn client_pin(&self) -> &[u32] {
         self.client.pin()
@@ -443,5 +456,42 @@ mod tests {
         assert_eq!(outcome.lost, None);
         assert_eq!(outcome.server_report["heard"], 5);
         assert_eq!(outcome.client_report["knocks"], 5);
+    }
+
+    /// The search's short runs: measured for their length after their
+    /// share of the warm-up; a full-length run keeps all of it.
+    #[test]
+    fn a_short_run_warms_up_for_its_share() {
+        use crate::bench::rr::{ClientConfig, Proto};
+        let mut rr = ClientConfig::new(
+            SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0),
+            Proto::Tcp,
+        );
+        rr.duration = Duration::from_secs(4);
+        rr.warmup = Duration::from_secs(1);
+        let bench = Bench {
+            name: "rr --proto tcp".to_string(),
+            client: Box::new(rr),
+            udp_warmup: Duration::ZERO,
+        };
+        let short = bench.with_run(Duration::from_secs(1), 0.25);
+        assert_eq!(short.client.duration(), Duration::from_secs(1));
+        assert_eq!(short.client.warmup(), Some(Duration::from_millis(250)));
+        assert_eq!(short.own_time(), Duration::from_millis(1250));
+        let full = bench.with_run(Duration::from_secs(4), 1.0);
+        assert_eq!(full, bench);
+        // A flood has no warm-up of its own: its discarded run is shortened.
+        let flood = Bench {
+            name: "knock".to_string(),
+            client: Box::new(KnockConfig {
+                knocks: 1,
+                duration: Duration::from_secs(4),
+            }),
+            udp_warmup: Duration::from_secs(1),
+        };
+        assert_eq!(
+            flood.with_run(Duration::from_secs(2), 0.5).udp_warmup,
+            Duration::from_millis(500)
+        );
     }
 }

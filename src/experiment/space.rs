@@ -1,16 +1,19 @@
 //! The candidates an `experiment search` measures: the dimensions a target
-//! can change (RPS, RFS, XPS, IRQ layouts, coalescing), the plans they
+//! can change (RPS, RFS, XPS, IRQ layouts, coalescing, per-NAPI IRQ
+//! deferral), the plans they
 //! make, and settings given by name (`rps=all+rfs=on`). The tuner applies
 //! them; the search ranks them.
 
 use serde::{Deserialize, Serialize};
 
 use crate::base::cpuset::{format_list, format_mask};
-use crate::base::driver::DriverSetting;
+use crate::base::driver::netdev::Napi;
+use crate::base::driver::{DriverSetting, NapiKey};
 use crate::base::Probe;
 use crate::host::{Host, Interface};
 use crate::plan::compare::same_value;
 use crate::plan::target::{RxFile, TxFile};
+use crate::plan::values::{NapiValues, HTTP_NAPI, LATENCY_NAPI};
 use crate::plan::{Change, Plan, Target, Value, KERNEL_GROUP};
 
 /// What the search may change.
@@ -22,15 +25,17 @@ pub enum Dimension {
     Xps,
     Irq,
     Coalesce,
+    Napi,
 }
 
 impl Dimension {
-    pub const ALL: [Dimension; 5] = [
+    pub const ALL: [Dimension; 6] = [
         Dimension::Rps,
         Dimension::Rfs,
         Dimension::Xps,
         Dimension::Irq,
         Dimension::Coalesce,
+        Dimension::Napi,
     ];
 
     pub fn name(self) -> &'static str {
@@ -40,6 +45,16 @@ impl Dimension {
             Dimension::Xps => "xps",
             Dimension::Irq => "irq",
             Dimension::Coalesce => "coalesce",
+            Dimension::Napi => "napi",
+        }
+    }
+
+    /// Every dimension's name, for messages: `rps, rfs, ... or napi`.
+    pub fn names() -> String {
+        let all: Vec<&str> = Dimension::ALL.iter().map(|d| d.name()).collect();
+        match all.split_last() {
+            Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+            _ => all.join(""),
         }
     }
 
@@ -49,7 +64,8 @@ impl Dimension {
             .find(|d| d.name() == text.trim())
             .ok_or_else(|| {
                 anyhow::anyhow!(
-                    "--space: unknown dimension '{text}'; give rps, rfs, xps, irq, coalesce"
+                    "--space: unknown dimension '{text}'; give {}",
+                    Dimension::names()
                 )
             })
     }
@@ -151,6 +167,7 @@ fn dimension_choices(
         Dimension::Xps => xps_dimension(host, ifaces),
         Dimension::Irq => irq_dimension(host, ifaces, space, notes),
         Dimension::Coalesce => coalesce_dimension(ifaces, notes),
+        Dimension::Napi => napi_dimension(ifaces, notes),
     });
     choices
 }
@@ -426,6 +443,96 @@ fn coalesce_dimension(ifaces: &[&Interface], notes: &mut Vec<String>) -> Vec<Cho
     choices
 }
 
+/// Per-NAPI IRQ deferral (defer-hard-irqs with gro-flush-timeout, netdev
+/// napi-set, Linux 6.13): the latency profile's short deferral, the http
+/// profile's batching one, or none; each NAPI once, through the first RX
+/// queue it serves (as the profiles write it). IRQ suspension is left as
+/// found: it engages only for applications that ask for it. None when no
+/// RX queue of the interfaces has a NAPI whose settings the kernel reports
+/// and takes (veth without GRO or XDP, a kernel before 6.13).
+fn napi_dimension(ifaces: &[&Interface], notes: &mut Vec<String>) -> Vec<Choice> {
+    const KEYS: [NapiKey; 2] = [NapiKey::DeferHardIrqs, NapiKey::GroFlushTimeout];
+    let mut napis: Vec<(&Interface, u32, &Napi)> = Vec::new();
+    let mut why: Option<String> = None;
+    for iface in ifaces {
+        if let Some(reason) = crate::plan::no_napi_set(&iface.netdev) {
+            why.get_or_insert_with(|| reason.to_string());
+            continue;
+        }
+        let mut seen = Vec::new();
+        for q in &iface.rx_queues {
+            match iface.netdev.napi_of_rx(q.index) {
+                Ok(rx) if KEYS.iter().all(|k| k.value_in(rx.napi).is_none()) => {
+                    why.get_or_insert_with(|| {
+                        "this kernel does not report the NAPI settings (Linux 6.13+)".to_string()
+                    });
+                }
+                Ok(rx) if !seen.contains(&rx.napi.id) => {
+                    seen.push(rx.napi.id);
+                    napis.push((*iface, q.index, rx.napi));
+                }
+                Ok(_) => {}
+                Err(no) => {
+                    why.get_or_insert_with(|| no.reason(&iface.name, q.index));
+                }
+            }
+        }
+    }
+    if napis.is_empty() {
+        notes.push(format!(
+            "napi: skipped: {} ha{} no NAPI whose settings can be changed: {}",
+            names(ifaces),
+            if ifaces.len() == 1 { "s" } else { "ve" },
+            why.unwrap_or_else(|| "no RX queue".to_string())
+        ));
+        return Vec::new();
+    }
+    let off = NapiValues {
+        defer_hard_irqs: 0,
+        gro_flush_timeout_ns: 0,
+        ..LATENCY_NAPI
+    };
+    let mut choices = Vec::new();
+    for (label, v, what) in [
+        (
+            "napi=latency",
+            LATENCY_NAPI,
+            "as the latency profile sets it",
+        ),
+        ("napi=http", HTTP_NAPI, "as the http profile sets it"),
+        ("napi=off", off, "off"),
+    ] {
+        let reason = format!(
+            "IRQ deferral {what}: defer-hard-irqs {}, gro-flush-timeout {} us",
+            v.defer_hard_irqs,
+            v.gro_flush_timeout_ns / 1000
+        );
+        let mut changes = Vec::new();
+        for (iface, queue, napi) in &napis {
+            for (key, to) in KEYS
+                .into_iter()
+                .zip([v.defer_hard_irqs, v.gro_flush_timeout_ns])
+            {
+                let Some(current) = key.value_in(napi) else {
+                    continue;
+                };
+                changes.extend(change(
+                    &iface.name,
+                    Target::napi(&iface.name, *queue, key),
+                    &current.to_string(),
+                    Value::number(to),
+                    &reason,
+                ));
+            }
+        }
+        choices.push(Choice {
+            label: label.to_string(),
+            changes,
+        });
+    }
+    choices
+}
+
 fn names(ifaces: &[&Interface]) -> String {
     ifaces
         .iter()
@@ -506,7 +613,8 @@ pub fn parse_settings(text: &str) -> anyhow::Result<Vec<(Dimension, String)>> {
         })?;
         let d = Dimension::parse(key).map_err(|_| {
             anyhow::anyhow!(
-                "config '{text}': unknown setting '{key}'; give rps, rfs, xps, irq or coalesce"
+                "config '{text}': unknown setting '{key}'; give {}",
+                Dimension::names()
             )
         })?;
         if out.iter().any(|(x, _)| *x == d) {
@@ -590,6 +698,150 @@ mod tests {
     #[test]
     fn dimensions_parse_by_name() {
         assert_eq!(Dimension::parse("rps").expect("rps"), Dimension::Rps);
-        assert!(Dimension::parse("rss").is_err());
+        assert_eq!(Dimension::parse("napi").expect("napi"), Dimension::Napi);
+        let err = Dimension::parse("rss").expect_err("no such dimension");
+        assert!(
+            err.to_string()
+                .ends_with("give rps, rfs, xps, irq, coalesce or napi"),
+            "{err}"
+        );
+        assert_eq!(
+            parse_settings("rps=all+napi=latency").expect("settings"),
+            [
+                (Dimension::Rps, "all".to_string()),
+                (Dimension::Napi, "latency".to_string())
+            ]
+        );
+    }
+
+    fn fixture(name: &str) -> Host {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/hosts")
+            .join(name);
+        let all = crate::host::Selection {
+            all: true,
+            iface: None,
+        };
+        crate::gather::read_target(Some(&dir), None, &all).expect("fixture host")
+    }
+
+    fn space(dimensions: &[Dimension], iface: &str) -> Space {
+        Space {
+            dimensions: dimensions.to_vec(),
+            ifaces: vec![iface.to_string()],
+            app_cpus: vec![1],
+            allow_host: false,
+            in_namespace: false,
+            host_rfs_table: None,
+            max_candidates: 32,
+        }
+    }
+
+    fn changes(plan: &Plan) -> Vec<(String, String, String)> {
+        plan.changes
+            .iter()
+            .map(|c| (c.target.to_string(), c.from.clone(), c.to.to_string()))
+            .collect()
+    }
+
+    /// The changes of eth0's rx-0 NAPI: defer-hard-irqs and
+    /// gro-flush-timeout, each (from, to).
+    fn eth0_napi(defer: (u64, u64), timer: (u64, u64)) -> Vec<(String, String, String)> {
+        [("defer-hard-irqs", defer), ("gro-flush-timeout", timer)]
+            .into_iter()
+            .map(|(key, (from, to))| {
+                (
+                    format!("napi:eth0:rx-0:{key}"),
+                    from.to_string(),
+                    to.to_string(),
+                )
+            })
+            .collect()
+    }
+
+    /// eth0 of the 2-CPU VM fixture: one RX queue served by NAPI 257, on a
+    /// kernel with napi-set.
+    #[test]
+    fn napi_offers_the_profiles_deferrals_and_off_per_napi() {
+        let mut host = fixture("vm-2cpu-virtio");
+        let napi_space = space(&[Dimension::Napi], "eth0");
+        // Deferral off as found: `napi=off` is the host as found.
+        let (found, notes) = candidates(&host, &napi_space).expect("candidates");
+        assert!(notes.is_empty(), "{notes:?}");
+        let names: Vec<&str> = found.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["current", "napi=latency", "napi=http"]);
+        assert_eq!(changes(&found[1].plan), eth0_napi((0, 2), (0, 20_000)));
+        assert_eq!(changes(&found[2].plan), eth0_napi((0, 100), (0, 50_000)));
+        assert!(found[1].plan.changes[0]
+            .reason
+            .contains("IRQ deferral as the latency profile sets it: defer-hard-irqs 2, gro-flush-timeout 20 us"));
+
+        // Deferral set for throughput (as the rr-irq-deferral scenario
+        // sets it): every choice changes it.
+        let eth0 = host
+            .interfaces
+            .iter_mut()
+            .find(|i| i.name == "eth0")
+            .expect("eth0");
+        let Probe::Value(napis) = &mut eth0.netdev.napis else {
+            panic!("the fixture has NAPIs");
+        };
+        napis[0].defer_hard_irqs = Some(100);
+        napis[0].gro_flush_timeout_ns = Some(200_000);
+        let (found, _) = candidates(&host, &napi_space).expect("candidates");
+        let names: Vec<&str> = found.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["current", "napi=latency", "napi=http", "napi=off"]);
+        let off = settings_plan(&host, &napi_space, &[(Dimension::Napi, "off".to_string())])
+            .expect("napi=off");
+        assert_eq!(changes(&off), eth0_napi((100, 0), (200_000, 0)));
+        let err = settings_plan(&host, &napi_space, &[(Dimension::Napi, "fast".to_string())])
+            .expect_err("no such choice");
+        assert_eq!(
+            err.to_string(),
+            "napi=fast is not possible here; napi takes latency, http, off"
+        );
+
+        // With RPS: every RPS choice with every deferral (RPS off as found
+        // collapses into the host as found: 4 RPS choices x 4 deferrals).
+        let (found, _) = candidates(&host, &space(&[Dimension::Rps, Dimension::Napi], "eth0"))
+            .expect("rps,napi");
+        assert_eq!(
+            found.len(),
+            16,
+            "{:?}",
+            found.iter().map(|c| &c.name).collect::<Vec<_>>()
+        );
+        assert!(found.iter().any(|c| c.name == "rps=all napi=off"));
+    }
+
+    #[test]
+    fn napi_is_skipped_with_the_reason_where_no_napi_can_be_changed() {
+        // No netdev netlink family.
+        let host = fixture("two-socket-nic-node1");
+        let (found, notes) =
+            candidates(&host, &space(&[Dimension::Rps, Dimension::Napi], "ens1f0"))
+                .expect("rps,napi");
+        assert_eq!(
+            notes,
+            [
+                "napi: skipped: ens1f0 has no NAPI whose settings can be changed: this kernel has \
+              no netdev netlink family (napi-set: Linux 6.13+)"
+            ]
+        );
+        assert!(found.len() > 1);
+        assert!(found.iter().all(|c| !c.name.contains("napi")), "{found:?}");
+
+        // napi-set, but no NAPI on the device (loopback; veth without GRO).
+        let host = fixture("vm-2cpu-virtio");
+        let lo = space(&[Dimension::Napi], "lo");
+        let (found, notes) = candidates(&host, &lo).expect("napi on lo");
+        assert_eq!(found.len(), 1);
+        assert!(
+            notes[0].starts_with("napi: skipped: lo has no NAPI whose settings can be changed: lo has no NAPI instance now"),
+            "{notes:?}"
+        );
+        let err = settings_plan(&host, &lo, &[(Dimension::Napi, "latency".to_string())])
+            .expect_err("nothing to set");
+        assert!(err.to_string().starts_with("napi: skipped"), "{err}");
     }
 }

@@ -39,6 +39,7 @@ use crate::host::{Host, Interface};
 
 pub use change::{Change, HostWide, Plan, SiteRef, Skipped, KERNEL_GROUP};
 pub use drift::Drift;
+pub use napi::no_napi_set;
 pub use profile::{PlanOptions, Profile};
 pub use target::Target;
 pub use value::{Typed, Value};

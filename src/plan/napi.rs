@@ -16,7 +16,7 @@ use super::target::Target;
 use super::value::Value;
 use super::values::{HTTP_NAPI, LATENCY_NAPI};
 use crate::base::driver::netdev::NoNapi;
-use crate::base::driver::NapiKey;
+use crate::base::driver::{NapiKey, NetdevState};
 use crate::base::{Missing, Probe};
 use crate::host::Interface;
 
@@ -73,6 +73,21 @@ fn wanted(profile: Profile) -> Vec<(NapiKey, u64, String)> {
     ]
 }
 
+/// Why the per-NAPI settings of an interface with netdev state `n` cannot
+/// be changed here; `None` when the kernel takes napi-set.
+pub fn no_napi_set(n: &NetdevState) -> Option<&'static str> {
+    match &n.napi_set {
+        Probe::Value(true) => None,
+        Probe::Value(false) => Some("this kernel has no netdev napi-set (Linux 6.13+)"),
+        Probe::Missing(Missing::NotSupported) => {
+            Some("this kernel has no netdev netlink family (napi-set: Linux 6.13+)")
+        }
+        Probe::Missing(Missing::Unknown) => {
+            Some("unknown: no netdev netlink data (a capture without it, or the query failed)")
+        }
+    }
+}
+
 pub(super) fn plan_napi(d: &mut Draft, iface: &Interface, opts: &PlanOptions) {
     let wanted = wanted(opts.profile);
     let Some(first) = iface.rx_queues.first().map(|q| q.index) else {
@@ -98,27 +113,8 @@ pub(super) fn plan_napi(d: &mut Draft, iface: &Interface, opts: &PlanOptions) {
             ),
         );
     };
-    match &n.napi_set {
-        Probe::Value(true) => {}
-        Probe::Value(false) => {
-            return skip_all(
-                d,
-                "this kernel has no netdev napi-set (Linux 6.13+)".to_string(),
-            )
-        }
-        Probe::Missing(Missing::NotSupported) => {
-            return skip_all(
-                d,
-                "this kernel has no netdev netlink family (napi-set: Linux 6.13+)".to_string(),
-            )
-        }
-        Probe::Missing(Missing::Unknown) => {
-            return skip_all(
-                d,
-                "unknown: no netdev netlink data (a capture without it, or the query failed)"
-                    .to_string(),
-            )
-        }
+    if let Some(why) = no_napi_set(n) {
+        return skip_all(d, why.to_string());
     }
     let mut seen = Vec::new();
     for queue in iface.rx_queues.iter().map(|q| q.index) {

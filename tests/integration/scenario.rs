@@ -443,6 +443,99 @@ fn the_deferral_scenario_has_napi_and_the_latency_profile_shortens_its_timer() {
     );
 }
 
+/// `experiment search --space napi` on the deferral scenario: the three
+/// per-NAPI deferrals besides the host as found are its candidates, each
+/// measured with the values written per NAPI, and the scenario's values
+/// are back when the search ends. Which one wins is a measurement
+/// (bench/scenarios.sh --search), not asserted here.
+#[test]
+fn a_search_over_napi_tries_each_deferral_and_puts_the_scenarios_back() {
+    if skip_unless_root("a_search_over_napi_tries_each_deferral_and_puts_the_scenarios_back") {
+        return;
+    }
+    let _guard = measuring();
+    let bed = Bed::up("rr-irq-deferral");
+    let scenario = inspected(bed.server(), "tb-server");
+    let work = tempfile::tempdir().expect("tempdir");
+    let child = nettune()
+        .args([
+            "experiment",
+            "search",
+            "--testbed",
+            &bed.name,
+            "--space",
+            "napi",
+            "--bench",
+            "rr --proto tcp --pin 1",
+            "--server-pin",
+            "0",
+            "--repeat",
+            "2",
+            "--min-duration",
+            "0.5s",
+            "--duration",
+            "1s",
+            "--warmup",
+            "0.2s",
+            "--seed",
+            "7",
+            "--state-dir",
+            s(work.path()),
+            "--json",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("experiment search");
+    let (code, stdout, stderr) = finish_bounded(child, Duration::from_secs(120));
+    // 0: a plan measured better; 1: none did. Either way it searched.
+    assert!(
+        code == Some(0) || code == Some(1),
+        "exit {code:?}: {stderr}"
+    );
+    let found: Value = serde_json::from_str(&stdout).expect("search JSON");
+    assert_eq!(
+        found["candidates"],
+        serde_json::json!(["current", "napi=latency", "napi=http", "napi=off"]),
+        "{stderr}"
+    );
+    assert_eq!(found["skipped"], serde_json::json!([]));
+    // The first round measured every candidate.
+    let first: Vec<&str> = found["search"]["rounds"][0]["scores"]
+        .as_array()
+        .expect("scores")
+        .iter()
+        .map(|s| s[0].as_str().expect("name"))
+        .collect();
+    assert_eq!(first.len(), 3, "{first:?}");
+    // The winner's plan names each NAPI by interface and RX queue. Every
+    // choice changes the timer (200 us here) on both queues; the http
+    // profile's keeps the scenario's 100 polls, the others change them too.
+    let changes: Vec<&str> = found["plan"]["changes"]
+        .as_array()
+        .expect("changes")
+        .iter()
+        .map(|c| c["target"].as_str().expect("target"))
+        .collect();
+    let timers = [
+        "napi:tb-server:rx-0:gro-flush-timeout",
+        "napi:tb-server:rx-1:gro-flush-timeout",
+    ];
+    let polls = [
+        "napi:tb-server:rx-0:defer-hard-irqs",
+        "napi:tb-server:rx-1:defer-hard-irqs",
+    ];
+    assert!(
+        timers.iter().all(|t| changes.contains(t))
+            && changes
+                .iter()
+                .all(|c| timers.contains(c) || polls.contains(c)),
+        "{changes:?}"
+    );
+    let back = inspected(bed.server(), "tb-server");
+    assert_eq!(back["netdev"]["napis"], scenario["netdev"]["napis"]);
+}
+
 /// Run `f` on a thread inside named network namespace `netns`.
 fn in_netns<T: Send>(netns: &str, f: impl FnOnce() -> T + Send) -> T {
     let path = format!("/run/netns/{netns}");

@@ -85,6 +85,9 @@ impl Load for LoadConfig {
     fn warmup(&self) -> Option<Duration> {
         Some(self.warmup)
     }
+    fn set_warmup(&mut self, warmup: Duration) {
+        self.warmup = warmup;
+    }
     fn pin(&self) -> &[u32] {
         &self.pin
     }

@@ -101,6 +101,9 @@ impl Load for ClientConfig {
     fn warmup(&self) -> Option<Duration> {
         Some(self.warmup)
     }
+    fn set_warmup(&mut self, warmup: Duration) {
+        self.warmup = warmup;
+    }
     fn pin(&self) -> &[u32] {
         &self.pin
     }

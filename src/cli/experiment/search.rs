@@ -21,22 +21,25 @@ pub struct SearchArgs {
     /// target, as for `experiment run`).
     #[arg(long = "bench", value_name = "BENCH")]
     pub bench: String,
-    /// Dimensions to search, comma separated: rps, rfs, xps, irq, coalesce.
-    /// Default: every one the target can change.
+    /// Dimensions to search, comma separated: rps, rfs, xps, irq, coalesce,
+    /// napi (per-NAPI IRQ deferral: the latency profile's, the http
+    /// profile's, or off; Linux 6.13+). Default: every one the target can
+    /// change.
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub space: Vec<String>,
     /// Also search host-wide values (net.core.rps_sock_flow_entries for
     /// RFS), journaled and restored like every change.
     #[arg(long)]
     pub allow_host: bool,
-    /// Runs of the first round (every candidate); each later round doubles
-    /// it, up to --duration.
+    /// Runs of the first round (every candidate); each later round keeps
+    /// the best third and doubles it, up to --duration.
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = crate::cli::bench::duration)]
     pub min_duration: Duration,
     /// The longest runs: the last rounds and the confirmation.
     #[arg(long, value_name = "DURATION", default_value = "4s", value_parser = crate::cli::bench::duration)]
     pub duration: Duration,
-    /// Warm-up before each run.
+    /// Warm-up before each run at --duration; a shorter run of the rounds
+    /// warms up for its share of it (a 1s run of a 4s search: a quarter).
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = crate::base::units::parse_duration_or_zero)]
     pub warmup: Duration,
     /// Runs of the winner and of the host as found that confirm the result.
@@ -201,6 +204,7 @@ fn search_here(
         bench,
         sides: &place.sides,
         stop: &stop,
+        full: args.duration,
         retried: Vec::new(),
     };
     let schedule = Schedule {
