@@ -13,7 +13,6 @@ pub enum TestbedCommand {
     /// multi-queue veth pair (tb-server 198.18.0.1/30, tb-client
     /// 198.18.0.2/30; 198.18.0.0/15 is reserved for benchmarking, RFC 2544).
     ///
-    /// Examples:
     /// With --scenario, the testbed has one of the receive problems the
     /// tuning profiles fix (`nettune testbed scenarios` lists them), and
     /// the commands that show, judge and fix it are printed.
