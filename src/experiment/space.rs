@@ -459,21 +459,17 @@ fn napi_dimension(ifaces: &[&Interface], notes: &mut Vec<String>) -> Vec<Choice>
             why.get_or_insert_with(|| reason.to_string());
             continue;
         }
-        let mut seen = Vec::new();
-        for q in &iface.rx_queues {
-            match iface.netdev.napi_of_rx(q.index) {
-                Ok(rx) if KEYS.iter().all(|k| k.value_in(rx.napi).is_none()) => {
+        let queues = iface.rx_queues.iter().map(|q| q.index);
+        for (queue, napi) in iface.netdev.first_rx_of_each_napi(queues) {
+            match napi {
+                Ok(napi) if KEYS.iter().all(|k| k.value_in(napi).is_none()) => {
                     why.get_or_insert_with(|| {
                         "this kernel does not report the NAPI settings (Linux 6.13+)".to_string()
                     });
                 }
-                Ok(rx) if !seen.contains(&rx.napi.id) => {
-                    seen.push(rx.napi.id);
-                    napis.push((*iface, q.index, rx.napi));
-                }
-                Ok(_) => {}
+                Ok(napi) => napis.push((*iface, queue, napi)),
                 Err(no) => {
-                    why.get_or_insert_with(|| no.reason(&iface.name, q.index));
+                    why.get_or_insert_with(|| no.reason(&iface.name, queue));
                 }
             }
         }

@@ -116,10 +116,9 @@ pub(super) fn plan_napi(d: &mut Draft, iface: &Interface, opts: &PlanOptions) {
     if let Some(why) = no_napi_set(n) {
         return skip_all(d, why.to_string());
     }
-    let mut seen = Vec::new();
-    for queue in iface.rx_queues.iter().map(|q| q.index) {
-        let napi = match n.napi_of_rx(queue) {
-            Ok(rx) => rx.napi,
+    for (queue, napi) in n.first_rx_of_each_napi(iface.rx_queues.iter().map(|q| q.index)) {
+        let napi = match napi {
+            Ok(napi) => napi,
             // The whole device: say it once.
             Err(why @ (NoNapi::NoneNow | NoNapi::NotLinked | NoNapi::Unknown(_))) => {
                 return skip_all(d, why.reason(group, queue));
@@ -135,11 +134,6 @@ pub(super) fn plan_napi(d: &mut Draft, iface: &Interface, opts: &PlanOptions) {
                 continue;
             }
         };
-        // Queues that share a NAPI change it once, through the first.
-        if seen.contains(&napi.id) {
-            continue;
-        }
-        seen.push(napi.id);
         for (key, value, reason) in &wanted {
             let target = Target::napi(group, queue, *key);
             match key.value_in(napi) {

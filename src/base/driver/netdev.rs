@@ -68,6 +68,28 @@ pub struct NetdevState {
 }
 
 impl NetdevState {
+    /// Each of `queues` (RX queue indexes) with its NAPI or why it has
+    /// none, leaving out a queue whose NAPI an earlier one already serves:
+    /// a NAPI is changed once, through the first RX queue it serves.
+    pub fn first_rx_of_each_napi(
+        &self,
+        queues: impl IntoIterator<Item = u32>,
+    ) -> Vec<(u32, Result<&Napi, NoNapi>)> {
+        let mut seen = Vec::new();
+        let mut out = Vec::new();
+        for queue in queues {
+            match self.napi_of_rx(queue) {
+                Ok(rx) if seen.contains(&rx.napi.id) => {}
+                Ok(rx) => {
+                    seen.push(rx.napi.id);
+                    out.push((queue, Ok(rx.napi)));
+                }
+                Err(no) => out.push((queue, Err(no))),
+            }
+        }
+        out
+    }
+
     /// The NAPI serving RX queue `queue`, or why there is none.
     ///
     /// Drivers that link queues to NAPIs (`netif_queue_set_napi`: mlx5,
