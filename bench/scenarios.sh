@@ -61,15 +61,19 @@
 #
 # --search: instead of the above, the search's regret per scenario. On
 # the scenario's testbed, `nettune experiment search --space SEARCH_SPACE
-# (rps,xps,napi) --bench LINE --repeat ROUNDS --duration EXP_DURATION` runs
-# first (timed); then the exhaustive grid over the same space: `experiment
-# run` with every candidate the search listed (the host as found first,
-# each as the settings it names: rps=app+xps=off+napi=latency, ...) at the
-# same --repeat, --duration and --warmup (timed). A dimension the scenario
-# lacks is skipped by the search and so absent from the grid: the UDP and
-# bulk scenarios' veths have no NAPI (GRO off), so napi counts only on
-# rr-irq-deferral (4 RPS x 2 XPS x 4 NAPI choices = 32 configurations; 8
-# and 4 on the others). Reported per scenario: the grid's best config and
+# (rps,xps,napi,buffers) --bench LINE --repeat ROUNDS --duration
+# EXP_DURATION` runs first (timed); then the exhaustive grid over the same
+# space: `experiment run` with every candidate the search listed (the host
+# as found first, each as the settings it names:
+# rps=app+xps=off+napi=latency, ...) at the same --repeat, --duration and
+# --warmup (timed). A dimension the scenario lacks is skipped by the search
+# and so absent from the grid: the UDP and bulk scenarios' veths have no
+# NAPI (GRO off), so napi counts only on rr-irq-deferral; buffers only on
+# bulk-small-buffers (the others' TCP maxima already hold the throughput
+# profile's sizes within the host's caps). So 32 configurations on
+# rr-irq-deferral (4 RPS x 2 XPS x 4 NAPI choices), 8 on each of the others
+# (bulk-small-buffers: 2 RPS x 2 XPS x the buffers as found or as the
+# throughput profile sizes them). Reported per scenario: the grid's best config and
 # median, the search's pick and its median in the grid, the regret (how
 # far the pick's grid median is below the best, %), the search's wall time
 # over the grid's, and the ratio expected for the grid's size and ROUNDS
@@ -97,7 +101,7 @@ case "${1:-}" in
     "") ;;
     *) echo "usage: bench/scenarios.sh [--search]" >&2; exit 2 ;;
 esac
-SEARCH_SPACE=${SEARCH_SPACE:-rps,xps,napi}
+SEARCH_SPACE=${SEARCH_SPACE:-rps,xps,napi,buffers}
 # ALLOW_HOST=1: the search and the grid may change host-wide values
 # (rps_sock_flow_entries, which SEARCH_SPACE=rps,rfs,xps needs), journaled
 # and restored.

@@ -51,11 +51,11 @@ pub struct DoctorArgs {
     /// Path bandwidth for the buffer check, in tc units: 10gbit, 100mbit, or
     /// 2.5G as iperf3 reads it (kbps/mbps/gbps are BYTES per second, as in
     /// tc); 1mbit to 10tbit. Needs --rtt.
-    #[arg(long, value_name = "RATE", requires = "rtt", allow_hyphen_values = true, value_parser = rate)]
+    #[arg(long, value_name = "RATE", requires = "rtt", allow_hyphen_values = true, value_parser = crate::cli::plan::bandwidth_arg)]
     pub bandwidth: Option<u64>,
 
     /// Round-trip time of the path: 50ms, 100us, 0.2s (1us to 10s).
-    #[arg(long, value_name = "TIME", allow_hyphen_values = true, value_parser = time)]
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true, value_parser = crate::cli::plan::rtt_arg)]
     pub rtt: Option<Duration>,
 
     /// Judge a captured tree (from `nettune capture`) instead of this host.
@@ -96,16 +96,6 @@ fn interval(text: &str) -> Result<f64, String> {
              {MAX_INTERVAL_SECS}; e.g. --interval 2, or 0 to judge totals since boot"
         )),
     }
-}
-
-fn rate(text: &str) -> Result<u64, String> {
-    let (lo, hi) = crate::cli::plan::BANDWIDTH_RANGE;
-    crate::base::units::parse_rate_within(text, lo, hi).map_err(|e| format!("{e:#}"))
-}
-
-fn time(text: &str) -> Result<Duration, String> {
-    let (lo, hi) = crate::cli::plan::RTT_RANGE;
-    crate::base::units::parse_time_within(text, lo, hi).map_err(|e| format!("{e:#}"))
 }
 
 /// Run `nettune doctor`.

@@ -45,13 +45,14 @@ pub enum ExperimentCommand {
     /// Example: nettune experiment compare exp1 exp2
     Compare(CompareArgs),
     /// Find the best configuration by measurement: candidate plans over RPS,
-    /// RFS, XPS, IRQ affinity, coalescing and per-NAPI IRQ deferral,
-    /// measured by successive halving; the winner is written as a plan for
-    /// `apply --plan FILE`.
+    /// RFS, XPS, IRQ affinity, coalescing, per-NAPI IRQ deferral and TCP
+    /// socket buffers, measured by successive halving; the winner is
+    /// written as a plan for `apply --plan FILE`.
     ///
     /// Examples:
     ///   nettune experiment search --testbed --bench 'udp-flood --flows 16' --server-pin 1 --out plan.json
     ///   nettune experiment search --testbed lab --space rps,rfs --bench 'rr --proto udp' --out plan.json
+    ///   nettune experiment search --testbed lab --space rps,buffers --bandwidth 50mbit --rtt 30ms --bench stream --out plan.json
     #[command(verbatim_doc_comment)]
     Search(search::SearchArgs),
     /// Write report.md, the charts and report.html again from a result
@@ -75,7 +76,8 @@ pub struct RunArgs {
     /// baseline) with plan flags after a colon (`throughput:--rtt=50ms`),
     /// a saved plan file, or settings as the search names them, joined by
     /// `+` (`rps=all`, `rps=app+rfs=on`, `xps=per-queue`, `irq=spread`,
-    /// `napi=latency`).
+    /// `napi=latency`, `buffers=throughput`: the throughput profile's
+    /// buffers for the link's speed and 100 ms).
     #[arg(long, value_name = "LIST", required = true)]
     pub configs: Vec<String>,
     /// A `nettune bench` client command line without its target

@@ -24,6 +24,18 @@ pub const RTT_RANGE: (Duration, Duration) = (Duration::from_micros(1), Duration:
 /// `--streams`.
 pub const MAX_STREAMS: u32 = 1024;
 
+/// `--bandwidth` where it is parsed as it is typed (doctor, experiment
+/// search): a rate within [`BANDWIDTH_RANGE`], bits per second.
+pub fn bandwidth_arg(text: &str) -> Result<u64, String> {
+    let (lo, hi) = BANDWIDTH_RANGE;
+    parse_rate_within(text, lo, hi).map_err(|e| format!("{e:#}"))
+}
+
+/// `--rtt` where it is parsed as it is typed: a time within [`RTT_RANGE`].
+pub fn rtt_arg(text: &str) -> Result<Duration, String> {
+    parse_time_within(text, RTT_RANGE.0, RTT_RANGE.1).map_err(|e| format!("{e:#}"))
+}
+
 /// What to tune and for what: shared by `plan` and `apply`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct TuneArgs {

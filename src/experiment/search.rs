@@ -6,10 +6,11 @@
 //! (off, all CPUs, the NIC's node, the application's CPUs, all but the
 //! application's), RFS (off, on), XPS (off, one CPU per queue), IRQ
 //! layouts (spread, onto the application's CPUs, away from them),
-//! coalescing (0, 50 us, adaptive) and per-NAPI IRQ deferral (the latency
-//! profile's, the http profile's, off). Dimensions the target lacks (IRQs
-//! and coalescing on veth, NAPIs on a veth without GRO) are skipped and
-//! said so; host-wide values
+//! coalescing (0, 50 us, adaptive), per-NAPI IRQ deferral (the latency
+//! profile's, the http profile's, off) and TCP socket buffers (the
+//! throughput profile's for the path). Dimensions the target lacks (IRQs
+//! and coalescing on veth, NAPIs on a veth without GRO, buffers that
+//! already hold the profile's) are skipped and said so; host-wide values
 //! (`net.core.rps_sock_flow_entries`) only with `allow_host`.
 //!
 //! They are measured by successive halving with a third kept (η = 3, as

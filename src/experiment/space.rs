@@ -1,8 +1,7 @@
 //! The candidates an `experiment search` measures: the dimensions a target
 //! can change (RPS, RFS, XPS, IRQ layouts, coalescing, per-NAPI IRQ
-//! deferral), the plans they
-//! make, and settings given by name (`rps=all+rfs=on`). The tuner applies
-//! them; the search ranks them.
+//! deferral, socket buffers), the plans they make, and settings given by
+//! name (`rps=all+rfs=on`). The tuner applies them; the search ranks them.
 
 use serde::{Deserialize, Serialize};
 
@@ -14,7 +13,7 @@ use crate::host::{Host, Interface};
 use crate::plan::compare::same_value;
 use crate::plan::target::{RxFile, TxFile};
 use crate::plan::values::{NapiValues, HTTP_NAPI, LATENCY_NAPI};
-use crate::plan::{Change, Plan, Target, Value, KERNEL_GROUP};
+use crate::plan::{Change, Plan, PlanOptions, Profile, Target, Value, KERNEL_GROUP};
 
 /// What the search may change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -26,16 +25,18 @@ pub enum Dimension {
     Irq,
     Coalesce,
     Napi,
+    Buffers,
 }
 
 impl Dimension {
-    pub const ALL: [Dimension; 6] = [
+    pub const ALL: [Dimension; 7] = [
         Dimension::Rps,
         Dimension::Rfs,
         Dimension::Xps,
         Dimension::Irq,
         Dimension::Coalesce,
         Dimension::Napi,
+        Dimension::Buffers,
     ];
 
     pub fn name(self) -> &'static str {
@@ -46,6 +47,7 @@ impl Dimension {
             Dimension::Irq => "irq",
             Dimension::Coalesce => "coalesce",
             Dimension::Napi => "napi",
+            Dimension::Buffers => "buffers",
         }
     }
 
@@ -95,6 +97,11 @@ pub struct Space {
     pub host_rfs_table: Option<String>,
     /// At most this many candidates (besides the baseline).
     pub max_candidates: usize,
+    /// The path the buffers dimension sizes socket buffers for, as
+    /// `--bandwidth` (bits/s) and `--rtt` (us) of the throughput profile;
+    /// `None`: its defaults (the fastest link, 100 ms).
+    pub bandwidth_bits: Option<u64>,
+    pub rtt_us: Option<u64>,
 }
 
 /// The sysctls that exist only in the host's network namespace: a
@@ -168,6 +175,7 @@ fn dimension_choices(
         Dimension::Irq => irq_dimension(host, ifaces, space, notes),
         Dimension::Coalesce => coalesce_dimension(ifaces, notes),
         Dimension::Napi => napi_dimension(ifaces, notes),
+        Dimension::Buffers => buffers_dimension(host, ifaces, space, notes),
     });
     choices
 }
@@ -529,6 +537,89 @@ fn napi_dimension(ifaces: &[&Interface], notes: &mut Vec<String>) -> Vec<Choice>
     choices
 }
 
+/// Socket buffers as the throughput profile sizes them for the path
+/// (bandwidth x RTT rounded up to a tier: fasterdata's host tuning), the
+/// same values `plan --profile throughput` writes; none where that changes
+/// nothing here. Inside a network namespace only the TCP maxima
+/// (net.ipv4.tcp_rmem, tcp_wmem) are its own: the socket caps
+/// (net.core.rmem_max, wmem_max) are the host's, left as they are, and the
+/// maxima kept within them, as the profile's plan does.
+fn buffers_dimension(
+    host: &Host,
+    ifaces: &[&Interface],
+    space: &Space,
+    notes: &mut Vec<String>,
+) -> Vec<Choice> {
+    let opts = PlanOptions {
+        ifaces: ifaces.iter().map(|i| i.name.clone()).collect(),
+        bandwidth_bits: space.bandwidth_bits,
+        rtt_us: space.rtt_us,
+        ..PlanOptions::new(Profile::Throughput)
+    };
+    let plan = match crate::plan::throughput_buffers(host, &opts) {
+        Ok(plan) => plan,
+        Err(e) => {
+            notes.push(format!("buffers: skipped: {}", crate::error::message(&e)));
+            return Vec::new();
+        }
+    };
+    let caps: Vec<&str> = plan
+        .host_wide
+        .iter()
+        .filter_map(|h| h.target.sysctl_name())
+        .collect();
+    // In a namespace: the caps the profile would raise, which only the host
+    // can.
+    let host_caps = (!caps.is_empty()).then(|| {
+        format!(
+            "the host's socket caps ({}), which {} cannot raise",
+            caps.join(", "),
+            host.netns_text()
+        )
+    });
+    if plan.changes.is_empty() {
+        // Why nothing can be written: a value that cannot be read or does
+        // not exist here, else the values already hold the profile's.
+        let why = plan
+            .skipped
+            .iter()
+            .find(|s| !plan.host_wide.iter().any(|h| h.target == s.target))
+            .map(|s| s.reason.clone())
+            .unwrap_or_else(|| {
+                let within = host_caps
+                    .as_ref()
+                    .map(|caps| format!(" within {caps}"))
+                    .unwrap_or_default();
+                format!(
+                    "net.ipv4.tcp_rmem and tcp_wmem already hold the throughput profile's \
+                     maxima{within}"
+                )
+            });
+        notes.push(format!("buffers: skipped: {why}"));
+        return Vec::new();
+    }
+    if let Some(caps) = host_caps {
+        notes.push(format!(
+            "buffers: {caps}, are left alone: the TCP maxima are kept within them"
+        ));
+    }
+    let changes = plan
+        .changes
+        .into_iter()
+        .map(|c| Change {
+            reason: format!(
+                "experiment search: buffers as the throughput profile sizes them: {}",
+                c.reason
+            ),
+            ..c
+        })
+        .collect();
+    vec![Choice {
+        label: "buffers=throughput".to_string(),
+        changes,
+    }]
+}
+
 fn names(ifaces: &[&Interface]) -> String {
     ifaces
         .iter()
@@ -638,7 +729,9 @@ pub fn settings_plan(
             .iter()
             .find(|c| c.label == label || c.label.starts_with(&format!("{label}(")))
         else {
-            if let Some(why) = notes.first() {
+            // A dimension skipped here says why; a note beside choices
+            // (buffers kept within the host's caps) is no reason.
+            if let (Some(why), 1) = (notes.first(), choices.len()) {
                 anyhow::bail!("{why}");
             }
             let offered: Vec<&str> = choices
@@ -698,7 +791,7 @@ mod tests {
         let err = Dimension::parse("rss").expect_err("no such dimension");
         assert!(
             err.to_string()
-                .ends_with("give rps, rfs, xps, irq, coalesce or napi"),
+                .ends_with("give rps, rfs, xps, irq, coalesce, napi or buffers"),
             "{err}"
         );
         assert_eq!(
@@ -710,7 +803,7 @@ mod tests {
         );
     }
 
-    fn fixture(name: &str) -> Host {
+    pub(super) fn fixture(name: &str) -> Host {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/fixtures/hosts")
             .join(name);
@@ -721,7 +814,7 @@ mod tests {
         crate::gather::read_target(Some(&dir), None, &all).expect("fixture host")
     }
 
-    fn space(dimensions: &[Dimension], iface: &str) -> Space {
+    pub(super) fn space(dimensions: &[Dimension], iface: &str) -> Space {
         Space {
             dimensions: dimensions.to_vec(),
             ifaces: vec![iface.to_string()],
@@ -730,10 +823,12 @@ mod tests {
             in_namespace: false,
             host_rfs_table: None,
             max_candidates: 32,
+            bandwidth_bits: None,
+            rtt_us: None,
         }
     }
 
-    fn changes(plan: &Plan) -> Vec<(String, String, String)> {
+    pub(super) fn changes(plan: &Plan) -> Vec<(String, String, String)> {
         plan.changes
             .iter()
             .map(|c| (c.target.to_string(), c.from.clone(), c.to.to_string()))
@@ -841,3 +936,7 @@ mod tests {
         assert!(err.to_string().starts_with("napi: skipped"), "{err}");
     }
 }
+
+#[cfg(test)]
+#[path = "space_buffers_tests.rs"]
+mod buffers_tests;

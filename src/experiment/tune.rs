@@ -281,6 +281,8 @@ impl Tuner {
                 None
             },
             max_candidates,
+            bandwidth_bits: None,
+            rtt_us: None,
         }
     }
 

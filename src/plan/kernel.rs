@@ -311,7 +311,7 @@ fn sysctl(d: &mut Draft, host: &Host, name: &str, want: Want, reason: String) {
 }
 
 /// Buffers from bandwidth x RTT per stream, rounded up to a tier.
-fn buffers(d: &mut Draft, host: &Host, opts: &PlanOptions, ifaces: &[&Interface]) {
+pub(super) fn buffers(d: &mut Draft, host: &Host, opts: &PlanOptions, ifaces: &[&Interface]) {
     let (bandwidth, whence) = match opts.bandwidth_bits {
         Some(b) => (b, "--bandwidth"),
         None => match ifaces.iter().filter_map(|i| i.speed_mbps).max() {

@@ -118,6 +118,30 @@ pub fn plan(host: &Host, opts: &PlanOptions) -> anyhow::Result<Plan> {
     })
 }
 
+/// The socket buffers alone, as the throughput profile sizes them for
+/// `opts`' path (`--bandwidth`, `--rtt`, `--streams`): the autotuning
+/// maxima (net.ipv4.tcp_rmem, tcp_wmem) and the socket caps
+/// (net.core.rmem_max, wmem_max). Inside a network namespace the caps are
+/// the host's (named in `host_wide`) and the maxima are held to them, as in
+/// the whole profile's plan. `experiment search` tries it as a dimension.
+pub fn throughput_buffers(host: &Host, opts: &PlanOptions) -> anyhow::Result<Plan> {
+    let ifaces = select_interfaces(host, &opts.ifaces)?;
+    let mut draft = Draft::default();
+    kernel::buffers(&mut draft, host, opts, &ifaces);
+    Ok(Plan {
+        profile: Profile::Throughput,
+        site: None,
+        cpus: host.online_cpus.clone(),
+        interfaces: ifaces.iter().map(|i| i.name.clone()).collect(),
+        irqbalance: None,
+        changes: draft.changes,
+        skipped: draft.skipped,
+        made_for: None,
+        host_command: render::host_command(&draft.host_wide),
+        host_wide: draft.host_wide,
+    })
+}
+
 /// The interfaces to tune: the named ones (each must exist), or by
 /// default, in name order: on the host, every physical interface that is
 /// up; inside a network namespace (a container's), every interface that

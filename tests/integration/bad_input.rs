@@ -111,6 +111,33 @@ fn absurd_tuning_values_are_refused_with_their_range() {
     }
 }
 
+/// `experiment search` reads --bandwidth and --rtt as plan does, and only
+/// where they size something: the buffers dimension. Refused before
+/// anything is entered or changed (no root needed to see it).
+#[test]
+fn search_path_values_are_checked_and_need_the_buffers_dimension() {
+    let search = ["experiment", "search", "--bench", "stream"];
+    for (extra, words) in [
+        (
+            &["--bandwidth", "1bit"][..],
+            &["'1bit'", "1mbit to 10tbit"][..],
+        ),
+        (&["--rtt", "1000000s"], &["'1000000s'", "1 us to 10 s"]),
+        (
+            &["--space", "rps,xps", "--rtt", "30ms"],
+            &["--rtt sizes the buffers dimension only; add buffers to --space"],
+        ),
+        (
+            &["--space", "rps,buffer"],
+            &["unknown dimension 'buffer'", "napi or buffers"],
+        ),
+    ] {
+        let mut args = search.to_vec();
+        args.extend_from_slice(extra);
+        refused(&args, words);
+    }
+}
+
 #[test]
 fn an_absurd_value_to_apply_changes_nothing() {
     let (dir, tree) = fixture_copy("two-socket-smt-8q");

@@ -536,6 +536,127 @@ fn a_search_over_napi_tries_each_deferral_and_puts_the_scenarios_back() {
     assert_eq!(back["netdev"]["napis"], scenario["netdev"]["napis"]);
 }
 
+/// `experiment search --space buffers` on the bulk scenario: the
+/// throughput profile's buffers are its candidate, within what the server
+/// namespace can write (its tcp_rmem maximum raised to the host's
+/// rmem_max, which it cannot change and leaves alone), each run measured
+/// a stream, and the scenario's tcp_rmem and tcp_wmem are back byte for
+/// byte when the search ends. Which one wins is a measurement
+/// (bench/scenarios.sh --search), not asserted here.
+#[test]
+fn a_search_over_buffers_tries_the_profiles_sizes_and_puts_the_scenarios_back() {
+    if skip_unless_root(
+        "a_search_over_buffers_tries_the_profiles_sizes_and_puts_the_scenarios_back",
+    ) {
+        return;
+    }
+    let _guard = measuring();
+    let bed = Bed::up("bulk-small-buffers");
+    let read = |name: &str| {
+        sh(&[
+            "ip",
+            "netns",
+            "exec",
+            bed.server(),
+            "cat",
+            &format!("/proc/sys/net/ipv4/{name}"),
+        ])
+    };
+    let scenario = (read("tcp_rmem"), read("tcp_wmem"));
+    let work = tempfile::tempdir().expect("tempdir");
+    let child = nettune()
+        .args([
+            "experiment",
+            "search",
+            "--testbed",
+            &bed.name,
+            "--space",
+            "buffers",
+            "--bench",
+            "stream",
+            "--repeat",
+            "2",
+            "--min-duration",
+            "0.5s",
+            "--duration",
+            "1s",
+            "--warmup",
+            "0.2s",
+            "--seed",
+            "7",
+            "--state-dir",
+            s(work.path()),
+            "--json",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("experiment search");
+    let (code, stdout, stderr) = finish_bounded(child, Duration::from_secs(120));
+    // 0: a plan measured better; 1: none did. Either way it searched.
+    assert!(
+        code == Some(0) || code == Some(1),
+        "exit {code:?}: {stderr}"
+    );
+    let found: Value = serde_json::from_str(&stdout).expect("search JSON");
+    assert_eq!(
+        found["candidates"],
+        serde_json::json!(["current", "buffers=throughput"]),
+        "{stderr}"
+    );
+    assert_eq!(
+        found["skipped"],
+        serde_json::json!([format!(
+            "buffers: the host's socket caps (net.core.rmem_max, net.core.wmem_max), which \
+             network namespace '{}' cannot raise, are left alone: the TCP maxima are kept \
+             within them",
+            bed.server()
+        )])
+    );
+    // The first round measured it, and every run measured a stream.
+    let first: Vec<&str> = found["search"]["rounds"][0]["scores"]
+        .as_array()
+        .expect("scores")
+        .iter()
+        .map(|s| s[0].as_str().expect("name"))
+        .collect();
+    assert_eq!(first, ["buffers=throughput"]);
+    for runs in ["winner_runs", "baseline_runs"] {
+        let values = found["search"][runs].as_array().expect("runs");
+        assert_eq!(values.len(), 2, "{runs}");
+        assert!(
+            values.iter().all(|v| v.as_f64().is_some_and(|v| v > 0.0)),
+            "{runs}: {values:?}"
+        );
+    }
+    // The candidate raises the namespace's receive maximum to the host's
+    // cap (the kernel's default 212992 unless the host was tuned) and
+    // nothing else.
+    let cap = std::fs::read_to_string("/proc/sys/net/core/rmem_max").expect("rmem_max");
+    let raised = format!("4096 16384 {}", cap.trim());
+    let changes: Vec<(&str, &str, &str)> = found["plan"]["changes"]
+        .as_array()
+        .expect("changes")
+        .iter()
+        .map(|c| {
+            (
+                c["target"].as_str().expect("target"),
+                c["from"].as_str().expect("from"),
+                c["to"].as_str().expect("to"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        changes,
+        [(
+            "/proc/sys/net/ipv4/tcp_rmem",
+            "4096 16384 32768",
+            raised.as_str()
+        )]
+    );
+    assert_eq!((read("tcp_rmem"), read("tcp_wmem")), scenario);
+}
+
 /// Run `f` on a thread inside named network namespace `netns`.
 fn in_netns<T: Send>(netns: &str, f: impl FnOnce() -> T + Send) -> T {
     let path = format!("/run/netns/{netns}");

@@ -23,10 +23,20 @@ pub struct SearchArgs {
     pub bench: String,
     /// Dimensions to search, comma separated: rps, rfs, xps, irq, coalesce,
     /// napi (per-NAPI IRQ deferral: the latency profile's, the http
-    /// profile's, or off; Linux 6.13+). Default: every one the target can
-    /// change.
+    /// profile's, or off; Linux 6.13+), buffers (TCP socket buffers as the
+    /// throughput profile sizes them for the path, or as found). Default:
+    /// every one the target can change.
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub space: Vec<String>,
+    /// buffers: the path's bandwidth, as for `plan --profile throughput`
+    /// (`50mbit`, `10gbit`; 1mbit to 10tbit). Default: the fastest link
+    /// searched.
+    #[arg(long, value_name = "RATE", allow_hyphen_values = true, value_parser = crate::cli::plan::bandwidth_arg)]
+    pub bandwidth: Option<u64>,
+    /// buffers: the path's round-trip time (`30ms`, `0.2s`; 1us to 10s).
+    /// Default: 100ms.
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true, value_parser = crate::cli::plan::rtt_arg)]
+    pub rtt: Option<Duration>,
     /// Also search host-wide values (net.core.rps_sock_flow_entries for
     /// RFS), journaled and restored like every change.
     #[arg(long)]
@@ -92,6 +102,17 @@ pub fn run(args: SearchArgs) -> anyhow::Result<Status> {
             .map(|d| Dimension::parse(d))
             .collect::<anyhow::Result<Vec<_>>>()?
     };
+    if !dimensions.contains(&Dimension::Buffers) {
+        let given = [
+            ("--bandwidth", args.bandwidth.is_some()),
+            ("--rtt", args.rtt.is_some()),
+        ];
+        if let Some((flag, _)) = given.iter().find(|(_, given)| *given) {
+            anyhow::bail!(
+                "{flag} sizes the buffers dimension only; add buffers to --space or drop {flag}"
+            );
+        }
+    }
     if args.min_duration > args.duration {
         anyhow::bail!(
             "--min-duration ({:?}) is longer than --duration ({:?})",
@@ -181,6 +202,10 @@ fn search_here(
     tuner.refuse_unfinished()?;
     let host = tuner.host()?;
     let mut space = tuner.space(dimensions, args.max_candidates as usize);
+    space.bandwidth_bits = args.bandwidth;
+    space.rtt_us = args
+        .rtt
+        .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX));
     if space.ifaces.is_empty() {
         space.ifaces = host
             .interfaces
