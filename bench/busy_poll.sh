@@ -9,8 +9,13 @@
 #       busy    --busy-poll 50 on server and client (SO_BUSY_POLL, and the
 #               same per epoll instance through EPIOCSPARAMS)
 #       napi    busy, with `nettune apply --profile latency` on both veth
-#               ends (per-NAPI defer-hard-irqs, gro-flush-timeout,
-#               irq-suspend-timeout), rolled back after each run
+#               ends and its short per-NAPI deferral (defer-hard-irqs 2,
+#               gro-flush-timeout 20 us, irq-suspend-timeout 20 ms), rolled
+#               back after each run. The profile itself leaves deferral off
+#               in a namespace whose host does not busy poll (the sysctls
+#               are host-wide; this script busy polls per socket, which no
+#               plan can see), so the values are applied as a saved plan:
+#               the http profile's NAPI changes with the latency values.
 #       prefer  napi, and --prefer-busy-poll on both
 #     transactions/s, p50, p99 and p99.9 of the round trip.
 # (b) The reference tool at one fixed rate (so latency is compared at the same
@@ -33,6 +38,7 @@ queues=${QUEUES:-2}
 size=14
 
 command -v sockperf >/dev/null || { apt-get update; apt-get install -y sockperf; }
+command -v jq >/dev/null || { apt-get update; apt-get install -y jq; }
 cargo build --release --quiet
 bin=$PWD/target/release/nettune
 work=$(mktemp -d)
@@ -86,9 +92,27 @@ else
     on_server=(); on_client=(); placement="unpinned"
 fi
 
+# The latency profile's short deferral per NAPI, as a saved plan: the
+# http profile's NAPI changes (it defers in any namespace) with the
+# latency profile's values.
+napi_plan() { # netns dev -> plan file
+    "$bin" plan --profile http --netns "$1" --iface "$2" --json | jq '
+        .profile = "custom" | .host_wide = [] | .host_command = null | .skipped = []
+        | .changes |= map(select(.target | startswith("napi:"))
+            | .to = ({"defer-hard-irqs": "2", "gro-flush-timeout": "20000",
+                      "irq-suspend-timeout": "20000000"}[.target | split(":")[3]])
+            | .reason = "the latency profile'"'"'s short deferral (bench/busy_poll.sh)")' \
+        >"$work/napi-$2.json"
+    echo "$work/napi-$2.json"
+}
+
 apply_napi() {
-    "$bin" apply --profile latency --netns "$nss" --iface "$vs" --state-dir "$state" >/dev/null
-    "$bin" apply --profile latency --netns "$nsc" --iface "$vc" --state-dir "$state" >/dev/null
+    local ns dev
+    for pair in "$nss/$vs" "$nsc/$vc"; do
+        ns=${pair%%/*}; dev=${pair#*/}
+        "$bin" apply --profile latency --netns "$ns" --iface "$dev" --state-dir "$state" >/dev/null
+        "$bin" apply --plan "$(napi_plan "$ns" "$dev")" --netns "$ns" --state-dir "$state" >/dev/null
+    done
 }
 
 stop_server() { # pid

@@ -39,7 +39,7 @@ use crate::host::{Host, Interface};
 
 pub use change::{Change, HostWide, Plan, SiteRef, Skipped, KERNEL_GROUP};
 pub use drift::Drift;
-pub use napi::no_napi_set;
+pub use napi::{napi_values, no_napi_set};
 pub use profile::{PlanOptions, Profile};
 pub use target::Target;
 pub use value::{Typed, Value};
@@ -94,7 +94,7 @@ pub fn plan(host: &Host, opts: &PlanOptions) -> anyhow::Result<Plan> {
     for iface in &ifaces {
         queues::plan_queues(&mut draft, host, iface, opts, &cpus, &mut load);
         driver::plan_driver(&mut draft, iface, opts);
-        napi::plan_napi(&mut draft, iface, opts);
+        napi::plan_napi(&mut draft, host, iface, opts);
     }
     kernel::plan_kernel(&mut draft, host, opts, &cpus, &ifaces);
     if let Some(site) = site {

@@ -9,37 +9,126 @@
 //! cannot restore them; napi-set changes one queue's NAPI and reads back
 //! exactly. The sysfs files stay what they are: the defaults a NAPI
 //! created later starts from.
+//!
+//! The latency profile's deferral is there for busy polling: the
+//! application's poll takes the packets and the IRQ stays masked
+//! (napi.rst, "Busy polling" and "IRQ mitigation"). Where nothing will busy
+//! poll once the plan is applied (a network namespace cannot set
+//! net.core.busy_read and busy_poll, and the host has them at 0), a
+//! deferral only holds each packet until its timer, so the profile turns
+//! it off there. The http profile keeps its deferral either way: a busy
+//! server always has packets waiting, and batching their polls is what IRQ
+//! deferral was made for ("net: napi: add hard irqs deferral feature":
+//! fewer IRQs per packet on busy servers), busy polling or not.
 
+use super::admit::sysctl_reach;
 use super::draft::Draft;
-use super::profile::{PlanOptions, Profile};
+use super::profile::{PlanOptions, Profile, Setting};
 use super::target::Target;
 use super::value::Value;
-use super::values::{HTTP_NAPI, LATENCY_NAPI};
+use super::values::{NapiValues, BUSY_POLL_US, HTTP_NAPI, LATENCY_NAPI};
 use crate::base::driver::netdev::NoNapi;
 use crate::base::driver::{NapiKey, NetdevState};
 use crate::base::{Missing, Probe};
-use crate::host::Interface;
+use crate::host::{Host, Interface};
 
 const SOURCE: &str = "napi.rst";
 
-/// The value and reason of each NAPI setting for a profile.
-fn wanted(profile: Profile) -> Vec<(NapiKey, u64, String)> {
-    let (v, why) = match profile {
-        Profile::Latency => (
-            LATENCY_NAPI,
-            "a short deferral: a packet nobody polls for waits one timer at most",
-        ),
-        Profile::Http => (
-            HTTP_NAPI,
-            "a busy server keeps IRQs off while it polls, in batches",
-        ),
-        Profile::Baseline => {
+/// The sysctls that turn busy polling on for every socket.
+const BUSY_POLLING: [&str; 2] = ["net.core.busy_read", "net.core.busy_poll"];
+
+/// IRQ deferral, its timer and IRQ suspension all off: the kernel's default.
+const NO_DEFERRAL: NapiValues = NapiValues {
+    defer_hard_irqs: 0,
+    gro_flush_timeout_ns: 0,
+    irq_suspend_timeout_ns: 0,
+};
+
+/// What a busy-polling sysctl will be once the plan of `opts` is applied
+/// to `host`: `Some(microseconds)`, or `None` where it cannot be read (not
+/// visible from a container, absent from the kernel, not a number).
+fn busy_polling_after(host: &Host, opts: &PlanOptions, name: &str) -> Option<u64> {
+    let settable =
+        host.sysctls.contains_key(name) && !(host.in_netns() && sysctl_reach(name).is_some());
+    let current = host
+        .sysctl_or_host(name)
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    match opts.site.as_ref().and_then(|s| s.sysctls.get(name)) {
+        Some((Setting::Value(v), _)) if settable => v.trim().parse().ok(),
+        Some(_) => current,
+        None if settable && matches!(opts.profile, Profile::Latency | Profile::Http) => {
+            Some(current.unwrap_or(0).max(BUSY_POLL_US))
+        }
+        None => current,
+    }
+}
+
+/// Why nothing will busy poll on `host` once the plan of `opts` is applied
+/// (the evidence, as text); `None` when busy polling will be on for every
+/// socket. A value that cannot be read counts as 0, the kernel's default:
+/// a deferral without a poller delays packets, while an IRQ per packet is
+/// only what the kernel does by default.
+fn nothing_busy_polls(host: &Host, opts: &PlanOptions) -> Option<String> {
+    let mut known = Vec::new();
+    let mut unread = Vec::new();
+    for name in BUSY_POLLING {
+        match busy_polling_after(host, opts, name) {
+            Some(us) if us > 0 => return None,
+            Some(us) => known.push(format!("{name} {us}")),
+            None => unread.push(name),
+        }
+    }
+    let mut parts = Vec::new();
+    if !known.is_empty() {
+        let whose = if host.in_netns() {
+            format!(" on the host, which {} cannot change", host.netns_text())
+        } else {
+            String::new()
+        };
+        parts.push(format!("{}{whose}", known.join(", ")));
+    }
+    if !unread.is_empty() {
+        let place = if host.in_netns() {
+            format!("not visible from {}", host.netns_text())
+        } else {
+            "not readable on this kernel".to_string()
+        };
+        parts.push(format!("{} {place}, taken as 0", unread.join(" and ")));
+    }
+    Some(parts.join("; "))
+}
+
+/// The per-NAPI values `opts.profile` writes on `host` (`None`: a profile
+/// that leaves NAPIs alone), and, where the latency profile turns IRQ
+/// deferral off because nothing will busy poll, the evidence for that.
+/// doctor names the same values in its fixes.
+pub fn napi_values(host: &Host, opts: &PlanOptions) -> Option<(NapiValues, Option<String>)> {
+    match opts.profile {
+        Profile::Latency => Some(match nothing_busy_polls(host, opts) {
+            Some(why) => (NO_DEFERRAL, Some(why)),
+            None => (LATENCY_NAPI, None),
+        }),
+        Profile::Http => Some((HTTP_NAPI, None)),
+        Profile::Baseline => Some((NO_DEFERRAL, None)),
+        Profile::Pps | Profile::Throughput | Profile::Custom => None,
+    }
+}
+
+/// The value and reason of each NAPI setting for a plan of `opts`.
+fn wanted(host: &Host, opts: &PlanOptions) -> Vec<(NapiKey, u64, String)> {
+    let Some((v, off)) = napi_values(host, opts) else {
+        return Vec::new();
+    };
+    let why = match (opts.profile, off) {
+        (Profile::Baseline, _) => {
             return NapiKey::ALL
                 .into_iter()
                 .map(|key| (key, 0, "kernel default".to_string()))
                 .collect()
         }
-        Profile::Pps | Profile::Throughput | Profile::Custom => return Vec::new(),
+        (Profile::Latency, Some(polling)) => return deferral_off(&polling),
+        (Profile::Http, _) => "a busy server keeps IRQs off while it polls, in batches",
+        _ => "a short deferral: a packet nobody polls for waits one timer at most",
     };
     vec![
         (
@@ -73,6 +162,45 @@ fn wanted(profile: Profile) -> Vec<(NapiKey, u64, String)> {
     ]
 }
 
+/// The latency profile where nothing will busy poll (`polling` says why):
+/// deferral, its timer and IRQ suspension off.
+fn deferral_off(polling: &str) -> Vec<(NapiKey, u64, String)> {
+    let short = format!(
+        "{} polls, {} us",
+        LATENCY_NAPI.defer_hard_irqs,
+        LATENCY_NAPI.gro_flush_timeout_ns / 1000
+    );
+    vec![
+        (
+            NapiKey::DeferHardIrqs,
+            0,
+            format!(
+                "IRQ deferral off: nothing busy polls here ({polling}); deferral lets a busy \
+                 poller replace the IRQ, and without one it only holds each packet until the \
+                 timer fires ({SOURCE}, \"IRQ mitigation\"), so each packet raises its IRQ at \
+                 once instead. With busy polling on (net.core.busy_read and busy_poll \
+                 {BUSY_POLL_US}), the profile sets a short deferral ({short}): plan again then"
+            ),
+        ),
+        (
+            NapiKey::GroFlushTimeout,
+            0,
+            format!(
+                "no deferral timer: with IRQ deferral off it would only keep GRO holding packets \
+                 until it fires ({SOURCE})"
+            ),
+        ),
+        (
+            NapiKey::IrqSuspendTimeout,
+            0,
+            format!(
+                "IRQ suspension off: it serves applications that busy poll with prefer-busy-poll \
+                 epoll, on top of the deferral turned off here ({SOURCE}, \"IRQ suspension\")"
+            ),
+        ),
+    ]
+}
+
 /// Why the per-NAPI settings of an interface with netdev state `n` cannot
 /// be changed here; `None` when the kernel takes napi-set.
 pub fn no_napi_set(n: &NetdevState) -> Option<&'static str> {
@@ -88,8 +216,8 @@ pub fn no_napi_set(n: &NetdevState) -> Option<&'static str> {
     }
 }
 
-pub(super) fn plan_napi(d: &mut Draft, iface: &Interface, opts: &PlanOptions) {
-    let wanted = wanted(opts.profile);
+pub(super) fn plan_napi(d: &mut Draft, host: &Host, iface: &Interface, opts: &PlanOptions) {
+    let wanted = wanted(host, opts);
     let Some(first) = iface.rx_queues.first().map(|q| q.index) else {
         return;
     };

@@ -60,7 +60,9 @@ pub struct NapiValues {
 /// measured across veth (bench/busy_poll.sh), the kernel selftest's 100 x
 /// 50 us raised a 5000/s ping-pong's median from 4.5 to 20 us. IRQ
 /// suspension as in the kernel's busy-poll selftest: it engages only for
-/// applications that ask (epoll prefer_busy_poll).
+/// applications that ask (epoll prefer_busy_poll). Only where busy
+/// polling is on: without a poller the plan turns deferral off
+/// (src/plan/napi.rs says why).
 pub const LATENCY_NAPI: NapiValues = NapiValues {
     defer_hard_irqs: 2,
     gro_flush_timeout_ns: 20_000,

@@ -188,8 +188,10 @@ pub const ALL: &[Scenario] = &[
                   polls with a 200 us timer, as a bulk receiver would set it. Once a poll has \
                   found a packet the queue is not woken again until the timer polls it: with \
                   nobody busy polling, every request waits up to 200 us, longer than a \
-                  whole round trip across the veth without deferral. The latency profile's short deferral (2 polls, \
-                  20 us) is the fix.",
+                  whole round trip across the veth without deferral. The latency profile is \
+                  the fix: with nothing to busy poll (a namespace cannot turn it on, and the \
+                  host has it off) it turns the deferral off per NAPI; where the host busy \
+                  polls it sets a short one (2 polls, 20 us).",
         source: "kernel Documentation/networking/napi.rst, \"IRQ mitigation\"; talawah.io, \
                  \"Linux Kernel vs DPDK: HTTP Performance Showdown\" (interrupt moderation)",
         queues: 2,

@@ -330,13 +330,15 @@ fn napi_values(entry: &Value) -> Vec<(u64, u64, u64)> {
 
 /// The deferral scenario's veth really has NAPI at both ends (GRO on, TSO
 /// off, set without ethtool), its server end defers IRQs with the long
-/// timer, doctor names it with the values it reads, the latency profile
-/// replaces them per NAPI and clears the finding, rollback puts the
-/// scenario's values back exactly (and the finding with them), and down
-/// removes it all.
+/// timer, doctor names it with the values it reads and a fix that turns
+/// deferral off (nothing busy polls, and a namespace cannot turn busy
+/// polling on), the printed fix (the latency profile) writes 0 per NAPI
+/// and clears every NAPI finding, also with its state on record, rollback
+/// puts the scenario's values back exactly (and the finding with them),
+/// and down removes it all.
 #[test]
-fn the_deferral_scenario_has_napi_and_the_latency_profile_shortens_its_timer() {
-    if skip_unless_root("the_deferral_scenario_has_napi_and_the_latency_profile_shortens_its_timer")
+fn the_deferral_scenario_has_napi_and_the_latency_profile_turns_deferral_off() {
+    if skip_unless_root("the_deferral_scenario_has_napi_and_the_latency_profile_turns_deferral_off")
     {
         return;
     }
@@ -382,8 +384,33 @@ fn the_deferral_scenario_has_napi_and_the_latency_profile_shortens_its_timer() {
         "{built:?}"
     );
 
+    let state = tempfile::tempdir().expect("state dir");
+    let state_dir = s(state.path());
+    // Every NAPI finding, with the applied states of `state` on record.
+    let napi_findings = || -> Vec<Value> {
+        let out = nettune()
+            .args([
+                "doctor",
+                "--netns",
+                bed.server(),
+                "--interval",
+                "0",
+                "--json",
+            ])
+            .env("NETTUNE_STATE_DIR", state.path())
+            .output()
+            .expect("doctor");
+        let doc: Value = serde_json::from_slice(&out.stdout).expect("doctor JSON");
+        doc["findings"]
+            .as_array()
+            .expect("findings")
+            .iter()
+            .filter(|f| f["id"].as_str().is_some_and(|id| id.starts_with("napi.")))
+            .cloned()
+            .collect()
+    };
     let doctor = || -> Vec<Value> {
-        findings(bed.server(), &[])
+        napi_findings()
             .into_iter()
             .filter(|f| f["id"] == "napi.deferral-delays")
             .collect()
@@ -402,26 +429,40 @@ fn the_deferral_scenario_has_napi_and_the_latency_profile_shortens_its_timer() {
     );
     assert_eq!(found[0]["severity"], "warn");
     assert_eq!(found[0]["profile"], "latency");
-
-    let state = tempfile::tempdir().expect("state dir");
-    let state_dir = s(state.path());
-    let (code, stdout, stderr) = run(&[
-        "apply",
-        "--profile",
-        "latency",
-        "--netns",
-        bed.server(),
-        "--state-dir",
-        state_dir,
-    ]);
-    assert_eq!(code, 0, "apply: {stdout}{stderr}");
+    // The fix is what the latency plan does here: deferral off.
+    let fix = found[0]["fix"].as_str().expect("fix");
     assert!(
-        napi_values(&inspected(bed.server(), "tb-server"))
-            .iter()
-            .all(|n| *n == (2, 20_000, 20_000_000)),
-        "the latency profile's values per NAPI"
+        fix.contains("turn IRQ deferral off")
+            && fix.contains("defer-hard-irqs 0 and gro-flush-timeout 0 ns"),
+        "{fix}"
     );
-    assert!(doctor().is_empty(), "named after apply --profile latency");
+    let planned: Vec<(&str, &str)> = found[0]["changes"]
+        .as_array()
+        .expect("changes")
+        .iter()
+        .map(|c| {
+            (
+                c["target"].as_str().expect("target"),
+                c["to"].as_str().expect("to"),
+            )
+        })
+        .collect();
+    assert_eq!(planned.len(), 4, "{planned:?}");
+    assert!(planned.iter().all(|(_, to)| *to == "0"), "{planned:?}");
+
+    // The fix as `testbed up` prints it, run as printed.
+    let mut apply = printed(&bed, "fix", &[]);
+    assert_eq!(apply[..3], ["apply", "--profile", "latency"], "{apply:?}");
+    apply.extend(["--state-dir".to_string(), state_dir.to_string()]);
+    let (code, stdout, stderr) = run(&apply.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(code, 0, "apply: {stdout}{stderr}");
+    let applied = napi_values(&inspected(bed.server(), "tb-server"));
+    assert!(
+        applied.iter().all(|n| *n == (0, 0, 0)),
+        "deferral off per NAPI where nothing busy polls: {applied:?}"
+    );
+    let left = napi_findings();
+    assert!(left.is_empty(), "named after the fix: {left:#?}");
 
     let (code, _, stderr) = run(&["rollback", "--state-dir", state_dir]);
     assert_eq!(code, 0, "rollback: {stderr}");

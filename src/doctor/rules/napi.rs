@@ -1,9 +1,12 @@
 //! napi.no-irq-deferral: a host tuned for latency (busy polling on, or the
 //! latency or http profile applied) whose NIC queues still interrupt for
-//! every packet, on a kernel and driver that can defer the IRQs. Info, not
-//! a warning: deferral trades a bounded delay (the timer) for fewer
-//! interrupts, and on veth, which has no hardware IRQ, it measured a little
-//! slower (bench/busy_poll.sh compares both).
+//! every packet, on a kernel and driver that can defer the IRQs, where the
+//! profile's plan would defer them. Not where nothing will busy poll under
+//! the latency profile (a network namespace whose host has busy polling
+//! off): there its plan keeps deferral off. Info, not a warning: deferral
+//! trades a bounded delay (the timer) for fewer interrupts, and on veth,
+//! which has no hardware IRQ, it measured a little slower
+//! (bench/busy_poll.sh compares both).
 
 use super::shared::{
     judged_interfaces, napi_queues, planned_napi_value, plural, queue_list, sysctl_u64,
@@ -14,8 +17,7 @@ use crate::doctor::planned::Plans;
 use crate::doctor::{Context, Finding, Severity};
 use crate::host::Interface;
 use crate::plan::target::Target;
-use crate::plan::values::{HTTP_NAPI, LATENCY_NAPI};
-use crate::plan::Profile;
+use crate::plan::{napi_values, Profile};
 
 const WHY: &str = "Busy polling (net.core.busy_poll and busy_read, SO_BUSY_POLL, epoll busy \
 polling) lets the application poll the NIC queue itself, but each packet still raises the \
@@ -78,6 +80,14 @@ pub fn check(ctx: &Context, plans: &Plans, out: &mut Vec<Finding>) {
     let Some((tuned, profile)) = tuned_for_latency(ctx) else {
         return;
     };
+    // What the profile's plan writes here. The latency profile leaves
+    // deferral off where nothing will busy poll (an applied latency state
+    // in a network namespace whose host does not busy poll): then an IRQ
+    // per packet is what the plan wants, not a finding.
+    let wanted = match napi_values(ctx.host, &plans.options(profile)) {
+        Some((values, None)) if values.defer_hard_irqs > 0 => values,
+        _ => return,
+    };
     for iface in judged_interfaces(ctx) {
         let Some((queues, values)) = undeferred(iface) else {
             continue;
@@ -88,11 +98,6 @@ pub fn check(ctx: &Context, plans: &Plans, out: &mut Vec<Finding>) {
             .collect();
         let planned = plans.planned(profile, &scope);
         let value = |key, default| planned_napi_value(&planned, key, default);
-        let wanted = if profile == Profile::Http {
-            HTTP_NAPI
-        } else {
-            LATENCY_NAPI
-        };
         let (defer, timer, suspend) = (
             value(NapiKey::DeferHardIrqs, wanted.defer_hard_irqs),
             value(NapiKey::GroFlushTimeout, wanted.gro_flush_timeout_ns),
@@ -215,5 +220,49 @@ mod tests {
                 "{defer} {timer} {napi_set}"
             );
         }
+    }
+
+    /// An applied latency state counts where the latency plan defers IRQs,
+    /// that is where busy polling is on; in a namespace whose host does not
+    /// busy poll, the plan keeps deferral off and doctor is silent.
+    #[test]
+    fn an_applied_latency_state_counts_only_where_something_busy_polls() {
+        let mut host = with_napi(0, 0, true);
+        for name in crate::host::ROOT_NAMESPACE_SYSCTLS {
+            host.sysctls.remove(*name);
+        }
+        host.source.netns = Some("blue".to_string());
+        let applied = [AppliedState {
+            id: 2,
+            what: "profile latency".to_string(),
+            profile: Some("latency".to_string()),
+            drift: Vec::new(),
+            rollback: "nettune rollback 2".to_string(),
+            apply_again: "nettune apply --profile latency --netns blue".to_string(),
+            steered: None,
+            xdp: None,
+        }];
+        let found = |host: &crate::host::Host| {
+            findings(&Context {
+                applied: &applied,
+                traced: None,
+                ..Context::new(host)
+            })
+        };
+        for name in ["net.core.busy_read", "net.core.busy_poll"] {
+            host.host_sysctls.insert(name.to_string(), "0".to_string());
+        }
+        assert!(found(&host).is_empty(), "{:#?}", found(&host));
+        host.host_sysctls
+            .insert("net.core.busy_poll".to_string(), "50".to_string());
+        let named = found(&host);
+        assert_eq!(named.len(), 1, "{named:#?}");
+        assert!(
+            named[0]
+                .fix
+                .contains("defer-hard-irqs 2, gro-flush-timeout 20000 ns"),
+            "{}",
+            named[0].fix
+        );
     }
 }
