@@ -15,7 +15,7 @@ pub(super) const SLOT: usize = 64;
 pub(super) const GRO_SLOT: usize = 65_536;
 /// How long a thread waits for packets before it looks at the phase again
 /// until the first packet came: the traffic's start is then known to
-/// within this, however late the reader gets to read (see
+/// within about two of these, however late the reader gets to read (see
 /// [`ThreadResult::waiting`]). A thread that has had packets waits
 /// [`WAIT`].
 pub(super) const FIRST_WAIT: Duration = Duration::from_millis(2);
@@ -39,9 +39,14 @@ pub(super) struct ThreadResult {
     pub(super) packets: u64,
     pub(super) bytes: u64,
     pub(super) datagrams: u64,
-    /// When the wait that brought the first packet began: the first packet
-    /// arrived between this and `first`, at most [`FIRST_WAIT`] after it.
+    /// The first packet arrived after this: when the last wait that came
+    /// back empty before it began (the socket was empty at its end, or
+    /// when a signal cut it short), or the first wait's start. At most
+    /// about two [`FIRST_WAIT`]s before the packet for a reader that has
+    /// its CPU.
     pub(super) waited: Option<Instant>,
+    /// Until the first packet: when the current wait began.
+    wait_began: Option<Instant>,
     /// When the first and the last batch were read.
     pub(super) first: Option<Instant>,
     pub(super) last: Option<Instant>,
@@ -58,6 +63,7 @@ impl ThreadResult {
             bytes: 0,
             datagrams: 0,
             waited: None,
+            wait_began: None,
             first: None,
             last: None,
             flows: FlowTable::new(),
@@ -66,13 +72,17 @@ impl ThreadResult {
     }
 
     /// About to wait for packets. Until the first one came, note when:
-    /// the traffic began after the wait that brings it began. A reader
-    /// kept off its CPU by the receive softirq reads its first batch late,
-    /// long after the traffic began, but it began that wait in time.
+    /// the traffic began after the previous wait, which came back empty,
+    /// began. A reader kept off its CPU (by the receive softirq, a
+    /// competing process, a stop signal) reads its first batch late, long
+    /// after the traffic began, and may begin its next wait late too; the
+    /// wait before it began in time.
     #[inline]
     pub(super) fn waiting(&mut self) {
         if self.first.is_none() {
-            self.waited = Some(Instant::now());
+            let now = Instant::now();
+            self.waited = Some(self.wait_began.unwrap_or(now));
+            self.wait_began = Some(now);
         }
     }
 

@@ -510,10 +510,10 @@ fn build_report(
     // The traffic's span, as the sender made it, whenever the reader got to
     // read. A reader the receive softirq keeps off its CPU reads its first
     // batch late and its few reads fall close together: from the first
-    // read, a few thousand packets looked like millions a second. It began
-    // waiting in time, though (nothing starves it before the traffic), so
-    // the span starts when the wait that brought the first packet began (at
-    // most FIRST_WAIT before that packet). It ends at the last read: once
+    // read, a few thousand packets looked like millions a second. Its
+    // waits before the traffic began in time, though, so the span starts
+    // when the last wait that came back empty began (a few ms before the
+    // first packet for a reader that has its CPU). It ends at the last read: once
     // the traffic stops, a starved reader gets its CPU back and drains the
     // socket at once; while it goes on, it reads until the run ends.
     let began = results.iter().filter_map(|r| r.waited.or(r.first)).min();
@@ -601,8 +601,8 @@ mod tests {
     }
 
     /// A thread that read `packets` 32-byte packets in batches from
-    /// `first` to `last` (after the run's start), the wait that brought the
-    /// first batch having begun at `waited`.
+    /// `first` to `last` (after the run's start), its last empty wait
+    /// before them having begun at `waited`.
     fn thread(packets: u64, waited: Duration, first: Duration, last: Duration) -> ThreadResult {
         let start = std::time::Instant::now();
         let mut r = ThreadResult::new(Some(1));
