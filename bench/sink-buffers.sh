@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # bench/sink-buffers.sh: on the softirq-on-app-cpu testbed, why `nettune
-# bench udp-sink` (one socket) takes fewer packets than `sockperf sr` on 16
-# ports: the receivers fed by the same sender, one port against 16, and
-# the sink's socket buffer at the default against 16 of them. A benchmark,
-# not a test: it prints figures and ratios.
+# bench udp-sink` (one socket) fed by `udp-flood` takes fewer packets than
+# `sockperf sr` on 16 ports fed by bench/c/udp_sender: the receivers fed by
+# the same sender, one port against 16, the sink's socket buffer at the
+# default against 16 of them, and the sink fed by the scenario's own flood.
+# A benchmark, not a test: it prints figures and ratios.
 #
 # `nettune testbed up --scenario softirq-on-app-cpu`: RPS of the server's
 # veth on CPU 1, where each receiver is pinned, so the receive softirq
@@ -13,6 +14,8 @@
 # sockperf's message header (the sink counts them as packets without its
 # own header); with `-P` all 16 flows go to one port. The receivers:
 #   sink       `udp-sink --pin 1`, one socket on one port (-P)
+#   sink-flood the same sink fed by the scenario's flood instead, `nettune
+#              bench udp-flood --flows 16 --gso 64 --rate RATE --pin 0`
 #   sink-16x   the same with `--rcvbuf` 16 x net.core.rmem_default
 #   sr-1       `sockperf sr` on one port (-P)
 #   sr-16      `sockperf sr` on 16 ports (no -P): 16 sockets, as
@@ -34,7 +37,7 @@ ROUNDS=${ROUNDS:-5}
 WINDOW=${WINDOW:-2}
 SETTLE=${SETTLE:-1.5}
 RATE=${RATE:-1200000}
-RECEIVERS=${RECEIVERS:-"sink sink-16x sr-1 sr-16"}
+RECEIVERS=${RECEIVERS:-"sink sink-flood sink-16x sr-1 sr-16"}
 
 here=$(cd "$(dirname "$0")/.." && pwd)
 NETTUNE=${NETTUNE:-}
@@ -74,18 +77,28 @@ udp() { ip netns exec "$server" awk '/^Udp:/ { if (n++) { for (i = 1; i <= NF; i
 
 # run RECEIVER: one run; appends "RECEIVER PPS DROPS_PER_S" to $work/runs.
 run() {
-    local seconds one_port=-P
+    local seconds one_port=-P flood=0
     seconds=$(awk -v s="$SETTLE" -v w="$WINDOW" 'BEGIN { printf "%d", s + w + 2 }')
     case $1 in
         sink) ip netns exec "$server" "$NETTUNE" bench udp-sink --bind "$addr:$port" --pin 1 --duration $((seconds + 2)) >/dev/null 2>&1 & ;;
+        sink-flood) flood=1; ip netns exec "$server" "$NETTUNE" bench udp-sink --bind "$addr:$port" --pin 1 --duration $((seconds + 2)) >/dev/null 2>&1 & ;;
         sink-16x) ip netns exec "$server" "$NETTUNE" bench udp-sink --bind "$addr:$port" --pin 1 --rcvbuf "$rcvbuf" --duration $((seconds + 2)) >/dev/null 2>&1 & ;;
         sr-1) ip netns exec "$server" taskset -c 1 sockperf sr -f "$work/feed1" >/dev/null 2>&1 & ;;
         sr-16) one_port=""; ip netns exec "$server" taskset -c 1 sockperf sr -f "$work/feed16" >/dev/null 2>&1 & ;;
-        *) echo "sink-buffers.sh: unknown receiver '$1' (sink, sink-16x, sr-1, sr-16)" >&2; exit 2 ;;
+        *) echo "sink-buffers.sh: unknown receiver '$1' (sink, sink-flood, sink-16x, sr-1, sr-16)" >&2; exit 2 ;;
     esac
     pids+=($!)
-    sleep 1
-    ip netns exec "$client" "$work/udp_sender" -g 64 -r "$RATE" -f 16 $one_port -s "$addr:$port" 1 1024 32 0 "$seconds" >/dev/null 2>&1 &
+    # Until the receiver holds its port (at most 5 s), then a moment more.
+    for _ in $(seq 50); do
+        ip netns exec "$server" ss -Hlun "sport = :$port" | grep -q . && break
+        sleep 0.1
+    done
+    sleep 0.5
+    if [ "$flood" = 1 ]; then
+        ip netns exec "$client" "$NETTUNE" bench udp-flood --to "$addr:$port" --flows 16 --gso 64 --rate "$RATE" --pin 0 --duration "$seconds" >/dev/null 2>&1 &
+    else
+        ip netns exec "$client" "$work/udp_sender" -g 64 -r "$RATE" -f 16 $one_port -s "$addr:$port" 1 1024 32 0 "$seconds" >/dev/null 2>&1 &
+    fi
     pids+=($!)
     sleep "$SETTLE"
     local d0 e0 d1 e1 t0 t1
@@ -113,12 +126,13 @@ done
 load_end=$(load)
 echo "load average at end: $load_end"
 echo
-echo "softirq-on-app-cpu, udp_sender -g 64 -r $RATE -f 16 on CPU 0, receiver on CPU 1; kpps the reader took (InDatagrams), median [range] of $ROUNDS runs"
+echo "softirq-on-app-cpu, udp_sender -g 64 -r $RATE -f 16 (or udp-flood) on CPU 0, receiver on CPU 1; kpps the reader took (InDatagrams), median [range] of $ROUNDS runs"
 python3 - "$work/runs" "$RECEIVERS" "$rcvbuf" <<'EOF'
 import statistics, sys
 runs = [l.split() for l in open(sys.argv[1])]
 what = {
     "sink": "udp-sink, 1 socket (default buffer), flows to 1 port",
+    "sink-flood": "udp-sink, 1 socket (default buffer), fed by udp-flood",
     "sink-16x": f"udp-sink --rcvbuf {sys.argv[3]}, 1 socket, flows to 1 port",
     "sr-1": "sockperf sr, 1 socket (default buffer), flows to 1 port",
     "sr-16": "sockperf sr, 16 sockets (default buffers), flows to 16 ports",
