@@ -1,6 +1,6 @@
-/* udp_sender [-g SEGMENTS] [-f FLOWS] [-r PPS] [-s] ADDR:PORT THREADS BATCH SIZE CPUS DURATION_S
+/* udp_sender [-g SEGMENTS] [-f FLOWS] [-P] [-r PPS] [-s] ADDR:PORT THREADS BATCH SIZE CPUS DURATION_S
  * Each thread: FLOWS connected sockets (1 unless -f), to PORT, PORT+1, ...,
- * PORT+FLOWS-1, each with a source port of its own; sendmmsg of BATCH
+ * PORT+FLOWS-1 (all to PORT with -P), each with a source port of its own; sendmmsg of BATCH
  * packets of SIZE bytes on one socket after the other, as fast as it can.
  *   -g SEGMENTS  UDP_SEGMENT (udp(7), Linux 4.18): each message holds
  *                SEGMENTS packets of SIZE bytes in one buffer and the stack
@@ -9,6 +9,8 @@
  *                SEGMENTS; SEGMENTS x SIZE at most 65507 bytes, SEGMENTS at
  *                most the kernel's UDP_MAX_SEGMENTS, 64 or 128).
  *   -f FLOWS     connected sockets per thread, one destination port each.
+ *   -P           every flow to PORT: one receiving socket takes them all,
+ *                as `nettune bench udp-sink` without --reuseport does.
  *   -r PPS       at most PPS packets per second in all (split over the
  *                threads): each call sends the whole messages due by then,
  *                at most BATCH packets, and a thread that fell behind
@@ -35,7 +37,7 @@
 
 struct worker {
     struct sockaddr_in to;
-    int cpu, batch, size, segments, flows, sockperf;
+    int cpu, batch, size, segments, flows, one_port, sockperf;
     double rate; /* packets per second for this thread; 0: as fast as it can */
     struct counter *counter;
 };
@@ -57,7 +59,7 @@ static void *send_loop(void *arg) {
     int fds[MAX_FLOWS];
     for (int k = 0; k < w->flows; k++) {
         struct sockaddr_in to = w->to;
-        to.sin_port = htons(ntohs(w->to.sin_port) + k);
+        to.sin_port = htons(ntohs(w->to.sin_port) + (w->one_port ? 0 : k));
         fds[k] = socket(AF_INET, SOCK_DGRAM, 0);
         if (fds[k] < 0 || connect(fds[k], (struct sockaddr *)&to, sizeof(to)) != 0)
             die("socket/connect");
@@ -121,9 +123,10 @@ static void *send_loop(void *arg) {
 
 static void usage(const char *name) {
     fprintf(stderr,
-            "usage: %s [-g SEGMENTS] [-f FLOWS] [-r PPS] [-s] ADDR:PORT THREADS BATCH SIZE CPUS DURATION\n"
+            "usage: %s [-g SEGMENTS] [-f FLOWS] [-P] [-r PPS] [-s] ADDR:PORT THREADS BATCH SIZE CPUS DURATION\n"
             "  -g SEGMENTS  UDP_SEGMENT: SEGMENTS packets per message, cut by the stack\n"
             "  -f FLOWS     sockets per thread, to ports PORT .. PORT+FLOWS-1\n"
+            "  -P           every flow to PORT (one receiving socket)\n"
             "  -r PPS       at most PPS packets per second in all\n"
             "  -s           a sockperf message header in every packet (for sockperf sr)\n",
             name);
@@ -131,15 +134,18 @@ static void usage(const char *name) {
 }
 
 int main(int argc, char **argv) {
-    int segments = 1, flows = 1, sockperf = 0, opt;
+    int segments = 1, flows = 1, one_port = 0, sockperf = 0, opt;
     double rate = 0;
-    while ((opt = getopt(argc, argv, "g:f:r:s")) != -1) {
+    while ((opt = getopt(argc, argv, "g:f:Pr:s")) != -1) {
         switch (opt) {
         case 'g':
             segments = atoi(optarg);
             break;
         case 'f':
             flows = atoi(optarg);
+            break;
+        case 'P':
+            one_port = 1;
             break;
         case 'r':
             rate = atof(optarg);
@@ -186,6 +192,7 @@ int main(int argc, char **argv) {
             .size = size,
             .segments = segments,
             .flows = flows,
+            .one_port = one_port,
             .sockperf = sockperf,
             .rate = rate / threads,
             .counter = &counters[i],

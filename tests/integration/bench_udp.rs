@@ -490,9 +490,7 @@ fn bad_input_exits_2_naming_the_value() {
 
 /// Send SIGTERM to a child we started (by its PID).
 fn terminate(running: &Running) {
-    // SAFETY: kill with a PID of our own child and a valid signal.
-    let rc = unsafe { libc::kill(running.child.id() as libc::pid_t, libc::SIGTERM) };
-    assert_eq!(rc, 0, "kill {}", running.child.id());
+    signal(running, libc::SIGTERM);
 }
 
 /// SIGTERM (how service managers and `timeout` stop a process) ends a sink
@@ -549,6 +547,67 @@ fn sigterm_ends_sink_and_flood_with_their_reports(engine: &str) {
     let sent = u(&flood, "/packets");
     assert!(sent >= 100, "{flood:#}");
     assert_eq!(u(&sink, "/packets"), sent);
+}
+
+/// Send `signal` to a child we started (by its PID).
+fn signal(running: &Running, signal: libc::c_int) {
+    // SAFETY: kill with a PID of our own child and a valid signal.
+    let rc = unsafe { libc::kill(running.child.id() as libc::pid_t, signal) };
+    assert_eq!(rc, 0, "kill {}", running.child.id());
+}
+
+/// A reader kept off its CPU for the whole flood (here stopped, as the
+/// receive softirq or a competing process can keep it off) reads what its
+/// socket buffer held only when the flood is over, a few batches within a
+/// millisecond. Its rate is over the time the traffic lasted, so never
+/// above the rate it was sent at: over its few reads alone it would be
+/// millions a second.
+fn a_reader_kept_off_its_cpu_reports_its_rate_over_the_traffic(engine: &str) {
+    let _serial = measuring();
+    let sink = Running::start(nettune(
+        None,
+        &[
+            "bench",
+            "udp-sink",
+            "--engine",
+            engine,
+            "--json",
+            "--bind",
+            "127.0.0.1:0",
+            "--batch",
+            "64",
+            "--duration",
+            "4",
+        ],
+    ));
+    let addr = sink.bound_addr();
+    // The reader is waiting for packets when it is stopped.
+    std::thread::sleep(Duration::from_millis(300));
+    signal(&sink, libc::SIGSTOP);
+    let flood = Running::start(nettune(
+        None,
+        &[
+            "bench",
+            "udp-flood",
+            "--json",
+            "--to",
+            &addr,
+            "--rate",
+            "20000",
+            "--duration",
+            "1",
+        ],
+    ));
+    let flood = json_report(flood, Duration::from_secs(10));
+    signal(&sink, libc::SIGCONT);
+    let sink = json_report(sink, Duration::from_secs(15));
+    let sent = u(&flood, "/packets");
+    assert!(sent >= 100, "{flood:#}");
+    // What the default socket buffer held: more than one batch.
+    let got = u(&sink, "/packets");
+    assert!(got > 64 && got <= sent, "{got} of {sent}");
+    assert!(f(&sink, "/traffic_s") >= 0.9, "{sink:#}");
+    assert!(f(&sink, "/pps") <= 24_000.0, "{sink:#}");
 }
 
 /// `timeout(1)` sends its signal to the bench and then to its whole process
@@ -868,4 +927,5 @@ each_engine!(
     a_sink_that_received_nothing_exits_1_with_its_report,
     reuseport_onto_a_held_port_is_refused_unless_shared,
     netns_flag_runs_each_side_in_its_namespace,
+    a_reader_kept_off_its_cpu_reports_its_rate_over_the_traffic,
 );

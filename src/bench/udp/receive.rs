@@ -13,6 +13,15 @@ pub(super) const SLOT: usize = 64;
 /// With UDP_GRO a message may be a super-datagram of up to 64 KiB, whose
 /// every segment's header is read: room for the largest.
 pub(super) const GRO_SLOT: usize = 65_536;
+/// How long a thread waits for packets before it looks at the phase again
+/// until the first packet came: the traffic's start is then known to
+/// within about two of these, however late the reader gets to read (see
+/// [`ThreadResult::waiting`]). A thread that has had packets waits
+/// [`WAIT`].
+pub(super) const FIRST_WAIT: Duration = Duration::from_millis(2);
+/// How long a thread waits for packets, once traffic came, before it looks
+/// at the phase again: the bound on how late it sees the end of the run.
+pub(super) const WAIT: Duration = Duration::from_millis(50);
 
 /// How the threads receive.
 pub(super) struct Receive {
@@ -30,6 +39,15 @@ pub(super) struct ThreadResult {
     pub(super) packets: u64,
     pub(super) bytes: u64,
     pub(super) datagrams: u64,
+    /// The first packet arrived after this: when the last wait that came
+    /// back empty before it began (the socket was empty at its end, or
+    /// when a signal cut it short), or the first wait's start. At most
+    /// about two [`FIRST_WAIT`]s before the packet for a reader that has
+    /// its CPU.
+    pub(super) waited: Option<Instant>,
+    /// Until the first packet: when the current wait began.
+    wait_began: Option<Instant>,
+    /// When the first and the last batch were read.
     pub(super) first: Option<Instant>,
     pub(super) last: Option<Instant>,
     pub(super) flows: FlowTable,
@@ -44,6 +62,8 @@ impl ThreadResult {
             packets: 0,
             bytes: 0,
             datagrams: 0,
+            waited: None,
+            wait_began: None,
             first: None,
             last: None,
             flows: FlowTable::new(),
@@ -51,11 +71,35 @@ impl ThreadResult {
         }
     }
 
-    /// A batch of messages arrived now.
+    /// About to wait for packets. Until the first one came, note when:
+    /// the traffic began after the previous wait, which came back empty,
+    /// began. A reader kept off its CPU (by the receive softirq, a
+    /// competing process, a stop signal) reads its first batch late, long
+    /// after the traffic began, and may begin its next wait late too; the
+    /// wait before it began in time.
+    #[inline]
+    pub(super) fn waiting(&mut self) {
+        if self.first.is_none() {
+            let now = Instant::now();
+            self.waited = Some(self.wait_began.unwrap_or(now));
+            self.wait_began = Some(now);
+        }
+    }
+
+    /// Whether no packet came yet: the thread waits [`FIRST_WAIT`].
+    #[inline]
+    pub(super) fn before_traffic(&self) -> bool {
+        self.first.is_none()
+    }
+
+    /// A batch of messages was read now.
     #[inline]
     pub(super) fn arrived(&mut self) {
         let now = Instant::now();
-        self.first.get_or_insert(now);
+        if self.first.is_none() {
+            self.first = Some(now);
+            self.waited.get_or_insert(now);
+        }
         self.last = Some(now);
     }
 

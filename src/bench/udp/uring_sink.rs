@@ -23,7 +23,7 @@ use anyhow::Context;
 use io_uring::{cqueue, opcode, types};
 
 use super::gso::{gro_size, CONTROL_LEN};
-use super::receive::{Receive, ThreadResult, GRO_SLOT, SLOT};
+use super::receive::{Receive, ThreadResult, FIRST_WAIT, GRO_SLOT, SLOT, WAIT};
 use crate::bench::harness::Phase;
 use crate::bench::report::LiveCounter;
 use crate::bench::uring::{self, BufRing};
@@ -40,8 +40,6 @@ const GRO_BUFFERS: u16 = 256;
 /// Submission queue entries: the thread only ever has a re-arm and the
 /// final cancel to submit.
 const ENTRIES: u32 = 8;
-/// How long a wait lasts before the thread looks at the phase again.
-const WAIT: Duration = Duration::from_millis(50);
 const RECV: u64 = 1;
 /// How long a wait may hold completions back to gather a batch, as a NIC
 /// coalesces interrupts (where the kernel has min_wait, 6.12).
@@ -129,7 +127,13 @@ pub(super) fn receive(
                 .map_err(|_| anyhow::anyhow!("io_uring submission queue full"))?;
             armed = true;
         }
-        uring::submit_and_wait_batch(&mut ring, sizing.want, COALESCE, WAIT)
+        result.waiting();
+        let wait = if result.before_traffic() {
+            FIRST_WAIT
+        } else {
+            WAIT
+        };
+        uring::submit_and_wait_batch(&mut ring, sizing.want, COALESCE, wait)
             .context("io_uring_enter failed")?;
         let mut got = false;
         for cqe in ring.completion() {
