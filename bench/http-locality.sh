@@ -20,9 +20,10 @@
 # connections each server thread accepted in each state (from its JSON
 # report: before, all on CPU 1).
 #
-# The load average at the start and the end is printed; a run whose load
-# average was 1.5 or more at either end is labelled noisy: its figures are
-# not results. Needs root (namespaces), wrk (Debian package), python3 and
+# The load average at the start and the end is printed, the end once the
+# run's own processes have gone (it waits up to 2 minutes for their share
+# to decay below 1.5); a run whose load average was 1.5 or more at either
+# end is labelled noisy: its figures are not results. Needs root (namespaces), wrk (Debian package), python3 and
 # nettune (NETTUNE, else target/release/nettune, else the one on PATH).
 # Everything it makes has a unique name and is removed on exit, also on
 # failure or Ctrl-C; it stops only the processes it started, by PID.
@@ -85,7 +86,14 @@ start_server() {
     "$NETTUNE" bench http-server --netns "$server" --bind 198.18.0.1:8080 --pin 0-1 --json \
         >"$work/server-$1.json" 2>"$work/server-$1.log" &
     server_pid=$!
-    sleep 1
+    for _ in $(seq 50); do
+        ip netns exec "$server" ss -Hltn 'sport = :8080' | grep -q . && return 0
+        kill -0 "$server_pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    echo "http-locality.sh: the http-server did not listen on 198.18.0.1:8080 in $server:" >&2
+    tail -5 "$work/server-$1.log" >&2
+    exit 1
 }
 stop_server() {
     kill -TERM "$server_pid" 2>/dev/null || true
@@ -118,7 +126,11 @@ for loadname in $LOADS; do
             sleep "$SETTLE"
             rate=$(ip netns exec "$client" "${wrk_cmd[@]}" -d "${WINDOW}s" http://198.18.0.1:8080/plaintext 2>&1 \
                 | awk '/Requests\/sec/ { print $2 }')
-            line="$line $state ${rate:-0}"
+            if [ -z "$rate" ]; then
+                echo "http-locality.sh: wrk printed no Requests/sec ($loadname, $state, round $round): is the server up? see $work" >&2
+                exit 1
+            fi
+            line="$line $state $rate"
         done
         echo "$line" >>"$work/rounds"
         echo "$loadname round $round: $line" >&2
@@ -157,8 +169,15 @@ EOF
 )")
 done
 cleanup
+# The run's own wrk and server (up to four busy threads on two CPUs) raise
+# the 1-minute load average; it is a measure of everything else only once
+# they are gone and it has decayed (about half a minute from 2.5 to 1.5).
+for waited in $(seq 0 5 120); do
+    awk '{ exit !($1 < 1.5) }' /proc/loadavg && break
+    sleep 5
+done
 load_end=$(load)
-echo "load average at end: $load_end"
+echo "load average at end: $load_end (read $waited s after the run's own processes ended)"
 echo
 echo "wrk against nettune bench http-server --pin 0-1 across a one-queue veth: k requests/s, median [range] of $ROUNDS alternated rounds of ${WINDOW} s"
 echo

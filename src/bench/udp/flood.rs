@@ -495,10 +495,13 @@ impl Pacer {
     fn new(pps: u64, batch: usize, unit: usize, now: Instant) -> Pacer {
         let batch = batch.max(1);
         let unit = unit.clamp(1, batch);
+        // The most whole messages a batch holds: a batch that is not a
+        // multiple of the message would otherwise end in a partial one.
+        let whole = batch / unit * unit;
         let per_call = ((pps / 10_000) as usize)
             .div_ceil(unit)
             .saturating_mul(unit)
-            .clamp(unit, batch);
+            .clamp(unit, whole);
         Pacer {
             per_call,
             depth: (pps as f64 / 100.0).max(per_call as f64),
@@ -660,6 +663,10 @@ mod tests {
         // Messages larger than the batch: the batch.
         let mut large = Pacer::new(1_200_000, 32, 64, start);
         assert_eq!(large.take(start), 32);
+        // A batch that is not a multiple of the message: whole messages
+        // only (64, not 64 + 36).
+        let mut odd = Pacer::new(1_200_000, 100, 64, start);
+        assert_eq!(odd.take(start), 64);
     }
 
     #[test]

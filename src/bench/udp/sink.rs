@@ -516,13 +516,19 @@ fn build_report(
     // first packet for a reader that has its CPU). It ends at the last read: once
     // the traffic stops, a starved reader gets its CPU back and drains the
     // socket at once; while it goes on, it reads until the run ends.
-    let began = results.iter().filter_map(|r| r.waited.or(r.first)).min();
+    // Only threads that read count: an idle thread's last empty wait says
+    // nothing about the traffic.
+    let began = results
+        .iter()
+        .filter_map(|r| r.first.and(r.waited.or(r.first)))
+        .min();
     let last = results.iter().filter_map(|r| r.last).max();
     let traffic_s = match (began, last) {
         (Some(began), Some(last)) => last.saturating_duration_since(began).as_secs_f64(),
         _ => 0.0,
     };
-    // One batch alone has no duration: fall back to the whole run.
+    // No traffic time (nothing read, or a wait's start not known): fall
+    // back to the whole run.
     let rate_window = if traffic_s > 0.0 {
         traffic_s
     } else {
