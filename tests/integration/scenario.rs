@@ -484,6 +484,56 @@ fn the_deferral_scenario_has_napi_and_the_latency_profile_turns_deferral_off() {
     );
 }
 
+/// A short `experiment search` over `space` on the testbed (2 repeats of
+/// 1 s, a fixed seed, journaled in `state_dir`): its JSON and stderr, once
+/// it exited 0 (a plan measured better) or 1 (none did).
+fn short_search(
+    bed: &Bed,
+    space: &str,
+    bench: &str,
+    pins: &[&str],
+    state_dir: &std::path::Path,
+) -> (Value, String) {
+    let child = nettune()
+        .args([
+            "experiment",
+            "search",
+            "--testbed",
+            &bed.name,
+            "--space",
+            space,
+            "--bench",
+            bench,
+        ])
+        .args(pins)
+        .args([
+            "--repeat",
+            "2",
+            "--min-duration",
+            "0.5s",
+            "--duration",
+            "1s",
+            "--warmup",
+            "0.2s",
+            "--seed",
+            "7",
+            "--state-dir",
+            s(state_dir),
+            "--json",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("experiment search");
+    let (code, stdout, stderr) = finish_bounded(child, Duration::from_secs(120));
+    // 0: a plan measured better; 1: none did. Either way it searched.
+    assert!(
+        code == Some(0) || code == Some(1),
+        "exit {code:?}: {stderr}"
+    );
+    (serde_json::from_str(&stdout).expect("search JSON"), stderr)
+}
+
 /// `experiment search --space napi` on the deferral scenario: the three
 /// per-NAPI deferrals besides the host as found are its candidates, each
 /// measured with the values written per NAPI, and the scenario's values
@@ -498,43 +548,13 @@ fn a_search_over_napi_tries_each_deferral_and_puts_the_scenarios_back() {
     let bed = Bed::up("rr-irq-deferral");
     let scenario = inspected(bed.server(), "tb-server");
     let work = tempfile::tempdir().expect("tempdir");
-    let child = nettune()
-        .args([
-            "experiment",
-            "search",
-            "--testbed",
-            &bed.name,
-            "--space",
-            "napi",
-            "--bench",
-            "rr --proto tcp --pin 1",
-            "--server-pin",
-            "0",
-            "--repeat",
-            "2",
-            "--min-duration",
-            "0.5s",
-            "--duration",
-            "1s",
-            "--warmup",
-            "0.2s",
-            "--seed",
-            "7",
-            "--state-dir",
-            s(work.path()),
-            "--json",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("experiment search");
-    let (code, stdout, stderr) = finish_bounded(child, Duration::from_secs(120));
-    // 0: a plan measured better; 1: none did. Either way it searched.
-    assert!(
-        code == Some(0) || code == Some(1),
-        "exit {code:?}: {stderr}"
+    let (found, stderr) = short_search(
+        &bed,
+        "napi",
+        "rr --proto tcp --pin 1",
+        &["--server-pin", "0"],
+        work.path(),
     );
-    let found: Value = serde_json::from_str(&stdout).expect("search JSON");
     assert_eq!(
         found["candidates"],
         serde_json::json!(["current", "napi=latency", "napi=http", "napi=off"]),
@@ -605,41 +625,7 @@ fn a_search_over_buffers_tries_the_profiles_sizes_and_puts_the_scenarios_back() 
     };
     let scenario = (read("tcp_rmem"), read("tcp_wmem"));
     let work = tempfile::tempdir().expect("tempdir");
-    let child = nettune()
-        .args([
-            "experiment",
-            "search",
-            "--testbed",
-            &bed.name,
-            "--space",
-            "buffers",
-            "--bench",
-            "stream",
-            "--repeat",
-            "2",
-            "--min-duration",
-            "0.5s",
-            "--duration",
-            "1s",
-            "--warmup",
-            "0.2s",
-            "--seed",
-            "7",
-            "--state-dir",
-            s(work.path()),
-            "--json",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("experiment search");
-    let (code, stdout, stderr) = finish_bounded(child, Duration::from_secs(120));
-    // 0: a plan measured better; 1: none did. Either way it searched.
-    assert!(
-        code == Some(0) || code == Some(1),
-        "exit {code:?}: {stderr}"
-    );
-    let found: Value = serde_json::from_str(&stdout).expect("search JSON");
+    let (found, stderr) = short_search(&bed, "buffers", "stream", &[], work.path());
     assert_eq!(
         found["candidates"],
         serde_json::json!(["current", "buffers=throughput"]),
