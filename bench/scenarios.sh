@@ -18,7 +18,7 @@
 #    reader's CPU (UDP scenarios; with `--gso N --rate R` where the
 #    scenario's printed flood has them: softirq-on-app-cpu's sender sends
 #    64 packets per call, so that it costs its CPU little per packet, as a
-#    NIC costs the receiving host nothing, at a fixed 1,200,000 packets/s, as
+#    NIC costs the receiving host nothing, at a fixed 1,800,000 packets/s, as
 #    a NIC at its line rate), `rr --proto tcp --pin CLIENT` into an
 #    rr-server pinned to the server's CPU (rr-irq-deferral: transactions
 #    per second of one TCP connection, a closed loop), or `stream` (one

@@ -131,9 +131,9 @@ pub const ALL: &[Scenario] = &[
                   veth as one and are cut into datagrams on the CPU that RPS picks, so CPU 0 \
                   has room for the receive work the fix gives it (a sender paying for every \
                   packet would keep CPU 0 busy, and the fix would only move work onto it). \
-                  Like a NIC at its line rate it sends at a fixed rate (--rate 1200000), more \
-                  than one CPU takes: unpaced, it would offer so much that the receive \
-                  softirq starves the reader whichever way RPS points.",
+                  Like a NIC at its line rate it sends at a fixed rate (--rate 1800000), well \
+                  above what CPU 1 takes alone (about 1 million packets/s): the receive \
+                  softirq then starves the reader, as the softirqs piled on CPU0 did.",
         source: "\"SMP IRQ affinity\" (igi, 2013): softirqs piled on CPU0",
         queues: 2,
         rps: Rps::OneCpu(1),
@@ -142,7 +142,7 @@ pub const ALL: &[Scenario] = &[
         workload: Workload::Udp {
             reader_cpu: 1,
             sender_cpu: 0,
-            flood_options: "--flows 16 --gso 64 --rate 1200000",
+            flood_options: "--flows 16 --gso 64 --rate 1800000",
         },
         finding: "rps.one-cpu",
         profile: "pps",
@@ -573,7 +573,7 @@ mod tests {
         assert_eq!(
             c.client,
             "nettune bench udp-flood --netns ntb-x-client --to 198.18.0.1:9000 --pin 0 \
-             --duration 10 --flows 16 --gso 64 --rate 1200000"
+             --duration 10 --flows 16 --gso 64 --rate 1800000"
         );
         // The reader is a plain recvmmsg sink: UDP GRO would hand it the
         // sender's 64-packet sends whole and hide the per-packet receive
