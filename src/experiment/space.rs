@@ -820,14 +820,7 @@ mod tests {
     }
 
     pub(super) fn fixture(name: &str) -> Host {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/hosts")
-            .join(name);
-        let all = crate::host::Selection {
-            all: true,
-            iface: None,
-        };
-        crate::gather::read_target(Some(&dir), None, &all).expect("fixture host")
+        crate::gather::fixture_host(name)
     }
 
     pub(super) fn space(dimensions: &[Dimension], iface: &str) -> Space {

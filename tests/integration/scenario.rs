@@ -534,6 +534,32 @@ fn short_search(
     (serde_json::from_str(&stdout).expect("search JSON"), stderr)
 }
 
+/// A short `experiment run` of one stream per config (`args` gives the
+/// configs) on the testbed, warming up for `warmup`, its report and
+/// journals under `dir`: its results.json, once it exited 0.
+fn short_run(bed: &Bed, args: &[&str], warmup: &str, dir: &std::path::Path) -> Value {
+    let mut all = vec!["--testbed", bed.name.as_str()];
+    all.extend_from_slice(args);
+    all.extend([
+        "--bench",
+        "stream",
+        "--repeat",
+        "1",
+        "--duration",
+        "1s",
+        "--warmup",
+        warmup,
+    ]);
+    let out = dir.join("exp");
+    let child = crate::experiment::experiment_run(&all, &out, &dir.join("state-run"))
+        .spawn()
+        .expect("experiment run");
+    let (code, stdout, stderr) = finish_bounded(child, Duration::from_secs(120));
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).expect("results.json"))
+        .expect("json")
+}
+
 /// `experiment search --space napi` on the deferral scenario: the three
 /// per-NAPI deferrals besides the host as found are its candidates, each
 /// measured with the values written per NAPI, and the scenario's values
@@ -693,31 +719,9 @@ fn a_search_over_buffers_tries_the_profiles_sizes_and_puts_the_scenarios_back() 
 
     // The label, given to `experiment run` with the same path, applies
     // what the search measured.
-    let out = work.path().join("exp");
-    let mut args = vec![
-        "--testbed",
-        &bed.name,
-        "--configs",
-        "current,buffers=throughput",
-        "--bench",
-        "stream",
-        "--repeat",
-        "1",
-        "--duration",
-        "1s",
-        "--warmup",
-        "0.2s",
-    ];
+    let mut args = vec!["--configs", "current,buffers=throughput"];
     args.extend_from_slice(&path);
-    let child = crate::experiment::experiment_run(&args, &out, &work.path().join("state-run"))
-        .spawn()
-        .expect("experiment run");
-    let (code, stdout, stderr) = finish_bounded(child, Duration::from_secs(120));
-    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
-    let results: Value = serde_json::from_str(
-        &std::fs::read_to_string(out.join("results.json")).expect("results.json"),
-    )
-    .expect("json");
+    let results = short_run(&bed, &args, "0.2s", work.path());
     let config = results["configs"]
         .as_array()
         .expect("configs")
@@ -952,33 +956,15 @@ fn experiment_run_measures_the_bulk_scenario_with_a_stream_and_puts_its_buffers_
     };
     assert_eq!(tcp_rmem(), "4096 16384 32768");
     let work = tempfile::tempdir().expect("tempdir");
-    let out = work.path().join("exp");
-    let child = crate::experiment::experiment_run(
+    let results = short_run(
+        &bed,
         &[
-            "--testbed",
-            &bed.name,
             "--configs",
             "current,throughput:--bandwidth 50mbit --rtt 30ms",
-            "--bench",
-            "stream",
-            "--repeat",
-            "1",
-            "--duration",
-            "1s",
-            "--warmup",
-            "0.5s",
         ],
-        &out,
-        &work.path().join("state"),
-    )
-    .spawn()
-    .expect("experiment");
-    let (code, stdout, stderr) = finish_bounded(child, Duration::from_secs(120));
-    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
-    let results: Value = serde_json::from_str(
-        &std::fs::read_to_string(out.join("results.json")).expect("results.json"),
-    )
-    .expect("json");
+        "0.5s",
+        work.path(),
+    );
     assert_eq!(results["complete"], true);
     assert_eq!(results["benches"][0]["kind"], "stream");
     assert_eq!(results["benches"][0]["metric"], "bits/s");

@@ -480,18 +480,6 @@ mod tests {
         assert!(err.contains("cannot be given per config"), "{err}");
     }
 
-    /// The host of a fixture, as read through `--root`.
-    fn fixture(name: &str) -> crate::host::Host {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/hosts")
-            .join(name);
-        let all = crate::host::Selection {
-            all: true,
-            iface: None,
-        };
-        crate::gather::read_target(Some(&dir), None, &all).expect("fixture host")
-    }
-
     /// `nettune experiment WORDS` as the command line parses it.
     fn parse(words: &[&str]) -> super::super::ExperimentCommand {
         let mut argv = vec!["nettune", "experiment"];
@@ -538,7 +526,7 @@ mod tests {
         let ExperimentCommand::Run(run) = with_path(&run_words) else {
             panic!("not run");
         };
-        let host = fixture("vm-2cpu-virtio");
+        let host = crate::gather::fixture_host("vm-2cpu-virtio");
         let scope = |path: &PathArgs| Scope {
             ifaces: vec!["eth0".to_string()],
             path: path.path(),
