@@ -59,8 +59,8 @@ fn words(text: &str, what: &str) -> anyhow::Result<Vec<String>> {
 pub struct PathArgs {
     /// buffers=throughput: the path's bandwidth, as for `plan --profile
     /// throughput` (`50mbit`, `10gbit`; 1mbit to 10tbit). Default: the
-    /// fastest link tuned. Give `experiment run` the same as the search
-    /// to measure its buffers again.
+    /// fastest link tuned. `experiment search` and `experiment run` size
+    /// buffers alike for the same path.
     #[arg(long, value_name = "RATE", allow_hyphen_values = true, value_parser = crate::cli::plan::bandwidth_arg)]
     pub bandwidth: Option<u64>,
     /// buffers=throughput: the path's round-trip time (`30ms`, `0.2s`; 1us
