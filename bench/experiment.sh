@@ -77,7 +77,8 @@ import json, sys
 s = json.load(open(sys.argv[1]))
 f = s["search"]
 c = f["comparison"]
-print(f"candidates: {len(s['candidates']) - 1}; skipped: {'; '.join(s['skipped'])}")
+print(f"candidates: {len(s['candidates']) - 1}; skipped: {'; '.join(s['skipped'])}"
+      + (f"; notes: {'; '.join(s['notes'])}" if s.get("notes") else ""))
 for r in f["rounds"]:
     best = r["scores"][0]
     print(f"round {r['round']} ({r['duration_s']:.0f} s): host as found {r['baseline']:.0f} pps, best {best[0]} {best[2]:.2f}x")

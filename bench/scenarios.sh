@@ -61,12 +61,13 @@
 #
 # --search: instead of the above, the search's regret per scenario. On
 # the scenario's testbed, `nettune experiment search --space SEARCH_SPACE
-# (rps,xps,napi,buffers) --bench LINE --repeat ROUNDS --duration
-# EXP_DURATION` runs first (timed); then the exhaustive grid over the same
-# space: `experiment run` with every candidate the search listed (the host
-# as found first, each as the settings it names:
-# rps=app+xps=off+napi=latency, ...) at the same --repeat, --duration and
-# --warmup (timed). A dimension the scenario lacks is skipped by the search
+# (rps,xps,napi,buffers) --bench LINE [PATH] --repeat ROUNDS --duration
+# EXP_DURATION` runs first (timed; PATH: the scenario's --bandwidth/--rtt,
+# for buffers); then the exhaustive grid over the same space: `experiment
+# run` with every candidate the search listed (the host as found first,
+# each as the settings it names: rps=app+xps=off+napi=latency, ...), with
+# the path the search printed where a config sets buffers, at the same
+# --repeat, --duration and --warmup (timed). A dimension the scenario lacks is skipped by the search
 # and so absent from the grid: the UDP and bulk scenarios' veths have no
 # NAPI (GRO off), so napi counts only on rr-irq-deferral; buffers only on
 # bulk-small-buffers (the others' TCP maxima already hold the throughput
@@ -190,27 +191,41 @@ if [ "$SEARCH" = 1 ]; then
     for scenario in $SCENARIOS; do
         bed="ntb-scb$$"
         up=$("$NETTUNE" testbed up --name "$bed" --scenario "$scenario" --json)
-        read -r reader sender kind < <(python3 -c '
+        read -r reader sender kind path < <(python3 -c '
 import json, re, sys
 c = json.load(sys.stdin)["commands"]
 pin = lambda s: (re.search(r"--pin (\d+)", s) or re.search("()", "")).group(1) or "-"
-print(pin(c["server"]), pin(c["client"]), "rr" if " rr-server " in c["server"] else "other")' <<<"$up")
+print(pin(c["server"]), pin(c["client"]), "rr" if " rr-server " in c["server"] else "other",
+      ",".join(c["doctor"].split()[4:]) or "-")' <<<"$up")
         load_line
-        echo "$scenario: nettune experiment search --space $SEARCH_SPACE --bench '$line' ${pin_args[*]} --repeat $ROUNDS --duration $EXP_DURATION" >&2
+        # The scenario's path (--bandwidth/--rtt, as doctor is given it):
+        # the search sizes buffers=throughput for it when it searches buffers.
+        path_args=()
+        if [[ ,$SEARCH_SPACE, == *,buffers,* && $path != - ]]; then
+            read -ra path_args <<<"${path//,/ }"
+        fi
+        echo "$scenario: nettune experiment search --space $SEARCH_SPACE --bench '$line' ${pin_args[*]} ${path_args[*]} --repeat $ROUNDS --duration $EXP_DURATION" >&2
         t0=$(now)
-        "$NETTUNE" experiment search --testbed "$bed" --space "$SEARCH_SPACE" --bench "$line" "${pin_args[@]}" "${host_args[@]}" \
+        "$NETTUNE" experiment search --testbed "$bed" --space "$SEARCH_SPACE" --bench "$line" "${pin_args[@]}" "${path_args[@]}" "${host_args[@]}" \
             --repeat "$ROUNDS" --duration "$EXP_DURATION" --warmup 1s --json >"$work/search-$scenario.json" 2>"$work/search-$scenario.log" || true
         t1=$(now)
         [ -s "$work/search-$scenario.json" ] || { echo "scenarios.sh: experiment search failed on $scenario:" >&2; tail -5 "$work/search-$scenario.log" >&2; exit 1; }
         # The search's candidates as experiment configs: "rps=app(1)
-        # xps=off" names the same settings as "rps=app+xps=off".
-        configs=$(python3 -c '
+        # xps=off" names the same settings as "rps=app+xps=off". A
+        # buffers=throughput config is sized for the path the search
+        # printed (its "bandwidth" and "rtt"), so the grid is given it too.
+        { read -r configs; read -r grid_path; } < <(python3 -c '
 import json, re, sys
 d = json.load(open(sys.argv[1]))
-print(",".join("+".join(re.sub(r"\([^)]*\)", "", c).split()) for c in d["candidates"]))' "$work/search-$scenario.json")
-        echo "$scenario: the grid: nettune experiment run --configs '$configs' --bench '$line' ${pin_args[*]} --repeat $ROUNDS --duration $EXP_DURATION" >&2
+configs = ["+".join(re.sub(r"\([^)]*\)", "", c).split()) for c in d["candidates"]]
+print(",".join(configs))
+buffers = any("buffers=" in c for c in configs)
+print(" ".join(f"--{k} {d[k]}" for k in ("bandwidth", "rtt") if buffers and d.get(k)) or "-")' "$work/search-$scenario.json")
+        grid_args=()
+        [ "$grid_path" = - ] || read -ra grid_args <<<"$grid_path"
+        echo "$scenario: the grid: nettune experiment run --configs '$configs' ${grid_args[*]} --bench '$line' ${pin_args[*]} --repeat $ROUNDS --duration $EXP_DURATION" >&2
         t2=$(now)
-        "$NETTUNE" experiment run --testbed "$bed" --configs "$configs" --bench "$line" "${pin_args[@]}" "${host_args[@]}" \
+        "$NETTUNE" experiment run --testbed "$bed" --configs "$configs" "${grid_args[@]}" --bench "$line" "${pin_args[@]}" "${host_args[@]}" \
             --repeat "$ROUNDS" --duration "$EXP_DURATION" --warmup 1s --out "$work/grid-$scenario" >"$work/grid-$scenario.log" 2>&1 \
             || { echo "scenarios.sh: the grid failed on $scenario:" >&2; tail -5 "$work/grid-$scenario.log" >&2; exit 1; }
         t3=$(now)

@@ -35,6 +35,8 @@ pub enum ExperimentCommand {
     ///   nettune experiment run --testbed lab --configs current,pps,latency \
     ///       --bench 'rr --proto tcp --instances 100' --bench 'rr --proto udp' --repeat 5 --duration 10s --out exp2
     ///   nettune experiment run --configs current,throughput:--rtt=50ms,plan.json --bench 'http -c 64' --out exp3
+    ///   nettune experiment run --testbed lab --configs current,rps=all+buffers=throughput \
+    ///       --bandwidth 50mbit --rtt 30ms --bench stream --out exp4
     ///
     /// Details and the results.json schema: docs/experiment.md.
     #[command(verbatim_doc_comment)]
@@ -77,9 +79,11 @@ pub struct RunArgs {
     /// a saved plan file, or settings as the search names them, joined by
     /// `+` (`rps=all`, `rps=app+rfs=on`, `xps=per-queue`, `irq=spread`,
     /// `napi=latency`, `buffers=throughput`: the throughput profile's
-    /// buffers for the link's speed and 100 ms).
+    /// buffers for the path of --bandwidth and --rtt).
     #[arg(long, value_name = "LIST", required = true)]
     pub configs: Vec<String>,
+    #[command(flatten)]
+    pub path: input::PathArgs,
     /// A `nettune bench` client command line without its target
     /// (`udp-flood --flows 16`, `rr --proto tcp --instances 100`, `http -c
     /// 64`, `stream`); repeat for several. The matching server side is started by the
@@ -209,6 +213,11 @@ fn run_matrix(args: RunArgs) -> anyhow::Result<Status> {
             args.place.cpus.as_deref(),
         )?);
     }
+    args.path.refuse_unused(
+        input::sets_buffers(&parsed),
+        "buffers=throughput configs",
+        "add one to --configs (a profile takes its own: throughput:--rtt=30ms)",
+    )?;
     let mut benches = Vec::new();
     for text in &args.benches {
         benches.push(input::bench(text, args.duration, args.warmup)?);
@@ -234,7 +243,7 @@ fn run_matrix(args: RunArgs) -> anyhow::Result<Status> {
         settings: place.settings(args.repeat, args.duration, args.warmup, seed),
         command: command_line(),
     };
-    let outcome = matrix(&spec, &place, &out, args.allow_host);
+    let outcome = matrix(&spec, &place, &out, args.allow_host, args.path.path());
     let left = place.leave();
     let results = outcome?;
     left?;
@@ -248,9 +257,15 @@ fn run_matrix(args: RunArgs) -> anyhow::Result<Status> {
 }
 
 /// Lock, check, run: the results, or why nothing ran.
-fn matrix(spec: &Spec, place: &Place, out: &Path, allow_host: bool) -> anyhow::Result<Results> {
+fn matrix(
+    spec: &Spec,
+    place: &Place,
+    out: &Path,
+    allow_host: bool,
+    path: crate::experiment::tune::BufferPath,
+) -> anyhow::Result<Results> {
     let _lock = place.state.lock()?;
-    let tuner = place.tuner(out.display().to_string(), allow_host)?;
+    let tuner = place.tuner(out.display().to_string(), allow_host, path)?;
     tuner.refuse_unfinished()?;
     run::check(spec, &tuner)?;
     std::fs::create_dir_all(out)

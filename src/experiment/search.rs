@@ -37,7 +37,7 @@ use serde::{Deserialize, Serialize};
 
 use super::bench::{self, Bench, Sides};
 pub use super::space::{
-    candidates, host_only, parse_settings, settings_plan, Candidate, Dimension, Space,
+    candidates, host_only, parse_settings, settings_plan, Candidate, Dimension, Remarks, Space,
     HOST_ONLY_SYSCTLS,
 };
 use super::stats::{self, Comparison, Rng};

@@ -81,6 +81,18 @@ pub struct Candidate {
     pub plan: Plan,
 }
 
+/// What the candidates of a search come with, besides themselves.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Remarks {
+    /// What was not searched, and why: a dimension the target lacks or
+    /// may not change (`rfs: skipped: ...`), candidates beyond
+    /// `--max-candidates`.
+    pub skipped: Vec<String>,
+    /// How a searched dimension was made, where it differs from what its
+    /// name says (`buffers: the host's socket caps ... are left alone`).
+    pub notes: Vec<String>,
+}
+
 /// What a search may do, and what it knows of the benchmark.
 pub struct Space {
     pub dimensions: Vec<Dimension>,
@@ -165,17 +177,18 @@ fn dimension_choices(
     host: &Host,
     ifaces: &[&Interface],
     space: &Space,
-    notes: &mut Vec<String>,
+    remarks: &mut Remarks,
 ) -> Vec<Choice> {
     let mut choices = vec![keep()];
+    // Each dimension but buffers only ever skips; buffers may also note.
     choices.extend(match d {
         Dimension::Rps => rps_dimension(host, ifaces, space),
-        Dimension::Rfs => rfs_dimension(host, ifaces, space, notes),
+        Dimension::Rfs => rfs_dimension(host, ifaces, space, &mut remarks.skipped),
         Dimension::Xps => xps_dimension(host, ifaces),
-        Dimension::Irq => irq_dimension(host, ifaces, space, notes),
-        Dimension::Coalesce => coalesce_dimension(ifaces, notes),
-        Dimension::Napi => napi_dimension(ifaces, notes),
-        Dimension::Buffers => buffers_dimension(host, ifaces, space, notes),
+        Dimension::Irq => irq_dimension(host, ifaces, space, &mut remarks.skipped),
+        Dimension::Coalesce => coalesce_dimension(ifaces, &mut remarks.skipped),
+        Dimension::Napi => napi_dimension(ifaces, &mut remarks.skipped),
+        Dimension::Buffers => buffers_dimension(host, ifaces, space, remarks),
     });
     choices
 }
@@ -216,7 +229,7 @@ fn rfs_dimension(
     host: &Host,
     ifaces: &[&Interface],
     space: &Space,
-    notes: &mut Vec<String>,
+    skipped: &mut Vec<String>,
 ) -> Vec<Choice> {
     let mut choices = Vec::new();
     let table = if space.in_namespace {
@@ -226,7 +239,7 @@ fn rfs_dimension(
     };
     let host_table = match table {
         None => {
-            notes.push(
+            skipped.push(
                 "rfs: skipped: net.core.rps_sock_flow_entries (the host-wide RFS table) \
                      cannot be read"
                     .to_string(),
@@ -237,7 +250,7 @@ fn rfs_dimension(
         Some(v) if v.trim() != "0" => None,
         Some(v) if space.allow_host => Some(v.trim().to_string()),
         Some(_) => {
-            notes.push(
+            skipped.push(
                 "rfs: skipped: RFS needs the host-wide net.core.rps_sock_flow_entries (0 \
                      now); give --allow-host to try it (journaled and restored like every \
                      change)"
@@ -341,7 +354,7 @@ fn irq_dimension(
     host: &Host,
     ifaces: &[&Interface],
     space: &Space,
-    notes: &mut Vec<String>,
+    skipped: &mut Vec<String>,
 ) -> Vec<Choice> {
     let mut choices = Vec::new();
     let vectors: Vec<(&Interface, u32, Option<u32>, Vec<u32>)> = ifaces
@@ -354,7 +367,7 @@ fn irq_dimension(
         })
         .collect();
     if vectors.is_empty() {
-        notes.push(format!(
+        skipped.push(format!(
             "irq: skipped: {} ha{} no queue IRQs (a virtual interface)",
             names(ifaces),
             if ifaces.len() == 1 { "s" } else { "ve" }
@@ -402,14 +415,14 @@ fn irq_dimension(
 
 /// Interrupt coalescing: 0 us, 50 us, adaptive; none when no driver can
 /// change it.
-fn coalesce_dimension(ifaces: &[&Interface], notes: &mut Vec<String>) -> Vec<Choice> {
+fn coalesce_dimension(ifaces: &[&Interface], skipped: &mut Vec<String>) -> Vec<Choice> {
     let mut choices = Vec::new();
     let supported: Vec<&&Interface> = ifaces
         .iter()
         .filter(|i| matches!(i.driver_settings.coalesce, Probe::Value(_)))
         .collect();
     if supported.is_empty() {
-        notes.push(format!(
+        skipped.push(format!(
             "coalesce: skipped: the driver of {} cannot change interrupt coalescing",
             names(ifaces)
         ));
@@ -458,7 +471,7 @@ fn coalesce_dimension(ifaces: &[&Interface], notes: &mut Vec<String>) -> Vec<Cho
 /// found: it engages only for applications that ask for it. None when no
 /// RX queue of the interfaces has a NAPI whose settings the kernel reports
 /// and takes (veth without GRO or XDP, a kernel before 6.13).
-fn napi_dimension(ifaces: &[&Interface], notes: &mut Vec<String>) -> Vec<Choice> {
+fn napi_dimension(ifaces: &[&Interface], skipped: &mut Vec<String>) -> Vec<Choice> {
     const KEYS: [NapiKey; 2] = [NapiKey::DeferHardIrqs, NapiKey::GroFlushTimeout];
     let mut napis: Vec<(&Interface, u32, &Napi)> = Vec::new();
     let mut why: Option<String> = None;
@@ -483,7 +496,7 @@ fn napi_dimension(ifaces: &[&Interface], notes: &mut Vec<String>) -> Vec<Choice>
         }
     }
     if napis.is_empty() {
-        notes.push(format!(
+        skipped.push(format!(
             "napi: skipped: {} ha{} no NAPI whose settings can be changed: {}",
             names(ifaces),
             if ifaces.len() == 1 { "s" } else { "ve" },
@@ -548,7 +561,7 @@ fn buffers_dimension(
     host: &Host,
     ifaces: &[&Interface],
     space: &Space,
-    notes: &mut Vec<String>,
+    remarks: &mut Remarks,
 ) -> Vec<Choice> {
     let opts = PlanOptions {
         ifaces: ifaces.iter().map(|i| i.name.clone()).collect(),
@@ -559,7 +572,9 @@ fn buffers_dimension(
     let plan = match crate::plan::throughput_buffers(host, &opts) {
         Ok(plan) => plan,
         Err(e) => {
-            notes.push(format!("buffers: skipped: {}", crate::error::message(&e)));
+            remarks
+                .skipped
+                .push(format!("buffers: skipped: {}", crate::error::message(&e)));
             return Vec::new();
         }
     };
@@ -595,11 +610,12 @@ fn buffers_dimension(
                      maxima{within}"
                 )
             });
-        notes.push(format!("buffers: skipped: {why}"));
+        remarks.skipped.push(format!("buffers: skipped: {why}"));
         return Vec::new();
     }
     if let Some(caps) = host_caps {
-        notes.push(format!(
+        // Not a skip: the buffers are searched, within what can be written.
+        remarks.notes.push(format!(
             "buffers: {caps}, are left alone: the TCP maxima are kept within them"
         ));
     }
@@ -629,13 +645,13 @@ fn names(ifaces: &[&Interface]) -> String {
 }
 
 /// The candidates of `space` on `host`, the baseline (`current`) first,
-/// and notes on what was skipped and why.
-pub fn candidates(host: &Host, space: &Space) -> anyhow::Result<(Vec<Candidate>, Vec<String>)> {
+/// what was skipped and why, and notes on how candidates were made.
+pub fn candidates(host: &Host, space: &Space) -> anyhow::Result<(Vec<Candidate>, Remarks)> {
     let ifaces = interfaces(host, space)?;
-    let mut notes = Vec::new();
+    let mut remarks = Remarks::default();
     let mut combos: Vec<Choice> = vec![keep()];
     for d in &space.dimensions {
-        let choices = dimension_choices(*d, host, &ifaces, space, &mut notes);
+        let choices = dimension_choices(*d, host, &ifaces, space, &mut remarks);
         let mut next = Vec::new();
         for base in &combos {
             for c in &choices {
@@ -679,14 +695,14 @@ pub fn candidates(host: &Host, space: &Space) -> anyhow::Result<(Vec<Candidate>,
     }
     let limit = space.max_candidates + 1;
     if out.len() > limit {
-        notes.push(format!(
+        remarks.skipped.push(format!(
             "{} candidates; measuring the first {} (raise --max-candidates, or narrow --space)",
             out.len() - 1,
             space.max_candidates
         ));
         out.truncate(limit);
     }
-    Ok((out, notes))
+    Ok((out, remarks))
 }
 
 /// A config named by settings, as the search labels them: `rps=all`,
@@ -722,8 +738,8 @@ pub fn settings_plan(
     let ifaces = interfaces(host, space)?;
     let mut changes = Vec::new();
     for (d, value) in wanted {
-        let mut notes = Vec::new();
-        let choices = dimension_choices(*d, host, &ifaces, space, &mut notes);
+        let mut remarks = Remarks::default();
+        let choices = dimension_choices(*d, host, &ifaces, space, &mut remarks);
         let label = format!("{}={value}", d.name());
         let Some(choice) = choices
             .iter()
@@ -731,7 +747,7 @@ pub fn settings_plan(
         else {
             // A dimension skipped here says why; a note beside choices
             // (buffers kept within the host's caps) is no reason.
-            if let (Some(why), 1) = (notes.first(), choices.len()) {
+            if let (Some(why), 1) = (remarks.skipped.first(), choices.len()) {
                 anyhow::bail!("{why}");
             }
             let offered: Vec<&str> = choices
@@ -804,14 +820,7 @@ mod tests {
     }
 
     pub(super) fn fixture(name: &str) -> Host {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/hosts")
-            .join(name);
-        let all = crate::host::Selection {
-            all: true,
-            iface: None,
-        };
-        crate::gather::read_target(Some(&dir), None, &all).expect("fixture host")
+        crate::gather::fixture_host(name)
     }
 
     pub(super) fn space(dimensions: &[Dimension], iface: &str) -> Space {
@@ -857,8 +866,8 @@ mod tests {
         let mut host = fixture("vm-2cpu-virtio");
         let napi_space = space(&[Dimension::Napi], "eth0");
         // Deferral off as found: `napi=off` is the host as found.
-        let (found, notes) = candidates(&host, &napi_space).expect("candidates");
-        assert!(notes.is_empty(), "{notes:?}");
+        let (found, remarks) = candidates(&host, &napi_space).expect("candidates");
+        assert_eq!(remarks, Remarks::default());
         let names: Vec<&str> = found.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(names, ["current", "napi=latency", "napi=http"]);
         assert_eq!(changes(&found[1].plan), eth0_napi((0, 2), (0, 20_000)));
@@ -909,11 +918,12 @@ mod tests {
     fn napi_is_skipped_with_the_reason_where_no_napi_can_be_changed() {
         // No netdev netlink family.
         let host = fixture("two-socket-nic-node1");
-        let (found, notes) =
+        let (found, remarks) =
             candidates(&host, &space(&[Dimension::Rps, Dimension::Napi], "ens1f0"))
                 .expect("rps,napi");
+        assert!(remarks.notes.is_empty(), "{remarks:?}");
         assert_eq!(
-            notes,
+            remarks.skipped,
             [
                 "napi: skipped: ens1f0 has no NAPI whose settings can be changed: this kernel has \
               no netdev netlink family (napi-set: Linux 6.13+)"
@@ -925,7 +935,8 @@ mod tests {
         // napi-set, but no NAPI on the device (loopback; veth without GRO).
         let host = fixture("vm-2cpu-virtio");
         let lo = space(&[Dimension::Napi], "lo");
-        let (found, notes) = candidates(&host, &lo).expect("napi on lo");
+        let (found, remarks) = candidates(&host, &lo).expect("napi on lo");
+        let notes = remarks.skipped;
         assert_eq!(found.len(), 1);
         assert!(
             notes[0].starts_with("napi: skipped: lo has no NAPI whose settings can be changed: lo has no NAPI instance now"),

@@ -44,8 +44,8 @@ fn bulk_namespace() -> Host {
 fn buffers_are_the_throughput_profiles_sizes_for_the_path() {
     let host = fixture("vm-2cpu-virtio");
     let buffers = space(&[Dimension::Buffers], "eth0");
-    let (found, notes) = candidates(&host, &buffers).expect("candidates");
-    assert!(notes.is_empty(), "{notes:?}");
+    let (found, remarks) = candidates(&host, &buffers).expect("candidates");
+    assert_eq!(remarks, Remarks::default());
     assert_eq!(names(&found), ["current", "buffers=throughput"]);
     let tier = (128u64 << 20).to_string();
     let cap = (256u64 << 20).to_string();
@@ -113,10 +113,11 @@ fn buffers_are_the_throughput_profiles_sizes_for_the_path() {
     ] {
         tuned.sysctls.insert(name.to_string(), value);
     }
-    let (found, notes) = candidates(&tuned, &buffers).expect("candidates");
+    let (found, remarks) = candidates(&tuned, &buffers).expect("candidates");
     assert_eq!(names(&found), ["current"]);
+    assert!(remarks.notes.is_empty(), "{remarks:?}");
     assert_eq!(
-        notes,
+        remarks.skipped,
         [
             "buffers: skipped: net.ipv4.tcp_rmem and tcp_wmem already hold the throughput \
           profile's maxima"
@@ -131,14 +132,17 @@ fn buffers_are_the_throughput_profiles_sizes_for_the_path() {
 fn in_a_namespace_buffers_raise_its_tcp_maxima_within_the_hosts_caps() {
     let host = bulk_namespace();
     let buffers = space(&[Dimension::Buffers], "eth0");
-    let (found, notes) = candidates(&host, &buffers).expect("candidates");
+    let (found, remarks) = candidates(&host, &buffers).expect("candidates");
     assert_eq!(names(&found), ["current", "buffers=throughput"]);
     assert_eq!(
         changes(&found[1].plan),
         [change(RMEM, "4096 16384 32768", "4096 16384 212992")]
     );
+    // The caps left alone are a note on the candidate, not a skip: the
+    // buffers are searched.
+    assert!(remarks.skipped.is_empty(), "{remarks:?}");
     assert_eq!(
-        notes,
+        remarks.notes,
         [
             "buffers: the host's socket caps (net.core.rmem_max, net.core.wmem_max), which \
           network namespace 'ntb-x-server' cannot raise, are left alone: the TCP maxima are \
@@ -178,10 +182,11 @@ fn buffers_are_skipped_with_the_reason_where_nothing_can_be_written() {
         "4096 131072 6291456".to_string(),
     );
     let buffers = space(&[Dimension::Buffers], "eth0");
-    let (found, notes) = candidates(&host, &buffers).expect("candidates");
+    let (found, remarks) = candidates(&host, &buffers).expect("candidates");
     assert_eq!(names(&found), ["current"]);
+    assert!(remarks.notes.is_empty(), "{remarks:?}");
     assert_eq!(
-        notes,
+        remarks.skipped,
         [
             "buffers: skipped: net.ipv4.tcp_rmem and tcp_wmem already hold the throughput \
           profile's maxima within the host's socket caps (net.core.rmem_max, \
@@ -199,10 +204,10 @@ fn buffers_are_skipped_with_the_reason_where_nothing_can_be_written() {
     // No TCP buffer sysctls in the namespace: the first one is named.
     host.sysctls.remove("net.ipv4.tcp_rmem");
     host.sysctls.remove("net.ipv4.tcp_wmem");
-    let (found, notes) = candidates(&host, &buffers).expect("candidates");
+    let (found, remarks) = candidates(&host, &buffers).expect("candidates");
     assert_eq!(names(&found), ["current"]);
     assert_eq!(
-        notes,
+        remarks.skipped,
         [
             "buffers: skipped: net.ipv4.tcp_rmem does not exist in network namespace \
           'ntb-x-server'"

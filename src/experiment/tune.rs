@@ -68,6 +68,17 @@ pub struct Changed {
     pub to: String,
 }
 
+/// The path `buffers=throughput` sizes socket buffers for: `--bandwidth`
+/// (bits/s) and `--rtt` (us) of `experiment run` and `experiment search`
+/// alike, so that a label the search prints applies the same values when
+/// `experiment run` is given the same path; `None`: the throughput
+/// profile's defaults (the fastest link, 100 ms).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BufferPath {
+    pub bandwidth_bits: Option<u64>,
+    pub rtt_us: Option<u64>,
+}
+
 /// What settings configs and the search may touch.
 #[derive(Debug, Clone, Default)]
 pub struct Scope {
@@ -77,6 +88,26 @@ pub struct Scope {
     pub app_cpus: Vec<u32>,
     /// May change host-wide values.
     pub allow_host: bool,
+    /// The path of `buffers=throughput`.
+    pub path: BufferPath,
+}
+
+impl Scope {
+    /// The space of `dimensions` in this scope, on the host's own network
+    /// namespace ([`Tuner::space`] fills in another's).
+    pub fn space(&self, dimensions: Vec<Dimension>, max_candidates: usize) -> Space {
+        Space {
+            dimensions,
+            ifaces: self.ifaces.clone(),
+            app_cpus: self.app_cpus.clone(),
+            allow_host: self.allow_host,
+            in_namespace: false,
+            host_rfs_table: None,
+            max_candidates,
+            bandwidth_bits: self.path.bandwidth_bits,
+            rtt_us: self.path.rtt_us,
+        }
+    }
 }
 
 /// Applies configs in one place, journaled in `state` (whose lock the
@@ -270,19 +301,13 @@ impl Tuner {
     /// What the search and settings configs may change here.
     pub fn space(&self, dimensions: Vec<Dimension>, max_candidates: usize) -> Space {
         Space {
-            dimensions,
-            ifaces: self.scope.ifaces.clone(),
-            app_cpus: self.scope.app_cpus.clone(),
-            allow_host: self.scope.allow_host,
             in_namespace: self.netns.is_some(),
             host_rfs_table: if self.netns.is_some() {
                 self.host_sysctl("net.core.rps_sock_flow_entries")
             } else {
                 None
             },
-            max_candidates,
-            bandwidth_bits: None,
-            rtt_us: None,
+            ..self.scope.space(dimensions, max_candidates)
         }
     }
 

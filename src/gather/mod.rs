@@ -39,6 +39,20 @@ pub fn read_target(
     })
 }
 
+/// Fixture host `name` (tests/fixtures/hosts) as `--root` reads it, every
+/// interface selected.
+#[cfg(test)]
+pub(crate) fn fixture_host(name: &str) -> Host {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/hosts")
+        .join(name);
+    let all = Selection {
+        all: true,
+        iface: None,
+    };
+    read_target(Some(&dir), None, &all).expect("fixture host")
+}
+
 /// The host model of `root` (with its driver answers), labelled as
 /// namespace `netns`.
 fn read_at(root: &Root, netns: Option<&str>, selection: &Selection) -> anyhow::Result<Host> {

@@ -138,6 +138,43 @@ fn search_path_values_are_checked_and_need_the_buffers_dimension() {
     }
 }
 
+/// `experiment run` takes the search's --bandwidth and --rtt, read the
+/// same way, and only where they size something: a `buffers=throughput`
+/// config (a profile takes its own after a colon). Refused before
+/// anything is entered or changed, and no report directory is made.
+#[test]
+fn run_path_values_are_checked_and_need_a_buffers_config() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("exp");
+    let buffers = "current,buffers=throughput";
+    for (extra, words) in [
+        (
+            &["--configs", buffers, "--bandwidth", "1bit"][..],
+            &["'1bit'", "1mbit to 10tbit"][..],
+        ),
+        (
+            &["--configs", buffers, "--rtt", "1000000s"],
+            &["'1000000s'", "1 us to 10 s"],
+        ),
+        (
+            &["--configs", "current,rps=all", "--rtt", "30ms"],
+            &["--rtt sizes buffers=throughput configs only; add one to --configs"],
+        ),
+        (
+            &["--configs", "current,throughput", "--bandwidth", "50mbit"],
+            &[
+                "--bandwidth sizes buffers=throughput configs only",
+                "throughput:--rtt=30ms",
+            ],
+        ),
+    ] {
+        let mut args = vec!["experiment", "run", "--bench", "stream", "--out", s(&out)];
+        args.extend_from_slice(extra);
+        refused(&args, words);
+        assert!(!out.exists(), "{args:?} made the report directory");
+    }
+}
+
 #[test]
 fn an_absurd_value_to_apply_changes_nothing() {
     let (dir, tree) = fixture_copy("two-socket-smt-8q");

@@ -534,6 +534,32 @@ fn short_search(
     (serde_json::from_str(&stdout).expect("search JSON"), stderr)
 }
 
+/// A short `experiment run` of one stream per config (`args` gives the
+/// configs) on the testbed, warming up for `warmup`, its report and
+/// journals under `dir`: its results.json, once it exited 0.
+fn short_run(bed: &Bed, args: &[&str], warmup: &str, dir: &std::path::Path) -> Value {
+    let mut all = vec!["--testbed", bed.name.as_str()];
+    all.extend_from_slice(args);
+    all.extend([
+        "--bench",
+        "stream",
+        "--repeat",
+        "1",
+        "--duration",
+        "1s",
+        "--warmup",
+        warmup,
+    ]);
+    let out = dir.join("exp");
+    let child = crate::experiment::experiment_run(&all, &out, &dir.join("state-run"))
+        .spawn()
+        .expect("experiment run");
+    let (code, stdout, stderr) = finish_bounded(child, Duration::from_secs(120));
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).expect("results.json"))
+        .expect("json")
+}
+
 /// `experiment search --space napi` on the deferral scenario: the three
 /// per-NAPI deferrals besides the host as found are its candidates, each
 /// measured with the values written per NAPI, and the scenario's values
@@ -597,13 +623,15 @@ fn a_search_over_napi_tries_each_deferral_and_puts_the_scenarios_back() {
     assert_eq!(back["netdev"]["napis"], scenario["netdev"]["napis"]);
 }
 
-/// `experiment search --space buffers` on the bulk scenario: the
-/// throughput profile's buffers are its candidate, within what the server
-/// namespace can write (its tcp_rmem maximum raised to the host's
-/// rmem_max, which it cannot change and leaves alone), each run measured
-/// a stream, and the scenario's tcp_rmem and tcp_wmem are back byte for
-/// byte when the search ends. Which one wins is a measurement
-/// (bench/scenarios.sh --search), not asserted here.
+/// `experiment search --space buffers` on the bulk scenario, for its
+/// line's path (`--bandwidth 50mbit --rtt 30ms`): the throughput profile's
+/// buffers are its candidate, within what the server namespace can write
+/// (its tcp_rmem maximum raised to the host's rmem_max, which it cannot
+/// change and leaves alone: a note, not a skip), each run measured a
+/// stream, and the scenario's tcp_rmem and tcp_wmem are back byte for
+/// byte when the search ends. The candidate's label given to `experiment
+/// run` with the same path applies the same values. Which one wins is a
+/// measurement (bench/scenarios.sh --search), not asserted here.
 #[test]
 fn a_search_over_buffers_tries_the_profiles_sizes_and_puts_the_scenarios_back() {
     if skip_unless_root(
@@ -625,14 +653,20 @@ fn a_search_over_buffers_tries_the_profiles_sizes_and_puts_the_scenarios_back() 
     };
     let scenario = (read("tcp_rmem"), read("tcp_wmem"));
     let work = tempfile::tempdir().expect("tempdir");
-    let (found, stderr) = short_search(&bed, "buffers", "stream", &[], work.path());
+    let path = ["--bandwidth", "50mbit", "--rtt", "30ms"];
+    let (found, stderr) = short_search(&bed, "buffers", "stream", &path, work.path());
     assert_eq!(
         found["candidates"],
         serde_json::json!(["current", "buffers=throughput"]),
         "{stderr}"
     );
     assert_eq!(
-        found["skipped"],
+        (&found["bandwidth"], &found["rtt"]),
+        (&serde_json::json!("50mbit"), &serde_json::json!("30ms"))
+    );
+    assert_eq!(found["skipped"], serde_json::json!([]));
+    assert_eq!(
+        found["notes"],
         serde_json::json!([format!(
             "buffers: the host's socket caps (net.core.rmem_max, net.core.wmem_max), which \
              network namespace '{}' cannot raise, are left alone: the TCP maxima are kept \
@@ -681,6 +715,38 @@ fn a_search_over_buffers_tries_the_profiles_sizes_and_puts_the_scenarios_back() 
             raised.as_str()
         )]
     );
+    assert_eq!((read("tcp_rmem"), read("tcp_wmem")), scenario);
+
+    // The label, given to `experiment run` with the same path, applies
+    // what the search measured.
+    let mut args = vec!["--configs", "current,buffers=throughput"];
+    args.extend_from_slice(&path);
+    let results = short_run(&bed, &args, "0.2s", work.path());
+    let config = results["configs"]
+        .as_array()
+        .expect("configs")
+        .iter()
+        .find(|c| c["name"] == "buffers=throughput")
+        .expect("the buffers config");
+    // The kernel writes tcp_rmem with tabs; compare values, not spacing.
+    let words = |v: &str| v.split_whitespace().collect::<Vec<_>>().join(" ");
+    let applied: Vec<(String, String, String)> = config["changes"]
+        .as_array()
+        .expect("changes")
+        .iter()
+        .map(|c| {
+            (
+                c["target"].as_str().expect("target").to_string(),
+                words(c["from"].as_str().expect("from")),
+                words(c["to"].as_str().expect("to")),
+            )
+        })
+        .collect();
+    let searched: Vec<(String, String, String)> = changes
+        .iter()
+        .map(|(t, f, to)| (t.to_string(), words(f), words(to)))
+        .collect();
+    assert_eq!(applied, searched);
     assert_eq!((read("tcp_rmem"), read("tcp_wmem")), scenario);
 }
 
@@ -890,33 +956,15 @@ fn experiment_run_measures_the_bulk_scenario_with_a_stream_and_puts_its_buffers_
     };
     assert_eq!(tcp_rmem(), "4096 16384 32768");
     let work = tempfile::tempdir().expect("tempdir");
-    let out = work.path().join("exp");
-    let child = crate::experiment::experiment_run(
+    let results = short_run(
+        &bed,
         &[
-            "--testbed",
-            &bed.name,
             "--configs",
             "current,throughput:--bandwidth 50mbit --rtt 30ms",
-            "--bench",
-            "stream",
-            "--repeat",
-            "1",
-            "--duration",
-            "1s",
-            "--warmup",
-            "0.5s",
         ],
-        &out,
-        &work.path().join("state"),
-    )
-    .spawn()
-    .expect("experiment");
-    let (code, stdout, stderr) = finish_bounded(child, Duration::from_secs(120));
-    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
-    let results: Value = serde_json::from_str(
-        &std::fs::read_to_string(out.join("results.json")).expect("results.json"),
-    )
-    .expect("json");
+        "0.5s",
+        work.path(),
+    );
     assert_eq!(results["complete"], true);
     assert_eq!(results["benches"][0]["kind"], "stream");
     assert_eq!(results["benches"][0]["metric"], "bits/s");

@@ -15,7 +15,8 @@ use crate::cli::bench::http::Target;
 use crate::cli::bench::{FloodArgs, HttpArgs, RrArgs, StreamArgs};
 use crate::cli::plan::TuneArgs;
 use crate::experiment::bench::Bench;
-use crate::experiment::tune::{Config, Tuning};
+use crate::experiment::search::Dimension;
+use crate::experiment::tune::{BufferPath, Config, Tuning};
 use crate::plan::Profile;
 
 /// A target that stands in while the bench line is parsed; replaced by the
@@ -47,6 +48,96 @@ fn one_line(err: &clap::Error) -> String {
 
 fn words(text: &str, what: &str) -> anyhow::Result<Vec<String>> {
     shlex::split(text).ok_or_else(|| anyhow::anyhow!("{what} '{text}': unbalanced quotes"))
+}
+
+/// `--bandwidth` and `--rtt` of `experiment run` and `experiment search`:
+/// the path `buffers=throughput` sizes socket buffers for, parsed as
+/// `plan` parses them. One definition for both commands, so that a label
+/// the search prints, given to `experiment run` with the same flags,
+/// applies the very values the search measured.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct PathArgs {
+    /// buffers=throughput: the path's bandwidth, as for `plan --profile
+    /// throughput` (`50mbit`, `10gbit`; 1mbit to 10tbit). Default: the
+    /// fastest link tuned. `experiment search` and `experiment run` size
+    /// buffers alike for the same path.
+    #[arg(long, value_name = "RATE", allow_hyphen_values = true, value_parser = crate::cli::plan::bandwidth_arg)]
+    pub bandwidth: Option<u64>,
+    /// buffers=throughput: the path's round-trip time (`30ms`, `0.2s`; 1us
+    /// to 10s). Default: 100ms.
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true, value_parser = crate::cli::plan::rtt_arg)]
+    pub rtt: Option<Duration>,
+}
+
+impl PathArgs {
+    pub fn path(&self) -> BufferPath {
+        BufferPath {
+            bandwidth_bits: self.bandwidth,
+            rtt_us: self
+                .rtt
+                .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX)),
+        }
+    }
+
+    /// `--bandwidth` as `experiment run` and `search` take it back, exact:
+    /// `50mbit`, `2500mbit`, `999bit`.
+    pub fn bandwidth_text(&self) -> Option<String> {
+        self.path()
+            .bandwidth_bits
+            .map(crate::base::units::format_tc_rate)
+    }
+
+    /// `--rtt` as taken back, whole in its unit and in the microseconds
+    /// the path is sized in: `30ms`, `1s`, `250us`.
+    pub fn rtt_text(&self) -> Option<String> {
+        self.path().rtt_us.map(|us| {
+            if us > 0 && us % 1_000_000 == 0 {
+                format!("{}s", us / 1_000_000)
+            } else if us > 0 && us % 1000 == 0 {
+                format!("{}ms", us / 1000)
+            } else {
+                format!("{us}us")
+            }
+        })
+    }
+
+    /// The flags given, as taken back: `--bandwidth 50mbit --rtt 30ms`.
+    pub fn flags(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for (flag, text) in [
+            ("--bandwidth", self.bandwidth_text()),
+            ("--rtt", self.rtt_text()),
+        ] {
+            if let Some(text) = text {
+                out.extend([flag.to_string(), text]);
+            }
+        }
+        out
+    }
+
+    /// Refuse flags that would size nothing (`used` false): `sizes` names
+    /// what they size, `needs` what to add (`add buffers to --space`).
+    pub fn refuse_unused(&self, used: bool, sizes: &str, needs: &str) -> anyhow::Result<()> {
+        if used {
+            return Ok(());
+        }
+        let given = [
+            ("--bandwidth", self.bandwidth.is_some()),
+            ("--rtt", self.rtt.is_some()),
+        ];
+        if let Some((flag, _)) = given.iter().find(|(_, given)| *given) {
+            anyhow::bail!("{flag} sizes {sizes} only; {needs} or drop {flag}");
+        }
+        Ok(())
+    }
+}
+
+/// Whether any of `configs` sets `buffers=`.
+pub fn sets_buffers(configs: &[Config]) -> bool {
+    configs.iter().any(|c| match &c.tuning {
+        Tuning::Settings(s) => s.iter().any(|(d, _)| *d == Dimension::Buffers),
+        _ => false,
+    })
 }
 
 /// Parse `--bench 'LINE'`: the `nettune bench` client command line without
@@ -387,5 +478,150 @@ mod tests {
             .expect_err("netns")
             .to_string();
         assert!(err.contains("cannot be given per config"), "{err}");
+    }
+
+    /// `nettune experiment WORDS` as the command line parses it.
+    fn parse(words: &[&str]) -> super::super::ExperimentCommand {
+        let mut argv = vec!["nettune", "experiment"];
+        argv.extend_from_slice(words);
+        match crate::cli::Cli::try_parse_from(argv)
+            .expect("parses")
+            .command
+        {
+            crate::cli::Command::Experiment(e) => e,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// `buffers=throughput` as the search makes it and as `experiment
+    /// run --configs` applies it, both given `--bandwidth 50mbit --rtt
+    /// 30ms` (187.5 kB in flight): the same changes, the 16 MiB tier of
+    /// that path, not the 128 MiB of the default one (10 Gbit/s x 100 ms),
+    /// which `experiment run` applied when it could not be given the path.
+    #[test]
+    fn run_applies_the_buffers_the_search_measured_for_the_same_path() {
+        use super::super::ExperimentCommand;
+        use crate::experiment::search::{candidates, settings_plan};
+        use crate::experiment::tune::Scope;
+        let path = ["--bandwidth", "50mbit", "--rtt", "30ms"];
+        let with_path = |words: &[&str]| {
+            let mut w = words.to_vec();
+            w.extend_from_slice(&path);
+            parse(&w)
+        };
+        let ExperimentCommand::Search(search) =
+            with_path(&["search", "--bench", "stream", "--space", "buffers"])
+        else {
+            panic!("not the search");
+        };
+        let run_words = [
+            "run",
+            "--configs",
+            "current,buffers=throughput",
+            "--bench",
+            "stream",
+            "--out",
+            "exp",
+        ];
+        let ExperimentCommand::Run(run) = with_path(&run_words) else {
+            panic!("not run");
+        };
+        let host = crate::gather::fixture_host("vm-2cpu-virtio");
+        let scope = |path: &PathArgs| Scope {
+            ifaces: vec!["eth0".to_string()],
+            path: path.path(),
+            ..Scope::default()
+        };
+        let changes = |plan: &crate::plan::Plan| {
+            let mut c: Vec<(String, String, String)> = plan
+                .changes
+                .iter()
+                .map(|c| (c.target.to_string(), c.from.clone(), c.to.to_string()))
+                .collect();
+            c.sort();
+            c
+        };
+        // The search's candidate.
+        let space = scope(&search.path).space(vec![Dimension::Buffers], 32);
+        let (found, _) = candidates(&host, &space).expect("candidates");
+        let searched = &found
+            .iter()
+            .find(|c| c.name == "buffers=throughput")
+            .expect("the buffers candidate")
+            .plan;
+        // The run's config, as the tuner makes its plan (Tuner::plan).
+        let configs: Vec<Config> = split_configs(&run.configs)
+            .iter()
+            .map(|c| config(c, &[], None))
+            .collect::<anyhow::Result<_>>()
+            .expect("configs");
+        assert!(sets_buffers(&configs));
+        let Tuning::Settings(settings) = &configs[1].tuning else {
+            panic!("{:?}", configs[1]);
+        };
+        let dims = settings.iter().map(|(d, _)| *d).collect();
+        let ran = settings_plan(&host, &scope(&run.path).space(dims, 1), settings)
+            .expect("buffers=throughput");
+        assert_eq!(changes(&ran), changes(searched));
+        let tier = (16u64 << 20).to_string();
+        assert!(
+            changes(&ran).contains(&(
+                "/proc/sys/net/ipv4/tcp_rmem".to_string(),
+                "4096 131072 6291456".to_string(),
+                format!("4096 131072 {tier}")
+            )),
+            "{:?}",
+            changes(&ran)
+        );
+        // Without the path, the default's: another size.
+        let default = settings_plan(
+            &host,
+            &scope(&PathArgs::default()).space(vec![Dimension::Buffers], 1),
+            settings,
+        )
+        .expect("default path");
+        assert_ne!(changes(&default), changes(&ran));
+    }
+
+    /// The path the search prints (its JSON, its hint) parses back into
+    /// the very values it sized for, in whatever units it was given.
+    #[test]
+    fn the_path_flags_parse_back_exactly() {
+        for (given, back) in [
+            (["50mbit", "30ms"], ["50mbit", "30ms"]),
+            (["2.5G", "0.2s"], ["2500mbit", "200ms"]),
+            (["1gbps", "1.5ms"], ["8gbit", "1500us"]),
+            (["10gbit", "2s"], ["10gbit", "2s"]),
+        ] {
+            let words = [
+                "search",
+                "--bench",
+                "stream",
+                "--space",
+                "buffers",
+                "--bandwidth",
+                given[0],
+                "--rtt",
+                given[1],
+            ];
+            let super::super::ExperimentCommand::Search(first) = parse(&words) else {
+                panic!("not the search");
+            };
+            let flags = first.path.flags();
+            assert_eq!(flags, ["--bandwidth", back[0], "--rtt", back[1]]);
+            let mut again = vec![
+                "run",
+                "--configs",
+                "buffers=throughput",
+                "--bench",
+                "stream",
+            ];
+            again.extend(["--out", "exp"]);
+            again.extend(flags.iter().map(String::as_str));
+            let super::super::ExperimentCommand::Run(run) = parse(&again) else {
+                panic!("not run");
+            };
+            assert_eq!(run.path.path(), first.path.path(), "{given:?}");
+        }
     }
 }

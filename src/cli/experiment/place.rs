@@ -178,8 +178,13 @@ impl Place {
     }
 
     /// A tuner for this place, journaling in its state directory as
-    /// `experiment`.
-    pub fn tuner(&self, experiment: String, allow_host: bool) -> anyhow::Result<Tuner> {
+    /// `experiment`; `buffers=throughput` sized for `path`.
+    pub fn tuner(
+        &self,
+        experiment: String,
+        allow_host: bool,
+        path: crate::experiment::tune::BufferPath,
+    ) -> anyhow::Result<Tuner> {
         let host_net = match &self.origin {
             Some(origin) => Some(origin.net()?),
             None => None,
@@ -195,6 +200,7 @@ impl Place {
             ifaces: self.ifaces.clone(),
             app_cpus: self.sides.server_pin.clone(),
             allow_host,
+            path,
         }))
     }
 

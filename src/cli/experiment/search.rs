@@ -12,7 +12,7 @@ use super::input;
 use super::place::{absolute, require_root, seed_or_clock, Place, WhereArgs};
 use crate::error::{Failed, Status};
 use crate::experiment::bench::Bench;
-use crate::experiment::search::{self, Candidate, Dimension, Found, Round, Schedule};
+use crate::experiment::search::{self, Candidate, Dimension, Found, Remarks, Round, Schedule};
 use crate::experiment::stats::{percent, Rng, Verdict};
 
 #[derive(Debug, clap::Args)]
@@ -28,15 +28,8 @@ pub struct SearchArgs {
     /// every one the target can change.
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub space: Vec<String>,
-    /// buffers: the path's bandwidth, as for `plan --profile throughput`
-    /// (`50mbit`, `10gbit`; 1mbit to 10tbit). Default: the fastest link
-    /// searched.
-    #[arg(long, value_name = "RATE", allow_hyphen_values = true, value_parser = crate::cli::plan::bandwidth_arg)]
-    pub bandwidth: Option<u64>,
-    /// buffers: the path's round-trip time (`30ms`, `0.2s`; 1us to 10s).
-    /// Default: 100ms.
-    #[arg(long, value_name = "TIME", allow_hyphen_values = true, value_parser = crate::cli::plan::rtt_arg)]
-    pub rtt: Option<Duration>,
+    #[command(flatten)]
+    pub path: input::PathArgs,
     /// Also search host-wide values (net.core.rps_sock_flow_entries for
     /// RFS), journaled and restored like every change.
     #[arg(long)]
@@ -102,17 +95,11 @@ pub fn run(args: SearchArgs) -> anyhow::Result<Status> {
             .map(|d| Dimension::parse(d))
             .collect::<anyhow::Result<Vec<_>>>()?
     };
-    if !dimensions.contains(&Dimension::Buffers) {
-        let given = [
-            ("--bandwidth", args.bandwidth.is_some()),
-            ("--rtt", args.rtt.is_some()),
-        ];
-        if let Some((flag, _)) = given.iter().find(|(_, given)| *given) {
-            anyhow::bail!(
-                "{flag} sizes the buffers dimension only; add buffers to --space or drop {flag}"
-            );
-        }
-    }
+    args.path.refuse_unused(
+        dimensions.contains(&Dimension::Buffers),
+        "the buffers dimension",
+        "add buffers to --space",
+    )?;
     if args.min_duration > args.duration {
         anyhow::bail!(
             "--min-duration ({:?}) is longer than --duration ({:?})",
@@ -142,7 +129,7 @@ pub fn run(args: SearchArgs) -> anyhow::Result<Status> {
     }
     let found = search_here(&args, &place, &bench, dimensions, seed);
     let left = place.leave();
-    let (candidates, notes, found, plan) = found?;
+    let (candidates, remarks, found, plan) = found?;
     left?;
     let c = &found.comparison;
     let better = c.verdict == Verdict::Better;
@@ -157,22 +144,30 @@ pub fn run(args: SearchArgs) -> anyhow::Result<Status> {
             // A string: a clock seed is past 2^53 (base::json_id).
             "seed": seed.to_string(),
             "candidates": candidates.iter().map(|c| &c.name).collect::<Vec<_>>(),
-            "skipped": notes,
+            // What was not searched, and why; notes on what was.
+            "skipped": remarks.skipped,
+            "notes": remarks.notes,
+            // The path buffers=throughput was sized for, as `experiment
+            // run --bandwidth/--rtt` takes it (null: the default).
+            "bandwidth": args.path.bandwidth_text(),
+            "rtt": args.path.rtt_text(),
             "search": found,
             "plan": plan,
             "written": out.as_ref().filter(|_| better).map(|p| p.display().to_string()),
         });
         crate::output::print(&(serde_json::to_string_pretty(&value)? + "\n"))?;
     } else {
-        crate::output::print(&text(
+        let mut o = text(
             &plan,
             &bench,
             &candidates,
-            &notes,
+            &remarks,
             &found,
             out.as_deref(),
             better,
-        ))?;
+        );
+        o.push_str(&again(&candidates, &args.path));
+        crate::output::print(&o)?;
     }
     if better {
         Ok(Status::Clean)
@@ -188,7 +183,23 @@ pub fn run(args: SearchArgs) -> anyhow::Result<Status> {
     }
 }
 
-type Searched = (Vec<Candidate>, Vec<String>, Found, crate::plan::Plan);
+type Searched = (Vec<Candidate>, Remarks, Found, crate::plan::Plan);
+
+/// How to measure a buffers candidate again: `experiment run` sizes
+/// `buffers=throughput` for its own `--bandwidth`/`--rtt`, so the same
+/// ones must be given there; empty when no candidate sets buffers or the
+/// path is the default.
+fn again(candidates: &[Candidate], path: &input::PathArgs) -> String {
+    let flags = path.flags();
+    if flags.is_empty() || !candidates.iter().any(|c| c.name.contains("buffers=")) {
+        return String::new();
+    }
+    format!(
+        "buffers=throughput is sized for {}: give `experiment run --configs` the same to \
+         measure it again\n",
+        flags.join(" ")
+    )
+}
 
 fn search_here(
     args: &SearchArgs,
@@ -198,14 +209,14 @@ fn search_here(
     seed: u64,
 ) -> anyhow::Result<Searched> {
     let _lock = place.state.lock()?;
-    let tuner = place.tuner(format!("search {}", bench.name), args.allow_host)?;
+    let tuner = place.tuner(
+        format!("search {}", bench.name),
+        args.allow_host,
+        args.path.path(),
+    )?;
     tuner.refuse_unfinished()?;
     let host = tuner.host()?;
     let mut space = tuner.space(dimensions, args.max_candidates as usize);
-    space.bandwidth_bits = args.bandwidth;
-    space.rtt_us = args
-        .rtt
-        .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX));
     if space.ifaces.is_empty() {
         space.ifaces = host
             .interfaces
@@ -214,9 +225,12 @@ fn search_here(
             .map(|i| i.name.clone())
             .collect();
     }
-    let (candidates, notes) = search::candidates(&host, &space)?;
-    for n in &notes {
+    let (candidates, remarks) = search::candidates(&host, &space)?;
+    for n in &remarks.skipped {
         eprintln!("search: {n}");
+    }
+    for n in &remarks.notes {
+        eprintln!("search: note: {n}");
     }
     eprintln!(
         "search: {} candidate(s) and the host as found, bench '{}'",
@@ -249,14 +263,14 @@ fn search_here(
     }
     let found = found?;
     let plan = search::winning_plan(&candidates[found.winner], &found, bench, &tuner);
-    Ok((candidates, notes, found, plan))
+    Ok((candidates, remarks, found, plan))
 }
 
 fn text(
     plan: &crate::plan::Plan,
     bench: &Bench,
     candidates: &[Candidate],
-    notes: &[String],
+    remarks: &Remarks,
     found: &Found,
     out: Option<&std::path::Path>,
     better: bool,
@@ -267,8 +281,13 @@ fn text(
         bench.name,
         bench.metric()
     );
-    for n in notes {
+    // Skips say so in their text (`rfs: skipped: ...`); notes are
+    // labelled, as they are not skips.
+    for n in &remarks.skipped {
         o.push_str(&format!("  {n}\n"));
+    }
+    for n in &remarks.notes {
+        o.push_str(&format!("  note: {n}\n"));
     }
     for r in &found.rounds {
         o.push_str(&format!(
@@ -319,4 +338,46 @@ fn text(
         (None, _) => {}
     }
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser as _;
+
+    fn path(words: &[&str]) -> input::PathArgs {
+        #[derive(clap::Parser)]
+        struct Line {
+            #[command(flatten)]
+            path: input::PathArgs,
+        }
+        let mut argv = vec!["search"];
+        argv.extend_from_slice(words);
+        Line::try_parse_from(argv).expect("path flags").path
+    }
+
+    fn named(names: &[&str]) -> Vec<Candidate> {
+        names
+            .iter()
+            .map(|n| Candidate {
+                name: n.to_string(),
+                plan: crate::plan::Plan::custom(Vec::new(), Vec::new(), Vec::new()),
+            })
+            .collect()
+    }
+
+    /// The output says which path a buffers candidate was sized for, as
+    /// `experiment run` takes it, only where one was searched for a path.
+    #[test]
+    fn the_output_names_the_path_a_buffers_candidate_needs_again() {
+        let given = path(&["--bandwidth", "50mbit", "--rtt", "30ms"]);
+        let with_buffers = named(&["current", "rps=all buffers=throughput"]);
+        assert_eq!(
+            again(&with_buffers, &given),
+            "buffers=throughput is sized for --bandwidth 50mbit --rtt 30ms: give `experiment \
+             run --configs` the same to measure it again\n"
+        );
+        assert_eq!(again(&named(&["current", "rps=all"]), &given), "");
+        assert_eq!(again(&with_buffers, &path(&[])), "");
+    }
 }
