@@ -12,10 +12,13 @@
 #               ends and its short per-NAPI deferral (defer-hard-irqs 2,
 #               gro-flush-timeout 20 us, irq-suspend-timeout 20 ms), rolled
 #               back after each run. The profile itself leaves deferral off
-#               in a namespace whose host does not busy poll (the sysctls
-#               are host-wide; this script busy polls per socket, which no
-#               plan can see), so the values are applied as a saved plan:
-#               the http profile's NAPI changes with the latency values.
+#               and sets RPS as pps does in a namespace whose host does not
+#               busy poll (the sysctls are host-wide; this script busy polls
+#               per socket, which no plan can see), so it is applied as a
+#               site profile that includes latency and leaves RPS and RFS
+#               alone (off on these new veths, as with busy polling on the
+#               host), and the deferral as a saved plan: the http profile's
+#               NAPI changes with the latency values.
 #       prefer  napi, and --prefer-busy-poll on both
 #     transactions/s, p50, p99 and p99.9 of the round trip.
 # (b) The reference tool at one fixed rate (so latency is compared at the same
@@ -65,9 +68,10 @@ ip netns add "$nss"
 ip netns add "$nsc"
 mac_s=02:00:00:7a:00:02
 mac_c=02:00:00:7a:00:01
-# Two queues each way by default, one per CPU. `apply --profile latency`
-# turns RPS off with any number (RPS would hand each packet to another
-# CPU's backlog, which a busy poller cannot reach): QUEUES=1 shows it.
+# Two queues each way by default, one per CPU. With busy polling the
+# latency profile keeps RPS off with any number (RPS would hand each packet
+# to another CPU's backlog, which a busy poller cannot reach): QUEUES=1
+# shows it.
 ip link add "$vc" netns "$nsc" address "$mac_c" numrxqueues "$queues" numtxqueues "$queues" type veth \
     peer name "$vs" netns "$nss" address "$mac_s" numrxqueues "$queues" numtxqueues "$queues"
 ip -n "$nsc" addr add 10.122.0.1/24 dev "$vc"
@@ -106,11 +110,20 @@ napi_plan() { # netns dev -> plan file
     echo "$work/napi-$2.json"
 }
 
+# The latency profile as it is where busy polling is on: RPS and RFS
+# left alone (off on these veths).
+cat >"$work/latency-busy.toml" <<'EOF'
+include = "latency"
+description = "latency with busy polling per socket: RPS and RFS stay off"
+rps = "off"
+rfs = "off"
+EOF
+
 apply_napi() {
     local ns dev
     for pair in "$nss/$vs" "$nsc/$vc"; do
         ns=${pair%%/*}; dev=${pair#*/}
-        "$bin" apply --profile latency --netns "$ns" --iface "$dev" --state-dir "$state" >/dev/null
+        "$bin" apply --profile-file "$work/latency-busy.toml" --netns "$ns" --iface "$dev" --state-dir "$state" >/dev/null
         "$bin" apply --plan "$(napi_plan "$ns" "$dev")" --netns "$ns" --state-dir "$state" >/dev/null
     done
 }

@@ -30,6 +30,7 @@ pub mod report;
 pub mod rr;
 pub mod secs;
 pub mod stream;
+pub mod traffic;
 pub mod udp;
 pub mod uring;
 pub mod xsk;

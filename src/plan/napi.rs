@@ -67,8 +67,9 @@ fn busy_polling_after(host: &Host, opts: &PlanOptions, name: &str) -> Option<u64
 /// (the evidence, as text); `None` when busy polling will be on for every
 /// socket. A value that cannot be read counts as 0, the kernel's default:
 /// a deferral without a poller delays packets, while an IRQ per packet is
-/// only what the kernel does by default.
-fn nothing_busy_polls(host: &Host, opts: &PlanOptions) -> Option<String> {
+/// only what the kernel does by default. The latency profile's RPS reads
+/// the same evidence (queues.rs).
+pub(super) fn nothing_busy_polls(host: &Host, opts: &PlanOptions) -> Option<String> {
     let mut known = Vec::new();
     let mut unread = Vec::new();
     for name in BUSY_POLLING {

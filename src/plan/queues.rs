@@ -8,6 +8,7 @@ use super::cpus::{assign_queues, nic_node_cpus, preference_order, Load};
 use super::draft::Draft;
 use super::driver::channels_change;
 use super::kernel::{flow_table, FlowTable};
+use super::napi::nothing_busy_polls;
 use super::profile::{PlanOptions, Profile};
 use super::target::{RxFile, Target, TxFile};
 use super::value::Value;
@@ -105,9 +106,13 @@ pub(super) fn plan_queues(
         }
     }
 
+    let steer = |d: &mut Draft, note: &str| rps(d, host, iface, cpus, &local, node.is_some(), note);
     match opts.profile {
-        Profile::Pps | Profile::Http => rps(d, host, iface, cpus, &local, node.is_some()),
-        Profile::Latency => rps_off_for_busy_polling(d, host, iface),
+        Profile::Pps | Profile::Http => steer(d, ""),
+        Profile::Latency => match nothing_busy_polls(host, opts) {
+            None => rps_off_for_busy_polling(d, host, iface),
+            Some(evidence) => steer(d, &no_poller(&evidence)),
+        },
         _ => {}
     }
 
@@ -187,6 +192,7 @@ fn queue_numbers(iface: &Interface) -> Vec<u32> {
 
 /// RPS from the NIC's node where the hardware queues do not cover the
 /// network CPUs, off where they do; RFS flow counts on every RX queue.
+/// `note` ends each reason (the latency profile's, see [`no_poller`]).
 fn rps(
     d: &mut Draft,
     host: &Host,
@@ -194,6 +200,7 @@ fn rps(
     cpus: &[u32],
     local: &[u32],
     known_node: bool,
+    note: &str,
 ) {
     let n_rx = iface.rx_queues.len();
     let rps_cpus: &[u32] = if local.is_empty() { cpus } else { local };
@@ -205,13 +212,13 @@ fn rps(
     let (to, reason) = if n_rx >= cpus.len() {
         (
             Value::cpu_mask(&[]),
-            format!("RPS off: {n_rx} RX queues cover the {} network CPUs, RPS would only add a cross-CPU hop (Redpanda rpk tune)", cpus.len()),
+            format!("RPS off: {n_rx} RX queues cover the {} network CPUs, RPS would only add a cross-CPU hop (Redpanda rpk tune){note}", cpus.len()),
         )
     } else {
         (
             Value::cpu_mask(rps_cpus),
             format!(
-                "RPS: {n_rx} RX queue(s) for {} network CPUs; spread over {whence}'s CPUs {} (scaling.rst)",
+                "RPS: {n_rx} RX queue(s) for {} network CPUs; spread over {whence}'s CPUs {} (scaling.rst){note}",
                 cpus.len(),
                 format_list(rps_cpus)
             ),
@@ -272,14 +279,17 @@ fn virtual_queues(d: &mut Draft, host: &Host, iface: &Interface, opts: &PlanOpti
         );
         return;
     }
-    match opts.profile {
-        Profile::Pps | Profile::Http => {}
-        Profile::Latency => return rps_off_for_busy_polling(d, host, iface),
+    let note = match opts.profile {
+        Profile::Pps | Profile::Http => String::new(),
+        Profile::Latency => match nothing_busy_polls(host, opts) {
+            None => return rps_off_for_busy_polling(d, host, iface),
+            Some(evidence) => no_poller(&evidence),
+        },
         _ => return,
-    }
+    };
     let kind = iface.driver.as_deref().unwrap_or("a virtual interface");
     let reason = format!(
-        "RPS: {kind} has no hardware queue or interrupt, so without RPS its packets are processed on the CPU that sent them; spread over the network CPUs {} (scaling.rst)",
+        "RPS: {kind} has no hardware queue or interrupt, so without RPS its packets are processed on the CPU that sent them; spread over the network CPUs {} (scaling.rst){note}",
         format_list(cpus)
     );
     rps_every_queue(
@@ -299,7 +309,8 @@ fn virtual_queues(d: &mut Draft, host: &Host, iface: &Interface, opts: &PlanOpti
 /// request/response p50 4.5 us without RPS, 22 us with it). A NIC keeps
 /// its RFS flow counts: accelerated RFS steers a flow to the hardware queue
 /// whose IRQ is on the application's CPU without RPS; a virtual interface
-/// has no hardware to steer, so there they would do nothing.
+/// has no hardware to steer, so there they would do nothing. Only where
+/// busy polling will be on once the plan is applied: see [`no_poller`].
 fn rps_off_for_busy_polling(d: &mut Draft, host: &Host, iface: &Interface) {
     let flows = iface.physical.then(|| flow_table(host));
     rps_every_queue(
@@ -309,6 +320,23 @@ fn rps_off_for_busy_polling(d: &mut Draft, host: &Host, iface: &Interface) {
         "RPS off: with busy polling the application's CPU takes the queue's packets up the stack itself; RPS would hand them to another CPU's backlog, out of the poller's reach (napi.rst \"Busy polling\", scaling.rst)",
         flows,
     );
+}
+
+/// The end of the latency profile's RPS reasons where nothing will busy
+/// poll once the plan is applied (`evidence` says why: a network namespace
+/// cannot set net.core.busy_read and busy_poll, the host has them at 0, or
+/// a site profile sets them to 0). RPS goes off only for a busy poller;
+/// without one, no CPU takes the packets but the one their softirq runs
+/// on, and the profile steers as pps does. scaling.rst recommends
+/// spreading receive processing "when latency is a concern" (RSS:
+/// spreading load between CPUs decreases queue length; RPS is its software
+/// form, for queues without hardware to spread them), and RFS, whose table
+/// the latency profile sizes, moves each flow's processing to the CPU
+/// where its reader runs, for cache locality.
+fn no_poller(evidence: &str) -> String {
+    format!(
+        "; set as for pps: the latency profile turns RPS off only for a busy poller, and nothing will busy poll here ({evidence}); without one, receive work is spread where latency is a concern, and RFS moves each flow to its reader's CPU where there is a flow table (scaling.rst)"
+    )
 }
 
 /// RFS: the queue's share of the socket flow table, where there is one.

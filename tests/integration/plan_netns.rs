@@ -343,34 +343,134 @@ fn cpu_settings_inside_a_namespace_are_host_wide() {
     assert!(latency.changes.iter().all(|c| c.target != Target::HaltPoll));
 }
 
-/// In a namespace too, latency's busy polling and RPS exclude each other:
-/// a veth's RPS goes off (pps spreads it), and no RFS flow count is
-/// planned for a virtual interface without RPS.
-#[test]
-fn latency_turns_a_veths_rps_off() {
-    let mut host = namespace(Some("32768"));
-    for iface in host.interfaces.iter_mut().filter(|i| i.name == "veth0") {
+/// `host` with the RPS of `iface` on every CPU and the host's busy
+/// polling at `busy_us` (busy_read and busy_poll).
+fn rps_on_and_busy_polling(mut host: Host, iface: &str, busy_us: &str) -> Host {
+    for iface in host.interfaces.iter_mut().filter(|i| i.name == iface) {
         for q in &mut iface.rx_queues {
             q.rps_cpus = Some(vec![0, 1]);
         }
     }
-    let latency = plan_of(&host, Profile::Latency);
-    for queue in 0..4 {
-        let rps = format!("/sys/class/net/veth0/queues/rx-{queue}/rps_cpus");
-        assert_eq!(
-            change_to(&latency, &rps),
-            Some("0"),
-            "{:?}",
-            targets(&latency)
-        );
+    for name in ["net.core.busy_read", "net.core.busy_poll"] {
+        let values = if host.in_netns() {
+            &mut host.host_sysctls
+        } else {
+            &mut host.sysctls
+        };
+        values.insert(name.to_string(), busy_us.to_string());
     }
-    assert!(
-        targets(&latency)
+    host
+}
+
+/// Where busy polling will be on, latency's busy polling and RPS exclude
+/// each other: RPS goes off (pps spreads it), and no RFS flow count is
+/// planned for a virtual interface without RPS. In a namespace whose host
+/// busy polls (a veth), and on a host where the plan turns it on (its NIC).
+#[test]
+fn latency_turns_rps_off_where_busy_polling_will_be_on() {
+    for (host, iface, queues) in [
+        (
+            rps_on_and_busy_polling(namespace(Some("32768")), "veth0", "50"),
+            "veth0",
+            4,
+        ),
+        (
+            rps_on_and_busy_polling(fixture_host(), "eth0", "0"),
+            "eth0",
+            1,
+        ),
+    ] {
+        let latency = plan_of(&host, Profile::Latency);
+        for queue in 0..queues {
+            let rps = format!("/sys/class/net/{iface}/queues/rx-{queue}/rps_cpus");
+            assert_eq!(
+                change_to(&latency, &rps),
+                Some("0"),
+                "{:?}",
+                targets(&latency)
+            );
+        }
+        let rps = format!("/sys/class/net/{iface}/queues/rx-0/rps_cpus");
+        let reason = &latency
+            .changes
             .iter()
-            .all(|t| !t.ends_with("rps_flow_cnt")),
-        "{:?}",
-        targets(&latency)
-    );
+            .find(|c| c.target == rps.as_str())
+            .expect("rps")
+            .reason;
+        assert!(reason.starts_with("RPS off: with busy polling"), "{reason}");
+        if iface == "veth0" {
+            assert!(
+                targets(&latency)
+                    .iter()
+                    .all(|t| !t.ends_with("rps_flow_cnt")),
+                "{:?}",
+                targets(&latency)
+            );
+        }
+        let pps = plan_of(&host, Profile::Pps);
+        assert!(change_to(&pps, &rps).is_none());
+    }
+}
+
+/// In a namespace of a host that does not busy poll (and which the
+/// namespace cannot make busy poll), nothing takes a veth's packets on the
+/// reader's CPU: latency sets RPS and RFS as pps does, and its reason
+/// says why.
+#[test]
+fn latency_in_a_namespace_without_busy_polling_sets_rps_as_pps_does() {
+    let mut host = namespace(Some("32768"));
+    for name in ["net.core.busy_read", "net.core.busy_poll"] {
+        // The fixture's host does not busy poll.
+        assert_eq!(host.host_sysctls.get(name).map(String::as_str), Some("0"));
+    }
+    let latency = plan_of(&host, Profile::Latency);
     let pps = plan_of(&host, Profile::Pps);
-    assert!(change_to(&pps, "/sys/class/net/veth0/queues/rx-0/rps_cpus").is_none());
+    let steering = |plan: &Plan| -> Vec<(String, String)> {
+        plan.changes
+            .iter()
+            .map(|c| (c.target.to_string(), c.to.as_str().to_string()))
+            .filter(|(t, _)| t.contains("/queues/rx-"))
+            .collect()
+    };
+    assert_eq!(steering(&latency), steering(&pps));
+    assert_eq!(
+        change_to(&latency, "/sys/class/net/veth0/queues/rx-3/rps_cpus"),
+        Some("3")
+    );
+    assert_eq!(
+        change_to(&latency, "/sys/class/net/veth0/queues/rx-3/rps_flow_cnt"),
+        Some("8192")
+    );
+    let reason = &latency
+        .changes
+        .iter()
+        .find(|c| c.target.to_string().ends_with("rx-0/rps_cpus"))
+        .expect("rps")
+        .reason;
+    assert!(
+        reason.contains(
+            "the latency profile turns RPS off only for a busy poller, and nothing will busy poll \
+             here (net.core.busy_read 0, net.core.busy_poll 0 on the host, which network \
+             namespace 'blue' cannot change)"
+        ) && reason.contains("scaling.rst"),
+        "{reason}"
+    );
+    // A container that cannot see the host's values: taken as 0, said so.
+    host.host_sysctls.clear();
+    let latency = plan_of(&host, Profile::Latency);
+    let rps = "/sys/class/net/veth0/queues/rx-0/rps_cpus";
+    assert_eq!(change_to(&latency, rps), Some("3"));
+    let reason = &latency
+        .changes
+        .iter()
+        .find(|c| c.target == rps)
+        .expect("rps")
+        .reason;
+    assert!(
+        reason.contains(
+            "net.core.busy_read and net.core.busy_poll not visible from network namespace \
+             'blue', taken as 0"
+        ),
+        "{reason}"
+    );
 }

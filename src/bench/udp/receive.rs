@@ -2,10 +2,12 @@
 //! in `sink`, io_uring in `uring_sink`): how it receives, the buffer
 //! slots, and its counters and flow table.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::flows::FlowTable;
 use crate::bench::report::LiveCounter;
+use crate::bench::traffic::TrafficClock;
+pub(super) use crate::bench::traffic::FIRST_WAIT;
 
 /// Bytes of each packet the sink copies out: the header and a little more.
 /// MSG_TRUNC still reports every packet's real length.
@@ -13,12 +15,6 @@ pub(super) const SLOT: usize = 64;
 /// With UDP_GRO a message may be a super-datagram of up to 64 KiB, whose
 /// every segment's header is read: room for the largest.
 pub(super) const GRO_SLOT: usize = 65_536;
-/// How long a thread waits for packets before it looks at the phase again
-/// until the first packet came: the traffic's start is then known to
-/// within about two of these, however late the reader gets to read (see
-/// [`ThreadResult::waiting`]). A thread that has had packets waits
-/// [`WAIT`].
-pub(super) const FIRST_WAIT: Duration = Duration::from_millis(2);
 /// How long a thread waits for packets, once traffic came, before it looks
 /// at the phase again: the bound on how late it sees the end of the run.
 pub(super) const WAIT: Duration = Duration::from_millis(50);
@@ -39,17 +35,8 @@ pub(super) struct ThreadResult {
     pub(super) packets: u64,
     pub(super) bytes: u64,
     pub(super) datagrams: u64,
-    /// The first packet arrived after this: when the last wait that came
-    /// back empty before it began (the socket was empty at its end, or
-    /// when a signal cut it short), or the first wait's start. At most
-    /// about two [`FIRST_WAIT`]s before the packet for a reader that has
-    /// its CPU.
-    pub(super) waited: Option<Instant>,
-    /// Until the first packet: when the current wait began.
-    wait_began: Option<Instant>,
-    /// When the first and the last batch were read.
-    pub(super) first: Option<Instant>,
-    pub(super) last: Option<Instant>,
+    /// When its traffic began and ended.
+    pub(super) clock: TrafficClock,
     pub(super) flows: FlowTable,
     /// CPU time the thread used.
     pub(super) cpu_time: Duration,
@@ -62,45 +49,28 @@ impl ThreadResult {
             packets: 0,
             bytes: 0,
             datagrams: 0,
-            waited: None,
-            wait_began: None,
-            first: None,
-            last: None,
+            clock: TrafficClock::default(),
             flows: FlowTable::new(),
             cpu_time: Duration::ZERO,
         }
     }
 
-    /// About to wait for packets. Until the first one came, note when:
-    /// the traffic began after the previous wait, which came back empty,
-    /// began. A reader kept off its CPU (by the receive softirq, a
-    /// competing process, a stop signal) reads its first batch late, long
-    /// after the traffic began, and may begin its next wait late too; the
-    /// wait before it began in time.
+    /// About to wait for packets ([`TrafficClock::waiting`]).
     #[inline]
     pub(super) fn waiting(&mut self) {
-        if self.first.is_none() {
-            let now = Instant::now();
-            self.waited = Some(self.wait_began.unwrap_or(now));
-            self.wait_began = Some(now);
-        }
+        self.clock.waiting();
     }
 
     /// Whether no packet came yet: the thread waits [`FIRST_WAIT`].
     #[inline]
     pub(super) fn before_traffic(&self) -> bool {
-        self.first.is_none()
+        self.clock.before_traffic()
     }
 
     /// A batch of messages was read now.
     #[inline]
     pub(super) fn arrived(&mut self) {
-        let now = Instant::now();
-        if self.first.is_none() {
-            self.first = Some(now);
-            self.waited.get_or_insert(now);
-        }
-        self.last = Some(now);
+        self.clock.arrived();
     }
 
     /// Count one received message of `len` bytes whose first bytes are

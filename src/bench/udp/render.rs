@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use super::flows::SequenceSummary;
 use super::{FloodReport, KernelDelta, RcvBuf, SinkReport};
 use crate::bench::report::{format_rate, plural};
+use crate::bench::traffic::rate_window;
 
 /// The sink's final report.
 pub fn sink_text(r: &SinkReport) -> String {
@@ -145,16 +146,6 @@ pub fn sequence_line(s: &SequenceSummary) -> String {
         s.duplicates,
         s.without_header
     )
-}
-
-/// What a sink's rates are over: the traffic's span, or the whole run when
-/// one batch alone has no span.
-pub fn rate_window(traffic_s: f64, duration_s: f64) -> f64 {
-    if traffic_s > 0.0 {
-        traffic_s
-    } else {
-        duration_s
-    }
 }
 
 /// `, stopped early` for a run the stop token ended.

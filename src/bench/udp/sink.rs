@@ -31,6 +31,7 @@ use crate::bench::netns::{self, THREAD_NET};
 use crate::bench::pin::Pinning;
 use crate::bench::port::{self, Transport};
 use crate::bench::report::{self, plural, IntervalMeter, LiveCounter};
+use crate::bench::traffic::{rate_window, traffic_seconds};
 use crate::host::snmp::{self, Counters};
 use crate::host::softnet;
 
@@ -507,33 +508,11 @@ fn build_report(
     intervals: Vec<Interval>,
 ) -> SinkReport {
     let config = &sink.config;
-    // The traffic's span, as the sender made it, whenever the reader got to
-    // read. A reader the receive softirq keeps off its CPU reads its first
-    // batch late and its few reads fall close together: from the first
-    // read, a few thousand packets looked like millions a second. Its
-    // waits before the traffic began in time, though, so the span starts
-    // when the last wait that came back empty began (a few ms before the
-    // first packet for a reader that has its CPU). It ends at the last read: once
-    // the traffic stops, a starved reader gets its CPU back and drains the
-    // socket at once; while it goes on, it reads until the run ends.
-    // Only threads that read count: an idle thread's last empty wait says
-    // nothing about the traffic.
-    let began = results
-        .iter()
-        .filter_map(|r| r.first.and(r.waited.or(r.first)))
-        .min();
-    let last = results.iter().filter_map(|r| r.last).max();
-    let traffic_s = match (began, last) {
-        (Some(began), Some(last)) => last.saturating_duration_since(began).as_secs_f64(),
-        _ => 0.0,
-    };
-    // No traffic time (nothing read, or a wait's start not known): fall
-    // back to the whole run.
-    let rate_window = if traffic_s > 0.0 {
-        traffic_s
-    } else {
-        elapsed.as_secs_f64()
-    };
+    // The traffic's span, as the sender made it, whenever the readers got
+    // to read (crate::bench::traffic).
+    let traffic_s = traffic_seconds(results.iter().map(|r| &r.clock));
+    // No traffic time (nothing read): the whole run.
+    let window = rate_window(traffic_s, elapsed.as_secs_f64());
     let per_thread = results
         .iter()
         .enumerate()
@@ -543,7 +522,7 @@ fn build_report(
             packets: r.packets,
             bytes: r.bytes,
             datagrams: r.datagrams,
-            pps: report::per_second(r.packets, 0, rate_window).0,
+            pps: report::per_second(r.packets, 0, window).0,
             cpu_s: r.cpu_time.as_secs_f64(),
         })
         .collect::<Vec<_>>();
@@ -567,7 +546,7 @@ fn build_report(
         traffic_s,
         packets,
         bytes,
-        pps: report::per_second(packets, 0, rate_window).0,
+        pps: report::per_second(packets, 0, window).0,
         datagrams: per_thread.iter().map(|t| t.datagrams).sum(),
         cpu_s,
         cpu_ns_per_packet: report::per_packet_ns(cpu_s, packets),
@@ -581,6 +560,7 @@ fn build_report(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bench::traffic::TrafficClock;
     use crate::bench::udp::wire::{Header, HEADER_LEN};
 
     /// `count` packets of `size` bytes of flow 3, from sequence `first`,
@@ -612,9 +592,7 @@ mod tests {
     fn thread(packets: u64, waited: Duration, first: Duration, last: Duration) -> ThreadResult {
         let start = std::time::Instant::now();
         let mut r = ThreadResult::new(Some(1));
-        r.waited = Some(start + waited);
-        r.first = Some(start + first);
-        r.last = Some(start + last);
+        r.clock = TrafficClock::read(start + waited, start + first, start + last);
         (r.packets, r.datagrams, r.bytes) = (packets, packets, packets * 32);
         r
     }

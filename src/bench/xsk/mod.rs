@@ -187,7 +187,8 @@ pub struct XskReport {
     /// `duration` or `interrupted`.
     pub ended: String,
     pub duration_s: f64,
-    /// From the first packet to the last: rates are over this.
+    /// From just before the first packet (the start of the reader's last
+    /// wait that came back empty) to the last read: rates are over this.
     pub traffic_s: f64,
     /// Frames read from the socket.
     pub packets: u64,
@@ -235,7 +236,7 @@ impl XskReport {
 pub fn render(r: &XskReport) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
-    let window = crate::bench::udp::render::rate_window(r.traffic_s, r.duration_s);
+    let window = crate::bench::traffic::rate_window(r.traffic_s, r.duration_s);
     let _ = writeln!(
         out,
         "udp-sink --xdp: {} packets, {} bytes in {:.3} s ({:.3} s of traffic){}",

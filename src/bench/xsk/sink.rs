@@ -2,7 +2,7 @@
 //! receive, detach.
 
 use std::os::fd::OwnedFd;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context as _;
 
@@ -20,15 +20,19 @@ use crate::bench::harness::{self, Phase, Placement, Timeline};
 use crate::bench::netns;
 use crate::bench::pin::Pinning;
 use crate::bench::report::{self, Interval, IntervalMeter, LiveCounter};
+use crate::bench::traffic::{rate_window, traffic_seconds, TrafficClock, FIRST_WAIT};
 use crate::bench::udp::{summarize, FlowTable, Meter};
 use crate::nic::live::xdp_link::{self, Detached};
 
 /// The license string the kernel reads to allow GPL-only helpers: the
 /// program is nettune's (MIT/Apache-2.0) and GPL-compatible.
 const LICENSE: &str = "Dual MIT/GPL";
-/// How long the reader sleeps in poll when the ring is empty: the bound on
-/// how late it sees the end of the run.
+/// How long the reader sleeps in poll when the ring is empty, once traffic
+/// came: the bound on how late it sees the end of the run.
 const POLL_MS: i32 = 50;
+/// The same before the first packet: short, so that the traffic's start is
+/// known to within a few ms ([`TrafficClock`]).
+const FIRST_POLL_MS: i32 = FIRST_WAIT.as_millis() as i32;
 /// How long [`Attached::rebind`] waits for the queue the first socket held.
 const REBIND_TRIES: u32 = 200;
 const REBIND_PAUSE: Duration = Duration::from_millis(10);
@@ -340,15 +344,7 @@ impl Attached {
             .into_iter()
             .next()
             .ok_or_else(|| anyhow::anyhow!("the reader thread returned nothing"))?;
-        let traffic_s = match (result.first, result.last) {
-            (Some(f), Some(l)) => (l - f).as_secs_f64(),
-            _ => 0.0,
-        };
-        let window = if traffic_s > 0.0 {
-            traffic_s
-        } else {
-            done.elapsed.as_secs_f64()
-        };
+        let (traffic_s, pps) = rate(&result, done.elapsed);
         Ok(XskReport {
             command: "udp-sink --xdp".to_string(),
             iface: config.iface.clone(),
@@ -367,7 +363,7 @@ impl Attached {
             traffic_s,
             packets: result.packets,
             bytes: result.bytes,
-            pps: report::per_second(result.packets, 0, window).0,
+            pps,
             other_frames: result.other,
             sequence: summarize(&[result.flows]),
             drops: stats_after.since(&stats_before),
@@ -469,10 +465,21 @@ struct ReaderResult {
     packets: u64,
     bytes: u64,
     other: u64,
-    first: Option<Instant>,
-    last: Option<Instant>,
+    /// When its traffic began and ended.
+    clock: TrafficClock,
     flows: FlowTable,
     cpu_time: Duration,
+}
+
+/// The traffic's span and the packet rate over it: from the start of the
+/// reader's last wait that came back empty to its last read, so that a
+/// reader kept off its CPU, whose few late reads fall close together, does
+/// not report them as a burst rate (crate::bench::traffic); the whole run
+/// where one batch alone has no span.
+fn rate(result: &ReaderResult, elapsed: Duration) -> (f64, f64) {
+    let traffic_s = traffic_seconds([&result.clock]);
+    let window = rate_window(traffic_s, elapsed.as_secs_f64());
+    (traffic_s, report::per_second(result.packets, 0, window).0)
 }
 
 /// The reader: take frames from the ring, count them, give them back;
@@ -497,12 +504,12 @@ fn receive(
         packets: 0,
         bytes: 0,
         other: 0,
-        first: None,
-        last: None,
+        clock: TrafficClock::default(),
         flows: FlowTable::new(),
         cpu_time: Duration::ZERO,
     };
     while !phase.stopped() {
+        r.clock.waiting();
         let (mut bytes, mut other) = (0u64, 0u64);
         let flows = &mut r.flows;
         let n = xsk.receive(batch, |frame| match packet::parse(frame) {
@@ -517,13 +524,15 @@ fn receive(
                 xsk.kick();
             } else {
                 xsk.wake_if_needed();
-                let _ = xsk.wait(POLL_MS);
+                let _ = xsk.wait(if r.clock.before_traffic() {
+                    FIRST_POLL_MS
+                } else {
+                    POLL_MS
+                });
             }
             continue;
         }
-        let now = Instant::now();
-        r.first.get_or_insert(now);
-        r.last = Some(now);
+        r.clock.arrived();
         r.packets += u64::from(n);
         r.bytes += bytes;
         r.other += other;
@@ -531,4 +540,53 @@ fn receive(
     }
     r.cpu_time = cpu::thread_cpu_time().saturating_sub(started);
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    /// A reader that read `packets` from `first` to `last` (after the
+    /// run's start), its last empty wait before them having begun at
+    /// `waited`.
+    fn reader(packets: u64, waited: Duration, first: Duration, last: Duration) -> ReaderResult {
+        let start = Instant::now();
+        ReaderResult {
+            packets,
+            bytes: packets * 32,
+            other: 0,
+            clock: TrafficClock::read(start + waited, start + first, start + last),
+            flows: FlowTable::new(),
+            cpu_time: Duration::ZERO,
+        }
+    }
+
+    #[test]
+    fn a_reader_kept_off_its_cpu_reports_its_rate_over_the_traffic_not_its_few_reads() {
+        // A 10 s run; the traffic begins at 0.1 s. A competing process
+        // keeps the reader off its CPU until 9.9 s, when it reads the 3,000
+        // frames its ring held within 2 ms.
+        let (traffic_s, pps) = rate(&reader(3_000, ms(100), ms(9_900), ms(9_902)), ms(10_000));
+        // 3,000 frames in the 9.802 s the traffic lasted: some 306 a second,
+        // not the 1.5 million of 3,000 frames in 2 ms.
+        assert!((traffic_s - 9.802).abs() < 1e-6, "{traffic_s}");
+        assert!((pps - 3_000.0 / 9.802).abs() < 0.01, "{pps}");
+    }
+
+    #[test]
+    fn a_reader_that_keeps_up_reports_the_rate_over_its_reads() {
+        // Its last empty wait began 2 ms before the first frame.
+        let (traffic_s, pps) = rate(&reader(300_000, ms(998), ms(1_000), ms(4_000)), ms(10_000));
+        assert!((traffic_s - 3.002).abs() < 1e-6, "{traffic_s}");
+        assert!((pps - 300_000.0 / 3.002).abs() < 0.01, "{pps}");
+        // Nothing read: no span, the whole run.
+        let mut idle = reader(0, ms(0), ms(0), ms(0));
+        idle.clock = TrafficClock::default();
+        assert_eq!(rate(&idle, ms(10_000)), (0.0, 0.0));
+    }
 }

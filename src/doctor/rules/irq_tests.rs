@@ -116,7 +116,11 @@ fn shared_cpu_silent_when_queues_outnumber_cpus() {
 
 #[test]
 fn remote_numa_fires_for_a_node1_nic_served_from_node0() {
-    let host = nic_on_node1();
+    let mut host = nic_on_node1();
+    // A kernel with busy polling (the sysctls exist): the latency plan
+    // turns it on.
+    set_sysctl(&mut host, "net.core.busy_read", "0");
+    set_sysctl(&mut host, "net.core.busy_poll", "0");
     let findings = diagnose(&host);
     let f = assert_fires(
         &findings,

@@ -8,7 +8,7 @@
 //! takes.
 
 use super::shared::{
-    judged_interfaces, napi_queues, planned_napi_value, plural, queue_list, sysctl_u64,
+    busy_polling_off, judged_interfaces, napi_queues, planned_napi_value, plural, queue_list,
 };
 use crate::base::driver::NapiKey;
 use crate::doctor::planned::Plans;
@@ -35,37 +35,6 @@ a sent packet does not wake it. An application that busy polls its own sockets (
 epoll busy polling) takes the packets before the timer; doctor cannot see per-socket options, \
 so ignore this finding for such a program (--ignore napi.deferral-delays).";
 
-/// What the evidence says about busy polling when it is off; `None` when
-/// it is on host-wide (then pollers take packets before the timer).
-fn busy_polling_off(ctx: &Context) -> Option<String> {
-    let names = ["net.core.busy_read", "net.core.busy_poll"];
-    let values: Vec<(&str, Option<u64>)> = names
-        .iter()
-        .map(|n| (*n, sysctl_u64(ctx.host, n)))
-        .collect();
-    if values.iter().any(|(_, v)| v.is_some_and(|us| us > 0)) {
-        return None;
-    }
-    let seen: Vec<String> = values
-        .iter()
-        .filter_map(|(n, v)| v.map(|us| format!("{n} {us}")))
-        .collect();
-    Some(if seen.is_empty() {
-        format!(
-            "busy polling unknown, taken as off: net.core.busy_read and busy_poll are not \
-             visible from {}",
-            ctx.host.netns_text()
-        )
-    } else if ctx.host.in_netns() {
-        format!(
-            "busy polling off host-wide ({}; a network namespace cannot set them)",
-            seen.join(", ")
-        )
-    } else {
-        format!("busy polling off ({})", seen.join(", "))
-    })
-}
-
 /// The RX queues of `iface` whose NAPI defers IRQs with a long timer, and
 /// their values as text.
 fn long_deferral(iface: &Interface) -> Option<(Vec<u32>, Vec<String>)> {
@@ -82,7 +51,7 @@ fn long_deferral(iface: &Interface) -> Option<(Vec<u32>, Vec<String>)> {
 }
 
 pub fn check(ctx: &Context, plans: &Plans, out: &mut Vec<Finding>) {
-    let Some(polling) = busy_polling_off(ctx) else {
+    let Some(polling) = busy_polling_off(ctx.host) else {
         return;
     };
     for iface in judged_interfaces(ctx) {

@@ -2,7 +2,9 @@
 //! rss.udp-hash-ips-only, nic.rings-small, nic.queues-unused,
 //! qdisc.no-fair-queue.
 
-use super::shared::{judged_interfaces, plural, rx_queue_targets, sysctl_targets, sysctl_u64};
+use super::shared::{
+    busy_polling_off, judged_interfaces, plural, rx_queue_targets, sysctl_targets, sysctl_u64,
+};
 use crate::base::cpuset::{format_list, format_mask, parse_mask};
 use crate::base::driver::{ChannelKind, Channels, DriverKey};
 use crate::base::units::format_count;
@@ -154,6 +156,14 @@ fn rps_off(host: &Host, plans: &Plans, iface: &Interface, out: &mut Vec<Finding>
     // on another interface (a bridge, a VLAN) gets its CPU from that one.
     let software = !iface.physical;
     if queues == 0 || (!software && queues >= eligible.len()) || iface.carried_kind().is_some() {
+        return;
+    }
+    // With busy polling on host-wide, RPS off is what the latency profile
+    // sets: the poller takes the queue's packets on its own CPU, and RPS
+    // would hand them to another CPU's backlog, out of its reach. Where
+    // nothing busy polls, the latency profile spreads RPS as pps does, so
+    // RPS off is a finding for either.
+    if busy_polling_off(host).is_none() {
         return;
     }
     let all_off = iface

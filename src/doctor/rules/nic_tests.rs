@@ -419,3 +419,70 @@ fn rps_one_cpu_after_the_pps_plan_is_gone() {
     }
     none(&diagnose(&after), "rps.one-cpu");
 }
+
+/// The RPS and RFS values the latency plan writes on `host`'s eth0, as
+/// `apply --profile latency` leaves them.
+fn latency_applied(host: &crate::host::Host) -> crate::host::Host {
+    use crate::plan::target::{RxFile, Target};
+    let opts = crate::plan::PlanOptions::new(crate::plan::Profile::Latency);
+    let plan = crate::plan::plan(host, &opts).expect("latency plan");
+    let mut after = host.clone();
+    let veth = iface(&mut after, "eth0");
+    for c in &plan.changes {
+        let Target::RxQueue { queue, file, .. } = &c.target else {
+            continue;
+        };
+        let q = &mut veth.rx_queues[*queue as usize];
+        match file {
+            RxFile::RpsCpus => q.rps_cpus = crate::base::cpuset::parse_mask(c.to.as_str()).ok(),
+            RxFile::RpsFlowCnt => q.rps_flow_cnt = c.to.as_str().parse().ok(),
+        }
+    }
+    after
+}
+
+#[test]
+fn no_rps_finding_after_the_latency_plan_in_a_namespace_where_nothing_busy_polls() {
+    // A namespace cannot turn busy polling on, and the host has it off:
+    // the latency plan spreads RPS as pps does (not off), so doctor has
+    // nothing to say about RPS or RFS afterwards.
+    let mut host = veth_in_namespace(&[&[], &[]]);
+    set_sysctl(&mut host, "net.core.busy_read", "0");
+    set_sysctl(&mut host, "net.core.busy_poll", "0");
+    set_sysctl(&mut host, "net.core.rps_sock_flow_entries", "32768");
+    assert_fires(&diagnose(&host), "rps.off", Severity::Warn, &["eth0"]);
+    let after = latency_applied(&host);
+    let masks: Vec<Option<Vec<u32>>> = after.interfaces[0]
+        .rx_queues
+        .iter()
+        .map(|q| q.rps_cpus.clone())
+        .collect();
+    assert_eq!(masks, [Some(vec![0, 1]), Some(vec![0, 1])]);
+    let findings = diagnose(&after);
+    for id in ["rps.off", "rps.one-cpu", "rfs.partial"] {
+        none(&findings, id);
+    }
+}
+
+#[test]
+fn rps_off_is_silent_where_busy_polling_is_on_as_the_latency_plan_leaves_it() {
+    // Busy polling on host-wide: the latency plan turns RPS off, and
+    // doctor does not then ask for it back.
+    let mut host = veth_in_namespace(&[&[0, 1], &[0, 1]]);
+    set_sysctl(&mut host, "net.core.busy_read", "50");
+    set_sysctl(&mut host, "net.core.busy_poll", "50");
+    let after = latency_applied(&host);
+    assert!(after.interfaces[0]
+        .rx_queues
+        .iter()
+        .all(|q| q.rps_cpus == Some(vec![])));
+    let findings = diagnose(&after);
+    for id in ["rps.off", "rps.one-cpu"] {
+        none(&findings, id);
+    }
+    // The same queues with busy polling off are a finding.
+    let mut off = after.clone();
+    set_sysctl(&mut off, "net.core.busy_read", "0");
+    set_sysctl(&mut off, "net.core.busy_poll", "0");
+    assert_fires(&diagnose(&off), "rps.off", Severity::Warn, &["eth0"]);
+}

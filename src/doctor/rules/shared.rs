@@ -133,6 +133,36 @@ pub(super) fn sysctl_u64(host: &Host, name: &str) -> Option<u64> {
     host.sysctl_or_host(name)?.trim().parse().ok()
 }
 
+/// What the evidence says about busy polling when it is off; `None` when
+/// it is on host-wide (then pollers take the packets: before a deferral's
+/// timer, and on their own CPU, which RPS would take them from).
+pub(super) fn busy_polling_off(host: &Host) -> Option<String> {
+    let names = ["net.core.busy_read", "net.core.busy_poll"];
+    let values: Vec<(&str, Option<u64>)> =
+        names.iter().map(|n| (*n, sysctl_u64(host, n))).collect();
+    if values.iter().any(|(_, v)| v.is_some_and(|us| us > 0)) {
+        return None;
+    }
+    let seen: Vec<String> = values
+        .iter()
+        .filter_map(|(n, v)| v.map(|us| format!("{n} {us}")))
+        .collect();
+    Some(if seen.is_empty() {
+        format!(
+            "busy polling unknown, taken as off: net.core.busy_read and busy_poll are not \
+             visible from {}",
+            host.netns_text()
+        )
+    } else if host.in_netns() {
+        format!(
+            "busy polling off host-wide ({}; a network namespace cannot set them)",
+            seen.join(", ")
+        )
+    } else {
+        format!("busy polling off ({})", seen.join(", "))
+    })
+}
+
 /// A sysctl of several numbers (`tcp_rmem`: min default max).
 pub(super) fn sysctl_fields(host: &Host, name: &str) -> Option<Vec<u64>> {
     host.sysctls
