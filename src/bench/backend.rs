@@ -81,21 +81,21 @@ pub fn measured_faster(workload: Workload) -> (Backend, &'static str) {
         // The setting `bench rr` runs by default.
         Workload::RrServer => (
             Backend::Epoll,
-            "io_uring made 0.96x epoll's transactions/s with one unpinned TCP client \
+            "io_uring made 0.97x epoll's transactions/s with one unpinned TCP client \
              (14-byte ping-pong on loopback)",
         ),
         Workload::UdpSink { gro: false } => (
             Backend::IoUring,
-            "1.14x epoll's packets/s, 32-byte datagrams on loopback from one sender, reader pinned",
+            "1.13x epoll's packets/s, 32-byte datagrams on loopback from one sender, reader pinned",
         ),
         Workload::UdpSink { gro: true } => (
             Backend::IoUring,
-            "1.13x epoll's packets/s, 32-byte datagrams in UDP_SEGMENT 64 sends on loopback, \
+            "1.31x epoll's packets/s, 32-byte datagrams in UDP_SEGMENT 64 sends on loopback, \
              reader pinned",
         ),
         Workload::HttpServer => (
             Backend::IoUring,
-            "1.03x epoll's requests/s on loopback under wrk -t2 -c64 (181k and 175k)",
+            "1.02x epoll's requests/s on loopback under wrk -t2 -c64 (176k and 173k)",
         ),
     }
 }
