@@ -106,7 +106,8 @@ pub fn traffic_seconds<'a>(clocks: impl IntoIterator<Item = &'a TrafficClock>) -
 }
 
 /// What a sink's rates are over: the traffic's span, or the whole run when
-/// nothing or one batch alone was read (no span).
+/// it has none (nothing was read). One batch alone still has a span, from
+/// the reader's last empty wait to that read: a few ms at most.
 pub fn rate_window(traffic_s: f64, duration_s: f64) -> f64 {
     if traffic_s > 0.0 {
         traffic_s

@@ -475,7 +475,7 @@ struct ReaderResult {
 /// reader's last wait that came back empty to its last read, so that a
 /// reader kept off its CPU, whose few late reads fall close together, does
 /// not report them as a burst rate (crate::bench::traffic); the whole run
-/// where one batch alone has no span.
+/// where nothing was read.
 fn rate(result: &ReaderResult, elapsed: Duration) -> (f64, f64) {
     let traffic_s = traffic_seconds([&result.clock]);
     let window = rate_window(traffic_s, elapsed.as_secs_f64());
