@@ -500,6 +500,12 @@ fn driver_setting(name: &str, item: &toml_edit::Item) -> Result<Setting, String>
         ));
     }
     let text = match item.as_value() {
+        // `driver.coalesce.rx-usecs = 50` (unquoted) is a table in TOML.
+        None => {
+            return Err(format!(
+                "quote the setting's name, which holds a dot: driver.\"{name}.NAME\" = VALUE"
+            ))
+        }
         Some(toml_edit::Value::String(s)) if s.value() == "off" => return Ok(Setting::Off),
         _ if is_group => {
             let example = DRIVER_KEYS

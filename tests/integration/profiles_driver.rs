@@ -228,6 +228,11 @@ fn a_bad_driver_value_is_one_line_naming_file_line_and_key() {
             "group.toml:2: driver.\"rings\": '4096' is not \"off\"",
         ),
         (
+            "dotted",
+            "driver.coalesce.rx-usecs = 8",
+            "dotted.toml:2: driver.\"coalesce\": quote the setting's name",
+        ),
+        (
             "switch",
             "driver.\"coalesce.adaptive-rx\" = \"yes\"",
             "switch.toml:2: driver.\"coalesce.adaptive-rx\": 'yes' is not true or false",
