@@ -30,7 +30,7 @@ use super::target::{RxFile, Target, TxFile};
 use super::value::{sysctl_shape, whole, Typed, Value};
 use crate::base::cpuset::{parse_list_within, parse_mask, MAX_CPUS};
 use crate::base::driver::netdev::parse_napi_value;
-use crate::base::driver::QdiscSpec;
+use crate::base::driver::{DriverKey, QdiscSpec};
 use crate::base::text::excerpt;
 use crate::host::{Host, READ_ONLY_IN_NETNS, ROOT_NAMESPACE_SYSCTLS};
 
@@ -102,6 +102,57 @@ pub const SYSCTLS: &[Sysctl] = &[
     // 0 off, 1 on, 2 memory tiering, 3 both (sysctl/kernel.rst).
     sysctl("kernel.numa_balancing", Form::Number(3)),
 ];
+
+/// Every driver setting a profile changes (docs/profiles.md gives each
+/// reason), by the key `plan` prints: what a site profile's
+/// `driver."KEY"` may name. GRO has two names, as drivers show it. A test
+/// plans every profile on every fixture host and checks that the keys
+/// they set are in this list.
+pub const DRIVER_KEYS: &[&str] = &[
+    "rings.rx",
+    "rings.tx",
+    "coalesce.rx-usecs",
+    "coalesce.adaptive-rx",
+    "coalesce.adaptive-tx",
+    "rx-flow-hash.udp4",
+    "rx-flow-hash.udp6",
+    "channels.combined",
+    "features.rx-gro",
+    "features.generic-receive-offload",
+];
+
+/// The groups of [`DRIVER_KEYS`] (the text before the first dot): a site
+/// profile may leave a whole group alone (`driver."rings" = "off"`).
+pub fn driver_groups() -> Vec<&'static str> {
+    let mut groups: Vec<&'static str> = DRIVER_KEYS
+        .iter()
+        .filter_map(|k| k.split_once('.').map(|(g, _)| g))
+        .collect();
+    groups.dedup();
+    groups
+}
+
+/// The largest ring a value may ask for: the ring sizes of NICs run to a
+/// few thousand entries (ice and mlx5: 8192; ena: 16384); the driver's own
+/// maximum is checked when the plan is made.
+const RING_MAX: u64 = 65_536;
+/// The longest interrupt coalescing a value may ask for, microseconds:
+/// ten milliseconds is far beyond any tuning (throughput's adaptive
+/// moderation stays under a few hundred).
+const COALESCE_MAX_US: u64 = 10_000;
+/// The most queues a value may ask for; the driver's own maximum is
+/// checked when the plan is made.
+const CHANNELS_MAX: u64 = MAX_CPUS as u64;
+
+/// The bounds of a driver setting's count, `None` for the rest.
+fn driver_range(key: &DriverKey) -> Option<(u64, u64)> {
+    match key {
+        DriverKey::RingRx | DriverKey::RingTx => Some((1, RING_MAX)),
+        DriverKey::RxUsecs | DriverKey::TxUsecs => Some((0, COALESCE_MAX_US)),
+        DriverKey::Channels(_) => Some((1, CHANNELS_MAX)),
+        _ => None,
+    }
+}
 
 /// The cpufreq governors (Documentation/admin-guide/pm/cpufreq.rst).
 pub const GOVERNORS: &[&str] = &[
@@ -388,6 +439,21 @@ pub fn admit_value(target: &Target, value: &str, limits: &Limits) -> Result<Valu
         }
         Target::HaltPoll => Typed::Number(number(value, HALT_POLL_MAX_NS).map_err(bad)?),
         Target::Driver { key, .. } => {
+            if let Some((least, most)) = driver_range(key) {
+                match whole(value) {
+                    Some(n) if n < least => {
+                        return Err(bad(format!(
+                            "is below {least}, the least this setting takes"
+                        )))
+                    }
+                    Some(n) if n > most => {
+                        return Err(bad(format!(
+                            "is above {most}, the largest this setting takes"
+                        )))
+                    }
+                    _ => {}
+                }
+            }
             Typed::Driver(key.setting(value).map_err(|e| refuse(target, e))?)
         }
         Target::RootQdisc { .. } => match QdiscSpec::parse(value) {
@@ -733,6 +799,11 @@ mod tests {
             ),
             ("ethtool:eth0:rings.rx", "4096", true),
             ("ethtool:eth0:rings.rx", "4096x", false),
+            ("ethtool:eth0:rings.rx", "0", false),
+            ("ethtool:eth0:rings.rx", "65537", false),
+            ("ethtool:eth0:coalesce.rx-usecs", "0", true),
+            ("ethtool:eth0:coalesce.rx-usecs", "10001", false),
+            ("ethtool:eth0:channels.combined", "0", false),
             ("ethtool:eth0:features.rx-gro", "on", true),
             ("ethtool:eth0:features.rx-gro", "yes", false),
             ("ethtool:eth0:rx-flow-hash.udp4", "sdfn", true),

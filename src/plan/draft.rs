@@ -62,6 +62,14 @@ impl Draft {
         });
     }
 
+    /// Remove every planned value of `target` (change, host-wide value, and
+    /// the note that it was left alone).
+    pub(super) fn forget(&mut self, target: &Target) {
+        self.changes.retain(|c| &c.target != target);
+        self.host_wide.retain(|h| &h.target != target);
+        self.skipped.retain(|s| &s.target != target);
+    }
+
     pub(super) fn skip(&mut self, group: &str, target: &Target, reason: &str) {
         self.skipped.push(Skipped {
             target: target.clone(),

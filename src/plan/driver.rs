@@ -1,7 +1,7 @@
 //! Driver settings (ethtool) and the root qdisc of one interface.
 
 use super::draft::Draft;
-use super::profile::{PlanOptions, Profile};
+use super::profile::{Origin, PlanOptions, Profile, Setting, SiteProfile};
 use super::target::Target;
 use super::value::Value;
 use crate::base::driver::setting::current_text;
@@ -193,7 +193,7 @@ fn gro_on(d: &mut Draft, iface: &Interface) {
 
 /// `http`: as many queues as network CPUs (up to the driver's maximum).
 /// Returns whether the queue count changes.
-pub(super) fn channels_change(d: &mut Draft, iface: &Interface, n_cpus: usize) -> bool {
+fn channels_change(d: &mut Draft, iface: &Interface, n_cpus: usize) -> bool {
     let channels = match &iface.driver_settings.channels {
         Probe::Value(c) => *c,
         missing => {
@@ -292,4 +292,183 @@ fn root_fq(d: &mut Draft, iface: &Interface, opts: &PlanOptions) {
         to,
         format!("fq paces each flow ({why}); pacing gains 2-4x on 50-80 ms paths (fasterdata)"),
     );
+}
+
+/// The two names drivers give GRO (`ethtool -k` shows either).
+const GRO_NAMES: [&str; 2] = ["rx-gro", "generic-receive-offload"];
+
+/// What site profile `site` says of driver setting `key`: its own entry
+/// (under either name of GRO), else its group's.
+pub(super) fn site_entry<'s>(
+    site: &'s SiteProfile,
+    key: &DriverKey,
+) -> Option<&'s (Setting, Origin)> {
+    if let DriverKey::Feature(name) = key {
+        if GRO_NAMES.contains(&name.as_str()) {
+            let own = GRO_NAMES
+                .iter()
+                .find_map(|n| site.driver.get(&format!("features.{n}")));
+            return own.or_else(|| site.driver.get("features"));
+        }
+    }
+    site.driver_choice(&key.to_string())
+}
+
+/// `key` as this interface's driver names it: GRO by the name its
+/// features show.
+fn as_driver_names(iface: &Interface, key: DriverKey) -> DriverKey {
+    let DriverKey::Feature(name) = &key else {
+        return key;
+    };
+    match iface.driver_settings.features.value() {
+        Some(features) if GRO_NAMES.contains(&name.as_str()) && !features.contains_key(name) => {
+            GRO_NAMES
+                .iter()
+                .find(|n| features.contains_key(**n))
+                .map_or(key, |n| DriverKey::Feature(n.to_string()))
+        }
+        _ => key,
+    }
+}
+
+/// Why a site value cannot be given to this driver, if it cannot: above
+/// the driver's maximum, or a feature the driver fixes.
+fn out_of_reach(iface: &Interface, setting: &DriverSetting) -> Option<String> {
+    let settings = &iface.driver_settings;
+    let driver = iface.driver.as_deref().unwrap_or("the driver");
+    let above = |max: u32| format!("above {driver}'s maximum on {} ({max})", iface.name);
+    match setting {
+        DriverSetting::RingRx(n) => match settings.rings.value() {
+            Some(r) if *n > r.rx_max => Some(above(r.rx_max)),
+            _ => None,
+        },
+        DriverSetting::RingTx(n) => match settings.rings.value() {
+            Some(r) if *n > r.tx_max => Some(above(r.tx_max)),
+            _ => None,
+        },
+        DriverSetting::Channels { kind, count } => match settings.channels.value() {
+            Some(c) if c.combined == 0 => Some(
+                "separate RX and TX channels: nettune only sets combined queue counts".to_string(),
+            ),
+            Some(c) if *count > kind.max(c) => Some(above(kind.max(c))),
+            _ => None,
+        },
+        DriverSetting::Feature { name, .. } => match settings.features.value() {
+            Some(features) => features
+                .get(name)
+                .filter(|f| !f.changeable)
+                .map(|_| format!("{name} is fixed by {driver} on {}", iface.name)),
+            None => None,
+        },
+        _ => None,
+    }
+}
+
+/// Plan a site profile's value of driver setting `key` on `iface`, in
+/// place of whatever the profile planned for it. Returns whether a change
+/// is planned.
+fn site_value(
+    d: &mut Draft,
+    iface: &Interface,
+    site: &SiteProfile,
+    key: DriverKey,
+    value: &str,
+    at: &Origin,
+) -> bool {
+    let key = as_driver_names(iface, key);
+    let target = target(iface, key.clone());
+    d.forget(&target);
+    // The file's value passed the allow-list when it was read.
+    let Ok(setting) = key.setting(value) else {
+        return false;
+    };
+    if let Some(why) = out_of_reach(iface, &setting) {
+        d.skip(
+            &iface.name,
+            &target,
+            &format!("{why}: {value} ({}:{}) is left unset", at.file, at.line),
+        );
+        return false;
+    }
+    let before = d.changes.len();
+    want(
+        d,
+        iface,
+        setting,
+        &format!("set by site profile {}", site.name),
+    );
+    d.changes.len() > before
+}
+
+/// A site profile's driver values on `iface`: each value in place of the
+/// profile's (also a setting the profile leaves alone), each setting or
+/// group the file turns "off" left alone with its line. The queue count
+/// (`channels.combined`) is planned with the queues ([`site_channels`]).
+pub(super) fn site_values(d: &mut Draft, iface: &Interface, site: &SiteProfile) {
+    for (name, (setting, at)) in &site.driver {
+        let (Setting::Value(value), Some(key)) = (setting, DriverKey::parse(name)) else {
+            continue;
+        };
+        if !matches!(key, DriverKey::Channels(_)) {
+            site_value(d, iface, site, key, value, at);
+        }
+    }
+    let mine = |t: &Target| match t {
+        Target::Driver { iface: i, key } if *i == iface.name => match site_entry(site, key) {
+            Some((Setting::Off, at)) => Some(at.clone()),
+            _ => None,
+        },
+        _ => None,
+    };
+    let mut left: Vec<(Target, Origin)> = d
+        .changes
+        .iter()
+        .map(|c| &c.target)
+        .chain(d.skipped.iter().map(|s| &s.target))
+        .filter_map(|t| mine(t).map(|at| (t.clone(), at)))
+        .collect();
+    // A single setting turned off is listed even when the profile plans
+    // nothing for it here, as a sysctl is.
+    for (name, (setting, at)) in &site.driver {
+        if let (Setting::Off, Some(key)) = (setting, DriverKey::parse(name)) {
+            let t = target(iface, as_driver_names(iface, key));
+            if !left.iter().any(|(l, _)| *l == t) {
+                left.push((t, at.clone()));
+            }
+        }
+    }
+    for (t, at) in left {
+        d.forget(&t);
+        d.skip(
+            &iface.name,
+            &t,
+            &format!("left alone: {} = \"off\" ({}:{})", at.key, at.file, at.line),
+        );
+    }
+}
+
+/// The queue count of `iface` (`channels.combined`): a site profile's
+/// value, else `http`'s (one queue per network CPU on a physical NIC).
+/// Returns whether the count changes (the per-queue settings then wait
+/// for the new queues). A site's "off" still lets `http` plan its count,
+/// for [`site_values`] to list it as left alone.
+pub(super) fn plan_channels(
+    d: &mut Draft,
+    iface: &Interface,
+    opts: &PlanOptions,
+    n_cpus: usize,
+) -> bool {
+    let key = DriverKey::Channels(ChannelKind::Combined);
+    let site = opts.site.as_deref();
+    let http = opts.profile == Profile::Http && iface.physical;
+    match site.and_then(|s| site_entry(s, &key).map(|e| (s, e))) {
+        Some((site, (Setting::Value(value), at))) => site_value(d, iface, site, key, value, at),
+        Some((_, (Setting::Off, _))) => {
+            if http {
+                channels_change(d, iface, n_cpus);
+            }
+            false
+        }
+        None => http && channels_change(d, iface, n_cpus),
+    }
 }

@@ -95,6 +95,9 @@ pub fn plan(host: &Host, opts: &PlanOptions) -> anyhow::Result<Plan> {
         queues::plan_queues(&mut draft, host, iface, opts, &cpus, &mut load);
         driver::plan_driver(&mut draft, iface, opts);
         napi::plan_napi(&mut draft, host, iface, opts);
+        if let Some(site) = site {
+            driver::site_values(&mut draft, iface, site);
+        }
     }
     kernel::plan_kernel(&mut draft, host, opts, &cpus, &ifaces);
     if let Some(site) = site {

@@ -1,10 +1,12 @@
 //! A site profile's values laid over the plan of the built-in profile it
-//! includes: parts left alone, sysctls overridden or dropped, and the
+//! includes: parts left alone, sysctls overridden or dropped (driver
+//! settings are, per interface, in [`super::driver`]), and the
 //! origin of every value (the file and line that set it, or the built-in
 //! profile and the line that included it).
 
 use super::admit::sysctl_reach;
 use super::draft::Draft;
+use super::driver::site_entry;
 use super::profile::{Part, Setting, SiteProfile};
 use super::target::{RxFile, TxFile};
 use super::{Target, Value, KERNEL_GROUP};
@@ -48,14 +50,6 @@ fn placed_by_cpus(target: &Target) -> bool {
     )
 }
 
-/// Remove every planned value of `target` (change, host-wide value, and
-/// the note that it was left alone).
-fn forget(d: &mut Draft, target: &Target) {
-    d.changes.retain(|c| &c.target != target);
-    d.host_wide.retain(|h| &h.target != target);
-    d.skipped.retain(|s| &s.target != target);
-}
-
 /// Lay `site` over the plan in `d`. `cpus_from_site`: the network CPUs are
 /// the file's `irq.cpus` (no `--cpus` was given).
 pub(super) fn overlay(d: &mut Draft, host: &Host, site: &SiteProfile, cpus_from_site: bool) {
@@ -72,7 +66,7 @@ pub(super) fn overlay(d: &mut Draft, host: &Host, site: &SiteProfile, cpus_from_
             .map(|h| h.target.clone())
             .collect();
         for target in hosts {
-            forget(d, &target);
+            d.forget(&target);
             d.skip(
                 KERNEL_GROUP,
                 &target,
@@ -99,7 +93,7 @@ pub(super) fn overlay(d: &mut Draft, host: &Host, site: &SiteProfile, cpus_from_
     }
     for (name, (setting, at)) in &site.sysctls {
         let target = Target::sysctl(name);
-        forget(d, &target);
+        d.forget(&target);
         let place = format!("{}:{}", at.file, at.line);
         match setting {
             Setting::Off => d.skip(
@@ -151,10 +145,16 @@ pub(super) fn overlay(d: &mut Draft, host: &Host, site: &SiteProfile, cpus_from_
         if c.origin.is_some() {
             continue;
         }
-        let by_file = site
-            .sysctls
-            .get(c.target.sysctl_name().unwrap_or(""))
-            .map(|(_, at)| at);
+        let by_file = match &c.target {
+            Target::Driver { key, .. } => match site_entry(site, key) {
+                Some((Setting::Value(_), at)) => Some(at),
+                _ => None,
+            },
+            target => site
+                .sysctls
+                .get(target.sysctl_name().unwrap_or(""))
+                .map(|(_, at)| at),
+        };
         c.origin = Some(match (by_file, cpus_at) {
             (Some(at), _) => at.to_string(),
             (None, Some(at)) if cpus_from_site && placed_by_cpus(&c.target) => {

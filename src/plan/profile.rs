@@ -171,6 +171,21 @@ pub struct SiteProfile {
     /// Sysctl (dotted name) -> its value or off.
     #[serde(default)]
     pub sysctls: BTreeMap<String, (Setting, Origin)>,
+    /// Driver setting (`coalesce.rx-usecs`) or group of them (`rings`) ->
+    /// its value or off, for every selected interface.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub driver: BTreeMap<String, (Setting, Origin)>,
+}
+
+impl SiteProfile {
+    /// What the file says of driver setting `key` (`coalesce.rx-usecs`):
+    /// its own entry, else its group's (`coalesce`).
+    pub fn driver_choice(&self, key: &str) -> Option<&(Setting, Origin)> {
+        self.driver.get(key).or_else(|| {
+            let (group, _) = key.split_once('.')?;
+            self.driver.get(group)
+        })
+    }
 }
 
 impl SiteProfile {

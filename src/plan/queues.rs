@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use super::cpus::{assign_queues, nic_node_cpus, preference_order, Load};
 use super::draft::Draft;
-use super::driver::channels_change;
+use super::driver::plan_channels;
 use super::kernel::{flow_table, FlowTable};
 use super::napi::nothing_busy_polls;
 use super::profile::{PlanOptions, Profile};
@@ -25,22 +25,25 @@ pub(super) fn plan_queues(
     load: &mut Load,
 ) {
     let group = iface.name.as_str();
+    // A new queue count makes new queues (and IRQs) that this host model
+    // does not show: place them on the next run.
+    if plan_channels(d, iface, opts, cpus.len()) {
+        d.skip(
+            group,
+            &Target::queues(group),
+            &format!(
+                "per-queue settings wait for the new queue count: run `nettune apply --profile {}` again after this apply",
+                opts.name()
+            ),
+        );
+        return;
+    }
     if opts.profile == Profile::Baseline {
         baseline(d, iface);
         return;
     }
     if !iface.physical {
         virtual_queues(d, host, iface, opts, cpus);
-        return;
-    }
-    // A new queue count makes new queues (and IRQs) that this host model
-    // does not show: place them on the next run.
-    if opts.profile == Profile::Http && channels_change(d, iface, cpus.len()) {
-        d.skip(
-            group,
-            &Target::queues(group),
-            "per-queue settings wait for the new queue count: run `nettune apply --profile http` again after this apply",
-        );
         return;
     }
     let node = nic_node_cpus(host, iface);

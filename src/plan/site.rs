@@ -14,6 +14,8 @@
 //! irq.cpus = "2-15"                        # queue IRQs (and XPS, RPS) on these CPUs
 //! sysctl."net.core.rmem_max" = 67108864    # override one value
 //! sysctl."net.core.busy_poll" = "off"      # drop one value
+//! driver."coalesce.rx-usecs" = 50          # a driver setting, every interface
+//! driver."rings" = "off"                   # leave a group of them alone
 //! ```
 
 use std::collections::BTreeMap;
@@ -21,10 +23,11 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::admit::{admit_value, sysctl_rule, Limits};
+use super::admit::{admit_value, driver_groups, sysctl_rule, Limits, DRIVER_KEYS};
 use super::profile::Profile;
 pub use super::profile::{Origin, Part, Setting, SiteProfile};
 use crate::base::cpuset::{parse_list, MAX_CPUS};
+use crate::base::driver::DriverKey;
 use crate::base::fsio;
 use crate::base::text::excerpt;
 
@@ -185,6 +188,7 @@ fn load_chain(
             off: BTreeMap::new(),
             irq_cpus: None,
             sysctls: BTreeMap::new(),
+            driver: BTreeMap::new(),
         }
     } else if seen.contains(&include) {
         anyhow::bail!(
@@ -220,6 +224,8 @@ fn load_chain(
     off.extend(parsed.off);
     let mut sysctls = base.sysctls;
     sysctls.extend(parsed.sysctls);
+    let mut driver = base.driver;
+    driver.extend(parsed.driver);
     Ok(SiteProfile {
         name: name.to_string(),
         file: shown,
@@ -234,6 +240,7 @@ fn load_chain(
         off,
         irq_cpus: parsed.irq_cpus.or(base.irq_cpus),
         sysctls,
+        driver,
     })
 }
 
@@ -245,10 +252,12 @@ struct Parsed {
     off: BTreeMap<Part, Origin>,
     irq_cpus: Option<(Vec<u32>, Origin)>,
     sysctls: BTreeMap<String, (Setting, Origin)>,
+    driver: BTreeMap<String, (Setting, Origin)>,
 }
 
 /// The keys a profile file may hold, for errors.
-const KEYS: &str = "include, description, rps, rfs, xps, irq.cpus, irq.affinity, sysctl.\"NAME\"";
+const KEYS: &str =
+    "include, description, rps, rfs, xps, irq.cpus, irq.affinity, sysctl.\"NAME\", driver.\"NAME\"";
 
 /// Parse one profile file's text; `file` names it in errors.
 fn parse(text: &str, file: &str) -> anyhow::Result<Parsed> {
@@ -276,6 +285,7 @@ fn parse(text: &str, file: &str) -> anyhow::Result<Parsed> {
     let mut off = BTreeMap::new();
     let mut irq_cpus = None;
     let mut sysctls = BTreeMap::new();
+    let mut driver = BTreeMap::new();
     for (key, item) in doc.iter() {
         let at = origin(item, key);
         match key {
@@ -367,18 +377,23 @@ fn parse(text: &str, file: &str) -> anyhow::Result<Parsed> {
                     ));
                 };
                 for (name, value) in table.iter() {
-                    let shown = if name
-                        .bytes()
-                        .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
-                        && name.len() <= 80
-                    {
-                        name.to_string()
-                    } else {
-                        excerpt(name)
-                    };
-                    let at = origin(value, &format!("sysctl.\"{shown}\""));
+                    let at = origin(value, &format!("sysctl.\"{}\"", shown_name(name)));
                     let setting = sysctl_setting(name, value).map_err(|why| bad(&at, why))?;
                     sysctls.insert(name.to_string(), (setting, at));
+                }
+            }
+            "driver" => {
+                let Some(table) = item.as_table_like() else {
+                    return Err(bad(
+                        &at,
+                        "write driver.\"coalesce.rx-usecs\" = VALUE or driver.\"rings\" = \"off\""
+                            .into(),
+                    ));
+                };
+                for (name, value) in table.iter() {
+                    let at = origin(value, &format!("driver.\"{}\"", shown_name(name)));
+                    let setting = driver_setting(name, value).map_err(|why| bad(&at, why))?;
+                    driver.insert(name.to_string(), (setting, at));
                 }
             }
             other => {
@@ -404,7 +419,21 @@ fn parse(text: &str, file: &str) -> anyhow::Result<Parsed> {
         off,
         irq_cpus,
         sysctls,
+        driver,
     })
+}
+
+/// A key's name as the file wrote it, cut and escaped when it is odd.
+fn shown_name(name: &str) -> String {
+    if name
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+        && name.len() <= 80
+    {
+        name.to_string()
+    } else {
+        excerpt(name)
+    }
 }
 
 /// `"on"` (true) or `"off"` (false).
@@ -424,6 +453,7 @@ fn value_text(item: &toml_edit::Item) -> String {
     match item.as_value() {
         Some(toml_edit::Value::String(s)) => s.value().to_string(),
         Some(toml_edit::Value::Integer(i)) => i.value().to_string(),
+        Some(toml_edit::Value::Boolean(b)) => b.value().to_string(),
         Some(v) => v.type_name().to_string(),
         None => "a table".to_string(),
     }
@@ -452,6 +482,60 @@ fn sysctl_setting(name: &str, item: &toml_edit::Item) -> Result<Setting, String>
     let limits = Limits { cpus: MAX_CPUS };
     admit_value(&super::Target::sysctl(name), &text, &limits)
         .map_err(|refusal| refusal.why.clone())?;
+    Ok(Setting::Value(text))
+}
+
+/// A driver setting's (or group's) value from a file, through the
+/// plan-file allow-list. `"off"` leaves it alone; an on/off setting is
+/// given `true` or `false` (or `"on"`), so that `"off"` keeps one meaning.
+fn driver_setting(name: &str, item: &toml_edit::Item) -> Result<Setting, String> {
+    let groups = driver_groups();
+    let is_group = groups.contains(&name);
+    if !is_group && !DRIVER_KEYS.contains(&name) {
+        return Err(format!(
+            "no nettune profile changes this driver setting, so no profile file may (the ones \
+             profiles change: {}; or a group: {})",
+            DRIVER_KEYS.join(", "),
+            groups.join(", ")
+        ));
+    }
+    let text = match item.as_value() {
+        // `driver.coalesce.rx-usecs = 50` (unquoted) is a table in TOML.
+        None => {
+            return Err(format!(
+                "quote the setting's name, which holds a dot: driver.\"{name}.NAME\" = VALUE"
+            ))
+        }
+        Some(toml_edit::Value::String(s)) if s.value() == "off" => return Ok(Setting::Off),
+        _ if is_group => {
+            let example = DRIVER_KEYS
+                .iter()
+                .find(|k| k.split_once('.').is_some_and(|(g, _)| g == name))
+                .unwrap_or(&name);
+            return Err(format!(
+                "{} is not \"off\": a group is only left alone as a whole; give a value to one \
+                 setting of it, such as driver.\"{example}\"",
+                excerpt(&value_text(item))
+            ));
+        }
+        Some(toml_edit::Value::Integer(i)) => i.value().to_string(),
+        Some(toml_edit::Value::Boolean(b)) => if *b.value() { "on" } else { "off" }.to_string(),
+        Some(toml_edit::Value::String(s)) => s.value().to_string(),
+        _ => {
+            return Err(format!(
+                "{} is not a value: give a number, true or false, a hash (\"sdfn\") or \"off\"",
+                excerpt(&value_text(item))
+            ))
+        }
+    };
+    let key = DriverKey::parse(name).ok_or_else(|| format!("'{name}' is not a driver setting"))?;
+    let limits = Limits { cpus: MAX_CPUS };
+    admit_value(&super::Target::driver("IFACE", key), &text, &limits).map_err(|refusal| {
+        // An on/off setting takes true or false here: "off" leaves it alone.
+        refusal
+            .why
+            .replace("is not on or off", "is not true or false")
+    })?;
     Ok(Setting::Value(text))
 }
 

@@ -43,6 +43,7 @@ mod plan_netns;
 mod plan_props;
 mod product_text;
 mod profiles;
+mod profiles_driver;
 mod prom_contrib;
 mod rr_peers;
 mod scenario;

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use nettune::host::{Host, Selection, ROOT_NAMESPACE_SYSCTLS};
-use nettune::plan::admit::{admit, admit_change, admit_value, Limits, Scope, SYSCTLS};
+use nettune::plan::admit::{admit, admit_change, admit_value, Limits, Scope, DRIVER_KEYS, SYSCTLS};
 use nettune::plan::{plan, PlanOptions, Profile, Target};
 use serde_json::{json, Value};
 
@@ -573,6 +573,10 @@ fn the_allow_list_is_what_the_profiles_change() {
                     panic!("{name}, {}: {refusal}", profile.name());
                 }
                 seen.extend(c.target.sysctl_name().map(str::to_string));
+                if let Target::Driver { key, .. } = &c.target {
+                    let key = key.to_string();
+                    assert!(DRIVER_KEYS.contains(&key.as_str()), "{name}: {key}");
+                }
             }
             for h in &planned.host_wide {
                 admit_value(&h.target, h.to.as_str(), &limits)

@@ -18,7 +18,7 @@ sysctl."net.core.netdev_max_backlog" = 20000
 "#;
 
 /// Run nettune with the profile directories `dirs`.
-fn run_with(dirs: &[&Path], args: &[&str]) -> (i32, String, String) {
+pub(crate) fn run_with(dirs: &[&Path], args: &[&str]) -> (i32, String, String) {
     let path = std::env::join_paths(dirs).expect("profile path");
     split(
         nettune()
@@ -29,18 +29,18 @@ fn run_with(dirs: &[&Path], args: &[&str]) -> (i32, String, String) {
     )
 }
 
-fn json_with(dirs: &[&Path], args: &[&str]) -> Value {
+pub(crate) fn json_with(dirs: &[&Path], args: &[&str]) -> Value {
     let (code, out, err) = run_with(dirs, args);
     assert_eq!(code, 0, "{args:?}: {err}");
     serde_json::from_str(&out).unwrap_or_else(|e| panic!("{args:?}: {e}\n{out}"))
 }
 
-fn write(dir: &Path, name: &str, text: &str) {
+pub(crate) fn write(dir: &Path, name: &str, text: &str) {
     std::fs::create_dir_all(dir).expect("mkdir");
     std::fs::write(dir.join(name), text).expect("write profile");
 }
 
-fn change<'a>(plan: &'a Value, target: &str) -> Option<&'a Value> {
+pub(crate) fn change<'a>(plan: &'a Value, target: &str) -> Option<&'a Value> {
     plan["changes"]
         .as_array()
         .expect("changes")
