@@ -79,7 +79,8 @@ pub struct RunArgs {
     /// a saved plan file, or settings as the search names them, joined by
     /// `+` (`rps=all`, `rps=app+rfs=on`, `xps=per-queue`, `irq=spread`,
     /// `napi=latency`, `buffers=throughput`: the throughput profile's
-    /// buffers for the path of --bandwidth and --rtt).
+    /// buffers for the path of --bandwidth and --rtt); a search's label as
+    /// it prints it is taken too (`'rps=not-app(0,2-3) xps=off'`).
     #[arg(long, value_name = "LIST", required = true)]
     pub configs: Vec<String>,
     #[command(flatten)]

@@ -37,8 +37,8 @@ use serde::{Deserialize, Serialize};
 
 use super::bench::{self, Bench, Sides};
 pub use super::space::{
-    candidates, host_only, parse_settings, settings_plan, Candidate, Dimension, Remarks, Space,
-    HOST_ONLY_SYSCTLS,
+    candidates, host_only, parse_settings, settings_plan, split_outside_brackets, Candidate,
+    Dimension, Remarks, Space, HOST_ONLY_SYSCTLS,
 };
 use super::stats::{self, Comparison, Rng};
 use super::tune::Tuner;

@@ -705,12 +705,37 @@ pub fn candidates(host: &Host, space: &Space) -> anyhow::Result<(Vec<Candidate>,
     Ok((out, remarks))
 }
 
+/// `text` cut at every `sep` character outside brackets: the search's
+/// labels carry CPU lists in brackets (`rps=not-app(0,2-3)`), and a list
+/// never ends a label or a setting. The pieces are trimmed; empty ones
+/// are kept, for the caller to judge.
+pub fn split_outside_brackets(text: &str, sep: impl Fn(char) -> bool) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut depth, mut start) = (0usize, 0);
+    for (i, c) in text.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            c if depth == 0 && sep(c) => {
+                out.push(text[start..i].trim());
+                start = i + c.len_utf8();
+            }
+            _ => {}
+        }
+    }
+    out.push(text[start..].trim());
+    out
+}
+
 /// A config named by settings, as the search labels them: `rps=all`,
-/// `rps=app+rfs=on`, `xps=off+irq=spread` (`+` between settings; a value
-/// with its CPUs in brackets, as the search prints it, is accepted too).
+/// `rps=app+rfs=on`, `xps=off+irq=spread` (`+` between settings). The
+/// search's own label is accepted as printed: its settings apart by
+/// spaces, a value with its CPUs in brackets (`rps=not-app(0,2-3)
+/// xps=off`).
 pub fn parse_settings(text: &str) -> anyhow::Result<Vec<(Dimension, String)>> {
     let mut out: Vec<(Dimension, String)> = Vec::new();
-    for part in text.split('+') {
+    let parts = split_outside_brackets(text, |c| c == '+' || c.is_whitespace());
+    for part in parts.into_iter().filter(|p| !p.is_empty()) {
         let (key, value) = part.split_once('=').ok_or_else(|| {
             anyhow::anyhow!("config '{text}': '{part}' is not SETTING=VALUE (e.g. rps=all)")
         })?;
@@ -816,6 +841,34 @@ mod tests {
                 (Dimension::Rps, "all".to_string()),
                 (Dimension::Napi, "latency".to_string())
             ]
+        );
+    }
+
+    /// The search's labels are taken back as printed: settings apart by
+    /// spaces, CPU lists in brackets with commas in them (a host with more
+    /// than two CPUs): no setting is dropped.
+    #[test]
+    fn the_search_labels_parse_back_with_every_setting() {
+        assert_eq!(
+            parse_settings("rps=not-app(0,2-3) irq=not-app(0,2-3)  xps=off").expect("label"),
+            [
+                (Dimension::Rps, "not-app".to_string()),
+                (Dimension::Irq, "not-app".to_string()),
+                (Dimension::Xps, "off".to_string())
+            ]
+        );
+        assert_eq!(
+            parse_settings("rps=app(1)+xps=off").expect("joined by +"),
+            [
+                (Dimension::Rps, "app".to_string()),
+                (Dimension::Xps, "off".to_string())
+            ]
+        );
+        let err = parse_settings("rps=app(1) rps=all").expect_err("twice");
+        assert!(err.to_string().contains("rps is given twice"), "{err}");
+        assert_eq!(
+            split_outside_brackets("a(0,2-3),b,(1,(2,3)),", |c| c == ','),
+            ["a(0,2-3)", "b", "(1,(2,3))", ""]
         );
     }
 

@@ -110,7 +110,34 @@ impl Host {
             .or_else(|| self.host_sysctls.get(name))
             .map(String::as_str)
     }
+
+    /// A sysctl as a number ([`Host::sysctl_or_host`]); `None` where it is
+    /// not visible or not a number.
+    pub fn sysctl_number(&self, name: &str) -> Option<u64> {
+        self.sysctl_or_host(name)?.trim().parse().ok()
+    }
+
+    /// The sysctls that turn busy polling on for every socket
+    /// ([`BUSY_POLLING`]), as read: microseconds, `None` where one cannot
+    /// be read. Busy polling is on when either is above 0 (napi.rst, "Busy
+    /// polling"); both are host-wide, so inside `--netns` they are the
+    /// host's.
+    pub fn busy_polling(&self) -> [(&'static str, Option<u64>); 2] {
+        BUSY_POLLING.map(|name| (name, self.sysctl_number(name)))
+    }
+
+    /// Whether busy polling is on for every socket, as read
+    /// ([`Host::busy_polling`]).
+    pub fn busy_polls(&self) -> bool {
+        self.busy_polling()
+            .iter()
+            .any(|(_, us)| us.is_some_and(|us| us > 0))
+    }
 }
+
+/// The sysctls that turn busy polling on for every socket: blocking reads
+/// (`busy_read`) and poll/epoll (`busy_poll`).
+pub const BUSY_POLLING: [&str; 2] = ["net.core.busy_read", "net.core.busy_poll"];
 
 /// One kernel source nettune could not read (or read only in part).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

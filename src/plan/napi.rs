@@ -34,9 +34,6 @@ use crate::host::{Host, Interface};
 
 const SOURCE: &str = "napi.rst";
 
-/// The sysctls that turn busy polling on for every socket.
-const BUSY_POLLING: [&str; 2] = ["net.core.busy_read", "net.core.busy_poll"];
-
 /// IRQ deferral, its timer and IRQ suspension all off: the kernel's default.
 const NO_DEFERRAL: NapiValues = NapiValues {
     defer_hard_irqs: 0,
@@ -44,15 +41,18 @@ const NO_DEFERRAL: NapiValues = NapiValues {
     irq_suspend_timeout_ns: 0,
 };
 
-/// What a busy-polling sysctl will be once the plan of `opts` is applied
-/// to `host`: `Some(microseconds)`, or `None` where it cannot be read (not
-/// visible from a container, absent from the kernel, not a number).
-fn busy_polling_after(host: &Host, opts: &PlanOptions, name: &str) -> Option<u64> {
+/// What a busy-polling sysctl read as `current` ([`Host::busy_polling`])
+/// will be once the plan of `opts` is applied to `host`:
+/// `Some(microseconds)`, or `None` where it cannot be read (not visible
+/// from a container, absent from the kernel, not a number).
+fn busy_polling_after(
+    host: &Host,
+    opts: &PlanOptions,
+    name: &str,
+    current: Option<u64>,
+) -> Option<u64> {
     let settable =
         host.sysctls.contains_key(name) && !(host.in_netns() && sysctl_reach(name).is_some());
-    let current = host
-        .sysctl_or_host(name)
-        .and_then(|v| v.trim().parse::<u64>().ok());
     match opts.site.as_ref().and_then(|s| s.sysctls.get(name)) {
         Some((Setting::Value(v), _)) if settable => v.trim().parse().ok(),
         Some(_) => current,
@@ -72,8 +72,8 @@ fn busy_polling_after(host: &Host, opts: &PlanOptions, name: &str) -> Option<u64
 pub(super) fn nothing_busy_polls(host: &Host, opts: &PlanOptions) -> Option<String> {
     let mut known = Vec::new();
     let mut unread = Vec::new();
-    for name in BUSY_POLLING {
-        match busy_polling_after(host, opts, name) {
+    for (name, current) in host.busy_polling() {
+        match busy_polling_after(host, opts, name, current) {
             Some(us) if us > 0 => return None,
             Some(us) => known.push(format!("{name} {us}")),
             None => unread.push(name),
@@ -280,5 +280,45 @@ pub(super) fn plan_napi(d: &mut Draft, host: &Host, iface: &Interface, opts: &Pl
                 ),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Busy polling as the host model reads it (the fact doctor judges
+    /// by), and as the plan sees it where the plan leaves it alone (pps):
+    /// on in the busy-poll VM, off in the plain one, and inside a network
+    /// namespace the host's values.
+    #[test]
+    fn busy_polling_is_read_once_for_doctor_and_plan() {
+        let pps = PlanOptions::new(Profile::Pps);
+        let on = crate::gather::fixture_host("vm-2cpu-busy-poll");
+        assert_eq!(
+            on.busy_polling(),
+            [
+                ("net.core.busy_read", Some(50)),
+                ("net.core.busy_poll", Some(50))
+            ]
+        );
+        assert!(on.busy_polls());
+        assert_eq!(nothing_busy_polls(&on, &pps), None);
+
+        let mut off = crate::gather::fixture_host("vm-2cpu-virtio");
+        assert!(!off.busy_polls());
+        assert_eq!(
+            nothing_busy_polls(&off, &pps).as_deref(),
+            Some("net.core.busy_read 0, net.core.busy_poll 0")
+        );
+        // Inside --netns: the host's values, read before entering it.
+        off.source.netns = Some("blue".to_string());
+        for name in crate::host::BUSY_POLLING {
+            off.sysctls.remove(name);
+            off.host_sysctls.insert(name.to_string(), "50".to_string());
+        }
+        assert_eq!(off.busy_polling()[1], ("net.core.busy_poll", Some(50)));
+        assert!(off.busy_polls());
+        assert_eq!(nothing_busy_polls(&off, &pps), None);
     }
 }

@@ -53,7 +53,9 @@ fn placed_by_cpus(target: &Target) -> bool {
 /// Lay `site` over the plan in `d`. `cpus_from_site`: the network CPUs are
 /// the file's `irq.cpus` (no `--cpus` was given).
 pub(super) fn overlay(d: &mut Draft, host: &Host, site: &SiteProfile, cpus_from_site: bool) {
-    // Parts left alone: planned values become notes naming the line.
+    // Parts left alone: planned values become notes naming the line, and
+    // so do the notes of what the profile could not plan there (RFS without
+    // the host's flow table): their advice asks for what the file declines.
     for (part, at) in &site.off {
         let (gone, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut d.changes)
             .into_iter()
@@ -65,30 +67,29 @@ pub(super) fn overlay(d: &mut Draft, host: &Host, site: &SiteProfile, cpus_from_
             .filter(|h| part_of(&h.target) == Some(*part))
             .map(|h| h.target.clone())
             .collect();
+        let mut left: Vec<(String, Target)> = Vec::new();
         for target in hosts {
             d.forget(&target);
-            d.skip(
-                KERNEL_GROUP,
-                &target,
-                &format!(
-                    "left alone: {} = \"off\" ({}:{})",
-                    part.key(),
-                    at.file,
-                    at.line
-                ),
-            );
+            left.push((KERNEL_GROUP.to_string(), target));
         }
-        for c in gone {
-            d.skip(
-                &c.group,
-                &c.target,
-                &format!(
-                    "left alone: {} = \"off\" ({}:{})",
-                    part.key(),
-                    at.file,
-                    at.line
-                ),
-            );
+        left.extend(gone.into_iter().map(|c| (c.group, c.target)));
+        let (unplanned, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut d.skipped)
+            .into_iter()
+            .partition(|s| part_of(&s.target) == Some(*part));
+        d.skipped = kept;
+        left.extend(unplanned.into_iter().map(|s| (s.group, s.target)));
+        let reason = format!(
+            "left alone: {} = \"off\" ({}:{})",
+            part.key(),
+            at.file,
+            at.line
+        );
+        let mut noted: Vec<Target> = Vec::new();
+        for (group, target) in left {
+            if !noted.contains(&target) {
+                d.skip(&group, &target, &reason);
+                noted.push(target);
+            }
         }
     }
     for (name, (setting, at)) in &site.sysctls {
@@ -162,5 +163,86 @@ pub(super) fn overlay(d: &mut Draft, host: &Host, site: &SiteProfile, cpus_from_
             }
             _ => included.clone(),
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::super::profile::{Origin, PlanOptions, Profile};
+    use super::*;
+
+    const FILE: &str = "/etc/nettune/profiles/edge.toml";
+
+    fn at(line: usize, key: &str) -> Origin {
+        Origin {
+            file: FILE.to_string(),
+            line,
+            key: key.to_string(),
+        }
+    }
+
+    /// `include = "pps"` and `rfs = "off"`.
+    fn rfs_off() -> SiteProfile {
+        SiteProfile {
+            name: "edge".to_string(),
+            file: FILE.to_string(),
+            base: Profile::Pps,
+            chain: vec!["edge".to_string(), "pps".to_string()],
+            include: at(1, "include"),
+            description: None,
+            off: BTreeMap::from([(Part::Rfs, at(2, "rfs"))]),
+            irq_cpus: None,
+            sysctls: BTreeMap::new(),
+            driver: BTreeMap::new(),
+        }
+    }
+
+    /// The RFS notes of a plan: (target, reason).
+    fn rfs_notes(plan: &super::super::Plan) -> Vec<(String, String)> {
+        plan.skipped
+            .iter()
+            .filter(|s| part_of(&s.target) == Some(Part::Rfs))
+            .map(|s| (s.target.to_string(), s.reason.clone()))
+            .collect()
+    }
+
+    /// Inside a network namespace whose host has no socket flow table, pps
+    /// cannot plan RFS and says how to get it; a site profile with `rfs =
+    /// "off"` leaves RFS alone, and the plan says that instead, once per
+    /// value, with no advice to raise the table.
+    #[test]
+    fn rfs_off_says_the_flow_counts_are_left_alone_in_a_namespace() {
+        let mut host = crate::gather::fixture_host("vm-2cpu-virtio");
+        host.source.netns = Some("blue".to_string());
+        let mut opts = PlanOptions::new(Profile::Pps);
+        let plain = super::super::plan(&host, &opts).expect("pps");
+        let needs = rfs_notes(&plain);
+        assert!(
+            needs
+                .iter()
+                .any(|(t, r)| t.ends_with("rps_flow_cnt") && r.starts_with("RFS needs")),
+            "{needs:?}"
+        );
+        opts.site = Some(Box::new(rfs_off()));
+        let site = super::super::plan(&host, &opts).expect("edge");
+        let notes = rfs_notes(&site);
+        let left = format!("left alone: rfs = \"off\" ({FILE}:2)");
+        assert!(
+            notes.iter().any(|(t, _)| t.ends_with("rx-0/rps_flow_cnt")),
+            "{notes:?}"
+        );
+        for (target, reason) in &notes {
+            assert_eq!(reason, &left, "{target}");
+        }
+        let mut targets: Vec<&String> = notes.iter().map(|(t, _)| t).collect();
+        targets.sort();
+        targets.dedup();
+        assert_eq!(targets.len(), notes.len(), "{notes:?}");
+        assert!(site
+            .changes
+            .iter()
+            .all(|c| part_of(&c.target) != Some(Part::Rfs)));
     }
 }

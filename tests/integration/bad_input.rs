@@ -125,7 +125,7 @@ fn search_path_values_are_checked_and_need_the_buffers_dimension() {
         (&["--rtt", "1000000s"], &["'1000000s'", "1 us to 10 s"]),
         (
             &["--space", "rps,xps", "--rtt", "30ms"],
-            &["--rtt sizes the buffers dimension only; add buffers to --space"],
+            &["--rtt sizes the buffers dimension only; add buffers to --space or drop --rtt; nothing was changed"],
         ),
         (
             &["--space", "rps,buffer"],
@@ -158,13 +158,17 @@ fn run_path_values_are_checked_and_need_a_buffers_config() {
         ),
         (
             &["--configs", "current,rps=all", "--rtt", "30ms"],
-            &["--rtt sizes buffers=throughput configs only; add one to --configs"],
+            &[
+                "--rtt sizes buffers=throughput configs only; add one to --configs",
+                "or drop --rtt; nothing was changed",
+            ],
         ),
         (
             &["--configs", "current,throughput", "--bandwidth", "50mbit"],
             &[
                 "--bandwidth sizes buffers=throughput configs only",
                 "throughput:--rtt=30ms",
+                "or drop --bandwidth; nothing was changed",
             ],
         ),
     ] {
@@ -173,6 +177,34 @@ fn run_path_values_are_checked_and_need_a_buffers_config() {
         refused(&args, words);
         assert!(!out.exists(), "{args:?} made the report directory");
     }
+}
+
+/// A label the search prints on a host of more than two CPUs carries a
+/// CPU list with a comma in brackets: `experiment run --configs` takes it
+/// back as one config, checked (here: given twice) before anything runs.
+#[test]
+fn run_takes_a_search_label_with_a_cpu_list_as_one_config() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("exp");
+    let label = "rps=not-app(0,2-3) xps=off";
+    let twice = format!("current,{label},{label}");
+    let args = [
+        "experiment",
+        "run",
+        "--bench",
+        "stream",
+        "--out",
+        s(&out),
+        "--configs",
+        &twice,
+    ];
+    refused(
+        &args,
+        &[&format!(
+            "config '{label}' is given twice; nothing was changed"
+        )],
+    );
+    assert!(!out.exists(), "{args:?} made the report directory");
 }
 
 #[test]

@@ -413,3 +413,61 @@ fn plan_check_exits_1_while_changes_are_pending_and_0_after_apply_in_a_namespace
     let (code, _, err) = run(&check);
     assert_eq!(code, 1, "pending again after the rollback: {err}");
 }
+
+/// A site profile with `rfs = "off"` planned inside a namespace: every
+/// RFS value (each RX queue's `rps_flow_cnt`, the host's flow table) is
+/// listed as left alone by the file's line, never with the advice to raise
+/// the host's flow table that the profile alone gives there.
+#[test]
+fn a_site_profile_with_rfs_off_leaves_the_flow_counts_alone_in_a_namespace() {
+    if skip_unless_root("a_site_profile_with_rfs_off_leaves_the_flow_counts_alone_in_a_namespace") {
+        return;
+    }
+    let ns = Netns::new("rfsoff");
+    let (a, b) = (unique("ra"), unique("rb"));
+    ns.veth(&a, (2, 2), &b, (2, 2));
+    ns.wait_up(&[&a, &b]);
+    let work = tempfile::tempdir().expect("tempdir");
+    let dir = work.path().join("etc");
+    write(&dir, "edge.toml", "include = \"latency\"\nrfs = \"off\"\n");
+    let file = dir.join("edge.toml").display().to_string();
+    let left = format!("left alone: rfs = \"off\" ({file}:2)");
+    let args = [
+        "plan",
+        "--profile",
+        "edge",
+        "--netns",
+        &ns.name,
+        "--iface",
+        &a,
+    ];
+    let (code, text, err) = run_with(&[&dir], &args);
+    assert_eq!(code, 0, "{err}");
+    assert!(!text.contains("RFS needs"), "{text}");
+    assert!(
+        text.contains(&format!("{a} rx-0/rps_flow_cnt, rx-1/rps_flow_cnt: {left}")),
+        "{text}"
+    );
+    let mut json_args = args.to_vec();
+    json_args.push("--json");
+    let plan = json_with(&[&dir], &json_args);
+    let flow_counts: Vec<&Value> = plan["skipped"]
+        .as_array()
+        .expect("skipped")
+        .iter()
+        .filter(|s| {
+            s["target"]
+                .as_str()
+                .is_some_and(|t| t.ends_with("rps_flow_cnt"))
+        })
+        .collect();
+    assert_eq!(flow_counts.len(), 2, "{plan}");
+    for s in flow_counts {
+        assert_eq!(s["reason"], left.as_str(), "{s}");
+    }
+    assert!(change(
+        &plan,
+        &format!("/sys/class/net/{a}/queues/rx-0/rps_flow_cnt")
+    )
+    .is_none());
+}

@@ -126,7 +126,7 @@ impl PathArgs {
             ("--rtt", self.rtt.is_some()),
         ];
         if let Some((flag, _)) = given.iter().find(|(_, given)| *given) {
-            anyhow::bail!("{flag} sizes {sizes} only; {needs} or drop {flag}");
+            anyhow::bail!("{flag} sizes {sizes} only; {needs} or drop {flag}; nothing was changed");
         }
         Ok(())
     }
@@ -266,12 +266,13 @@ pub fn bench(text: &str, duration: Duration, warmup: Duration) -> anyhow::Result
     })
 }
 
-/// `--configs LIST` split into configs: commas separate them, except where
+/// `--configs LIST` split into configs: commas separate them, except
+/// inside brackets (the search's labels: `rps=not-app(0,2-3)`) and where
 /// the next piece continues a CPU list (`pps:--cpus=0-3,8`).
 pub fn split_configs(lists: &[String]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for list in lists {
-        for piece in list.split(',') {
+        for piece in crate::experiment::search::split_outside_brackets(list, |c| c == ',') {
             let continues = piece.starts_with(|c: char| c.is_ascii_digit())
                 && out.last().is_some_and(|l| l.contains(':'));
             match out.last_mut() {
@@ -279,7 +280,7 @@ pub fn split_configs(lists: &[String]) -> Vec<String> {
                     last.push(',');
                     last.push_str(piece);
                 }
-                _ => out.push(piece.trim().to_string()),
+                _ => out.push(piece.to_string()),
             }
         }
     }
@@ -457,6 +458,21 @@ mod tests {
         assert_eq!(
             split_configs(&["current,pps,latency:--cpus=0-1,3,plan.json".to_string()]),
             ["current", "pps", "latency:--cpus=0-1,3", "plan.json"]
+        );
+        // The search's labels on a host of more than two CPUs: a CPU list
+        // in brackets is part of its config.
+        assert_eq!(
+            split_configs(&[
+                "current,rps=not-app(0,2-3),irq=not-app(0,2-3) xps=off".to_string(),
+                "pps:--cpus=0-1,3,rps=app(1,3)+rfs=on".to_string()
+            ]),
+            [
+                "current",
+                "rps=not-app(0,2-3)",
+                "irq=not-app(0,2-3) xps=off",
+                "pps:--cpus=0-1,3",
+                "rps=app(1,3)+rfs=on"
+            ]
         );
         let c = config("throughput:--rtt=50ms", &["eth0".to_string()], None).expect("throughput");
         match c.tuning {

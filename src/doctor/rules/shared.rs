@@ -130,19 +130,17 @@ pub(super) fn plural(n: usize, noun: &str) -> String {
 /// A sysctl as a number: this namespace's, else (inside `--netns`) the
 /// host's value of a host-wide one.
 pub(super) fn sysctl_u64(host: &Host, name: &str) -> Option<u64> {
-    host.sysctl_or_host(name)?.trim().parse().ok()
+    host.sysctl_number(name)
 }
 
 /// What the evidence says about busy polling when it is off; `None` when
 /// it is on host-wide (then pollers take the packets: before a deferral's
 /// timer, and on their own CPU, which RPS would take them from).
 pub(super) fn busy_polling_off(host: &Host) -> Option<String> {
-    let names = ["net.core.busy_read", "net.core.busy_poll"];
-    let values: Vec<(&str, Option<u64>)> =
-        names.iter().map(|n| (*n, sysctl_u64(host, n))).collect();
-    if values.iter().any(|(_, v)| v.is_some_and(|us| us > 0)) {
+    if host.busy_polls() {
         return None;
     }
+    let values = host.busy_polling();
     let seen: Vec<String> = values
         .iter()
         .filter_map(|(n, v)| v.map(|us| format!("{n} {us}")))
