@@ -220,14 +220,16 @@ impl Guarding {
         // Samples keep the baseline's clock (the sampler reads the
         // settings again on it); intervals are counted from the change.
         let changed = Instant::now();
+        let netns = self.netns.clone();
+        // The counters' starting point is read before the guard says it
+        // watches: whatever is lost after that line is in the first interval.
+        let mut prev = sample(&mut self.sampler, &self.root, netns.as_deref(), self.start)?;
         say(&format!(
             "guard: state {} applied; watching for {} (interval {})",
             journal.id,
             secs(self.plan.duration.as_secs_f64()),
             secs(self.plan.interval.as_secs_f64())
         ));
-        let netns = self.netns.clone();
-        let mut prev = sample(&mut self.sampler, &self.root, netns.as_deref(), self.start)?;
         let mut report = GuardReport {
             result: GuardResult::Passed,
             plan: self.plan.clone(),
