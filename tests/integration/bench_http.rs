@@ -276,6 +276,7 @@ fn loopback_closed_loop_counts_every_response(engine: &str) {
 fn loopback_open_loop_holds_the_rate_and_corrects_upwards(engine: &str) {
     let _serial = measuring();
     let server = Server::start(engine, &["--threads", "1"]);
+    let started = Instant::now();
     let report = load_json(
         &[
             &server.url("/json"),
@@ -292,14 +293,35 @@ fn loopback_open_loop_holds_the_rate_and_corrects_upwards(engine: &str) {
         ],
         Duration::from_secs(20),
     );
+    let lifetime = started.elapsed().as_secs_f64();
     drop(server);
     let requests = u(&report, "/requests");
-    // 2000 req/s for 1.5 s after the warm-up, paced by schedule: about
-    // 3000. Responses are counted when they arrive inside the window, so
-    // requests scheduled in the warm-up but answered after it (a server
-    // starved of CPU catches up) add to that; nothing can exceed what the
-    // schedule holds for warm-up plus window (4000).
-    assert!((2000..=4000).contains(&requests), "{report:#}");
+    assert!(requests > 0, "{report:#}");
+    // The schedule is kept whatever the delays: each thread's request k is
+    // due k/rate after it started. Each request due in the measured 1.5 s
+    // (3000) was answered inside it (counted), is the one in flight on its
+    // connection at the end (4), was dropped with a failed connection (an
+    // error), or is still due but unsent at the end (`unsent_at_end`): a
+    // generator or server starved of CPU shows as requests behind
+    // schedule, never as requests lost. One more per thread for rounding.
+    let unsent = u(&report, "/unsent_at_end");
+    let errors: u64 = ["connect", "read", "write", "timeout", "protocol"]
+        .iter()
+        .map(|e| u(&report, &format!("/errors/{e}")))
+        .sum();
+    assert!(
+        requests + unsent + 4 + errors + 2 >= 3000,
+        "{requests} answered + {unsent} unsent + {errors} errors fall short of the 3000 due: \
+         {report:#}"
+    );
+    // Responses are counted when they arrive inside the window, so requests
+    // scheduled in the warm-up but answered after it add to that; nothing
+    // exceeds what the schedule holds over the generator's life (warm-up
+    // plus window: 4000 on time, more only when it ran late).
+    assert!(
+        requests as f64 <= 2000.0 * lifetime + 2.0,
+        "{requests} answered in {lifetime:.2} s at 2000 req/s: {report:#}"
+    );
     assert_eq!(report["mode"], "open");
     assert_ordered(&report["latency"]);
     assert_ordered(&report["latency_uncorrected"]);
@@ -469,10 +491,13 @@ fn open_loop_corrected_tail_shows_a_stall_the_uncorrected_one_hides() {
     // flight: its own latency is the only uncorrected sample near 200 ms.
     // The requests scheduled during the stall wait (up to 200 ms) before
     // they can be sent: the corrected latency counts that wait.
-    // 5000 req/s for 4.5 s measured is ~22,000 samples, so p99.99 (the top
-    // ~2) leaves out one stalled sample but not the ~250 scheduled in the
-    // first 50 ms of the stall (all over 150 ms).
+    // 5000 req/s over 0.5 + 4.5 s schedules at most ~25,000 requests (more
+    // only if the run ends late), so p99.9 (the top 0.1%, some 25) holds
+    // some of the ~250 scheduled in the first 50 ms of the stall (all over
+    // 150 ms) however few requests a loaded machine got answered; with
+    // more than 1000 samples it leaves out the one stalled sample.
     let addr = stalling_server(Duration::from_secs(2), Duration::from_millis(200));
+    let started = Instant::now();
     let report = load_json(
         &[
             &format!("http://{addr}/"),
@@ -489,13 +514,18 @@ fn open_loop_corrected_tail_shows_a_stall_the_uncorrected_one_hides() {
         ],
         Duration::from_secs(30),
     );
+    let lifetime = started.elapsed().as_secs_f64();
     let requests = u(&report, "/requests");
     assert!(
-        requests > 10_001,
-        "too few samples to judge p99.99: {report:#}"
+        requests > 1_000,
+        "too few samples to judge p99.9: {report:#}"
     );
-    let corrected = f(&report, "/latency/p9999_us");
-    let uncorrected = f(&report, "/latency_uncorrected/p9999_us");
+    assert!(
+        requests as f64 <= 5000.0 * lifetime + 1.0,
+        "{requests} answered in {lifetime:.2} s at 5000 req/s: {report:#}"
+    );
+    let corrected = f(&report, "/latency/p999_us");
+    let uncorrected = f(&report, "/latency_uncorrected/p999_us");
     let uncorrected_max = f(&report, "/latency_uncorrected/max_us");
     assert!(
         uncorrected_max >= 150_000.0,
@@ -503,11 +533,11 @@ fn open_loop_corrected_tail_shows_a_stall_the_uncorrected_one_hides() {
     );
     assert!(
         corrected >= 150_000.0,
-        "corrected p99.99 {corrected} us hides the stall"
+        "corrected p99.9 {corrected} us hides the stall"
     );
     assert!(
         uncorrected < 100_000.0,
-        "uncorrected p99.99 {uncorrected} us shows the stall: one sample should not"
+        "uncorrected p99.9 {uncorrected} us shows the stall: one sample should not"
     );
 }
 

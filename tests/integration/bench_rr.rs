@@ -14,7 +14,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::{nettune, sh, skip_unless_root, unique, Netns, ServerChild};
+use crate::common::{
+    nettune, sh, skip_unless_root, status_counts, unique, Netns, Pty, ServerChild,
+};
 
 /// The longest any one nettune process may run here.
 const LIMIT: Duration = Duration::from_secs(20);
@@ -445,6 +447,7 @@ fn bad_input_exits_2_naming_the_value() {
 fn ctrl_c_stops_a_long_run_with_a_report(engine: &str) {
     let server = Server::start(engine, None, &["--bind", "127.0.0.1:0"]);
     for proto in ["tcp", "udp"] {
+        let (status, terminal) = Pty::open();
         let child = command(
             None,
             &[
@@ -462,10 +465,14 @@ fn ctrl_c_stops_a_long_run_with_a_report(engine: &str) {
             ],
         )
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stderr(terminal)
         .spawn()
         .expect("spawn");
-        std::thread::sleep(Duration::from_millis(1500));
+        // Measuring, with transactions counted: the status line it shows
+        // on a terminal says so (however long a loaded machine took).
+        status.wait_for("a status line with transactions", LIMIT, |t| {
+            status_counts(t, "transactions/s").iter().any(|&n| n > 0)
+        });
         let pid = i32::try_from(child.id()).expect("pid");
         let signal = if proto == "tcp" {
             libc::SIGINT
@@ -475,13 +482,13 @@ fn ctrl_c_stops_a_long_run_with_a_report(engine: &str) {
         let asked = std::time::Instant::now();
         // SAFETY: signalling a child we started, by its PID.
         assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
-        let (code, out, err) = finish(child, LIMIT);
+        let (code, out, _) = finish(child, LIMIT);
         assert!(
             asked.elapsed() < Duration::from_secs(3),
             "{:?}",
             asked.elapsed()
         );
-        assert_eq!(code, Some(0), "{err}");
+        assert_eq!(code, Some(0), "{}", status.text());
         let report: Value =
             serde_json::from_str(&out).unwrap_or_else(|e| panic!("{out}\nnot JSON: {e}"));
         assert_eq!(report["ended"], "interrupted");

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::common::{ip, measuring, unique, Netns};
+use crate::common::{ip, measuring, unique, wait_udp_drained, Netns, Pty};
 
 const BIN: &str = env!("CARGO_BIN_EXE_nettune");
 
@@ -43,7 +43,8 @@ const SINK_RCVBUF: &str = "64M";
 /// A child process killed (by its PID) if the test ends before it does.
 pub(crate) struct Running {
     child: Child,
-    stderr: BufReader<ChildStderr>,
+    /// None when stderr is a terminal the test reads ([`Running::on_terminal`]).
+    stderr: Option<BufReader<ChildStderr>>,
     first_line: String,
 }
 
@@ -60,9 +61,30 @@ impl Running {
         stderr.read_line(&mut first_line).expect("read stderr");
         Running {
             child,
-            stderr,
+            stderr: Some(stderr),
             first_line,
         }
+    }
+
+    /// Start `cmd` with a terminal as its stderr: with `--json` it shows
+    /// its per-second status line there.
+    pub(crate) fn on_terminal(mut cmd: Command) -> (Running, Pty) {
+        let (pty, terminal) = Pty::open();
+        let child = cmd
+            .stdout(Stdio::piped())
+            .stderr(terminal)
+            .spawn()
+            .expect("spawn nettune");
+        let running = Running {
+            child,
+            stderr: None,
+            first_line: String::new(),
+        };
+        (running, pty)
+    }
+
+    pub(crate) fn pid(&self) -> i32 {
+        i32::try_from(self.child.id()).expect("pid")
     }
 
     /// The address after "listening on" in the sink's first line.
@@ -94,7 +116,9 @@ impl Running {
             out.read_to_string(&mut stdout).expect("stdout");
         }
         let mut stderr = self.first_line.clone();
-        self.stderr.read_to_string(&mut stderr).expect("stderr");
+        if let Some(mut rest) = self.stderr.take() {
+            rest.read_to_string(&mut stderr).expect("stderr");
+        }
         (status.code(), stdout, stderr)
     }
 }
@@ -515,7 +539,7 @@ fn sigterm_ends_sink_and_flood_with_their_reports(engine: &str) {
         ],
     ));
     let addr = sink.bound_addr();
-    let flood = Running::start(nettune(
+    let (flood, status) = Running::on_terminal(nettune(
         None,
         &[
             "bench",
@@ -529,13 +553,31 @@ fn sigterm_ends_sink_and_flood_with_their_reports(engine: &str) {
             "60",
         ],
     ));
-    std::thread::sleep(Duration::from_millis(1500));
+    // A second of the flood measured: its first status line.
+    status.wait_for(
+        "the flood's first status line",
+        Duration::from_secs(30),
+        |t| t.contains("udp-flood 1 s:"),
+    );
     let asked = Instant::now();
     terminate(&flood);
     let flood = json_report(flood, Duration::from_secs(5));
+    // Stopped within a small bound of the signal, not at 60 s.
+    assert!(
+        asked.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        asked.elapsed()
+    );
+    // The sink reports what it read: once it read all that is queued.
+    let port: u16 = addr
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .expect("port");
+    wait_udp_drained(sink.pid(), port, Duration::from_secs(20));
+    let asked = Instant::now();
     terminate(&sink);
     let sink = json_report(sink, Duration::from_secs(5));
-    // Both stopped within a small bound of the signal, not at 60 s.
     assert!(
         asked.elapsed() < Duration::from_secs(3),
         "{:?}",

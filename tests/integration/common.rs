@@ -585,3 +585,180 @@ impl Drop for ServerChild {
         }
     }
 }
+
+/// A socket of a process: its local port, TCP state (`0A` LISTEN; `07`
+/// for UDP) and the bytes waiting in its receive queue.
+pub struct OwnSocket {
+    pub port: u16,
+    pub state: String,
+    pub rx_queue: u64,
+}
+
+/// The sockets process `pid` holds in `/proc/PID/net/TABLE` (`tcp`,
+/// `tcp6`, `udp`, `udp6`): the kernel's table matched to the process's
+/// own descriptors by inode, so a socket another program opened on the
+/// same port is never taken for it. Empty once the process is gone.
+pub fn own_sockets(pid: i32, table: &str) -> Vec<OwnSocket> {
+    let inodes: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|dir| {
+            dir.filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+                .filter_map(|target| {
+                    let target = target.to_string_lossy().into_owned();
+                    let inode = target.strip_prefix("socket:[")?.strip_suffix(']')?;
+                    Some(inode.to_string())
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    std::fs::read_to_string(format!("/proc/{pid}/net/{table}"))
+        .unwrap_or_default()
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            // sl local rem st tx_queue:rx_queue tr:when retrnsmt uid timeout inode
+            let f: Vec<&str> = line.split_whitespace().collect();
+            if f.len() <= 9 || !inodes.iter().any(|i| i == f[9]) {
+                return None;
+            }
+            let port = u16::from_str_radix(f[1].rsplit(':').next()?, 16).ok()?;
+            let rx_queue = u64::from_str_radix(f[4].split(':').nth(1)?, 16).ok()?;
+            Some(OwnSocket {
+                port,
+                state: f[3].to_string(),
+                rx_queue,
+            })
+        })
+        .collect()
+}
+
+/// Wait until process `pid` has read every datagram queued on its UDP
+/// socket at `port` (at most `limit`): a receiver stopped by a signal
+/// reports only what it read, so a test compares counts once it caught up.
+pub fn wait_udp_drained(pid: i32, port: u16, limit: std::time::Duration) {
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        let queued: u64 = ["udp", "udp6"]
+            .iter()
+            .flat_map(|t| own_sockets(pid, t))
+            .filter(|s| s.port == port)
+            .map(|s| s.rx_queue)
+            .sum();
+        if queued == 0 {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{queued} bytes still queued for the receiver (pid {pid}) after {limit:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// A pseudo-terminal to give a child as its stderr: a bench with `--json`
+/// shows its per-second status line only on a terminal, and that line is
+/// how a test knows the run is measuring (instead of sleeping a guess).
+/// Everything the child writes there is kept; a thread reads it until the
+/// child (every holder of the terminal) is gone.
+pub struct Pty {
+    seen: std::sync::Arc<(std::sync::Mutex<Vec<u8>>, std::sync::Condvar)>,
+}
+
+impl Pty {
+    /// The terminal and its other end, to pass as the child's stderr.
+    pub fn open() -> (Pty, std::process::Stdio) {
+        use std::os::fd::{FromRawFd, OwnedFd};
+        let (mut master, mut slave) = (-1, -1);
+        // SAFETY: openpty writes two descriptors that we then own; no name,
+        // termios or window size asked for.
+        let rc = unsafe {
+            libc::openpty(
+                &mut master,
+                &mut slave,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+            )
+        };
+        assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+        // SAFETY: both descriptors are fresh and ours alone.
+        let (master, slave) =
+            unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+        for fd in [&master, &slave] {
+            use std::os::fd::AsRawFd;
+            // Other tests' children must not inherit them (the child gets
+            // the terminal as its stderr, a dup without the flag).
+            // SAFETY: fcntl on a descriptor we own.
+            unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) };
+        }
+        let seen =
+            std::sync::Arc::new((std::sync::Mutex::new(Vec::new()), std::sync::Condvar::new()));
+        let into = std::sync::Arc::clone(&seen);
+        std::thread::spawn(move || {
+            use std::io::Read;
+            let mut master = std::fs::File::from(master);
+            let mut chunk = [0u8; 4096];
+            loop {
+                let n = match master.read(&mut chunk) {
+                    Ok(n @ 1..) => n,
+                    // A signal to this process (a handler some test installed).
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    // EIO once every holder of the terminal closed it.
+                    _ => break,
+                };
+                let (text, ready) = &*into;
+                text.lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .extend_from_slice(&chunk[..n]);
+                ready.notify_all();
+            }
+        });
+        (Pty { seen }, std::process::Stdio::from(slave))
+    }
+
+    /// Everything written so far.
+    pub fn text(&self) -> String {
+        let (text, _) = &*self.seen;
+        String::from_utf8_lossy(&text.lock().unwrap_or_else(|p| p.into_inner())).into_owned()
+    }
+
+    /// Wait until what was written holds `ok` (at most `limit`); the text.
+    pub fn wait_for(
+        &self,
+        what: &str,
+        limit: std::time::Duration,
+        ok: impl Fn(&str) -> bool,
+    ) -> String {
+        let deadline = std::time::Instant::now() + limit;
+        let (text, ready) = &*self.seen;
+        let mut guard = text.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            let now = String::from_utf8_lossy(&guard).into_owned();
+            if ok(&now) {
+                return now;
+            }
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            assert!(
+                !left.is_zero(),
+                "no {what} within {limit:?}; the terminal showed:\n{now:?}"
+            );
+            guard = ready
+                .wait_timeout(guard, left)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+}
+
+/// The numbers a status line shows before `unit` in each redraw (`\r`
+/// separates them): `rr 1 s:   1 s:   48213 transactions/s` gives 48213.
+pub fn status_counts(text: &str, unit: &str) -> Vec<u64> {
+    text.split(['\r', '\n'])
+        .filter_map(|line| {
+            let before = line.split(unit).next()?;
+            if before.len() == line.len() {
+                return None;
+            }
+            before.split_whitespace().last()?.parse().ok()
+        })
+        .collect()
+}

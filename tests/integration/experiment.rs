@@ -324,27 +324,22 @@ fn remote_server_sides_come_from_nettune_serve() {
     std::fs::write(&token, "0123456789abcdef0123456789abcdef\n").expect("token");
     use std::os::unix::fs::PermissionsExt as _;
     std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).expect("chmod");
-    let mut daemon = Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            &bed.server_ns,
-            env!("CARGO_BIN_EXE_nettune"),
-        ])
-        .args(["serve", "--bind", "198.18.0.1:0", "--token-file"])
-        .arg(&token)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("serve");
-    let mut line = String::new();
-    {
-        use std::io::BufRead as _;
-        let out = daemon.stdout.as_mut().expect("stdout");
-        std::io::BufReader::new(out)
-            .read_line(&mut line)
-            .expect("address");
-    }
+    // `ip netns exec` execs nettune in place: the PID is the daemon's, and
+    // the guard kills it by that PID (and waits) also when an assertion
+    // below fails.
+    let daemon = ServerChild::spawn(
+        Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &bed.server_ns,
+                env!("CARGO_BIN_EXE_nettune"),
+            ])
+            .args(["serve", "--bind", "198.18.0.1:0", "--token-file"])
+            .arg(&token)
+            .stderr(Stdio::null()),
+    );
+    let line = daemon.addr.clone();
     let before = tuned_parts_of(&bed.client_ns, "tb-client");
     let out = work.path().join("exp");
     let state = work.path().join("state");
@@ -380,8 +375,7 @@ fn remote_server_sides_come_from_nettune_serve() {
     .spawn()
     .expect("experiment");
     let (code, stdout, stderr) = finish_bounded(child, Duration::from_secs(60));
-    let _ = daemon.kill();
-    let _ = daemon.wait();
+    drop(daemon);
     assert_eq!(code, Some(0), "{stdout}\n{stderr}");
     assert_eq!(tuned_parts_of(&bed.client_ns, "tb-client"), before);
     let results: Value = serde_json::from_str(

@@ -367,8 +367,10 @@ fn a_replay_serves_the_recorded_counters_and_the_findings_they_show() {
 }
 
 /// A Prometheus server on loopback with a temporary config and data dir,
-/// scraping `targets` every second (job `nettune`); killed by its PID when
-/// dropped.
+/// scraping `targets` every 2 s (job `nettune`); killed by its PID when
+/// dropped. A scrape may take up to the whole interval (Prometheus wants
+/// the timeout no longer than the interval): on a loaded machine a debug
+/// build's `--all` scrape can take more than a second.
 pub(crate) struct Prometheus {
     child: Child,
     pub(crate) addr: SocketAddr,
@@ -394,7 +396,7 @@ impl Prometheus {
         let targets: Vec<String> = targets.iter().map(|t| format!("'{t}'")).collect();
         let rules: Vec<String> = rules.iter().map(|r| format!("'{}'", r.display())).collect();
         let config = format!(
-            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n\
+            "global:\n  scrape_interval: 2s\n  scrape_timeout: 2s\n  evaluation_interval: 1s\n\
              rule_files: [{}]\n\
              scrape_configs:\n  - job_name: nettune\n{job}    static_configs:\n      - targets: [{}]\n",
             rules.join(", "),
@@ -447,6 +449,34 @@ impl Prometheus {
         assert_eq!(status, 200, "{promql}: {body}");
         let v: Value = serde_json::from_str(&body).expect("json");
         v["data"]["result"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// The scrape target (the only one) as Prometheus sees it now.
+    pub(crate) fn target(&self) -> Value {
+        let (status, _, body) = http_get(self.addr, "/api/v1/targets");
+        assert_eq!(status, 200, "{body}");
+        let targets: Value = serde_json::from_str(&body).expect("json");
+        targets["data"]["activeTargets"][0].clone()
+    }
+
+    /// The target once a scrape newer than `after` (a `lastScrape` seen
+    /// before; None: any) was healthy: up, no error (at most `limit`). One
+    /// scrape can time out on a loaded machine; the next one is awaited.
+    pub(crate) fn wait_healthy_scrape(&self, after: Option<&Value>, limit: Duration) -> Value {
+        let deadline = Instant::now() + limit;
+        loop {
+            let target = self.target();
+            let newer = after.is_none_or(|a| target["lastScrape"] != *a);
+            if newer && target["health"] == "up" && target["lastError"] == "" {
+                return target;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no healthy scrape within {limit:?}; last {target}\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
     }
 
     /// Query until `ok` holds for the result (at most `limit`).
@@ -521,28 +551,34 @@ fn prometheus_scrapes_it_and_computes_rates() {
         r.first().map(value_of) == Some(1.0)
     });
     assert_eq!(up.len(), 1);
-    let rates = prometheus.wait_for("rate(node_softnet_processed_total[5s])", limit, |r| {
+    // Over 10 s: at least four scrapes 2 s apart, so one that timed out
+    // leaves a rate.
+    let rates = prometheus.wait_for("rate(node_softnet_processed_total[10s])", limit, |r| {
         r.iter().map(value_of).any(|v| v > 0.0)
     });
     assert!(rates.iter().map(value_of).all(|v| v >= 0.0), "{rates:?}");
     // The loopback interface's packets, per device, and CPU time per mode.
     let lo = prometheus.wait_for(
-        "rate(node_network_receive_packets_total{device=\"lo\"}[5s])",
+        "rate(node_network_receive_packets_total{device=\"lo\"}[10s])",
         limit,
         |r| r.iter().map(value_of).any(|v| v > 0.0),
     );
     assert_eq!(lo.len(), 1);
-    let modes = prometheus.query("count by (mode) (node_cpu_seconds_total)");
+    // The scrape itself: healthy, no error (the latest scrape's series are
+    // what the instant queries below read).
+    let target = prometheus.wait_healthy_scrape(None, limit);
+    assert_eq!(target["health"], "up", "{target}");
+    let modes = prometheus.wait_for("count by (mode) (node_cpu_seconds_total)", limit, |r| {
+        !r.is_empty()
+    });
     assert_eq!(modes.len(), 8, "{modes:?}");
     // Every collector read its source here.
-    let failed = prometheus.query("nettune_scrape_collector_success == 0");
-    assert!(failed.is_empty(), "{failed:?}");
-    // The scrape itself: healthy, no error.
-    let (_, _, targets) = http_get(prometheus.addr, "/api/v1/targets");
-    let targets: Value = serde_json::from_str(&targets).expect("json");
-    let target = &targets["data"]["activeTargets"][0];
-    assert_eq!(target["health"], "up", "{target}");
-    assert_eq!(target["lastError"], "", "{target}");
+    let collectors =
+        prometheus.wait_for("nettune_scrape_collector_success", limit, |r| !r.is_empty());
+    assert!(
+        collectors.iter().all(|c| value_of(c) == 1.0),
+        "{collectors:?}"
+    );
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let _ = traffic.join();
     drop(prometheus);

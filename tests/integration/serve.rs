@@ -144,9 +144,39 @@ impl Daemon {
         assert_eq!(unsafe { libc::kill(self.pid(), signal) }, 0);
     }
 
-    pub fn wait(mut self) -> Option<i32> {
+    pub fn wait(self) -> Option<i32> {
+        self.wait_within(LIMIT)
+    }
+
+    /// Wait until the daemon's process is gone (at most `limit`): its exit code.
+    pub fn wait_within(mut self, limit: Duration) -> Option<i32> {
         let child = self.child.take().expect("running");
-        finish_bounded(child, LIMIT).0
+        finish_bounded(child, limit).0
+    }
+
+    /// Whether the daemon itself holds a socket listening on `addr`'s
+    /// port: another program that takes the port once the daemon let it
+    /// go is not taken for the daemon.
+    pub fn listens_on(&self, addr: &str) -> bool {
+        let port = addr.parse::<std::net::SocketAddr>().expect("addr").port();
+        ["tcp", "tcp6"].iter().any(|table| {
+            crate::common::own_sockets(self.pid(), table)
+                .iter()
+                .any(|s| s.port == port && s.state == "0A")
+        })
+    }
+
+    /// Wait until the daemon no longer listens on `addr` (up to 10 s).
+    fn wait_not_listening(&self, addr: &str) {
+        let until = Instant::now() + Duration::from_secs(10);
+        while self.listens_on(addr) {
+            assert!(
+                Instant::now() < until,
+                "the daemon still listens on {addr}:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 }
 
@@ -440,28 +470,6 @@ fn long_client(daemon: &Daemon, token: &Path, args: &[&str]) -> (Child, String) 
     }
 }
 
-/// Whether something accepts TCP connections at `addr`.
-fn listening(addr: &str) -> bool {
-    let addr: std::net::SocketAddr = addr.parse().expect("addr");
-    TcpStream::connect_timeout(&addr, Duration::from_millis(500)).is_ok()
-}
-
-fn wait_closed(addr: &str) {
-    let until = Instant::now() + Duration::from_secs(10);
-    while listening(addr) {
-        if Instant::now() >= until {
-            let port = addr.rsplit(':').next().unwrap_or_default();
-            let ss = crate::common::sh(&[
-                "ss",
-                "-tanp",
-                &format!("sport = :{port} or dport = :{port}"),
-            ]);
-            panic!("{addr} still listens:\n{ss}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 #[test]
 fn a_client_that_vanishes_mid_test_has_its_bench_stopped() {
     let _serial = measuring();
@@ -487,12 +495,12 @@ fn a_client_that_vanishes_mid_test_has_its_bench_stopped() {
             "64K",
         ],
     );
-    assert!(listening(&addr) || daemon.log().contains("test 1"));
+    assert!(daemon.listens_on(&addr) || daemon.log().contains("test 1"));
     std::thread::sleep(Duration::from_millis(500));
     child.kill().expect("kill the client");
     let _ = child.wait();
     daemon.wait_log("left mid-test");
-    wait_closed(&addr);
+    daemon.wait_not_listening(&addr);
     daemon.wait_threads(idle);
     // Others are unaffected.
     let (code, _, stderr) = client(
@@ -520,10 +528,11 @@ fn killing_the_daemon_kills_its_benches() {
             &token,
             &["rr", "--proto", "tcp", "--duration", "30", "--warmup", "0"],
         );
-        assert!(listening(&addr), "{addr}");
+        assert!(daemon.listens_on(&addr), "{addr}");
         daemon.signal(signal);
-        wait_closed(&addr);
-        let code = daemon.wait();
+        // The daemon itself gone (its benches with it) well before the
+        // 30 s bench would end on its own.
+        let code = daemon.wait_within(Duration::from_secs(20));
         if signal == libc::SIGTERM {
             assert_eq!(code, Some(0), "a SIGTERM ends the daemon cleanly");
         }
