@@ -15,7 +15,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::common::{
-    nettune, sh, skip_unless_root, status_counts, unique, Netns, Pty, ServerChild,
+    nettune, sh, skip_unless_root, status_counts, unique, KillOnDrop, Netns, Pty, ServerChild,
 };
 
 /// The longest any one nettune process may run here.
@@ -468,12 +468,13 @@ fn ctrl_c_stops_a_long_run_with_a_report(engine: &str) {
         .stderr(terminal)
         .spawn()
         .expect("spawn");
+        let child = KillOnDrop(Some(child));
         // Measuring, with transactions counted: the status line it shows
         // on a terminal says so (however long a loaded machine took).
         status.wait_for("a status line with transactions", LIMIT, |t| {
             status_counts(t, "transactions/s").iter().any(|&n| n > 0)
         });
-        let pid = i32::try_from(child.id()).expect("pid");
+        let pid = child.pid();
         let signal = if proto == "tcp" {
             libc::SIGINT
         } else {
@@ -482,7 +483,7 @@ fn ctrl_c_stops_a_long_run_with_a_report(engine: &str) {
         let asked = std::time::Instant::now();
         // SAFETY: signalling a child we started, by its PID.
         assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
-        let (code, out, _) = finish(child, LIMIT);
+        let (code, out, _) = finish(child.take(), LIMIT);
         assert!(
             asked.elapsed() < Duration::from_secs(3),
             "{:?}",

@@ -586,6 +586,30 @@ impl Drop for ServerChild {
     }
 }
 
+/// A child killed by its PID and reaped when dropped (a test that panics
+/// while it runs leaves nothing behind); `take` it back to finish it.
+pub struct KillOnDrop(pub Option<std::process::Child>);
+
+impl KillOnDrop {
+    pub fn pid(&self) -> i32 {
+        let child = self.0.as_ref().expect("a running child");
+        i32::try_from(child.id()).expect("pid")
+    }
+
+    pub fn take(mut self) -> std::process::Child {
+        self.0.take().expect("a running child")
+    }
+}
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Some(child) = self.0.as_mut() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
 /// A socket of a process: its local port, TCP state (`0A` LISTEN; `07`
 /// for UDP) and the bytes waiting in its receive queue.
 pub struct OwnSocket {
@@ -637,12 +661,17 @@ pub fn own_sockets(pid: i32, table: &str) -> Vec<OwnSocket> {
 pub fn wait_udp_drained(pid: i32, port: u16, limit: std::time::Duration) {
     let deadline = std::time::Instant::now() + limit;
     loop {
-        let queued: u64 = ["udp", "udp6"]
+        let sockets: Vec<OwnSocket> = ["udp", "udp6"]
             .iter()
             .flat_map(|t| own_sockets(pid, t))
             .filter(|s| s.port == port)
-            .map(|s| s.rx_queue)
-            .sum();
+            .collect();
+        // No such socket (a wrong port, the receiver gone) checks nothing.
+        assert!(
+            !sockets.is_empty(),
+            "the receiver (pid {pid}) holds no UDP socket on port {port}"
+        );
+        let queued: u64 = sockets.iter().map(|s| s.rx_queue).sum();
         if queued == 0 {
             return;
         }
@@ -666,30 +695,44 @@ pub struct Pty {
 impl Pty {
     /// The terminal and its other end, to pass as the child's stderr.
     pub fn open() -> (Pty, std::process::Stdio) {
-        use std::os::fd::{FromRawFd, OwnedFd};
-        let (mut master, mut slave) = (-1, -1);
-        // SAFETY: openpty writes two descriptors that we then own; no name,
-        // termios or window size asked for.
-        let rc = unsafe {
-            libc::openpty(
-                &mut master,
-                &mut slave,
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-            )
+        use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+        use std::os::unix::fs::OpenOptionsExt;
+        // Both ends are opened close-on-exec, so that a child another test
+        // spawns at the same moment inherits neither (the child given the
+        // terminal gets it as its stderr, a dup without the flag).
+        // SAFETY: posix_openpt returns a new descriptor or -1.
+        let master = unsafe { libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC) };
+        assert!(
+            master >= 0,
+            "posix_openpt: {}",
+            std::io::Error::last_os_error()
+        );
+        // SAFETY: the descriptor is fresh and ours alone.
+        let master = unsafe { OwnedFd::from_raw_fd(master) };
+        let mut name = [0 as libc::c_char; 64];
+        // SAFETY: grantpt, unlockpt and ptsname_r on the master we own;
+        // ptsname_r writes at most `name.len()` bytes.
+        let ok = unsafe {
+            libc::grantpt(master.as_raw_fd()) == 0
+                && libc::unlockpt(master.as_raw_fd()) == 0
+                && libc::ptsname_r(master.as_raw_fd(), name.as_mut_ptr(), name.len()) == 0
         };
-        assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
-        // SAFETY: both descriptors are fresh and ours alone.
-        let (master, slave) =
-            unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
-        for fd in [&master, &slave] {
-            use std::os::fd::AsRawFd;
-            // Other tests' children must not inherit them (the child gets
-            // the terminal as its stderr, a dup without the flag).
-            // SAFETY: fcntl on a descriptor we own.
-            unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) };
-        }
+        assert!(
+            ok,
+            "the terminal's other end: {}",
+            std::io::Error::last_os_error()
+        );
+        // SAFETY: ptsname_r wrote a NUL-terminated path into `name`.
+        let path = unsafe { std::ffi::CStr::from_ptr(name.as_ptr()) }
+            .to_string_lossy()
+            .into_owned();
+        let slave: OwnedFd = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_NOCTTY)
+            .open(&path)
+            .unwrap_or_else(|e| panic!("open {path}: {e}"))
+            .into();
         let seen =
             std::sync::Arc::new((std::sync::Mutex::new(Vec::new()), std::sync::Condvar::new()));
         let into = std::sync::Arc::clone(&seen);
