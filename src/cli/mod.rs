@@ -110,6 +110,9 @@ pub enum Command {
     ///   rps = "off"
     ///   irq.cpus = "2-15"
     ///   sysctl."net.core.rmem_max" = 67108864
+    ///   driver."coalesce.adaptive-rx" = false
+    ///   driver."coalesce.rx-usecs" = 50
+    ///   driver."rings" = "off"
     ///
     /// Examples:
     ///   nettune profiles

@@ -438,6 +438,15 @@ pub fn admit_value(target: &Target, value: &str, limits: &Limits) -> Result<Valu
             return Err(bad(format!("is not a governor ({})", GOVERNORS.join(", "))))
         }
         Target::HaltPoll => Typed::Number(number(value, HALT_POLL_MAX_NS).map_err(bad)?),
+        Target::Driver {
+            key: DriverKey::FlowHash(_),
+            ..
+        } if value.is_empty() => {
+            return Err(bad(
+                "hashes on no field at all: give the letters of the fields, such as \"sdfn\""
+                    .to_string(),
+            ))
+        }
         Target::Driver { key, .. } => {
             if let Some((least, most)) = driver_range(key) {
                 match whole(value) {
@@ -808,6 +817,7 @@ mod tests {
             ("ethtool:eth0:features.rx-gro", "yes", false),
             ("ethtool:eth0:rx-flow-hash.udp4", "sdfn", true),
             ("ethtool:eth0:rx-flow-hash.udp4", "sdfn;x", false),
+            ("ethtool:eth0:rx-flow-hash.udp4", "", false),
             ("qdisc:eth0:root", "fq", true),
             ("qdisc:eth0:root", "fq maxrate 8gbit", true),
             ("qdisc:eth0:root", "fq_codel", true),

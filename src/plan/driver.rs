@@ -163,7 +163,7 @@ fn gro_on(d: &mut Draft, iface: &Interface) {
         );
         return;
     };
-    let Some((name, gro)) = ["rx-gro", "generic-receive-offload"]
+    let Some((name, gro)) = GRO_NAMES
         .iter()
         .find_map(|n| features.get(*n).map(|f| (*n, f)))
     else {
@@ -294,8 +294,9 @@ fn root_fq(d: &mut Draft, iface: &Interface, opts: &PlanOptions) {
     );
 }
 
-/// The two names drivers give GRO (`ethtool -k` shows either).
-const GRO_NAMES: [&str; 2] = ["rx-gro", "generic-receive-offload"];
+/// The two names drivers give GRO (`ethtool -k` shows either, or both):
+/// one setting, which a site profile file keeps under the first.
+pub(super) const GRO_NAMES: [&str; 2] = ["rx-gro", "generic-receive-offload"];
 
 /// What site profile `site` says of driver setting `key`: its own entry
 /// (under either name of GRO), else its group's.
@@ -314,20 +315,35 @@ pub(super) fn site_entry<'s>(
     site.driver_choice(&key.to_string())
 }
 
-/// `key` as this interface's driver names it: GRO by the name its
-/// features show.
+/// Whether `key` is GRO, by either name.
+fn is_gro(key: &DriverKey) -> bool {
+    matches!(key, DriverKey::Feature(name) if GRO_NAMES.contains(&name.as_str()))
+}
+
+/// `key` as this interface's driver names it: GRO by the first name its
+/// features show, the one [`gro_on`] plans (a host showing both names has
+/// one setting).
 fn as_driver_names(iface: &Interface, key: DriverKey) -> DriverKey {
-    let DriverKey::Feature(name) = &key else {
+    if !is_gro(&key) {
         return key;
-    };
+    }
     match iface.driver_settings.features.value() {
-        Some(features) if GRO_NAMES.contains(&name.as_str()) && !features.contains_key(name) => {
-            GRO_NAMES
-                .iter()
-                .find(|n| features.contains_key(**n))
-                .map_or(key, |n| DriverKey::Feature(n.to_string()))
+        Some(features) => GRO_NAMES
+            .iter()
+            .find(|n| features.contains_key(**n))
+            .map_or(key, |n| DriverKey::Feature(n.to_string())),
+        None => key,
+    }
+}
+
+/// Forget what the plan holds for `key` on `iface`: GRO under both names.
+fn forget_setting(d: &mut Draft, iface: &Interface, key: &DriverKey) {
+    if is_gro(key) {
+        for name in GRO_NAMES {
+            d.forget(&target(iface, DriverKey::Feature(name.to_string())));
         }
-        _ => key,
+    } else {
+        d.forget(&target(iface, key.clone()));
     }
 }
 
@@ -377,7 +393,7 @@ fn site_value(
 ) -> bool {
     let key = as_driver_names(iface, key);
     let target = target(iface, key.clone());
-    d.forget(&target);
+    forget_setting(d, iface, &key);
     // The file's value passed the allow-list when it was read.
     let Ok(setting) = key.setting(value) else {
         return false;
@@ -395,7 +411,7 @@ fn site_value(
         d,
         iface,
         setting,
-        &format!("set by site profile {}", site.name),
+        &format!("set by site profile {}", site.set_by(at)),
     );
     d.changes.len() > before
 }
@@ -444,6 +460,84 @@ pub(super) fn site_values(d: &mut Draft, iface: &Interface, site: &SiteProfile) 
             &t,
             &format!("left alone: {} = \"off\" ({}:{})", at.key, at.file, at.line),
         );
+    }
+    for (usecs, adaptive) in COALESCE_PAIRS {
+        hold_under_adaptive(d, iface, site, usecs, adaptive);
+    }
+    adaptive_off_first(d, iface);
+}
+
+/// Each fixed interrupt coalescing time and the adaptive moderation that
+/// overrides it.
+const COALESCE_PAIRS: [(DriverKey, DriverKey); 2] = [
+    (DriverKey::RxUsecs, DriverKey::AdaptiveRx),
+    (DriverKey::TxUsecs, DriverKey::AdaptiveTx),
+];
+
+/// Whether adaptive moderation `adaptive` is on once the plan is applied:
+/// planned on, or on now and not planned off.
+fn on_after_plan(d: &Draft, iface: &Interface, adaptive: &DriverKey) -> bool {
+    let t = target(iface, adaptive.clone());
+    match d.changes.iter().find(|c| c.target == t) {
+        Some(c) => c.to.as_str() == "on",
+        None => matches!(
+            current_text(adaptive, &iface.driver_settings),
+            Probe::Value(ref v) if v == "on"
+        ),
+    }
+}
+
+/// A coalescing time (`usecs`) planned while adaptive moderation stays on
+/// is left unset, with the line to add: drivers refuse it then (ice:
+/// "interrupt throttling cannot be changed if adaptive-rx is enabled") or
+/// override it at once. A site file's value, or the profile's own where
+/// the file leaves adaptive moderation alone.
+fn hold_under_adaptive(
+    d: &mut Draft,
+    iface: &Interface,
+    site: &SiteProfile,
+    usecs: DriverKey,
+    adaptive: DriverKey,
+) {
+    let t = target(iface, usecs.clone());
+    let Some(planned) = d.changes.iter().find(|c| c.target == t) else {
+        return;
+    };
+    if !on_after_plan(d, iface, &adaptive) {
+        return;
+    }
+    let value = match site.driver.get(&usecs.to_string()) {
+        Some((Setting::Value(value), at)) => format!("{value} ({}:{})", at.file, at.line),
+        _ => format!("{}'s {}", site.base.name(), planned.to),
+    };
+    d.forget(&t);
+    let (usecs_name, adaptive_name) = (usecs.to_string(), adaptive.to_string());
+    let short = |full: &str| full.trim_start_matches("coalesce.").to_string();
+    d.skip(
+        &iface.name,
+        &t,
+        &format!(
+            "{} stays on, and while it is the driver chooses {} itself (ice refuses a fixed \
+             value): {value} is left unset; add driver.\"{adaptive_name}\" = false to set it",
+            short(&adaptive_name),
+            short(&usecs_name),
+        ),
+    );
+}
+
+/// Turning adaptive moderation off is written before a fixed coalescing
+/// time on the same interface, which the driver refuses while adaptive
+/// moderation is on: a site value of one moves it after the other.
+fn adaptive_off_first(d: &mut Draft, iface: &Interface) {
+    for (usecs, adaptive) in COALESCE_PAIRS {
+        let (usecs, adaptive) = (target(iface, usecs), target(iface, adaptive));
+        let at = |t: &Target| d.changes.iter().position(|c| c.target == *t);
+        if let (Some(u), Some(a)) = (at(&usecs), at(&adaptive)) {
+            if a > u && d.changes[a].to.as_str() == "off" {
+                let change = d.changes.remove(a);
+                d.changes.insert(u, change);
+            }
+        }
     }
 }
 

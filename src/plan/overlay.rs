@@ -103,7 +103,7 @@ pub(super) fn overlay(d: &mut Draft, host: &Host, site: &SiteProfile, cpus_from_
                 &format!("left alone: {} = \"off\" ({place})", at.key),
             ),
             Setting::Value(value) => {
-                let reason = format!("set by site profile {}", site.name);
+                let reason = format!("set by site profile {}", site.set_by(at));
                 let in_ns = host.in_netns();
                 match (in_ns, sysctl_reach(name)) {
                     (true, Some(reach)) => {

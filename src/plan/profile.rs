@@ -189,6 +189,18 @@ impl SiteProfile {
 }
 
 impl SiteProfile {
+    /// The name of the site profile whose file set a value (`at`): this
+    /// one, or one it includes.
+    pub fn set_by<'a>(&'a self, at: &'a Origin) -> &'a str {
+        if at.file == self.file {
+            return &self.name;
+        }
+        std::path::Path::new(&at.file)
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or(at.file.as_str())
+    }
+
     /// `web (/etc/nettune/profiles/web.toml, includes pps)`.
     pub fn describe(&self) -> String {
         format!(

@@ -24,6 +24,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::admit::{admit_value, driver_groups, sysctl_rule, Limits, DRIVER_KEYS};
+use super::driver::GRO_NAMES;
 use super::profile::Profile;
 pub use super::profile::{Origin, Part, Setting, SiteProfile};
 use crate::base::cpuset::{parse_list, MAX_CPUS};
@@ -224,7 +225,13 @@ fn load_chain(
     off.extend(parsed.off);
     let mut sysctls = base.sysctls;
     sysctls.extend(parsed.sysctls);
+    // A group this file names ("off" or "on") replaces what the files it
+    // includes say of the group and of each setting in it.
     let mut driver = base.driver;
+    for group in &parsed.driver_groups {
+        let prefix = format!("{group}.");
+        driver.retain(|name, _| name != group && !name.starts_with(&prefix));
+    }
     driver.extend(parsed.driver);
     Ok(SiteProfile {
         name: name.to_string(),
@@ -253,6 +260,8 @@ struct Parsed {
     irq_cpus: Option<(Vec<u32>, Origin)>,
     sysctls: BTreeMap<String, (Setting, Origin)>,
     driver: BTreeMap<String, (Setting, Origin)>,
+    /// The driver groups the file names, "off" or "on".
+    driver_groups: Vec<String>,
 }
 
 /// The keys a profile file may hold, for errors.
@@ -285,7 +294,8 @@ fn parse(text: &str, file: &str) -> anyhow::Result<Parsed> {
     let mut off = BTreeMap::new();
     let mut irq_cpus = None;
     let mut sysctls = BTreeMap::new();
-    let mut driver = BTreeMap::new();
+    let mut driver: BTreeMap<String, (Setting, Origin)> = BTreeMap::new();
+    let mut groups_named = Vec::new();
     for (key, item) in doc.iter() {
         let at = origin(item, key);
         match key {
@@ -393,7 +403,27 @@ fn parse(text: &str, file: &str) -> anyhow::Result<Parsed> {
                 for (name, value) in table.iter() {
                     let at = origin(value, &format!("driver.\"{}\"", shown_name(name)));
                     let setting = driver_setting(name, value).map_err(|why| bad(&at, why))?;
-                    driver.insert(name.to_string(), (setting, at));
+                    if driver_groups().contains(&name) {
+                        groups_named.push(name.to_string());
+                    }
+                    let Some(setting) = setting else {
+                        continue;
+                    };
+                    // GRO has two names, one setting: kept under the first,
+                    // so that a file including this one overrides it by
+                    // either name.
+                    let name = gro_name(name);
+                    if let Some((_, other)) = driver.get(&name) {
+                        return Err(bad(
+                            &at,
+                            format!(
+                                "GRO is given twice, here and as {} (line {}): keep one of its \
+                                 two names",
+                                other.key, other.line
+                            ),
+                        ));
+                    }
+                    driver.insert(name, (setting, at));
                 }
             }
             other => {
@@ -420,7 +450,16 @@ fn parse(text: &str, file: &str) -> anyhow::Result<Parsed> {
         irq_cpus,
         sysctls,
         driver,
+        driver_groups: groups_named,
     })
+}
+
+/// `features.rx-gro` for either name of GRO, else `name`.
+fn gro_name(name: &str) -> String {
+    match name.strip_prefix("features.") {
+        Some(feature) if GRO_NAMES.contains(&feature) => format!("features.{}", GRO_NAMES[0]),
+        _ => name.to_string(),
+    }
 }
 
 /// A key's name as the file wrote it, cut and escaped when it is odd.
@@ -488,7 +527,8 @@ fn sysctl_setting(name: &str, item: &toml_edit::Item) -> Result<Setting, String>
 /// A driver setting's (or group's) value from a file, through the
 /// plan-file allow-list. `"off"` leaves it alone; an on/off setting is
 /// given `true` or `false` (or `"on"`), so that `"off"` keeps one meaning.
-fn driver_setting(name: &str, item: &toml_edit::Item) -> Result<Setting, String> {
+/// `None`: a group's `"on"`, which only undoes what included files say.
+fn driver_setting(name: &str, item: &toml_edit::Item) -> Result<Option<Setting>, String> {
     let groups = driver_groups();
     let is_group = groups.contains(&name);
     if !is_group && !DRIVER_KEYS.contains(&name) {
@@ -506,21 +546,31 @@ fn driver_setting(name: &str, item: &toml_edit::Item) -> Result<Setting, String>
                 "quote the setting's name, which holds a dot: driver.\"{name}.NAME\" = VALUE"
             ))
         }
-        Some(toml_edit::Value::String(s)) if s.value() == "off" => return Ok(Setting::Off),
+        Some(toml_edit::Value::String(s)) if s.value() == "off" => return Ok(Some(Setting::Off)),
+        Some(toml_edit::Value::String(s)) if is_group && s.value() == "on" => return Ok(None),
         _ if is_group => {
             let example = DRIVER_KEYS
                 .iter()
                 .find(|k| k.split_once('.').is_some_and(|(g, _)| g == name))
                 .unwrap_or(&name);
             return Err(format!(
-                "{} is not \"off\": a group is only left alone as a whole; give a value to one \
-                 setting of it, such as driver.\"{example}\"",
+                "{} is neither \"off\" nor \"on\": a group is only left alone (or planned \
+                 again) as a whole; give a value to one setting of it, such as \
+                 driver.\"{example}\"",
                 excerpt(&value_text(item))
             ));
         }
+        Some(toml_edit::Value::String(s)) => s.value().to_string(),
+        // A hash is letters: `true` would read as the text "on".
+        Some(_) if name.starts_with("rx-flow-hash.") => {
+            return Err(format!(
+                "{} is not a hash: give the letters of the fields to hash on, such as \"sdfn\" \
+                 (m v t s d f n r), or \"off\"",
+                excerpt(&value_text(item))
+            ))
+        }
         Some(toml_edit::Value::Integer(i)) => i.value().to_string(),
         Some(toml_edit::Value::Boolean(b)) => if *b.value() { "on" } else { "off" }.to_string(),
-        Some(toml_edit::Value::String(s)) => s.value().to_string(),
         _ => {
             return Err(format!(
                 "{} is not a value: give a number, true or false, a hash (\"sdfn\") or \"off\"",
@@ -536,7 +586,7 @@ fn driver_setting(name: &str, item: &toml_edit::Item) -> Result<Setting, String>
             .why
             .replace("is not on or off", "is not true or false")
     })?;
-    Ok(Setting::Value(text))
+    Ok(Some(Setting::Value(text)))
 }
 
 /// What `nettune profiles` shows of one profile.

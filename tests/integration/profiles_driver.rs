@@ -14,6 +14,18 @@ use crate::profiles::{change, json_with, run_with, write};
 /// (64 at most), rings 2048 of 8160, rx-usecs 50 with adaptive moderation.
 const ICE: &str = "one-socket-ice-16q";
 const RX_USECS: &str = "ethtool:ens801f0:coalesce.rx-usecs";
+const ADAPTIVE_RX: &str = "ethtool:ens801f0:coalesce.adaptive-rx";
+
+/// The targets of a plan's (or journal's) changes, in the order they are
+/// written.
+fn targets(plan: &Value) -> Vec<String> {
+    plan["changes"]
+        .as_array()
+        .expect("changes")
+        .iter()
+        .filter_map(|c| c["target"].as_str().map(String::from))
+        .collect()
+}
 
 fn skipped<'a>(plan: &'a Value, target: &str) -> Option<&'a str> {
     plan["skipped"]
@@ -39,7 +51,7 @@ fn a_site_profile_sets_a_coalescing_value_the_profile_leaves_alone_with_its_orig
     let (dir, file) = profile(
         work.path(),
         "dns",
-        "include = \"pps\"\ndriver.\"coalesce.rx-usecs\" = 8\n",
+        "include = \"pps\"\ndriver.\"coalesce.rx-usecs\" = 8\ndriver.\"coalesce.adaptive-rx\" = false\n",
     );
     let root = fixture(ICE);
     let pps = run_json(&["plan", "--profile", "pps", "--root", s(&root), "--json"]);
@@ -59,10 +71,20 @@ fn a_site_profile_sets_a_coalescing_value_the_profile_leaves_alone_with_its_orig
         format!("{file}:2 driver.\"coalesce.rx-usecs\"").as_str(),
         "{c}"
     );
+    // Adaptive moderation goes off first: ice refuses a fixed time while
+    // it is on.
+    assert_eq!(
+        targets(&plan)
+            .into_iter()
+            .filter(|t| t.contains(":coalesce."))
+            .collect::<Vec<_>>(),
+        [ADAPTIVE_RX, RX_USECS],
+        "{plan}"
+    );
     // Everything else is pps's, unchanged.
     assert_eq!(
         plan["changes"].as_array().map(Vec::len),
-        pps["changes"].as_array().map(|c| c.len() + 1),
+        pps["changes"].as_array().map(|c| c.len() + 2),
         "{plan}"
     );
     let (code, text, err) = run_with(&[&dir], &["plan", "--profile", "dns", "--root", s(&root)]);
@@ -99,7 +121,7 @@ fn off_leaves_a_group_alone_and_a_setting_of_it_may_still_be_given() {
         "bulk",
         "include = \"throughput\"\ndriver.\"rings\" = \"off\"\n\
          driver.\"coalesce\" = \"off\"\ndriver.\"coalesce.rx-usecs\" = 100\n\
-         driver.\"features.rx-gro\" = \"off\"\n",
+         driver.\"features.rx-gro\" = \"off\"\ndriver.\"coalesce.adaptive-rx\" = false\n",
     );
     let root = fixture(ICE);
     let throughput = run_json(&[
@@ -225,7 +247,7 @@ fn a_bad_driver_value_is_one_line_naming_file_line_and_key() {
         (
             "group",
             "driver.\"rings\" = 4096",
-            "group.toml:2: driver.\"rings\": '4096' is not \"off\"",
+            "group.toml:2: driver.\"rings\": '4096' is neither \"off\" nor \"on\"",
         ),
         (
             "dotted",
@@ -241,6 +263,23 @@ fn a_bad_driver_value_is_one_line_naming_file_line_and_key() {
             "hash",
             "driver.\"rx-flow-hash.udp4\" = \"sdx\"",
             "hash.toml:2: driver.\"rx-flow-hash.udp4\": 'x' in rx-flow-hash 'sdx'",
+        ),
+        (
+            "nohash",
+            "driver.\"rx-flow-hash.udp4\" = \"\"",
+            "nohash.toml:2: driver.\"rx-flow-hash.udp4\": '' hashes on no field at all",
+        ),
+        (
+            "truehash",
+            "driver.\"rx-flow-hash.udp6\" = true",
+            "truehash.toml:2: driver.\"rx-flow-hash.udp6\": 'true' is not a hash: give the \
+             letters of the fields to hash on, such as \"sdfn\"",
+        ),
+        (
+            "twogro",
+            "driver.\"features.rx-gro\" = true\ndriver.\"features.generic-receive-offload\" = false",
+            "twogro.toml:3: driver.\"features.generic-receive-offload\": GRO is given twice, \
+             here and as driver.\"features.rx-gro\" (line 2)",
         ),
     ];
     for (name, line, _) in cases {
@@ -275,7 +314,7 @@ fn apply_writes_the_site_value_through_the_recorded_driver_and_rollback_restores
     let (dir, file) = profile(
         work.path(),
         "dns",
-        "include = \"pps\"\ndriver.\"coalesce.rx-usecs\" = 8\n",
+        "include = \"pps\"\ndriver.\"coalesce.rx-usecs\" = 8\ndriver.\"coalesce.adaptive-rx\" = false\n",
     );
     let (_tree, host) = fixture_copy(ICE);
     let state = work.path().join("state");
@@ -309,16 +348,257 @@ fn apply_writes_the_site_value_through_the_recorded_driver_and_rollback_restores
     assert_eq!(entry[0]["value"], "8", "{journal}");
     assert_eq!(entry[1]["file"], file.as_str(), "{journal}");
     assert_eq!(entry[1]["line"], 2, "{journal}");
+    // Written in this order: adaptive moderation off, then the time.
+    let written = targets(&journal);
+    let at = |t: &str| written.iter().position(|w| w == t);
     assert!(
-        journal["changes"]
-            .as_array()
-            .expect("changes")
-            .iter()
-            .any(|c| c["target"] == RX_USECS),
+        at(ADAPTIVE_RX).is_some() && at(ADAPTIVE_RX) < at(RX_USECS),
         "{journal}"
     );
 
     let (code, out, err) = run_with(&[&dir], &[&["rollback"][..], &args].concat());
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(before, std::fs::read(&driver_json).expect("read"));
+}
+
+/// A fixture copy of the ice host with GRO off; its driver.json lists GRO
+/// under both names, as `ethtool -k` shows it on a real host.
+fn ice_gro_off() -> (tempfile::TempDir, std::path::PathBuf) {
+    let (tree, host) = fixture_copy(ICE);
+    let path = host.join("nettune/driver.json");
+    let mut json: Value =
+        serde_json::from_slice(&std::fs::read(&path).expect("read")).expect("driver.json");
+    let features = &mut json["interfaces"]["ens801f0"]["ethtool"]["features"];
+    for name in GRO_NAMES {
+        assert!(features[name].is_object(), "{name} listed: {features}");
+        features[name]["active"] = Value::Bool(false);
+    }
+    std::fs::write(&path, serde_json::to_vec_pretty(&json).expect("json")).expect("write");
+    (tree, host)
+}
+
+const GRO_NAMES: [&str; 2] = ["rx-gro", "generic-receive-offload"];
+
+fn gro_targets(plan: &Value) -> Vec<String> {
+    targets(plan)
+        .into_iter()
+        .filter(|t| {
+            GRO_NAMES
+                .iter()
+                .any(|n| t.ends_with(&format!(":features.{n}")))
+        })
+        .collect()
+}
+
+#[test]
+fn gro_is_one_setting_under_either_of_its_two_names() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let (_tree, host) = ice_gro_off();
+    let state = work.path().join("state");
+    let throughput = run_json(&[
+        "plan",
+        "--profile",
+        "throughput",
+        "--root",
+        s(&host),
+        "--json",
+    ]);
+    assert_eq!(
+        gro_targets(&throughput),
+        ["ethtool:ens801f0:features.rx-gro"],
+        "throughput turns GRO on: {throughput}"
+    );
+    // The older name keeps GRO off: nothing planned under either name.
+    let (dir, _) = profile(
+        work.path(),
+        "nogro",
+        "include = \"throughput\"\ndriver.\"features.generic-receive-offload\" = false\n",
+    );
+    let plan = json_with(
+        &[&dir],
+        &["plan", "--profile", "nogro", "--root", s(&host), "--json"],
+    );
+    assert!(gro_targets(&plan).is_empty(), "{plan}");
+    // A child's name of GRO replaces its parent's other name.
+    write(
+        &dir,
+        "grobase.toml",
+        "include = \"throughput\"\ndriver.\"features.rx-gro\" = true\n",
+    );
+    write(
+        &dir,
+        "grochild.toml",
+        "include = \"grobase\"\ndriver.\"features.generic-receive-offload\" = false\n",
+    );
+    let child = json_with(
+        &[&dir],
+        &[
+            "plan",
+            "--profile",
+            "grochild",
+            "--root",
+            s(&host),
+            "--json",
+        ],
+    );
+    assert!(gro_targets(&child).is_empty(), "{child}");
+
+    let (code, out, err) = run_with(
+        &[&dir],
+        &[
+            "apply",
+            "--profile",
+            "nogro",
+            "--root",
+            s(&host),
+            "--state-dir",
+            s(&state),
+        ],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let json: Value =
+        serde_json::from_slice(&std::fs::read(host.join("nettune/driver.json")).expect("read"))
+            .expect("driver.json");
+    for name in GRO_NAMES {
+        assert_eq!(
+            json["interfaces"]["ens801f0"]["ethtool"]["features"][name]["active"], false,
+            "{name} after apply"
+        );
+    }
+}
+
+#[test]
+fn a_coalescing_time_waits_for_adaptive_moderation_to_be_turned_off() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let root = fixture(ICE);
+    // pps leaves adaptive-rx on (the fixture has it on): ice would refuse.
+    let (dir, file) = profile(
+        work.path(),
+        "dns",
+        "include = \"pps\"\ndriver.\"coalesce.rx-usecs\" = 8\n",
+    );
+    let plan = json_with(
+        &[&dir],
+        &["plan", "--profile", "dns", "--root", s(&root), "--json"],
+    );
+    assert!(change(&plan, RX_USECS).is_none(), "{plan}");
+    let why = skipped(&plan, RX_USECS).unwrap_or_else(|| panic!("{RX_USECS} not listed: {plan}"));
+    assert!(why.starts_with("adaptive-rx stays on"), "{why}");
+    assert!(
+        why.contains(&format!("8 ({file}:2) is left unset")),
+        "{why}"
+    );
+    assert!(
+        why.contains("add driver.\"coalesce.adaptive-rx\" = false"),
+        "{why}"
+    );
+
+    // latency turns adaptive-rx off then sets rx-usecs 0; a file that
+    // names adaptive-rx again keeps that order.
+    let (dir, _) = profile(
+        work.path(),
+        "quick",
+        "include = \"latency\"\ndriver.\"coalesce.adaptive-rx\" = false\n",
+    );
+    let latency = run_json(&["plan", "--profile", "latency", "--root", s(&root), "--json"]);
+    let plan = json_with(
+        &[&dir],
+        &["plan", "--profile", "quick", "--root", s(&root), "--json"],
+    );
+    for p in [&latency, &plan] {
+        let order: Vec<String> = targets(p)
+            .into_iter()
+            .filter(|t| t.contains(":coalesce."))
+            .collect();
+        assert_eq!(order, [ADAPTIVE_RX, RX_USECS], "{p}");
+    }
+    // A file that leaves adaptive-rx alone (on here) leaves latency's
+    // rx-usecs 0 unset too.
+    write(
+        &dir,
+        "quick.toml",
+        "include = \"latency\"\ndriver.\"coalesce.adaptive-rx\" = \"off\"\n",
+    );
+    let plan = json_with(
+        &[&dir],
+        &["plan", "--profile", "quick", "--root", s(&root), "--json"],
+    );
+    assert!(change(&plan, RX_USECS).is_none(), "{plan}");
+    let why = skipped(&plan, RX_USECS).unwrap_or("");
+    assert!(
+        why.starts_with("adaptive-rx stays on") && why.contains("latency's 0 is left unset"),
+        "{plan}"
+    );
+}
+
+#[test]
+fn a_childs_group_replaces_what_the_files_it_includes_say_of_the_group() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let root = fixture(ICE);
+    let dir = work.path().join("profiles");
+    let rx = "ethtool:ens801f0:rings.rx";
+    write(
+        &dir,
+        "base1.toml",
+        "include = \"pps\"\ndriver.\"rings.rx\" = 4096\n",
+    );
+    write(
+        &dir,
+        "child.toml",
+        "include = \"base1\"\ndriver.\"rings\" = \"off\"\n",
+    );
+    write(
+        &dir,
+        "other.toml",
+        "include = \"base1\"\nsysctl.\"net.core.rmem_max\" = 67108864\n",
+    );
+    let base = dir.join("base1.toml").display().to_string();
+    let plan = json_with(
+        &[&dir],
+        &["plan", "--profile", "base1", "--root", s(&root), "--json"],
+    );
+    assert!(change(&plan, rx).is_some(), "{plan}");
+    let plan = json_with(
+        &[&dir],
+        &["plan", "--profile", "child", "--root", s(&root), "--json"],
+    );
+    assert!(change(&plan, rx).is_none(), "{plan}");
+
+    // A value from an included file is said to be set by that file's
+    // profile, as a sysctl's is.
+    let plan = json_with(
+        &[&dir],
+        &["plan", "--profile", "other", "--root", s(&root), "--json"],
+    );
+    let c = change(&plan, rx).unwrap_or_else(|| panic!("{plan}"));
+    assert_eq!(c["to"], "4096", "{c}");
+    assert_eq!(c["reason"], "set by site profile base1", "{c}");
+    assert_eq!(
+        c["origin"],
+        format!("{base}:2 driver.\"rings.rx\"").as_str()
+    );
+
+    // "on" undoes an included group's "off": throughput's rings again.
+    write(
+        &dir,
+        "norings.toml",
+        "include = \"throughput\"\ndriver.\"rings\" = \"off\"\n",
+    );
+    write(
+        &dir,
+        "rings.toml",
+        "include = \"norings\"\ndriver.\"rings\" = \"on\"\n",
+    );
+    let plan = json_with(
+        &[&dir],
+        &["plan", "--profile", "rings", "--root", s(&root), "--json"],
+    );
+    let c = change(&plan, rx).unwrap_or_else(|| panic!("{plan}"));
+    assert_eq!(c["to"], "8160", "{c}");
+    assert!(
+        c["origin"]
+            .as_str()
+            .is_some_and(|o| o.starts_with("built-in profile throughput")),
+        "{c}"
+    );
 }
