@@ -513,12 +513,28 @@ fn hold_under_adaptive(
     d.forget(&t);
     let (usecs_name, adaptive_name) = (usecs.to_string(), adaptive.to_string());
     let short = |full: &str| full.trim_start_matches("coalesce.").to_string();
+    // Whether this plan turns it on (an included profile) or it is on now.
+    let adaptive_target = target(iface, adaptive.clone());
+    let state = if d.changes.iter().any(|c| c.target == adaptive_target) {
+        "is turned on by this plan"
+    } else {
+        "stays on"
+    };
+    // Where the file already names the setting, point at that line rather
+    // than ask for a second key (a TOML error).
+    let fix = match site.driver.get(&adaptive_name) {
+        Some((_, at)) => format!(
+            "set driver.\"{adaptive_name}\" = false ({}:{}) to set it",
+            at.file, at.line
+        ),
+        None => format!("add driver.\"{adaptive_name}\" = false to set it"),
+    };
     d.skip(
         &iface.name,
         &t,
         &format!(
-            "{} stays on, and while it is the driver chooses {} itself (ice refuses a fixed \
-             value): {value} is left unset; add driver.\"{adaptive_name}\" = false to set it",
+            "{} {state}, and while it is on the driver chooses {} itself (ice refuses a fixed \
+             value): {value} is left unset; {fix}",
             short(&adaptive_name),
             short(&usecs_name),
         ),

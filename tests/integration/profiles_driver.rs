@@ -529,6 +529,16 @@ fn a_coalescing_time_waits_for_adaptive_moderation_to_be_turned_off() {
         why.starts_with("adaptive-rx stays on") && why.contains("latency's 0 is left unset"),
         "{plan}"
     );
+    // The file names adaptive-rx already: the advice points at its line
+    // (a second key would be a TOML error).
+    let quick = dir.join("quick.toml");
+    assert!(
+        why.contains(&format!(
+            "set driver.\"coalesce.adaptive-rx\" = false ({}:2)",
+            quick.display()
+        )) && !why.contains("add driver"),
+        "{why}"
+    );
 }
 
 #[test]
