@@ -6,7 +6,7 @@ use super::target::Target;
 use super::value::Value;
 use crate::base::driver::setting::current_text;
 use crate::base::driver::FlowHash;
-use crate::base::driver::{ChannelKind, DriverKey, DriverSetting};
+use crate::base::driver::{ChannelKind, DriverKey, DriverSetting, GRO_NAMES};
 use crate::base::units::format_tc_rate as format_rate;
 use crate::base::Probe;
 use crate::host::Interface;
@@ -294,24 +294,12 @@ fn root_fq(d: &mut Draft, iface: &Interface, opts: &PlanOptions) {
     );
 }
 
-/// The two names drivers give GRO (`ethtool -k` shows either, or both):
-/// one setting, which a site profile file keeps under the first.
-pub(super) const GRO_NAMES: [&str; 2] = ["rx-gro", "generic-receive-offload"];
-
 /// What site profile `site` says of driver setting `key`: its own entry
 /// (under either name of GRO), else its group's.
 pub(super) fn site_entry<'s>(
     site: &'s SiteProfile,
     key: &DriverKey,
 ) -> Option<&'s (Setting, Origin)> {
-    if let DriverKey::Feature(name) = key {
-        if GRO_NAMES.contains(&name.as_str()) {
-            let own = GRO_NAMES
-                .iter()
-                .find_map(|n| site.driver.get(&format!("features.{n}")));
-            return own.or_else(|| site.driver.get("features"));
-        }
-    }
     site.driver_choice(&key.to_string())
 }
 

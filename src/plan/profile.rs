@@ -181,7 +181,8 @@ impl SiteProfile {
     /// What the file says of driver setting `key` (`coalesce.rx-usecs`):
     /// its own entry, else its group's (`coalesce`).
     pub fn driver_choice(&self, key: &str) -> Option<&(Setting, Origin)> {
-        self.driver.get(key).or_else(|| {
+        let key = crate::base::driver::gro_as_one(key);
+        self.driver.get(&key).or_else(|| {
             let (group, _) = key.split_once('.')?;
             self.driver.get(group)
         })

@@ -24,11 +24,10 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::admit::{admit_value, driver_groups, sysctl_rule, Limits, DRIVER_KEYS};
-use super::driver::GRO_NAMES;
 use super::profile::Profile;
 pub use super::profile::{Origin, Part, Setting, SiteProfile};
 use crate::base::cpuset::{parse_list, MAX_CPUS};
-use crate::base::driver::DriverKey;
+use crate::base::driver::{gro_as_one, DriverKey};
 use crate::base::fsio;
 use crate::base::text::excerpt;
 
@@ -412,7 +411,7 @@ fn parse(text: &str, file: &str) -> anyhow::Result<Parsed> {
                     // GRO has two names, one setting: kept under the first,
                     // so that a file including this one overrides it by
                     // either name.
-                    let name = gro_name(name);
+                    let name = gro_as_one(name);
                     if let Some((_, other)) = driver.get(&name) {
                         return Err(bad(
                             &at,
@@ -452,14 +451,6 @@ fn parse(text: &str, file: &str) -> anyhow::Result<Parsed> {
         driver,
         driver_groups: groups_named,
     })
-}
-
-/// `features.rx-gro` for either name of GRO, else `name`.
-fn gro_name(name: &str) -> String {
-    match name.strip_prefix("features.") {
-        Some(feature) if GRO_NAMES.contains(&feature) => format!("features.{}", GRO_NAMES[0]),
-        _ => name.to_string(),
-    }
 }
 
 /// A key's name as the file wrote it, cut and escaped when it is odd.

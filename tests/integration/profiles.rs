@@ -242,19 +242,12 @@ fn a_bad_profile_file_is_one_line_naming_file_line_and_key_and_changes_nothing()
         write(&dir, &format!("{name}.toml"), text);
     }
     let before = std::fs::read_to_string(host.join("proc/sys/net/core/rmem_max")).expect("read");
-    for (name, _, says) in cases {
-        for verb in ["plan", "apply"] {
-            let mut args = vec![verb, "--profile", name, "--root", s(&host)];
-            if verb == "apply" {
-                args.extend(["--state-dir", s(&state)]);
-            }
-            let (code, out, err) = run_with(&[&dir], &args);
-            assert_eq!(code, 2, "{verb} {name}: {out}{err}");
-            assert!(out.is_empty(), "{verb} {name}: {out}");
-            assert_eq!(err.lines().count(), 1, "{verb} {name}: {err}");
-            assert!(err.contains(says), "{verb} {name}: {err}");
-        }
-    }
+    refused_by_plan_and_apply(
+        &dir,
+        &host,
+        &state,
+        cases.iter().map(|(n, _, says)| (*n, *says)),
+    );
     assert!(!state.exists(), "a refused apply made its state directory");
     let after = std::fs::read_to_string(host.join("proc/sys/net/core/rmem_max")).expect("read");
     assert_eq!(before, after);
@@ -470,4 +463,28 @@ fn a_site_profile_with_rfs_off_leaves_the_flow_counts_alone_in_a_namespace() {
         &format!("/sys/class/net/{a}/queues/rx-0/rps_flow_cnt")
     )
     .is_none());
+}
+
+/// Each profile `name` of `dir` refused by `plan` and by `apply` on `host`
+/// (state in `state`): exit 2, nothing on stdout, one line on stderr that
+/// holds `says`.
+pub(crate) fn refused_by_plan_and_apply<'a>(
+    dir: &Path,
+    host: &Path,
+    state: &Path,
+    cases: impl Iterator<Item = (&'a str, &'a str)>,
+) {
+    for (name, says) in cases {
+        for verb in ["plan", "apply"] {
+            let mut args = vec![verb, "--profile", name, "--root", s(host)];
+            if verb == "apply" {
+                args.extend(["--state-dir", s(state)]);
+            }
+            let (code, out, err) = run_with(&[dir], &args);
+            assert_eq!(code, 2, "{verb} {name}: {out}{err}");
+            assert!(out.is_empty(), "{verb} {name}: {out}");
+            assert_eq!(err.lines().count(), 1, "{verb} {name}: {err}");
+            assert!(err.contains(says), "{verb} {name}: {err}");
+        }
+    }
 }

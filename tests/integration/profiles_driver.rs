@@ -8,7 +8,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::common::*;
-use crate::profiles::{change, json_with, run_with, write};
+use crate::profiles::{change, json_with, refused_by_plan_and_apply, run_with, write};
 
 /// The fixture with recorded ethtool answers: ice, 16 combined channels
 /// (64 at most), rings 2048 of 8160, rx-usecs 50 with adaptive moderation.
@@ -291,19 +291,12 @@ fn a_bad_driver_value_is_one_line_naming_file_line_and_key() {
     }
     let driver_json = host.join("nettune/driver.json");
     let before = std::fs::read(&driver_json).expect("read");
-    for (name, _, says) in cases {
-        for verb in ["plan", "apply"] {
-            let mut args = vec![verb, "--profile", name, "--root", s(&host)];
-            if verb == "apply" {
-                args.extend(["--state-dir", s(&state)]);
-            }
-            let (code, out, err) = run_with(&[&dir], &args);
-            assert_eq!(code, 2, "{verb} {name}: {out}{err}");
-            assert!(out.is_empty(), "{verb} {name}: {out}");
-            assert_eq!(err.lines().count(), 1, "{verb} {name}: {err}");
-            assert!(err.contains(says), "{verb} {name}: {err}");
-        }
-    }
+    refused_by_plan_and_apply(
+        &dir,
+        &host,
+        &state,
+        cases.iter().map(|(n, _, says)| (*n, *says)),
+    );
     assert!(!state.exists(), "a refused apply made its state directory");
     assert_eq!(before, std::fs::read(&driver_json).expect("read"));
 }

@@ -19,7 +19,7 @@ pub mod setting;
 pub mod xdp;
 
 pub use netdev::{NapiKey, NapiSet, Netdev, NetdevState};
-pub use setting::{ChannelKind, DriverKey, DriverSetting};
+pub use setting::{gro_as_one, ChannelKind, DriverKey, DriverSetting, GRO_NAMES};
 
 /// Read driver settings of one interface. Never fails: what a driver does
 /// not support is `Probe::NOT_SUPPORTED` field by field.

@@ -68,6 +68,19 @@ impl ChannelKind {
     }
 }
 
+/// The two names drivers give GRO (`ethtool -k` shows either, or both):
+/// one setting.
+pub const GRO_NAMES: [&str; 2] = ["rx-gro", "generic-receive-offload"];
+
+/// A driver setting's key (`features.generic-receive-offload`) under the
+/// one name GRO is kept by (`features.rx-gro`); any other key as it is.
+pub fn gro_as_one(key: &str) -> String {
+    match key.strip_prefix("features.") {
+        Some(feature) if GRO_NAMES.contains(&feature) => format!("features.{}", GRO_NAMES[0]),
+        _ => key.to_string(),
+    }
+}
+
 /// A driver setting's name within an interface, typed: `rings.rx`,
 /// `coalesce.adaptive-rx`, `rx-flow-hash.udp4`, `channels.combined`,
 /// `features.rx-gro` (what a target `ethtool:IFACE:KEY` names).
