@@ -488,3 +488,32 @@ pub(crate) fn refused_by_plan_and_apply<'a>(
         }
     }
 }
+
+#[test]
+fn apply_names_the_whole_include_chain_of_a_site_profile() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let dir = work.path().join("profiles");
+    write(&dir, "web.toml", WEB);
+    write(&dir, "edge.toml", "include = \"web\"\nxps = \"off\"\n");
+    let (_tree, host) = fixture_copy("vm-2cpu-virtio");
+    let state = work.path().join("state");
+    let base = ["--root", s(&host), "--state-dir", s(&state)];
+    let mut apply = vec!["apply", "--profile", "edge"];
+    apply.extend(base);
+    let (code, text, err) = run_with(&[&dir], &apply);
+    assert_eq!(code, 0, "{err}");
+    // Before, only the built-in profile at the chain's end was named
+    // ("includes pps"), as if edge included it directly.
+    assert!(
+        text.contains("applied profile edge (site, includes web -> pps)"),
+        "{text}"
+    );
+    let mut rollback = vec!["rollback"];
+    rollback.extend(base);
+    let (code, text, err) = run_with(&[&dir], &rollback);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        text.contains("profile edge (site, includes web -> pps)"),
+        "{text}"
+    );
+}

@@ -8,9 +8,7 @@
 //! which has no hardware IRQ, it measured a little slower
 //! (bench/busy_poll.sh compares both).
 
-use super::shared::{
-    judged_interfaces, napi_queues, planned_napi_value, plural, queue_list, sysctl_u64,
-};
+use super::shared::{judged_interfaces, napi_queues, planned_napi_value, plural, queue_list};
 use crate::base::driver::NapiKey;
 use crate::base::Probe;
 use crate::doctor::planned::Plans;
@@ -48,12 +46,11 @@ fn tuned_for_latency(ctx: &Context) -> Option<(String, Profile)> {
             profile,
         ));
     }
-    let on: Vec<String> = ["net.core.busy_poll", "net.core.busy_read"]
+    let on: Vec<String> = ctx
+        .host
+        .busy_polling()
         .into_iter()
-        .filter_map(|name| {
-            let us = sysctl_u64(ctx.host, name)?;
-            (us > 0).then(|| format!("{name} {us}"))
-        })
+        .filter_map(|(name, us)| us.filter(|&us| us > 0).map(|us| format!("{name} {us}")))
         .collect();
     (!on.is_empty()).then(|| {
         (
