@@ -347,11 +347,27 @@ impl EthtoolSet for RecordedWriter {
             DriverSetting::RingRx(n) => set_bounded(group(entry, "rings")?, "rx", "rx_max", *n),
             DriverSetting::RingTx(n) => set_bounded(group(entry, "rings")?, "tx", "tx_max", *n),
             DriverSetting::RxUsecs(n) | DriverSetting::TxUsecs(n) => {
-                let field = match setting {
-                    DriverSetting::RxUsecs(_) => "rx_usecs",
-                    _ => "tx_usecs",
+                let (field, adaptive) = match setting {
+                    DriverSetting::RxUsecs(_) => ("rx_usecs", "adaptive_rx"),
+                    _ => ("tx_usecs", "adaptive_tx"),
                 };
-                group(entry, "coalesce")?[field] = Value::from(*n);
+                let ice = entry.pointer("/ethtool/info/driver") == Some(&Value::from("ice"));
+                let coalesce = group(entry, "coalesce")?;
+                // ice refuses a new time while adaptive moderation stays on
+                // (ice_set_rc_coalesce: "interrupt throttling cannot be
+                // changed if adaptive is enabled", EINVAL): recorded here
+                // so that a plan writing them in the wrong order fails on
+                // the fixture as on the NIC.
+                if ice
+                    && coalesce.get(adaptive) == Some(&Value::Bool(true))
+                    && coalesce.get(field).and_then(Value::as_u64) != Some(u64::from(*n))
+                {
+                    return Err(SetError::with_detail(
+                        libc::EINVAL,
+                        &format!("ice: {field} cannot be changed while {adaptive} is on"),
+                    ));
+                }
+                coalesce[field] = Value::from(*n);
                 Ok(())
             }
             DriverSetting::AdaptiveRx(on) | DriverSetting::AdaptiveTx(on) => {
@@ -837,6 +853,28 @@ mod tests {
             .set("eth0", &DriverSetting::AdaptiveRx(false))
             .expect("undo coalesce");
         assert_eq!(fs::read(&path).expect("read"), before);
+    }
+
+    #[test]
+    fn ice_refuses_a_coalescing_time_until_adaptive_moderation_is_off() {
+        let (_dir, root) = fixture_copy("one-socket-ice-16q");
+        let writer = RecordedWriter::new(&root);
+        let err = writer
+            .set("ens801f0", &DriverSetting::RxUsecs(8))
+            .expect_err("adaptive-rx is on in the capture");
+        assert_eq!(err.errno, libc::EINVAL, "{err:?}");
+        // The time it already has is accepted, as ice compares with it.
+        writer
+            .set("ens801f0", &DriverSetting::RxUsecs(50))
+            .expect("unchanged time");
+        writer
+            .set("ens801f0", &DriverSetting::AdaptiveRx(false))
+            .expect("adaptive off");
+        writer
+            .set("ens801f0", &DriverSetting::RxUsecs(8))
+            .expect("a time once adaptive is off");
+        // tx has its own adaptive flag, still on.
+        assert!(writer.set("ens801f0", &DriverSetting::TxUsecs(8)).is_err());
     }
 
     #[test]
