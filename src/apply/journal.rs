@@ -205,12 +205,8 @@ impl Journal {
         match (self.profile, site) {
             // The whole chain (`edge -> pps`), so that a site profile
             // built on another is told apart from one on the built-in.
-            (Some(p), Some(site)) => {
-                let chain = match site.chain.get(1..) {
-                    Some(names) if !names.is_empty() => names.join(" -> "),
-                    _ => p.name().to_string(),
-                };
-                format!("profile {} (site, includes {chain})", site.name)
+            (Some(_), Some(site)) => {
+                format!("profile {} (site, includes {})", site.name, site.includes())
             }
             (Some(p), None) => format!("profile {}", p.name()),
             (None, _) => "unknown change".to_string(),

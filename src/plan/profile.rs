@@ -208,7 +208,16 @@ impl SiteProfile {
             "{} ({}, includes {})",
             self.name,
             self.file,
-            self.chain[1..].join(" -> ")
+            self.includes()
         )
+    }
+
+    /// What it includes, down to the built-in profile: `web -> pps`. A
+    /// chain without them (a hand-edited journal) names the built-in one.
+    pub fn includes(&self) -> String {
+        match self.chain.get(1..) {
+            Some(names) if !names.is_empty() => names.join(" -> "),
+            _ => self.base.name().to_string(),
+        }
     }
 }

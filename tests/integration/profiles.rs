@@ -498,22 +498,21 @@ fn apply_names_the_whole_include_chain_of_a_site_profile() {
     let (_tree, host) = fixture_copy("vm-2cpu-virtio");
     let state = work.path().join("state");
     let base = ["--root", s(&host), "--state-dir", s(&state)];
-    let mut apply = vec!["apply", "--profile", "edge"];
-    apply.extend(base);
-    let (code, text, err) = run_with(&[&dir], &apply);
-    assert_eq!(code, 0, "{err}");
     // Before, only the built-in profile at the chain's end was named
     // ("includes pps"), as if edge included it directly.
-    assert!(
-        text.contains("applied profile edge (site, includes web -> pps)"),
-        "{text}"
-    );
-    let mut rollback = vec!["rollback"];
-    rollback.extend(base);
-    let (code, text, err) = run_with(&[&dir], &rollback);
-    assert_eq!(code, 0, "{err}");
-    assert!(
-        text.contains("profile edge (site, includes web -> pps)"),
-        "{text}"
-    );
+    for (verb, said) in [
+        (
+            &["apply", "--profile", "edge"][..],
+            "applied profile edge (site, includes web -> pps)",
+        ),
+        (
+            &["rollback"][..],
+            "profile edge (site, includes web -> pps)",
+        ),
+    ] {
+        let args: Vec<&str> = verb.iter().copied().chain(base).collect();
+        let (code, text, err) = run_with(&[&dir], &args);
+        assert_eq!(code, 0, "{err}");
+        assert!(text.contains(said), "{text}");
+    }
 }
